@@ -1,0 +1,54 @@
+# ForgePush: the commands a newcomer and CI type. `make demo` and `make test` install what is
+# missing first, so a fresh Debian machine with Swift needs nothing else.
+
+SWIFT        ?= swift
+SWIFT_FLAGS  ?=
+# Debian packages the build, the tests and the demo need. Installed only when missing.
+APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl
+SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build release test demo sanitize bench lint clean
+
+all: build
+
+## deps: install the missing Debian packages (one `apt-get update`, then only what is missing).
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	else \
+	  echo "deps: all present ($(APT_PACKAGES))"; \
+	fi
+
+build: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+release: deps
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+
+## test: every test (unit, crypto against the openssl tool, apnsctl binary tests).
+test: deps
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build $(SWIFT_FLAGS)
+
+## demo: until the loopback server lands, render the request of every sample in keys-example/.
+demo: deps
+	$(SWIFT) build --product apnsctl $(SWIFT_FLAGS)
+	@sh keys-example/render-samples.sh "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl"
+
+## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer.
+sanitize: deps
+	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan $(SWIFT_FLAGS)
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan $(SWIFT_FLAGS)
+
+## bench: the benchmark executable in release mode (see `apns-bench --help`).
+bench: deps
+	$(SWIFT) run -c release apns-bench encode
+
+clean:
+	rm -rf .build .build-asan .build-tsan

@@ -1,0 +1,109 @@
+// swift-tools-version:6.1
+//
+// ForgePush: Apple push notifications from Swift on Linux, over nghttp2 and OpenSSL.
+//
+// Layers, bottom up (a target only imports the ones above it in this list):
+//   CForgeNGHTTP2, CForgeOpenSSL   system libraries + `static inline` shims (the only C)
+//   ForgeAPNsCore                  pure Swift model: types, payloads, headers, validation, responses
+//   ForgeCrypto                    ES256 provider tokens over OpenSSL
+//   ForgeHTTP2                     HTTP/2 client and server over nghttp2 + OpenSSL (transport issue)
+//   ForgeAPNs                      the pooled, retrying client (client issue)
+//   apnsctl, apns-bench            executables
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "ForgePush",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ForgeAPNsCore", targets: ["ForgeAPNsCore"]),
+        .library(name: "ForgeCrypto", targets: ["ForgeCrypto"]),
+        .library(name: "ForgeHTTP2", targets: ["ForgeHTTP2"]),
+        .library(name: "ForgeAPNs", targets: ["ForgeAPNs"]),
+        .executable(name: "apnsctl", targets: ["apnsctl"]),
+        .executable(name: "apns-bench", targets: ["apns-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // MARK: C system libraries
+        .systemLibrary(
+            name: "CForgeNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        .systemLibrary(
+            name: "CForgeOpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // MARK: Pure Swift domain model
+        .target(
+            name: "ForgeAPNsCore",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: C-backed layers
+        .target(
+            name: "ForgeCrypto",
+            dependencies: ["ForgeAPNsCore", "CForgeOpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ForgeHTTP2",
+            dependencies: ["CForgeNGHTTP2", "CForgeOpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Client
+        .target(
+            name: "ForgeAPNs",
+            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "apnsctl",
+            dependencies: [
+                "ForgeAPNsCore",
+                "ForgeCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "apns-bench",
+            dependencies: [
+                "ForgeAPNsCore",
+                "ForgeCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "ForgeAPNsCoreTests",
+            dependencies: ["ForgeAPNsCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeCryptoTests",
+            dependencies: ["ForgeCrypto", "ForgeAPNsCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "APNSCtlTests",
+            dependencies: ["apnsctl"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

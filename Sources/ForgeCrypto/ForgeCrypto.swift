@@ -1,0 +1,1 @@
+// ForgeCrypto: ES256 provider tokens over OpenSSL.
