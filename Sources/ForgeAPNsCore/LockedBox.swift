@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A value guarded by a `pthread_mutex_t`.
+///
+/// Used instead of `Synchronization.Mutex` because ThreadSanitizer intercepts pthread locks and
+/// reports false races on `Mutex` (see nghttp2-openssl-notes §4.11). Replace with `Mutex` once TSan
+/// understands it.
+///
+/// `@unchecked Sendable`: every access to `value` happens inside `withLock`, under the mutex.
+package final class LockedBox<Value>: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var value: Value
+
+    package init(_ value: Value) {
+        self.value = value
+        self.mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        self.mutex.initialize(to: pthread_mutex_t())
+        let result = pthread_mutex_init(self.mutex, nil)
+        precondition(result == 0, "pthread_mutex_init failed: \(result)")
+    }
+
+    deinit {
+        let result = pthread_mutex_destroy(self.mutex)
+        precondition(result == 0, "pthread_mutex_destroy failed: \(result)")
+        self.mutex.deinitialize(count: 1)
+        self.mutex.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the value.
+    @inline(__always)
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        pthread_mutex_lock(self.mutex)
+        defer { pthread_mutex_unlock(self.mutex) }
+        return try body(&self.value)
+    }
+}
