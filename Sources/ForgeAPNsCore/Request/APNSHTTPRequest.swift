@@ -1,0 +1,43 @@
+/// One header of an APNs request, as it goes on the wire.
+public struct APNSHeaderField: Hashable, Sendable, CustomStringConvertible {
+    /// The lower-case header name.
+    public var name: String
+    /// The value.
+    public var value: String
+
+    /// Creates a header field; `name` must already be lower case (HTTP/2 requires it).
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    public var description: String { "\(self.name): \(self.value)" }
+}
+
+/// An APNs HTTP/2 request without its `authorization` header, which the client adds from its
+/// provider token at send time.
+///
+/// `:scheme` is `https` and `:authority` is the endpoint's host; both belong to the connection.
+public struct APNSHTTPRequest: Hashable, Sendable {
+    /// `:method`.
+    public var method: String
+    /// `:path`, such as `/3/device/<token>`.
+    public var path: String
+    /// The regular headers, in the order they are sent.
+    public var headers: [APNSHeaderField]
+    /// The JSON body. Shared, not copied, across every request made from one prepared notification.
+    public var body: [UInt8]
+
+    /// Creates a request.
+    public init(method: String = "POST", path: String, headers: [APNSHeaderField], body: [UInt8]) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of the first header called `name` (lower case), if any.
+    public subscript(header name: String) -> String? {
+        self.headers.first(where: { $0.name == name })?.value
+    }
+}
