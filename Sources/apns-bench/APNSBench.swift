@@ -4,6 +4,7 @@ import ArgumentParser
 struct APNSBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-bench",
-        abstract: "Measure ForgePush's speed and memory in release builds."
+        abstract: "Measure ForgePush's speed and memory. Run it in release: swift run -c release apns-bench …",
+        subcommands: [Encode.self]
     )
 }

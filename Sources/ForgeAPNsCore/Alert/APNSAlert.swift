@@ -53,6 +53,20 @@ public struct APNSAlert: Hashable, Sendable, Encodable {
     /// Whether no field is set (an alert that would show nothing).
     public var isEmpty: Bool { self == APNSAlert() }
 
+    /// Writes the dictionary in sorted key order.
+    func write(to object: inout APNSObjectWriter) {
+        object.string("body", self.body)
+        object.string("launch-image", self.launchImage)
+        object.strings("loc-args", self.localizationArguments)
+        object.string("loc-key", self.localizationKey)
+        object.string("subtitle", self.subtitle)
+        object.strings("subtitle-loc-args", self.subtitleLocalizationArguments)
+        object.string("subtitle-loc-key", self.subtitleLocalizationKey)
+        object.string("title", self.title)
+        object.strings("title-loc-args", self.titleLocalizationArguments)
+        object.string("title-loc-key", self.titleLocalizationKey)
+    }
+
     enum CodingKeys: String, CodingKey {
         case title, subtitle, body
         case launchImage = "launch-image"
@@ -99,6 +113,19 @@ public struct APNSSound: Hashable, Sendable, Encodable {
             try container.encode(1, forKey: .critical)
             try container.encode(name, forKey: .name)
             try container.encode(volume, forKey: .volume)
+        }
+    }
+
+    func write(key: StaticString, to object: inout APNSObjectWriter) throws {
+        switch self.kind {
+        case .named(let name):
+            object.string(key, name)
+        case .critical(let name, let volume):
+            try object.object(key) { sound in
+                sound.int("critical", 1)
+                sound.string("name", name)
+                try sound.double("volume", volume)
+            }
         }
     }
 

@@ -135,7 +135,7 @@ public struct APNSAlertNotification<Payload: Encodable & Sendable>: APNSNotifica
             expiration: self.expiration,
             collapseID: self.collapseID,
             apnsID: self.apnsID,
-            body: APNSPayloadEncoder.encode(aps: aps, custom: self.payload)
+            encodedBody: APNSPayloadEncoder.encode(aps: aps, custom: self.payload)
         )
     }
 }
@@ -170,8 +170,8 @@ extension APNSAlertNotification where Payload == APNSNoCustomKeys {
     }
 }
 
-/// The `aps` dictionary of an alert push.
-struct AlertAPS: Encodable {
+/// The `aps` dictionary of an alert push, written in sorted key order.
+struct AlertAPS: APNSWritable {
     var alert: APNSAlert?
     var badge: Int?
     var sound: APNSSound?
@@ -184,14 +184,19 @@ struct AlertAPS: Encodable {
     var relevanceScore: Double?
     var filterCriteria: String?
 
-    enum CodingKeys: String, CodingKey {
-        case alert, badge, sound, category
-        case threadID = "thread-id"
-        case contentAvailable = "content-available"
-        case mutableContent = "mutable-content"
-        case targetContentID = "target-content-id"
-        case interruptionLevel = "interruption-level"
-        case relevanceScore = "relevance-score"
-        case filterCriteria = "filter-criteria"
+    func write(to object: inout APNSObjectWriter) throws {
+        if let alert = self.alert {
+            object.object("alert") { alert.write(to: &$0) }
+        }
+        object.int("badge", self.badge)
+        object.string("category", self.category)
+        object.int("content-available", self.contentAvailable)
+        object.string("filter-criteria", self.filterCriteria)
+        object.string("interruption-level", self.interruptionLevel?.rawValue)
+        object.int("mutable-content", self.mutableContent)
+        try object.double("relevance-score", self.relevanceScore)
+        if let sound = self.sound { try sound.write(key: "sound", to: &object) }
+        object.string("target-content-id", self.targetContentID)
+        object.string("thread-id", self.threadID)
     }
 }

@@ -44,7 +44,7 @@ public struct APNSBackgroundNotification<Payload: Encodable & Sendable>: APNSNot
             expiration: self.expiration,
             collapseID: self.collapseID,
             apnsID: self.apnsID,
-            body: APNSPayloadEncoder.encode(aps: BackgroundAPS(), custom: self.payload)
+            encodedBody: APNSPayloadEncoder.encode(aps: BackgroundAPS(), custom: self.payload)
         )
     }
 }
@@ -61,7 +61,6 @@ extension APNSBackgroundNotification where Payload == APNSNoCustomKeys {
     }
 }
 
-struct BackgroundAPS: Encodable {
-    let contentAvailable = 1
-    enum CodingKeys: String, CodingKey { case contentAvailable = "content-available" }
+struct BackgroundAPS: APNSWritable {
+    func write(to object: inout APNSObjectWriter) { object.int("content-available", 1) }
 }

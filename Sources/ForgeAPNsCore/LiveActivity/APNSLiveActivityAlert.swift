@@ -25,6 +25,18 @@ public struct APNSLiveActivityAlert: Hashable, Sendable, Encodable {
         /// A plain string.
         public init(stringLiteral value: String) { self.kind = .plain(value) }
 
+        func write(key: StaticString, to object: inout APNSObjectWriter) throws {
+            switch self.kind {
+            case .plain(let text):
+                object.string(key, text)
+            case .localized(let localizationKey, let arguments):
+                object.object(key) { text in
+                    text.strings("loc-args", arguments.isEmpty ? nil : arguments)
+                    text.string("loc-key", localizationKey)
+                }
+            }
+        }
+
         enum LocalizedKeys: String, CodingKey {
             case key = "loc-key"
             case arguments = "loc-args"
@@ -49,6 +61,13 @@ public struct APNSLiveActivityAlert: Hashable, Sendable, Encodable {
     public var body: Text
     /// `alert.sound`: a sound file name or `"default"`.
     public var sound: String?
+
+    /// Writes the dictionary in sorted key order.
+    func write(to object: inout APNSObjectWriter) throws {
+        try self.body.write(key: "body", to: &object)
+        object.string("sound", self.sound)
+        try self.title.write(key: "title", to: &object)
+    }
 
     /// Creates an alert.
     public init(title: Text, body: Text, sound: String? = nil) {

@@ -112,7 +112,7 @@ public struct APNSLiveActivityNotification<ContentState: Encodable & Sendable>: 
             expiration: self.expiration,
             collapseID: self.collapseID,
             apnsID: self.apnsID,
-            body: APNSPayloadEncoder.encode(aps: self.aps(), custom: APNSNoCustomKeys())
+            encodedBody: APNSPayloadEncoder.encode(aps: self.aps(), custom: APNSNoCustomKeys())
         )
     }
 
@@ -142,8 +142,9 @@ func epochSeconds(_ date: Date, field: String) throws(APNSValidationError) -> In
     return Int(seconds.rounded(.down))
 }
 
-/// The `aps` dictionary of every Live Activity push (device or broadcast, start, update or end).
-struct LiveActivityAPS<ContentState: Encodable, Attributes: Encodable>: Encodable {
+/// The `aps` dictionary of every Live Activity push (device or broadcast, start, update or end),
+/// written in sorted key order.
+struct LiveActivityAPS<ContentState: Encodable, Attributes: Encodable>: APNSWritable {
     var event: String
     var timestamp: Int
     var contentState: ContentState
@@ -156,14 +157,19 @@ struct LiveActivityAPS<ContentState: Encodable, Attributes: Encodable>: Encodabl
     var inputPushToken: Int? = nil
     var inputPushChannel: String? = nil
 
-    enum CodingKeys: String, CodingKey {
-        case event, timestamp, alert, attributes
-        case contentState = "content-state"
-        case staleDate = "stale-date"
-        case dismissalDate = "dismissal-date"
-        case relevanceScore = "relevance-score"
-        case attributesType = "attributes-type"
-        case inputPushToken = "input-push-token"
-        case inputPushChannel = "input-push-channel"
+    func write(to object: inout APNSObjectWriter) throws {
+        if let alert = self.alert {
+            try object.object("alert") { try alert.write(to: &$0) }
+        }
+        try object.encodable("attributes", self.attributes)
+        object.string("attributes-type", self.attributesType)
+        try object.encodable("content-state", self.contentState)
+        object.int("dismissal-date", self.dismissalDate)
+        object.string("event", self.event)
+        object.string("input-push-channel", self.inputPushChannel)
+        object.int("input-push-token", self.inputPushToken)
+        try object.double("relevance-score", self.relevanceScore)
+        object.int("stale-date", self.staleDate)
+        object.int("timestamp", self.timestamp)
     }
 }

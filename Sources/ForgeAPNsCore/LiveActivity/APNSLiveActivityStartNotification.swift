@@ -116,7 +116,7 @@ public struct APNSLiveActivityStartNotification<
             expiration: self.expiration,
             collapseID: self.collapseID,
             apnsID: self.apnsID,
-            body: APNSPayloadEncoder.encode(aps: aps, custom: APNSNoCustomKeys())
+            encodedBody: APNSPayloadEncoder.encode(aps: aps, custom: APNSNoCustomKeys())
         )
     }
 }

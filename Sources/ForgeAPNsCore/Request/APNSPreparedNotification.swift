@@ -51,9 +51,25 @@ public struct APNSPreparedNotification: Hashable, Sendable {
         apnsID: APNSID? = nil,
         body: [UInt8]
     ) throws(APNSValidationError) {
+        try APNSPayloadCheck.checkObject(body, field: "payload")
+        try self.init(
+            pushType: pushType, topic: topic, priority: priority, expiration: expiration, collapseID: collapseID,
+            apnsID: apnsID, encodedBody: body
+        )
+    }
+
+    /// The same checks but the JSON shape, for bodies that ForgePush's encoder wrote itself.
+    init(
+        pushType: APNSPushType,
+        topic: APNSTopic,
+        priority: APNSPriority?,
+        expiration: APNSExpiration,
+        collapseID: APNSCollapseID?,
+        apnsID: APNSID?,
+        encodedBody body: [UInt8]
+    ) throws(APNSValidationError) {
         let priority = priority ?? pushType.impliedPriority
         try APNSPreparedNotification.check(priority: priority, for: pushType)
-        try APNSPayloadCheck.checkObject(body, field: "payload")
         try APNSPayloadCheck.checkSize(body.count, limit: pushType.payloadSizeLimit, what: "push type \(pushType)")
 
         self.pushType = pushType

@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Measurement helpers shared by the benchmark cases.
+enum Bench {
+    /// Warns on stderr when the benchmark was built without optimisation.
+    static func warnIfDebug() {
+        #if DEBUG
+        Self.printError("warning: apns-bench was built in debug mode; run `swift run -c release apns-bench …` for real figures")
+        #endif
+    }
+
+    /// Writes a line to standard error.
+    static func printError(_ line: String) {
+        let text = line + "\n"
+        _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    }
+
+    /// Process CPU time (user + system) in microseconds.
+    static func cpuMicroseconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        let user = Double(usage.ru_utime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec)
+        let system = Double(usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_stime.tv_usec)
+        return user + system
+    }
+
+    /// Peak resident set size in MiB.
+    static func peakRSSMiB() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_maxrss) / 1024  // ru_maxrss is in KiB on Linux
+    }
+
+    /// The result of one named case.
+    struct Result {
+        var name: String
+        var operations: Int
+        var seconds: Double
+        var cpuMicroseconds: Double
+
+        var operationsPerSecond: Double { Double(self.operations) / self.seconds }
+        var nanosecondsPerOperation: Double { self.seconds * 1e9 / Double(self.operations) }
+        var cpuNanosecondsPerOperation: Double { self.cpuMicroseconds * 1e3 / Double(self.operations) }
+    }
+
+    /// Runs `body(count)` once as a warm-up with a tenth of the count, then measures it.
+    static func measure(_ name: String, operations: Int, _ body: (Int) throws -> Int) rethrows -> Result {
+        var sink = try body(max(1, operations / 10))
+        let clock = ContinuousClock()
+        let cpuStart = Self.cpuMicroseconds()
+        let start = clock.now
+        sink &+= try body(operations)
+        let elapsed = start.duration(to: clock.now)
+        let cpu = Self.cpuMicroseconds() - cpuStart
+        if sink == 42 { Self.printError("") }  // keeps the work observable to the optimiser
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Result(name: name, operations: operations, seconds: seconds, cpuMicroseconds: cpu)
+    }
+}
