@@ -98,11 +98,13 @@ let package = Package(
         .testTarget(
             name: "ForgeCryptoTests",
             dependencies: ["ForgeCrypto", "ForgeAPNsCore"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "APNSCtlTests",
-            dependencies: ["apnsctl"],
+            // Runs the built apnsctl binary; the libraries are used to check what it printed.
+            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -29,6 +29,7 @@ public struct APNSValidationError: Error, Hashable, Sendable, CustomStringConver
             case badExpiration
             case badPayload
             case payloadTooLarge
+            case badConfiguration
         }
 
         private let base: Base
@@ -60,6 +61,8 @@ public struct APNSValidationError: Error, Hashable, Sendable, CustomStringConver
         public static let badPayload = Code(.badPayload)
         /// The encoded payload is larger than the push type's limit.
         public static let payloadTooLarge = Code(.payloadTooLarge)
+        /// A configuration value is outside its allowed range (for example the token refresh age).
+        public static let badConfiguration = Code(.badConfiguration)
 
         public var description: String { self.base.rawValue }
     }

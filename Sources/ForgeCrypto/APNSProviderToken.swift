@@ -1,0 +1,55 @@
+public import ForgeAPNsCore
+public import struct Foundation.Date
+
+/// A provider token: the ES256 JWT sent as `authorization: bearer <jwt>` with token authentication.
+///
+/// Header `{"alg":"ES256","kid":"<key id>"}`, claims `{"iss":"<team id>","iat":<seconds>}`, each
+/// base64url without padding, and the raw 64-byte `r‖s` signature. APNs accepts a token for one
+/// hour and refuses a new one on the same connection more than once every 20 minutes, so make one
+/// and reuse it: ``APNSProviderTokenManager`` does that.
+///
+/// - Important: ``description`` shows only the first characters of the JWT. Read ``jwt`` only to
+///   put it on the wire.
+public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible {
+    /// The `kid` of the header.
+    public let keyID: APNSKeyID
+    /// The `iss` claim.
+    public let teamID: APNSTeamID
+    /// The `iat` claim, in whole seconds.
+    public let issuedAt: Date
+    /// The whole token. Secret: never log it.
+    public let jwt: String
+
+    /// Signs a new token.
+    /// - Parameter issuedAt: rounded down to whole seconds for the `iat` claim.
+    /// - Throws: ``APNSKeyError/Code/signingFailed`` if OpenSSL fails.
+    public static func sign(
+        keyID: APNSKeyID,
+        teamID: APNSTeamID,
+        issuedAt: Date,
+        key: APNSSigningKey
+    ) throws(APNSKeyError) -> APNSProviderToken {
+        let seconds = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
+        // Written by hand so the bytes are exactly the documented form (ids are A-Z0-9, no escaping).
+        let header = #"{"alg":"ES256","kid":""# + keyID.rawValue + #""}"#
+        let claims = #"{"iss":""# + teamID.rawValue + #"","iat":"# + String(seconds) + "}"
+        let signingInput = Base64URL.encode(header.utf8) + "." + Base64URL.encode(claims.utf8)
+        let signature = try key.signature(for: Array(signingInput.utf8))
+        return APNSProviderToken(
+            keyID: keyID,
+            teamID: teamID,
+            issuedAt: Date(timeIntervalSince1970: Double(seconds)),
+            jwt: signingInput + "." + Base64URL.encode(signature)
+        )
+    }
+
+    /// `bearer <jwt>`, the `authorization` header value. Secret: never log it.
+    public var authorizationHeaderValue: String { "bearer " + self.jwt }
+
+    /// A form safe to log: the first eight characters of the JWT.
+    public var redacted: String { String(self.jwt.prefix(8)) + "…<redacted>" }
+
+    public var description: String {
+        "APNSProviderToken(kid: \(self.keyID), iss: \(self.teamID), iat: \(Int64(self.issuedAt.timeIntervalSince1970)), jwt: \(self.redacted))"
+    }
+}

@@ -1,1 +1,0 @@
-// ForgeCrypto: ES256 provider tokens over OpenSSL.
