@@ -1,0 +1,128 @@
+import ArgumentParser
+import ForgeAPNsCore
+
+/// The headers and payload of one notification, as flags.
+struct NotificationOptions: ParsableArguments {
+    enum PushType: String, CaseIterable, ExpressibleByArgument {
+        case alert, background, complication, controls, fileprovider, liveactivity, location, mdm, pushtotalk, voip,
+            widgets
+
+        var pushType: APNSPushType { APNSPushType(rawValue: self.rawValue)! }
+    }
+
+    enum Priority: String, CaseIterable, ExpressibleByArgument {
+        case immediately = "10", consideringDevicePower = "5", prioritizingDevicePower = "1"
+
+        var priority: APNSPriority { try! APNSPriority(headerValue: self.rawValue) }
+    }
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The app's bundle id (or APNS_TOPIC); the push type's suffix is added.", valueName: "bundle-id")
+    )
+    var topic: String?
+
+    @Option(name: .customLong("push-type"), help: "The apns-push-type (alert when unset).")
+    var pushType: PushType?
+
+    @Option(name: .long, help: "The apns-priority: 10, 5 or 1 (background: 5 only).")
+    var priority: Priority?
+
+    @Option(name: .long, help: ArgumentHelp("The apns-expiration: 0, or seconds since 1970.", valueName: "seconds"))
+    var expiration: String?
+
+    @Option(name: .customLong("collapse-id"), help: "The apns-collapse-id (at most 64 bytes).")
+    var collapseID: String?
+
+    @Option(name: .customLong("apns-id"), help: "The apns-id (a UUID).")
+    var apnsID: String?
+
+    @Option(name: .long, help: ArgumentHelp("The JSON payload file, or - for standard input.", valueName: "path"))
+    var payload: String?
+
+    private func topicText() throws -> String {
+        guard let topicText = EnvironmentFallback.value(self.topic, "APNS_TOPIC") else {
+            throw ValidationError("Missing --topic (or APNS_TOPIC): the app's bundle id.")
+        }
+        return topicText
+    }
+
+    private func payloadBytes() throws -> [UInt8] {
+        guard let payloadPath = self.payload else {
+            throw ValidationError("Missing --payload: a JSON file, or - for standard input.")
+        }
+        return try InputFiles.read(payloadPath, flag: "--payload")
+    }
+
+    private func parsedExpiration() throws -> APNSExpiration? {
+        guard let text = self.expiration else { return nil }
+        do { return try APNSExpiration(headerValue: text) } catch { throw CLIFailure.badData("--expiration", error) }
+    }
+
+    private func parsedAPNSID() throws -> APNSID? {
+        guard let text = self.apnsID else { return nil }
+        do { return try APNSID(text) } catch { throw CLIFailure.badData("--apns-id", error, value: text) }
+    }
+
+    /// Reads the payload and validates every header and the body.
+    /// - Throws: `ValidationError` (64) for a missing flag, ``CLIFailure`` (65, 66) for bad data.
+    func prepare() throws -> APNSPreparedNotification {
+        let topicText = try self.topicText()
+        let pushType = (self.pushType ?? .alert).pushType
+        let topic: APNSTopic
+        do { topic = try APNSTopic(topicText, pushType: pushType) } catch {
+            throw CLIFailure.badData("--topic", error, value: topicText)
+        }
+        let expiration = try self.parsedExpiration() ?? APNSExpiration.none
+        var collapseID: APNSCollapseID?
+        if let text = self.collapseID {
+            do { collapseID = try APNSCollapseID(text) } catch {
+                throw CLIFailure.badData("--collapse-id", error)
+            }
+        }
+        let apnsID = try self.parsedAPNSID()
+        let body = try self.payloadBytes()
+        do {
+            return try APNSPayloadNotification(
+                pushType: pushType,
+                topic: topic,
+                json: body,
+                priority: self.priority?.priority,
+                expiration: expiration,
+                collapseID: collapseID,
+                apnsID: apnsID
+            ).prepared()
+        } catch {
+            let flag = error.code == .badPriority ? "--priority" : "--payload"
+            throw CLIFailure.badData(flag, error)
+        }
+    }
+
+    /// Reads the payload and validates a broadcast to `channel` (`--channel-id`): push type
+    /// liveactivity, priority 10 unless given, expiration 0 unless given.
+    func prepareBroadcast(channel text: String) throws -> APNSPreparedBroadcast {
+        if let pushType = self.pushType, pushType != .liveactivity {
+            throw ValidationError("--channel-id sends a broadcast, whose push type is liveactivity (got --push-type \(pushType.rawValue)).")
+        }
+        if self.collapseID != nil {
+            throw ValidationError("--collapse-id does not apply to broadcasts.")
+        }
+        let topicText = try self.topicText()
+        let bundleID: APNSBundleID
+        do { bundleID = try APNSBundleID(topicText) } catch { throw CLIFailure.badData("--topic", error, value: topicText) }
+        let channelID: APNSChannelID
+        do { channelID = try APNSChannelID(text) } catch { throw CLIFailure.badData("--channel-id", error, value: text) }
+        let expiration = try self.parsedExpiration() ?? .immediately
+        let requestID = try self.parsedAPNSID()
+        let body = try self.payloadBytes()
+        do {
+            return try APNSPreparedBroadcast(
+                bundleID: bundleID, channelID: channelID, priority: self.priority?.priority ?? .immediately,
+                expiration: expiration, requestID: requestID, body: body
+            )
+        } catch {
+            let flag = error.code == .badPriority ? "--priority" : "--payload"
+            throw CLIFailure.badData(flag, error)
+        }
+    }
+}

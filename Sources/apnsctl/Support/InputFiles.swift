@@ -1,0 +1,23 @@
+import Foundation
+
+/// Reads the files and streams named on the command line.
+enum InputFiles {
+    /// The bytes of `path`, or of standard input for `-`.
+    /// - Throws: a ``CLIFailure`` with exit code 66 when the file does not exist, 65 when it cannot be read.
+    static func read(_ path: String, flag: String) throws -> [UInt8] {
+        if path == "-" {
+            return Array(FileHandle.standardInput.readDataToEndOfFile())
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CLIFailure(message: "\(flag): file '\(path)' does not exist", exitCode: CLIExit.noInput)
+        }
+        guard !isDirectory.boolValue else {
+            throw CLIFailure(message: "\(flag): '\(path)' is a directory, not a file", exitCode: CLIExit.noInput)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIFailure(message: "\(flag): file '\(path)' cannot be read", exitCode: CLIExit.dataError)
+        }
+        return Array(data)
+    }
+}
