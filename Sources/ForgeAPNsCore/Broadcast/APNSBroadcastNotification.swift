@@ -60,17 +60,9 @@ public struct APNSBroadcastNotification<ContentState: Encodable & Sendable>: Sen
     /// Validates and encodes the broadcast.
     /// - Throws: ``APNSValidationError`` for priority 1, no expiration, or a payload over 5120 bytes.
     public func prepared() throws(APNSValidationError) -> APNSPreparedBroadcast {
-        let aps = LiveActivityAPS<ContentState, APNSNoCustomKeys>(
-            event: self.event.rawValue,
-            timestamp: try epochSeconds(self.timestamp, field: "aps.timestamp"),
-            contentState: self.contentState,
-            staleDate: try self.staleDate.map { date throws(APNSValidationError) in
-                try epochSeconds(date, field: "aps.stale-date")
-            },
-            dismissalDate: try self.event.dismissalDate.map { date throws(APNSValidationError) in
-                try epochSeconds(date, field: "aps.dismissal-date")
-            },
-            relevanceScore: self.relevanceScore,
+        let aps = try LiveActivityAPS<ContentState, APNSNoCustomKeys>(
+            event: self.event.rawValue, timestamp: self.timestamp, contentState: self.contentState,
+            staleDate: self.staleDate, dismissalDate: self.event.dismissalDate, relevanceScore: self.relevanceScore,
             alert: self.alert
         )
         return try APNSPreparedBroadcast(

@@ -117,17 +117,9 @@ public struct APNSLiveActivityNotification<ContentState: Encodable & Sendable>: 
     }
 
     func aps() throws(APNSValidationError) -> LiveActivityAPS<ContentState, APNSNoCustomKeys> {
-        LiveActivityAPS(
-            event: self.event.rawValue,
-            timestamp: try epochSeconds(self.timestamp, field: "aps.timestamp"),
-            contentState: self.contentState,
-            staleDate: try self.staleDate.map { date throws(APNSValidationError) in
-                try epochSeconds(date, field: "aps.stale-date")
-            },
-            dismissalDate: try self.event.dismissalDate.map { date throws(APNSValidationError) in
-                try epochSeconds(date, field: "aps.dismissal-date")
-            },
-            relevanceScore: self.relevanceScore,
+        try LiveActivityAPS(
+            event: self.event.rawValue, timestamp: self.timestamp, contentState: self.contentState,
+            staleDate: self.staleDate, dismissalDate: self.event.dismissalDate, relevanceScore: self.relevanceScore,
             alert: self.alert
         )
     }
@@ -156,6 +148,35 @@ struct LiveActivityAPS<ContentState: Encodable, Attributes: Encodable>: APNSWrit
     var attributes: Attributes? = nil
     var inputPushToken: Int? = nil
     var inputPushChannel: String? = nil
+
+    /// Checks and converts the dates to whole seconds since 1970.
+    init(
+        event: String,
+        timestamp: Date,
+        contentState: ContentState,
+        staleDate: Date?,
+        dismissalDate: Date?,
+        relevanceScore: Double?,
+        alert: APNSLiveActivityAlert?,
+        attributesType: String? = nil,
+        attributes: Attributes? = nil,
+        inputPushToken: Bool = false,
+        inputPushChannel: APNSChannelID? = nil
+    ) throws(APNSValidationError) {
+        self.event = event
+        self.timestamp = try epochSeconds(timestamp, field: "aps.timestamp")
+        self.contentState = contentState
+        self.staleDate = try staleDate.map { date throws(APNSValidationError) in try epochSeconds(date, field: "aps.stale-date") }
+        self.dismissalDate = try dismissalDate.map { date throws(APNSValidationError) in
+            try epochSeconds(date, field: "aps.dismissal-date")
+        }
+        self.relevanceScore = relevanceScore
+        self.alert = alert
+        self.attributesType = attributesType
+        self.attributes = attributes
+        self.inputPushToken = inputPushToken ? 1 : nil
+        self.inputPushChannel = inputPushChannel?.rawValue
+    }
 
     func write(to object: inout APNSObjectWriter) throws {
         if let alert = self.alert {

@@ -94,20 +94,11 @@ public struct APNSLiveActivityStartNotification<
                 rule: "cannot be combined with input-push-token: an activity gets an update token or a channel"
             )
         }
-        let aps = LiveActivityAPS(
-            event: "start",
-            timestamp: try epochSeconds(self.timestamp, field: "aps.timestamp"),
-            contentState: self.contentState,
-            staleDate: try self.staleDate.map { date throws(APNSValidationError) in
-                try epochSeconds(date, field: "aps.stale-date")
-            },
-            dismissalDate: nil,
-            relevanceScore: self.relevanceScore,
-            alert: self.alert,
-            attributesType: self.attributesType,
-            attributes: self.attributes,
-            inputPushToken: self.inputPushToken ? 1 : nil,
-            inputPushChannel: self.inputPushChannel?.rawValue
+        let aps = try LiveActivityAPS(
+            event: "start", timestamp: self.timestamp, contentState: self.contentState, staleDate: self.staleDate,
+            dismissalDate: nil, relevanceScore: self.relevanceScore, alert: self.alert,
+            attributesType: self.attributesType, attributes: self.attributes, inputPushToken: self.inputPushToken,
+            inputPushChannel: self.inputPushChannel
         )
         return try APNSPreparedNotification(
             pushType: .liveactivity,

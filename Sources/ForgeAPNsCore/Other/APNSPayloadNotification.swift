@@ -84,10 +84,7 @@ extension APNSPayloadNotification {
         expiration: APNSExpiration = .none,
         apnsID: APNSID? = nil
     ) throws(APNSValidationError) -> APNSPayloadNotification {
-        try APNSPayloadNotification(
-            pushType: .voip, topic: APNSTopic(bundleID: bundleID, pushType: .voip), payload: payload,
-            priority: priority, expiration: expiration, apnsID: apnsID
-        )
+        try .bundled(.voip, payload, bundleID: bundleID, priority: priority, expiration: expiration, apnsID: apnsID)
     }
 
     /// A watchOS complication update to `<bundle>.complication`.
@@ -97,10 +94,7 @@ extension APNSPayloadNotification {
         priority: APNSPriority? = nil,
         expiration: APNSExpiration = .none
     ) throws(APNSValidationError) -> APNSPayloadNotification {
-        try APNSPayloadNotification(
-            pushType: .complication, topic: APNSTopic(bundleID: bundleID, pushType: .complication),
-            payload: payload, priority: priority, expiration: expiration
-        )
+        try .bundled(.complication, payload, bundleID: bundleID, priority: priority, expiration: expiration)
     }
 
     /// A File Provider change signal to `<bundle>.pushkit.fileprovider`.
@@ -110,10 +104,7 @@ extension APNSPayloadNotification {
         priority: APNSPriority? = nil,
         expiration: APNSExpiration = .none
     ) throws(APNSValidationError) -> APNSPayloadNotification {
-        try APNSPayloadNotification(
-            pushType: .fileprovider, topic: APNSTopic(bundleID: bundleID, pushType: .fileprovider),
-            payload: payload, priority: priority, expiration: expiration
-        )
+        try .bundled(.fileprovider, payload, bundleID: bundleID, priority: priority, expiration: expiration)
     }
 
     /// A location query to `<bundle>.location-query` (token authentication only).
@@ -123,10 +114,7 @@ extension APNSPayloadNotification {
         priority: APNSPriority? = nil,
         expiration: APNSExpiration = .none
     ) throws(APNSValidationError) -> APNSPayloadNotification {
-        try APNSPayloadNotification(
-            pushType: .location, topic: APNSTopic(bundleID: bundleID, pushType: .location),
-            payload: payload, priority: priority, expiration: expiration
-        )
+        try .bundled(.location, payload, bundleID: bundleID, priority: priority, expiration: expiration)
     }
 
     /// A Push to Talk update to `<bundle>.voip-ptt`.
@@ -136,10 +124,7 @@ extension APNSPayloadNotification {
         priority: APNSPriority? = nil,
         expiration: APNSExpiration = .none
     ) throws(APNSValidationError) -> APNSPayloadNotification {
-        try APNSPayloadNotification(
-            pushType: .pushtotalk, topic: APNSTopic(bundleID: bundleID, pushType: .pushtotalk),
-            payload: payload, priority: priority, expiration: expiration
-        )
+        try .bundled(.pushtotalk, payload, bundleID: bundleID, priority: priority, expiration: expiration)
     }
 
     /// A WidgetKit reload to `<bundle>.push-type.widgets`: `{"aps":{"content-changed":true}}`.
@@ -148,10 +133,7 @@ extension APNSPayloadNotification {
         priority: APNSPriority? = nil,
         expiration: APNSExpiration = .none
     ) -> APNSPayloadNotification {
-        APNSPayloadNotification(
-            pushType: .widgets, topic: APNSTopic(bundleID: bundleID, pushType: .widgets),
-            json: Array(#"{"aps":{"content-changed":true}}"#.utf8), priority: priority, expiration: expiration
-        )
+        .contentChanged(.widgets, bundleID: bundleID, priority: priority, expiration: expiration)
     }
 
     /// A control reload to `<bundle>.push-type.controls`: `{"aps":{"content-changed":true}}`.
@@ -160,10 +142,7 @@ extension APNSPayloadNotification {
         priority: APNSPriority? = nil,
         expiration: APNSExpiration = .none
     ) -> APNSPayloadNotification {
-        APNSPayloadNotification(
-            pushType: .controls, topic: APNSTopic(bundleID: bundleID, pushType: .controls),
-            json: Array(#"{"aps":{"content-changed":true}}"#.utf8), priority: priority, expiration: expiration
-        )
+        .contentChanged(.controls, bundleID: bundleID, priority: priority, expiration: expiration)
     }
 
     /// An MDM wake-up: `{"mdm":"<PushMagic>"}` to the topic of the MDM push certificate.
@@ -177,6 +156,34 @@ extension APNSPayloadNotification {
         try APNSPayloadNotification(
             pushType: .mdm, topic: APNSTopic(topic, pushType: .mdm), payload: ["mdm": pushMagic],
             priority: priority, expiration: expiration
+        )
+    }
+
+    /// A push to the topic `pushType` derives from `bundleID`, with `payload` encoded as the whole body.
+    private static func bundled(
+        _ pushType: APNSPushType,
+        _ payload: some Encodable,
+        bundleID: APNSBundleID,
+        priority: APNSPriority?,
+        expiration: APNSExpiration,
+        apnsID: APNSID? = nil
+    ) throws(APNSValidationError) -> APNSPayloadNotification {
+        try APNSPayloadNotification(
+            pushType: pushType, topic: APNSTopic(bundleID: bundleID, pushType: pushType), payload: payload,
+            priority: priority, expiration: expiration, apnsID: apnsID
+        )
+    }
+
+    /// `{"aps":{"content-changed":true}}`, the body of widget and control reloads.
+    private static func contentChanged(
+        _ pushType: APNSPushType,
+        bundleID: APNSBundleID,
+        priority: APNSPriority?,
+        expiration: APNSExpiration
+    ) -> APNSPayloadNotification {
+        APNSPayloadNotification(
+            pushType: pushType, topic: APNSTopic(bundleID: bundleID, pushType: pushType),
+            json: Array(#"{"aps":{"content-changed":true}}"#.utf8), priority: priority, expiration: expiration
         )
     }
 }
