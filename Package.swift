@@ -96,6 +96,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ForgeHTTP2Tests",
+            dependencies: ["ForgeHTTP2"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "ForgeCryptoTests",
             dependencies: ["ForgeCrypto", "ForgeAPNsCore"],
             exclude: ["Fixtures"],

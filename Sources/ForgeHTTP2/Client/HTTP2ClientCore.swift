@@ -1,0 +1,348 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client side of one HTTP/2 connection, without I/O: a queue of requests, the open streams,
+/// and the rules for completing each request exactly once.
+///
+/// ## Function
+/// Requests wait in the queue until a stream is free: the number of open streams never exceeds the
+/// peer's `SETTINGS_MAX_CONCURRENT_STREAMS` (assumed to be 1 until the first SETTINGS arrive) nor the
+/// local cap. A limit that drops while streams are open is simply waited out. After GOAWAY nothing
+/// new starts; queued requests fail as `goingAway` (never processed), streams above the last
+/// stream id are refused by nghttp2 and fail the same way, the others still complete.
+///
+/// ## Implementation
+/// Confined to one thread (the connection's I/O thread, or a test). Completions are called on that
+/// thread, once per request; the table of open streams and the queue are the only owners of
+/// completion closures, and every path that removes an entry calls it.
+final class HTTP2ClientCore: NGHTTP2SessionDelegate {
+    typealias Completion = (Result<HTTP2Response, HTTP2ClientError>) -> Void
+
+    struct Pending {
+        var id: UInt64
+        var request: HTTP2Request
+        /// Monotonic nanoseconds; `nil` for none.
+        var deadline: UInt64?
+        var completion: Completion
+    }
+
+    private struct OpenStream {
+        var id: UInt64
+        var deadline: UInt64?
+        var completion: Completion
+        var status: Int?
+        var headers: [HTTP2HeaderField] = []
+        var body: [UInt8] = []
+    }
+
+    /// Why the connection is going away, once it is.
+    struct GoAway {
+        var lastStreamID: Int32
+        var errorCode: HTTP2ErrorCode
+        var debugData: [UInt8]
+        var receivedFromPeer: Bool
+    }
+
+    private var session: NGHTTP2Session!
+    private var queue = PendingQueue()
+    private var streams: [Int32: OpenStream] = [:]
+    private var streamByRequest: [UInt64: Int32] = [:]
+    private(set) var goAway: GoAway?
+    /// The most streams this side opens at once, whatever the peer allows.
+    var localStreamCap: Int
+    /// Set when the connection failed; every later request fails with it.
+    private(set) var terminalError: HTTP2ClientError?
+    /// Called when a PING acknowledgement arrives.
+    var onPingAck: ((UInt64) -> Void)?
+    /// Called when the peer's SETTINGS arrive (after they were applied).
+    var onSettings: (() -> Void)?
+
+    init(settings: HTTP2Settings = HTTP2Settings(), localStreamCap: Int = 1000) throws {
+        self.localStreamCap = localStreamCap
+        self.session = try NGHTTP2Session(role: .client, settings: settings, initialPeerMaxConcurrentStreams: 1, delegate: self)
+    }
+
+    // MARK: State
+
+    /// Streams open now.
+    var openStreamCount: Int { self.streams.count }
+    /// Requests waiting for a stream.
+    var queuedCount: Int { self.queue.count }
+    /// The peer's current stream limit.
+    var peerMaxConcurrentStreams: UInt32 { self.session.peerMaxConcurrentStreams }
+    /// Whether the session can go on reading or writing.
+    var isActive: Bool { self.terminalError == nil && (self.session.wantsRead || self.session.wantsWrite) }
+    /// Whether nothing is open or queued.
+    var isIdle: Bool { self.streams.isEmpty && self.queue.count == 0 }
+
+    // MARK: Requests
+
+    /// Queues a request; it starts as soon as a stream is free.
+    func enqueue(_ pending: Pending) {
+        if let error = self.terminalError ?? self.goAwayErrorForNewRequests() {
+            pending.completion(.failure(error))
+            return
+        }
+        if let problem = Self.invalidHeader(in: pending.request) {
+            pending.completion(.failure(HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false, detail: problem)))
+            return
+        }
+        self.queue.append(pending)
+        self.startQueuedRequests()
+    }
+
+    /// Submits queued requests while the peer's limit and the local cap allow.
+    func startQueuedRequests() {
+        guard self.terminalError == nil, self.goAway == nil else { return }
+        let limit = min(Int(self.session.peerMaxConcurrentStreams), self.localStreamCap)
+        while self.streams.count < limit, let pending = self.queue.popFirst() {
+            do {
+                let streamID = try self.session.submitRequest(pending.request)
+                self.streams[streamID] = OpenStream(id: pending.id, deadline: pending.deadline, completion: pending.completion)
+                self.streamByRequest[pending.id] = streamID
+            } catch {
+                pending.completion(.failure(HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false, detail: "\(error)")))
+            }
+        }
+    }
+
+    /// Cancels a request: a queued one is dropped, an open stream is reset with CANCEL.
+    func cancel(requestID: UInt64, error: HTTP2ClientError) {
+        self.remove(requestID: requestID, error: error)
+        self.startQueuedRequests()
+    }
+
+    private func remove(requestID: UInt64, error: HTTP2ClientError) {
+        if let pending = self.queue.remove(id: requestID) {
+            var error = error
+            error.mayHaveBeenProcessed = false
+            pending.completion(.failure(error))
+            return
+        }
+        guard let streamID = self.streamByRequest.removeValue(forKey: requestID),
+            let stream = self.streams.removeValue(forKey: streamID)
+        else { return }
+        self.session.submitReset(streamID: streamID, errorCode: .cancel)
+        stream.completion(.failure(error))
+    }
+
+    /// Fails every request whose deadline is at or before `now` (monotonic nanoseconds): queued ones
+    /// as never processed, open ones as possibly processed (their streams are reset).
+    /// - Returns: the earliest deadline still pending, for the I/O loop's timeout.
+    @discardableResult
+    func expireDeadlines(now: UInt64) -> UInt64? {
+        var earliest: UInt64?
+        var expired: [UInt64] = []
+        for stream in self.streams.values {
+            guard let deadline = stream.deadline else { continue }
+            if deadline <= now { expired.append(stream.id) } else { earliest = min(earliest ?? deadline, deadline) }
+        }
+        for pending in self.queue.elements {
+            guard let deadline = pending.deadline else { continue }
+            if deadline <= now { expired.append(pending.id) } else { earliest = min(earliest ?? deadline, deadline) }
+        }
+        guard !expired.isEmpty else { return earliest }
+        // Remove them all before starting anything queued, so an expired request never starts.
+        for id in expired {
+            self.remove(
+                requestID: id,
+                error: HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: true, detail: "the request's deadline passed")
+            )
+        }
+        self.startQueuedRequests()
+        return earliest
+    }
+
+    /// Fails everything, queued and open, with `error` (open streams: may have been processed).
+    func fail(with error: HTTP2ClientError) {
+        if self.terminalError == nil { self.terminalError = error }
+        let streams = self.streams
+        self.streams.removeAll()
+        self.streamByRequest.removeAll()
+        for stream in streams.values {
+            var streamError = error
+            streamError.mayHaveBeenProcessed = true
+            stream.completion(.failure(streamError))
+        }
+        while let pending = self.queue.popFirst() {
+            var queuedError = error
+            queuedError.mayHaveBeenProcessed = false
+            pending.completion(.failure(queuedError))
+        }
+    }
+
+    // MARK: Connection control
+
+    func receive(_ bytes: UnsafeRawBufferPointer) throws { try self.session.receive(bytes) }
+
+    @discardableResult
+    func drainOutput(into buffer: inout [UInt8], limit: Int = 64 * 1024) throws -> Bool {
+        try self.session.drainOutput(into: &buffer, limit: limit)
+    }
+
+    var wantsWrite: Bool { self.session.wantsWrite }
+
+    func sendPing(payload: UInt64) { self.session.submitPing(payload: payload) }
+
+    /// Starts a graceful close from this side: no new streams, GOAWAY to the peer.
+    func beginShutdown() {
+        guard self.goAway == nil else { return }
+        self.goAway = GoAway(lastStreamID: 0, errorCode: .noError, debugData: [], receivedFromPeer: false)
+        try? self.session.submitGoAway(lastStreamID: 0, errorCode: .noError, debugData: [])
+        self.failQueued(with: HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the connection is shutting down"))
+    }
+
+    private func failQueued(with error: HTTP2ClientError) {
+        while let pending = self.queue.popFirst() { pending.completion(.failure(error)) }
+    }
+
+    private func goAwayErrorForNewRequests() -> HTTP2ClientError? {
+        guard let goAway = self.goAway else { return nil }
+        if !goAway.receivedFromPeer {
+            return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the connection is shutting down")
+        }
+        return HTTP2ClientError(
+            .goingAway, mayHaveBeenProcessed: false, http2ErrorCode: goAway.errorCode,
+            detail: String(decoding: goAway.debugData, as: UTF8.self)
+        )
+    }
+
+    /// Header names and values that would make the peer reset the stream (nghttp2 does not check
+    /// on send: nghttp2-openssl-notes, pitfall 8).
+    static func invalidHeader(in request: HTTP2Request) -> String? {
+        for field in request.headers {
+            if field.name.isEmpty || field.name.utf8.contains(where: { ($0 >= 0x41 && $0 <= 0x5a) || $0 <= 0x20 || $0 == 0x3a || $0 >= 0x7f }) {
+                return "header name '\(field.name)' must be non-empty lower-case token characters"
+            }
+            if ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"].contains(field.name) {
+                return "header '\(field.name)' is connection-specific and not allowed in HTTP/2"
+            }
+            if field.value.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0x00 }) {
+                return "the value of header '\(field.name)' contains CR, LF or NUL"
+            }
+        }
+        if request.path.isEmpty || request.path.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) {
+            return "the path must be non-empty and contain no spaces or control characters"
+        }
+        return nil
+    }
+
+    // MARK: NGHTTP2SessionDelegate
+
+    func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32) {}
+
+    func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
+                 value: UnsafeBufferPointer<UInt8>, on streamID: Int32) {
+        guard self.streams[streamID] != nil else { return }
+        if name.count == 7, name.elementsEqual(":status".utf8) {
+            self.streams[streamID]!.status = Self.parseStatus(value)
+            return
+        }
+        self.streams[streamID]!.headers.append(
+            HTTP2HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        )
+    }
+
+    func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32) {
+        guard self.streams[streamID] != nil else { return }
+        self.streams[streamID]!.body.append(contentsOf: data)
+    }
+
+    func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame) {
+        switch frame {
+        case .settings(isAck: false):
+            self.onSettings?()
+            self.startQueuedRequests()
+        case .goAway(let lastStreamID, let errorCode, let debugData):
+            self.goAway = GoAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData, receivedFromPeer: true)
+            if let error = self.goAwayErrorForNewRequests() { self.failQueued(with: error) }
+        case .ping(isAck: true, let payload):
+            self.onPingAck?(payload)
+        default:
+            break
+        }
+    }
+
+    func session(_ session: NGHTTP2Session, didCloseStream streamID: Int32, errorCode: HTTP2ErrorCode) {
+        guard let stream = self.streams.removeValue(forKey: streamID) else { return }
+        self.streamByRequest.removeValue(forKey: stream.id)
+        if errorCode == .noError, let status = stream.status {
+            stream.completion(.success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
+        } else if errorCode == .refusedStream, let goAway, goAway.receivedFromPeer, streamID > goAway.lastStreamID {
+            stream.completion(.failure(HTTP2ClientError(
+                .goingAway, mayHaveBeenProcessed: false, http2ErrorCode: goAway.errorCode,
+                detail: String(decoding: goAway.debugData, as: UTF8.self)
+            )))
+        } else if errorCode == .refusedStream {
+            stream.completion(.failure(HTTP2ClientError(.refusedStream, mayHaveBeenProcessed: false, http2ErrorCode: errorCode)))
+        } else {
+            stream.completion(.failure(HTTP2ClientError(
+                .streamReset, mayHaveBeenProcessed: true, http2ErrorCode: errorCode,
+                detail: stream.status == nil ? "reset before a response" : "reset during the response"
+            )))
+        }
+        self.startQueuedRequests()
+    }
+
+    func session(_ session: NGHTTP2Session, didFailToSendOn streamID: Int32, error: Int32) {
+        // nghttp2 also closes such a stream (on_stream_close follows), which completes it.
+    }
+
+    private static func parseStatus(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard value.count == 3 else { return nil }
+        var status = 0
+        for byte in value {
+            guard byte >= 0x30 && byte <= 0x39 else { return nil }
+            status = status * 10 + Int(byte - 0x30)
+        }
+        return status
+    }
+}
+
+/// A FIFO of pending requests with O(1) append and pop, and removal by id for cancellation.
+struct PendingQueue {
+    private var storage: [HTTP2ClientCore.Pending?] = []
+    private var head = 0
+    private(set) var count = 0
+
+    mutating func append(_ pending: HTTP2ClientCore.Pending) {
+        self.storage.append(pending)
+        self.count += 1
+    }
+
+    mutating func popFirst() -> HTTP2ClientCore.Pending? {
+        while self.head < self.storage.count {
+            let element = self.storage[self.head]
+            self.storage[self.head] = nil
+            self.head += 1
+            if let element {
+                self.count -= 1
+                self.compactIfNeeded()
+                return element
+            }
+        }
+        self.compactIfNeeded()
+        return nil
+    }
+
+    mutating func remove(id: UInt64) -> HTTP2ClientCore.Pending? {
+        guard let index = self.storage[self.head...].firstIndex(where: { $0?.id == id }) else { return nil }
+        let element = self.storage[index]
+        self.storage[index] = nil
+        self.count -= 1
+        return element
+    }
+
+    var elements: [HTTP2ClientCore.Pending] { self.storage[self.head...].compactMap { $0 } }
+
+    private mutating func compactIfNeeded() {
+        if self.head == self.storage.count {
+            self.storage.removeAll(keepingCapacity: true)
+            self.head = 0
+        } else if self.head > 1024 && self.head * 2 > self.storage.count {
+            self.storage.removeFirst(self.head)
+            self.head = 0
+        }
+    }
+}

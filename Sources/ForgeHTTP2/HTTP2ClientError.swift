@@ -1,0 +1,78 @@
+/// Why a request got no response. Every failed request gets exactly one such error, which says
+/// whether the server may have processed it.
+///
+/// Errors compare equal when their ``code`` is equal.
+public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case connectFailed, tlsFailed, alpnMismatch, goingAway, refusedStream, streamReset, connectionClosed,
+                protocolError, deadlineExceeded, cancelled, peerUnresponsive, invalidRequest, shutdown
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The TCP connection could not be made (name resolution, refused, unreachable).
+        public static let connectFailed = Code(.connectFailed)
+        /// The TLS handshake failed (certificate, host name, protocol version).
+        public static let tlsFailed = Code(.tlsFailed)
+        /// The peer did not select `h2` with ALPN.
+        public static let alpnMismatch = Code(.alpnMismatch)
+        /// The peer sent GOAWAY and this request's stream was above its last stream id, or had not
+        /// started: never processed, safe to retry on another connection.
+        public static let goingAway = Code(.goingAway)
+        /// The peer refused the stream (REFUSED_STREAM): never processed, safe to retry.
+        public static let refusedStream = Code(.refusedStream)
+        /// The peer reset the stream with another error code.
+        public static let streamReset = Code(.streamReset)
+        /// The connection closed or failed before the response arrived.
+        public static let connectionClosed = Code(.connectionClosed)
+        /// The peer broke the HTTP/2 protocol.
+        public static let protocolError = Code(.protocolError)
+        /// The request's deadline passed first; its stream was reset.
+        public static let deadlineExceeded = Code(.deadlineExceeded)
+        /// The calling task was cancelled; the stream was reset.
+        public static let cancelled = Code(.cancelled)
+        /// The peer stopped answering PING.
+        public static let peerUnresponsive = Code(.peerUnresponsive)
+        /// The request cannot be sent as given (for example a header value with CR or LF).
+        public static let invalidRequest = Code(.invalidRequest)
+        /// The connection was shut down by its owner.
+        public static let shutdown = Code(.shutdown)
+
+        public var description: String { self.base.rawValue }
+    }
+
+    /// What failed.
+    public var code: Code
+    /// Whether the peer may have processed the request: `false` means it certainly did not, so a
+    /// retry cannot deliver twice.
+    public var mayHaveBeenProcessed: Bool
+    /// The HTTP/2 error code of a reset or GOAWAY, if any.
+    public var http2ErrorCode: HTTP2ErrorCode?
+    /// GOAWAY debug data (APNs puts a JSON reason there), or other detail.
+    public var detail: String
+
+    /// Creates an error.
+    public init(_ code: Code, mayHaveBeenProcessed: Bool, http2ErrorCode: HTTP2ErrorCode? = nil, detail: String = "") {
+        self.code = code
+        self.mayHaveBeenProcessed = mayHaveBeenProcessed
+        self.http2ErrorCode = http2ErrorCode
+        self.detail = detail
+    }
+
+    /// Whether retrying on another connection cannot deliver the request twice.
+    public var isSafeToRetry: Bool { !self.mayHaveBeenProcessed }
+
+    public var description: String {
+        var text = "\(self.code)"
+        if let http2ErrorCode { text += " (\(http2ErrorCode))" }
+        if !self.detail.isEmpty { text += ": \(self.detail)" }
+        text += self.mayHaveBeenProcessed ? "; may have been processed" : "; not processed"
+        return text
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
+}

@@ -1,0 +1,374 @@
+internal import CForgeNGHTTP2
+
+/// A frame the peer sent that the owner of a session reacts to.
+enum NGHTTP2Frame {
+    case headers(streamID: Int32, endStream: Bool)
+    case data(streamID: Int32, endStream: Bool)
+    case settings(isAck: Bool)
+    case ping(isAck: Bool, payload: UInt64)
+    case goAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8])
+    case rstStream(streamID: Int32, errorCode: HTTP2ErrorCode)
+    case other
+}
+
+/// What a session tells its owner while it parses input. Called on the owner's thread, from inside
+/// ``NGHTTP2Session/receive(_:)`` or ``NGHTTP2Session/drainOutput(into:limit:)``.
+protocol NGHTTP2SessionDelegate: AnyObject {
+    func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32)
+    func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
+                 value: UnsafeBufferPointer<UInt8>, on streamID: Int32)
+    func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32)
+    func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame)
+    func session(_ session: NGHTTP2Session, didCloseStream streamID: Int32, errorCode: HTTP2ErrorCode)
+    /// A HEADERS or DATA frame could not be sent (the stream was refused or the session is going away).
+    func session(_ session: NGHTTP2Session, didFailToSendOn streamID: Int32, error: Int32)
+}
+
+/// A failure of the HTTP/2 framing layer itself: the connection cannot go on.
+struct NGHTTP2SessionError: Error, CustomStringConvertible {
+    var code: Int32
+    var operation: String
+    var description: String { "nghttp2 \(self.operation) failed: \(String(cString: nghttp2_strerror(self.code)))" }
+}
+
+/// One `nghttp2_session`, driven without I/O: bytes in with ``receive(_:)``, bytes out with
+/// ``drainOutput(into:limit:)``.
+///
+/// Not thread-safe: nghttp2 sessions may be used from one thread only, so a session belongs to
+/// one connection's I/O thread (or to a test) and is never `Sendable`.
+final class NGHTTP2Session {
+    enum Role { case client, server }
+
+    private var session: OpaquePointer!
+    /// The owner; it keeps this session alive, so the reference is unowned.
+    unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
+    let role: Role
+    /// Request and response bodies being sent, by stream, kept alive until the stream closes.
+    private var bodies: [Int32: BodySource] = [:]
+
+    /// Creates a session and queues its connection preface and SETTINGS.
+    ///
+    /// - Parameters:
+    ///   - initialPeerMaxConcurrentStreams: the stream limit assumed until the peer's SETTINGS arrive
+    ///     (APNs allows 1 on a new token connection).
+    ///   - answersPings: whether nghttp2 answers PING itself; the test server turns it off to answer
+    ///     late or never.
+    init(
+        role: Role,
+        settings: HTTP2Settings,
+        initialPeerMaxConcurrentStreams: UInt32 = 100,
+        answersPings: Bool = true,
+        delegate: any NGHTTP2SessionDelegate
+    ) throws {
+        self.role = role
+        self.delegate = delegate
+        var callbacks: OpaquePointer? = nil
+        var option: OpaquePointer? = nil
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, nghttp2_option_new(&option) == 0,
+            let callbacks, let option
+        else {
+            throw NGHTTP2SessionError(code: NGHTTP2_ERR_NOMEM.rawValue, operation: "session setup")
+        }
+        defer {
+            nghttp2_session_callbacks_del(callbacks)
+            nghttp2_option_del(option)
+        }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, onFrameNotSent)
+        nghttp2_option_set_peer_max_concurrent_streams(option, initialPeerMaxConcurrentStreams)
+        nghttp2_option_set_no_auto_ping_ack(option, answersPings ? 0 : 1)
+
+        var created: OpaquePointer? = nil
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        let result: Int32
+        switch role {
+        case .client: result = nghttp2_session_client_new2(&created, callbacks, userData, option)
+        case .server: result = nghttp2_session_server_new2(&created, callbacks, userData, option)
+        }
+        guard result == 0, let created else { throw NGHTTP2SessionError(code: result, operation: "session_new") }
+        self.session = created
+        try self.submitSettings(settings)
+    }
+
+    deinit {
+        // Streams still open get no on_stream_close from nghttp2_session_del; the owner fails them
+        // itself before letting go of the session (nghttp2-openssl-notes, pitfall 5).
+        nghttp2_session_del(self.session)
+    }
+
+    // MARK: Input and output
+
+    /// Feeds bytes read from the peer. Callbacks run during the call.
+    /// - Throws: ``NGHTTP2SessionError`` for a protocol violation that ends the connection.
+    func receive(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let consumed = nghttp2_session_mem_recv(self.session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        guard consumed >= 0 else { throw NGHTTP2SessionError(code: Int32(consumed), operation: "mem_recv") }
+    }
+
+    /// Appends the frames ready to send to `buffer`, up to about `limit` bytes.
+    /// - Returns: whether anything was appended.
+    @discardableResult
+    func drainOutput(into buffer: inout [UInt8], limit: Int = 64 * 1024) throws -> Bool {
+        var wrote = false
+        while buffer.count < limit {
+            var chunk: UnsafePointer<UInt8>? = nil
+            let count = nghttp2_session_mem_send(self.session, &chunk)
+            guard count >= 0 else { throw NGHTTP2SessionError(code: Int32(count), operation: "mem_send") }
+            guard count > 0, let chunk else { break }
+            buffer.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
+            wrote = true
+        }
+        return wrote
+    }
+
+    /// Whether the session still wants to read (false after GOAWAY both ways, or a fatal error).
+    var wantsRead: Bool { nghttp2_session_want_read(self.session) != 0 }
+    /// Whether the session has frames to write.
+    var wantsWrite: Bool { nghttp2_session_want_write(self.session) != 0 }
+
+    /// The peer's `SETTINGS_MAX_CONCURRENT_STREAMS` (or the initial assumption before its SETTINGS arrive).
+    var peerMaxConcurrentStreams: UInt32 {
+        nghttp2_session_get_remote_settings(self.session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+    }
+
+    /// The highest stream id the peer has processed (for GOAWAY).
+    var lastProcessedStreamID: Int32 { nghttp2_session_get_last_proc_stream_id(self.session) }
+
+    // MARK: Submitting
+
+    /// Queues a request. The stream id is assigned now; HEADERS go out on the next drain.
+    /// - Returns: the stream id.
+    func submitRequest(_ request: HTTP2Request) throws -> Int32 {
+        let fields: [HeaderBytes] = [
+            HeaderBytes(":method", request.method),
+            HeaderBytes(":scheme", request.scheme),
+            HeaderBytes(":authority", request.authority),
+            HeaderBytes(":path", request.path, neverIndexed: true),
+        ] + request.headers.map { HeaderBytes($0.name, $0.value, neverIndexed: $0.indexing == .neverIndexed) }
+        let source = request.body.isEmpty ? nil : BodySource(request.body)
+        let streamID: Int32 = HeaderBytes.withNV(fields) { nva, count in
+            guard let source else { return nghttp2_submit_request(self.session, nil, nva, count, nil, nil) }
+            var provider = nghttp2_data_provider(
+                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
+                read_callback: readBody
+            )
+            return nghttp2_submit_request(self.session, nil, nva, count, &provider, nil)
+        }
+        guard streamID > 0 else { throw NGHTTP2SessionError(code: streamID, operation: "submit_request") }
+        if let source { self.bodies[streamID] = source }
+        return streamID
+    }
+
+    /// Queues a response on `streamID`.
+    func submitResponse(_ response: HTTP2Response, on streamID: Int32) throws {
+        let fields = [HeaderBytes(":status", String(response.status))]
+            + response.headers.map { HeaderBytes($0.name, $0.value, neverIndexed: $0.indexing == .neverIndexed) }
+        let source = response.body.isEmpty ? nil : BodySource(response.body)
+        let result: Int32 = HeaderBytes.withNV(fields) { nva, count in
+            guard let source else { return nghttp2_submit_response(self.session, streamID, nva, count, nil) }
+            var provider = nghttp2_data_provider(
+                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
+                read_callback: readBody
+            )
+            return nghttp2_submit_response(self.session, streamID, nva, count, &provider)
+        }
+        guard result == 0 else { throw NGHTTP2SessionError(code: result, operation: "submit_response") }
+        if let source { self.bodies[streamID] = source }
+    }
+
+    /// Queues SETTINGS.
+    func submitSettings(_ settings: HTTP2Settings) throws {
+        var entries: [nghttp2_settings_entry] = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue), value: settings.headerTableSize),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue), value: settings.maxFrameSize),
+        ]
+        if let streams = settings.maxConcurrentStreams {
+            entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: streams))
+        }
+        if let size = settings.maxHeaderListSize {
+            entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: size))
+        }
+        if self.role == .client {
+            entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0))
+        }
+        let result = nghttp2_submit_settings(self.session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        guard result == 0 else { throw NGHTTP2SessionError(code: result, operation: "submit_settings") }
+    }
+
+    /// Queues RST_STREAM.
+    func submitReset(streamID: Int32, errorCode: HTTP2ErrorCode) {
+        // Fails only for an invalid stream id, which is a no-op for the caller.
+        _ = nghttp2_submit_rst_stream(self.session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode.rawValue)
+    }
+
+    /// Queues GOAWAY.
+    func submitGoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) throws {
+        let result = debugData.withUnsafeBufferPointer { data in
+            nghttp2_submit_goaway(
+                self.session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode.rawValue, data.baseAddress, data.count
+            )
+        }
+        guard result == 0 else { throw NGHTTP2SessionError(code: result, operation: "submit_goaway") }
+    }
+
+    /// Queues PING, or its acknowledgement.
+    func submitPing(payload: UInt64, isAck: Bool = false) {
+        withUnsafeBytes(of: payload.bigEndian) { bytes in
+            _ = nghttp2_submit_ping(
+                self.session, UInt8(isAck ? NGHTTP2_FLAG_ACK.rawValue : NGHTTP2_FLAG_NONE.rawValue),
+                bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            )
+        }
+    }
+
+    /// Ends the session with GOAWAY(`errorCode`) at once.
+    func terminate(errorCode: HTTP2ErrorCode) {
+        _ = nghttp2_session_terminate_session(self.session, errorCode.rawValue)
+    }
+
+    // MARK: Callback entry points
+
+    fileprivate func streamClosed(_ streamID: Int32, errorCode: UInt32) {
+        self.bodies.removeValue(forKey: streamID)
+        self.delegate.session(self, didCloseStream: streamID, errorCode: HTTP2ErrorCode(errorCode))
+    }
+}
+
+/// A body being sent: read by nghttp2's data provider through an unretained pointer; the session's
+/// `bodies` table keeps it alive until the stream closes.
+final class BodySource {
+    let bytes: [UInt8]
+    var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+}
+
+/// A header's name and value as bytes, for building `nghttp2_nv` arrays.
+struct HeaderBytes {
+    var name: String
+    var value: String
+    var neverIndexed: Bool
+
+    init(_ name: String, _ value: String, neverIndexed: Bool = false) {
+        self.name = name
+        self.value = value
+        self.neverIndexed = neverIndexed
+    }
+
+    /// Calls `body` with an `nghttp2_nv` array whose pointers are valid only during the call
+    /// (nghttp2 copies names and values while submitting).
+    static func withNV<Result>(_ fields: [HeaderBytes], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
+        var storage: [UInt8] = []
+        storage.reserveCapacity(fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
+        var ranges: [(Int, Int, Int, Int, UInt8)] = []
+        ranges.reserveCapacity(fields.count)
+        for field in fields {
+            let nameStart = storage.count
+            storage.append(contentsOf: field.name.utf8)
+            let valueStart = storage.count
+            storage.append(contentsOf: field.value.utf8)
+            let flags = UInt8(field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
+            ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, flags))
+        }
+        return storage.withUnsafeMutableBufferPointer { bytes in
+            // A non-nil base even for an all-empty header list.
+            let base = bytes.baseAddress ?? UnsafeMutablePointer<UInt8>(bitPattern: 1)!
+            var nva = ranges.map { range in
+                nghttp2_nv(name: base + range.0, value: base + range.2, namelen: range.1, valuelen: range.3, flags: range.4)
+            }
+            return nva.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+        }
+    }
+}
+
+// MARK: - C callbacks
+// File-private free functions: user_data is the session, passed unretained (the owner keeps it alive).
+
+private func owner(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
+    guard let userData else { preconditionFailure("nghttp2 callback without user data") }
+    return Unmanaged<NGHTTP2Session>.fromOpaque(userData).takeUnretainedValue()
+}
+
+private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
+    guard let frame else { preconditionFailure("nghttp2 callback without a frame") }
+    let session = owner(userData)
+    session.delegate.session(session, didBeginHeadersOn: frame.pointee.hd.stream_id)
+    return 0
+}
+
+private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
+    guard let frame, let name, let value else { preconditionFailure("nghttp2 header callback without data") }
+    let session = owner(userData)
+    session.delegate.session(
+        session,
+        didReceiveHeader: UnsafeBufferPointer(start: name, count: nameLength),
+        value: UnsafeBufferPointer(start: value, count: valueLength),
+        on: frame.pointee.hd.stream_id
+    )
+    return 0
+}
+
+private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
+    let session = owner(userData)
+    session.delegate.session(session, didReceiveData: UnsafeRawBufferPointer(start: data, count: length), on: streamID)
+    return 0
+}
+
+private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userData in
+    guard let frame else { preconditionFailure("nghttp2 callback without a frame") }
+    let session = owner(userData)
+    let header = frame.pointee.hd
+    let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+    let isAck = header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
+    let event: NGHTTP2Frame
+    switch UInt32(header.type) {
+    case NGHTTP2_HEADERS.rawValue: event = .headers(streamID: header.stream_id, endStream: endStream)
+    case NGHTTP2_DATA.rawValue: event = .data(streamID: header.stream_id, endStream: endStream)
+    case NGHTTP2_SETTINGS.rawValue: event = .settings(isAck: isAck)
+    case NGHTTP2_PING.rawValue:
+        let payload = withUnsafeBytes(of: frame.pointee.ping.opaque_data) { UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)) }
+        event = .ping(isAck: isAck, payload: payload)
+    case NGHTTP2_GOAWAY.rawValue:
+        let goAway = frame.pointee.goaway
+        let debug = goAway.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: goAway.opaque_data_len)) } ?? []
+        event = .goAway(lastStreamID: goAway.last_stream_id, errorCode: HTTP2ErrorCode(goAway.error_code), debugData: debug)
+    case NGHTTP2_RST_STREAM.rawValue:
+        event = .rstStream(streamID: header.stream_id, errorCode: HTTP2ErrorCode(frame.pointee.rst_stream.error_code))
+    default: event = .other
+    }
+    session.delegate.session(session, didReceive: event)
+    return 0
+}
+
+private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
+    // Never return a fatal error from here (nghttp2 advisory GHSA-6pcr-v3hg-752p).
+    owner(userData).streamClosed(streamID, errorCode: errorCode)
+    return 0
+}
+
+private let onFrameNotSent: nghttp2_on_frame_not_send_callback = { _, frame, errorCode, userData in
+    guard let frame else { preconditionFailure("nghttp2 callback without a frame") }
+    let type = UInt32(frame.pointee.hd.type)
+    guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
+    let session = owner(userData)
+    session.delegate.session(session, didFailToSendOn: frame.pointee.hd.stream_id, error: errorCode)
+    return 0
+}
+
+private let readBody: nghttp2_data_source_read_callback = { _, _, buffer, length, flags, source, _ in
+    guard let buffer, let flags, let pointer = source?.pointee.ptr else { preconditionFailure("nghttp2 read without a source") }
+    let body = Unmanaged<BodySource>.fromOpaque(pointer).takeUnretainedValue()
+    let count = min(length, body.bytes.count - body.offset)
+    body.bytes.withUnsafeBufferPointer { bytes in
+        buffer.update(from: bytes.baseAddress! + body.offset, count: count)
+    }
+    body.offset += count
+    if body.offset == body.bytes.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+    return count
+}

@@ -1,0 +1,132 @@
+/// The server side of one HTTP/2 connection, without I/O.
+///
+/// Each complete request (END_STREAM seen) is handed to `onRequest`, which answers at once or later
+/// through ``respond(to:with:)``. Confined to one thread, like ``HTTP2ClientCore``.
+final class HTTP2ServerCore: NGHTTP2SessionDelegate {
+    private struct Incoming {
+        var method = ""
+        var scheme = ""
+        var authority = ""
+        var path = ""
+        var headers: [HTTP2HeaderField] = []
+        var body: [UInt8] = []
+    }
+
+    private var session: NGHTTP2Session!
+    private var incoming: [Int32: Incoming] = [:]
+    /// Streams whose request was handed out and not answered yet.
+    private(set) var awaitingResponse: Set<Int32> = []
+    let connectionID: UInt64
+    var peerAddress = ""
+    var clientCertificate: [UInt8]?
+    /// Called for each complete request, on the connection's thread.
+    var onRequest: (HTTP2ServerRequest) -> Void = { _ in }
+    /// Called for each PING that is not an acknowledgement (when pings are answered by hand).
+    var onPing: ((UInt64) -> Void)?
+    /// Streams opened so far.
+    private(set) var streamsOpened = 0
+
+    init(connectionID: UInt64, settings: HTTP2Settings, answersPings: Bool = true) throws {
+        self.connectionID = connectionID
+        self.session = try NGHTTP2Session(role: .server, settings: settings, answersPings: answersPings, delegate: self)
+    }
+
+    // MARK: Output
+
+    /// Sends the response to the request on `streamID`; ignored if the stream is gone.
+    func respond(to streamID: Int32, with response: HTTP2Response) {
+        guard self.awaitingResponse.remove(streamID) != nil else { return }
+        do {
+            try self.session.submitResponse(response, on: streamID)
+        } catch {
+            self.session.submitReset(streamID: streamID, errorCode: .internalError)
+        }
+    }
+
+    /// Resets a stream.
+    func reset(streamID: Int32, errorCode: HTTP2ErrorCode) {
+        self.awaitingResponse.remove(streamID)
+        self.incoming.removeValue(forKey: streamID)
+        self.session.submitReset(streamID: streamID, errorCode: errorCode)
+    }
+
+    /// Sends GOAWAY; `lastStreamID` defaults to the last stream this side processed.
+    func goAway(lastStreamID: Int32? = nil, errorCode: HTTP2ErrorCode, debugData: [UInt8]) throws {
+        try self.session.submitGoAway(
+            lastStreamID: lastStreamID ?? self.session.lastProcessedStreamID, errorCode: errorCode, debugData: debugData
+        )
+    }
+
+    /// Announces new settings (for example a new stream limit).
+    func updateSettings(_ settings: HTTP2Settings) throws { try self.session.submitSettings(settings) }
+
+    /// Acknowledges a PING (when pings are answered by hand).
+    func acknowledgePing(_ payload: UInt64) { self.session.submitPing(payload: payload, isAck: true) }
+
+    func receive(_ bytes: UnsafeRawBufferPointer) throws { try self.session.receive(bytes) }
+
+    @discardableResult
+    func drainOutput(into buffer: inout [UInt8], limit: Int = 64 * 1024) throws -> Bool {
+        try self.session.drainOutput(into: &buffer, limit: limit)
+    }
+
+    var wantsRead: Bool { self.session.wantsRead }
+    var wantsWrite: Bool { self.session.wantsWrite }
+
+    // MARK: NGHTTP2SessionDelegate
+
+    func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32) {
+        if self.incoming[streamID] == nil {
+            self.incoming[streamID] = Incoming()
+            self.streamsOpened += 1
+        }
+    }
+
+    func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
+                 value: UnsafeBufferPointer<UInt8>, on streamID: Int32) {
+        guard self.incoming[streamID] != nil else { return }
+        let value = String(decoding: value, as: UTF8.self)
+        if name.first == UInt8(ascii: ":") {
+            switch String(decoding: name, as: UTF8.self) {
+            case ":method": self.incoming[streamID]!.method = value
+            case ":scheme": self.incoming[streamID]!.scheme = value
+            case ":authority": self.incoming[streamID]!.authority = value
+            case ":path": self.incoming[streamID]!.path = value
+            default: break
+            }
+        } else {
+            self.incoming[streamID]!.headers.append(HTTP2HeaderField(String(decoding: name, as: UTF8.self), value))
+        }
+    }
+
+    func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32) {
+        guard self.incoming[streamID] != nil else { return }
+        self.incoming[streamID]!.body.append(contentsOf: data)
+    }
+
+    func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame) {
+        switch frame {
+        case .headers(let streamID, true), .data(let streamID, true):
+            guard let request = self.incoming.removeValue(forKey: streamID) else { return }
+            self.awaitingResponse.insert(streamID)
+            self.onRequest(
+                HTTP2ServerRequest(
+                    method: request.method, scheme: request.scheme, authority: request.authority, path: request.path,
+                    headers: request.headers, body: request.body, streamID: streamID, connectionID: self.connectionID,
+                    peerAddress: self.peerAddress, clientCertificate: self.clientCertificate
+                )
+            )
+        case .ping(isAck: false, let payload):
+            self.onPing?(payload)
+        default:
+            break
+        }
+    }
+
+    func session(_ session: NGHTTP2Session, didCloseStream streamID: Int32, errorCode: HTTP2ErrorCode) {
+        self.incoming.removeValue(forKey: streamID)
+        self.awaitingResponse.remove(streamID)
+    }
+
+    func session(_ session: NGHTTP2Session, didFailToSendOn streamID: Int32, error: Int32) {}
+}

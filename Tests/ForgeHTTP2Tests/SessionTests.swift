@@ -1,0 +1,230 @@
+@testable import ForgeHTTP2
+import Testing
+
+@Suite("HTTP/2 sessions in memory")
+struct SessionTests {
+    @Test("A request and its response, headers and body as given")
+    func roundTrip() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { request in
+            HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "ID-1"), HTTP2HeaderField("x-echo", request.path)],
+                          body: request.body)
+        }
+        let id = pair.send(request(headers: [HTTP2HeaderField("apns-topic", "com.example"), HTTP2HeaderField("apns-push-type", "alert")]))
+        try pair.pump()
+        let response = try #require(try pair.results[id]?.get())
+        #expect(response.status == 200)
+        #expect(response[header: "apns-id"] == "ID-1")
+        #expect(response.body == Array("{}".utf8))
+        let received = try #require(pair.received.first)
+        #expect(received.method == "POST")
+        #expect(received.path == "/3/device/abc")
+        #expect(received.authority == "localhost")
+        #expect(received[header: "apns-topic"] == "com.example")
+        #expect(received[header: "apns-push-type"] == "alert")
+    }
+
+    @Test("Large bodies both ways go through flow control", arguments: [0, 1, 16_384, 65_535, 65_536, 300_000])
+    func largeBodies(_ size: Int) throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { request in HTTP2Response(status: 200, body: request.body.reversed()) }
+        let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let id = pair.send(HTTP2Request(authority: "localhost", path: "/big", body: body))
+        try pair.pump()
+        let response = try #require(try pair.results[id]?.get())
+        #expect(pair.received.first?.body == body)
+        #expect(response.body == body.reversed())
+    }
+
+    @Test("The peer's stream limit is obeyed at every moment: 1, then 1000, then 1")
+    func streamLimitDance() throws {
+        let pair = try InMemoryPair(serverSettings: HTTP2Settings(maxConcurrentStreams: 1))
+        for _ in 0..<50 { pair.send(request()) }
+        try pair.pump()
+        #expect(pair.server.awaitingResponse.count == 1)
+        #expect(pair.client.queuedCount == 49)
+
+        // Answer one at a time: never more than one open.
+        for _ in 0..<5 {
+            let streamID = try #require(pair.server.awaitingResponse.first)
+            pair.server.respond(to: streamID, with: HTTP2Response(status: 200))
+            try pair.pump()
+            #expect(pair.server.awaitingResponse.count == 1)
+        }
+        #expect(pair.maxAwaiting == 1)
+
+        // Raise the limit: everything queued starts.
+        try pair.server.updateSettings(HTTP2Settings(maxConcurrentStreams: 1000))
+        try pair.pump()
+        #expect(pair.server.awaitingResponse.count == 45)
+        #expect(pair.client.queuedCount == 0)
+
+        // Drop it to 1 with 45 open: they finish, and no new stream starts until only 0 are open.
+        try pair.server.updateSettings(HTTP2Settings(maxConcurrentStreams: 1))
+        try pair.pump()
+        for _ in 0..<10 { pair.send(request()) }
+        try pair.pump()
+        #expect(pair.server.awaitingResponse.count == 45)
+        #expect(pair.client.queuedCount == 10)
+        pair.maxAwaiting = 0
+        while let streamID = pair.server.awaitingResponse.min() {
+            pair.server.respond(to: streamID, with: HTTP2Response(status: 200))
+            try pair.pump()
+        }
+        #expect(pair.maxAwaiting <= 45)
+        #expect(pair.results.count == 60)
+        #expect(pair.results.values.allSatisfy { (try? $0.get().status) == 200 })
+        #expect(pair.duplicateCompletions == 0)
+    }
+
+    @Test("GOAWAY: streams at or below last-stream-id complete, those above fail as not processed")
+    func goAwayBothSides() throws {
+        let pair = try InMemoryPair()
+        let ids = (0..<10).map { _ in pair.send(request()) }  // streams 1, 3, …, 19
+        try pair.pump()
+        #expect(pair.server.awaitingResponse.count == 10)
+        try pair.server.goAway(lastStreamID: 9, errorCode: .noError, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+        try pair.pump()
+        for streamID in pair.server.awaitingResponse.sorted() where streamID <= 9 {
+            pair.server.respond(to: streamID, with: HTTP2Response(status: 200))
+        }
+        try pair.pump()
+        for (index, id) in ids.enumerated() {
+            let result = try #require(pair.results[id])
+            if index < 5 {
+                #expect((try? result.get().status) == 200)
+            } else {
+                guard case .failure(let error) = result else {
+                    Issue.record("stream \(index * 2 + 1) succeeded")
+                    continue
+                }
+                #expect(error.code == .goingAway)
+                #expect(error.isSafeToRetry)
+                #expect(error.detail == #"{"reason":"Shutdown"}"#)
+            }
+        }
+        // Nothing new starts on a connection that is going away.
+        let late = pair.send(request())
+        #expect(throws: HTTP2ClientError.self) { try pair.results[late]?.get() }
+        #expect((try? pair.results[late]?.get()) == nil)
+        #expect(pair.client.goAway?.lastStreamID == 9)
+        #expect(pair.duplicateCompletions == 0)
+    }
+
+    @Test("Queued requests fail as not processed when GOAWAY arrives")
+    func goAwayQueued() throws {
+        let pair = try InMemoryPair(serverSettings: HTTP2Settings(maxConcurrentStreams: 1))
+        let ids = (0..<5).map { _ in pair.send(request()) }
+        try pair.pump()
+        try pair.server.goAway(errorCode: .noError, debugData: [])
+        try pair.pump()
+        let queued = ids.dropFirst().compactMap { pair.results[$0] }
+        #expect(queued.count == 4)
+        for result in queued {
+            guard case .failure(let error) = result else { Issue.record("succeeded"); continue }
+            #expect(error.code == .goingAway && !error.mayHaveBeenProcessed)
+        }
+    }
+
+    @Test("RST_STREAM from the peer: REFUSED_STREAM is safe to retry, others may have been processed")
+    func resets() throws {
+        let pair = try InMemoryPair()
+        let refused = pair.send(request())
+        let internalReset = pair.send(request())
+        try pair.pump()
+        let streams = pair.server.awaitingResponse.sorted()
+        pair.server.reset(streamID: streams[0], errorCode: .refusedStream)
+        pair.server.reset(streamID: streams[1], errorCode: .internalError)
+        try pair.pump()
+        guard case .failure(let first) = pair.results[refused], case .failure(let second) = pair.results[internalReset] else {
+            Issue.record("expected two failures")
+            return
+        }
+        #expect(first.code == .refusedStream && first.isSafeToRetry)
+        #expect(second.code == .streamReset && second.mayHaveBeenProcessed && second.http2ErrorCode == .internalError)
+    }
+
+    @Test("Cancelling: a queued request never reaches the peer, an open one is reset with CANCEL")
+    func cancellation() throws {
+        let pair = try InMemoryPair(serverSettings: HTTP2Settings(maxConcurrentStreams: 1))
+        let open = pair.send(request("/open"))
+        let queued = pair.send(request("/queued"))
+        try pair.pump()
+        let cancelled = HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false)
+        pair.client.cancel(requestID: queued, error: cancelled)
+        pair.client.cancel(requestID: open, error: cancelled)
+        try pair.pump()
+        #expect(pair.received.map(\.path) == ["/open"])
+        #expect(pair.server.awaitingResponse.isEmpty)  // the server saw the reset
+        #expect(pair.client.openStreamCount == 0 && pair.client.queuedCount == 0)
+        #expect(pair.results.count == 2)
+        // A late response to the reset stream is ignored; the next request still works.
+        pair.autoRespond = { _ in HTTP2Response(status: 200) }
+        let next = pair.send(request("/next"))
+        try pair.pump()
+        #expect((try? pair.results[next]?.get().status) == 200)
+        #expect(pair.duplicateCompletions == 0)
+    }
+
+    @Test("Deadlines fail queued and open requests; the earliest remaining deadline is reported")
+    func deadlines() throws {
+        let pair = try InMemoryPair(serverSettings: HTTP2Settings(maxConcurrentStreams: 1))
+        let open = pair.send(request(), deadline: 100)
+        let queued = pair.send(request(), deadline: 100)
+        let later = pair.send(request(), deadline: 500)
+        try pair.pump()
+        #expect(pair.client.expireDeadlines(now: 99) == 100)
+        #expect(pair.client.expireDeadlines(now: 100) == 500)
+        try pair.pump()
+        guard case .failure(let openError) = pair.results[open], case .failure(let queuedError) = pair.results[queued] else {
+            Issue.record("expected failures")
+            return
+        }
+        #expect(openError.code == .deadlineExceeded && openError.mayHaveBeenProcessed)
+        #expect(queuedError.code == .deadlineExceeded && !queuedError.mayHaveBeenProcessed)
+        #expect(pair.results[later] == nil)
+        #expect(pair.server.awaitingResponse.count == 1)  // `later` took the freed stream
+    }
+
+    @Test("Invalid headers are refused before anything is sent", arguments: [
+        HTTP2HeaderField("x-bad", "a\r\nb"), HTTP2HeaderField("Upper", "v"), HTTP2HeaderField("connection", "close"),
+        HTTP2HeaderField("", "v"),
+    ])
+    func invalidHeaders(_ field: HTTP2HeaderField) throws {
+        let pair = try InMemoryPair()
+        let id = pair.send(request(headers: [field]))
+        try pair.pump()
+        guard case .failure(let error) = pair.results[id] else { Issue.record("accepted"); return }
+        #expect(error.code == .invalidRequest && !error.mayHaveBeenProcessed)
+        #expect(pair.received.isEmpty)
+    }
+
+    @Test("A failed connection fails every request exactly once")
+    func failAll() throws {
+        let pair = try InMemoryPair(serverSettings: HTTP2Settings(maxConcurrentStreams: 2))
+        let ids = (0..<5).map { _ in pair.send(request()) }
+        try pair.pump()
+        pair.client.fail(with: HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true))
+        #expect(ids.allSatisfy { pair.results[$0] != nil })
+        let processed = ids.compactMap { id -> Bool? in
+            if case .failure(let error) = pair.results[id] { return error.mayHaveBeenProcessed }
+            return nil
+        }
+        #expect(processed == [true, true, false, false, false])
+        let late = pair.send(request())
+        #expect(pair.results[late] != nil)
+        #expect(pair.duplicateCompletions == 0)
+    }
+
+    @Test("PING is answered, or not, as the server chooses")
+    func ping() throws {
+        for answers in [true, false] {
+            let pair = try InMemoryPair(answersPings: answers)
+            var acknowledged: UInt64?
+            pair.client.onPingAck = { acknowledged = $0 }
+            pair.client.sendPing(payload: 0x0102_0304_0506_0708)
+            try pair.pump()
+            #expect(acknowledged == (answers ? 0x0102_0304_0506_0708 : nil))
+        }
+    }
+}
