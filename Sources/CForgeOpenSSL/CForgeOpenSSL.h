@@ -26,6 +26,9 @@ static inline void CForgeOpenSSL_free(void *pointer) { OPENSSL_free(pointer); }
 /// `BIO_get_mem_data` is a macro over `BIO_ctrl`.
 static inline long CForgeOpenSSL_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
 
+/// `BIO_reset` is a macro over `BIO_ctrl`; on a memory BIO it discards the data read so far.
+static inline int CForgeOpenSSL_BIO_reset(BIO *bio) { return (int)BIO_reset(bio); }
+
 /// `BN_num_bytes` is a macro over `BN_num_bits`.
 static inline int CForgeOpenSSL_BN_num_bytes(const BIGNUM *bn) { return BN_num_bytes(bn); }
 
