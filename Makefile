@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 SWIFT_FLAGS  ?=
 # Debian packages the build, the tests and the demo need. Installed only when missing.
-APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl
+APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl nghttp2-client nghttp2-server curl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build release test demo sanitize bench lint clean

@@ -1,0 +1,273 @@
+import Foundation
+internal import ForgeAPNsCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The I/O thread of one client connection: connect, handshake, then poll and pump until the
+/// connection ends. Everything it owns is touched by this thread only.
+final class ClientLoop: @unchecked Sendable {
+    // @unchecked Sendable: handed once to the thread that runs it; `connected` is set before the
+    // thread starts; everything else is used on that thread alone.
+    private let configuration: HTTP2ClientConfiguration
+    private let inbox: LockedBox<Inbox>
+    private let waker: WakePipe
+    var connected: ((Result<Void, any Error>) -> Void)?
+
+    private var core: HTTP2ClientCore!
+    private var channel: Channel!
+    private var outgoing: [UInt8] = []
+    private var incoming: [UInt8] = []
+    private var lastActivity: UInt64 = 0
+    private var pingSentAt: UInt64?
+    private var pingPayload: UInt64 = 0
+    private var shutdownDeadline: UInt64?
+
+    init(configuration: HTTP2ClientConfiguration, inbox: LockedBox<Inbox>, waker: WakePipe) {
+        self.configuration = configuration
+        self.inbox = inbox
+        self.waker = waker
+    }
+
+    func run() {
+        let finalError: HTTP2ClientError
+        do {
+            try self.open()
+            self.connected?(.success(()))
+            self.connected = nil
+            finalError = self.pump()
+        } catch {
+            let failure = error as? HTTP2ClientError
+                ?? HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+            self.finish(with: failure)
+            self.connected?(.failure(failure))
+            return
+        }
+        self.finish(with: finalError)
+    }
+
+    // MARK: Opening
+
+    private func open() throws {
+        let deadline = monotonicNanoseconds() &+ UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.connectTimeout)))
+        let socket: Socket
+        do {
+            socket = try Socket.connect(host: self.configuration.host, port: self.configuration.port, timeout: self.configuration.connectTimeout)
+        } catch {
+            throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+        }
+        var tls: TLSConnection?
+        if let tlsConfiguration = self.configuration.tls {
+            do {
+                let context = try TLSContext.client(tlsConfiguration)
+                tls = try TLSConnection(
+                    client: context, host: tlsConfiguration.serverName ?? self.configuration.host,
+                    verifyPeer: tlsConfiguration.verification == .full
+                )
+            } catch {
+                throw HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+            }
+        }
+        self.channel = Channel(socket: socket, tls: tls)
+        do {
+            try self.channel.handshake(deadline: deadline)
+        } catch let error as TLSError where error.description.contains("did not negotiate HTTP/2") {
+            throw HTTP2ClientError(.alpnMismatch, mayHaveBeenProcessed: false, detail: error.description)
+        } catch {
+            throw HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+        }
+        do {
+            self.core = try HTTP2ClientCore(settings: self.configuration.settings, localStreamCap: self.configuration.maximumConcurrentStreams)
+        } catch {
+            throw HTTP2ClientError(.protocolError, mayHaveBeenProcessed: false, detail: "\(error)")
+        }
+        self.core.onPingAck = { [unowned self] payload in
+            if payload == self.pingPayload { self.pingSentAt = nil }
+        }
+        self.lastActivity = monotonicNanoseconds()
+        try self.flushSession()
+    }
+
+    // MARK: The loop
+
+    /// Runs until the connection ends; returns why it ended.
+    private func pump() -> HTTP2ClientError {
+        var descriptors = [
+            pollfd(fd: self.channel.socket.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: self.waker.readDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            do {
+                if let ended = try self.takeInbox() { return ended }
+                let now = monotonicNanoseconds()
+                let nextDeadline = self.core.expireDeadlines(now: now)
+                if let ended = self.checkPing(now: now) { return ended }
+                if let deadline = self.shutdownDeadline, now >= deadline || self.core.isIdle {
+                    return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: true, detail: "the connection was shut down")
+                }
+                try self.flushSession()
+                self.publishState()
+                if !self.core.isActive && !self.channel.hasPendingOutput {
+                    return self.endedError(detail: "the peer ended the session")
+                }
+
+                descriptors[0].events = Int16(POLLIN) | (self.channel.hasPendingOutput ? Int16(POLLOUT) : 0)
+                descriptors[0].revents = 0
+                descriptors[1].revents = 0
+                let timeout = self.pollTimeout(now: now, nextDeadline: nextDeadline)
+                let ready = poll(&descriptors, 2, timeout)
+                if ready < 0 {
+                    if errno == EINTR { continue }
+                    return HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "poll failed: errno \(errno)")
+                }
+                if descriptors[1].revents != 0 { self.waker.drain() }
+                let socketEvents = descriptors[0].revents
+                if socketEvents & Int16(POLLOUT) != 0 { try self.channel.flush() }
+                if socketEvents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                    self.incoming.removeAll(keepingCapacity: true)
+                    let open = try self.channel.read(into: &self.incoming)
+                    if !self.incoming.isEmpty {
+                        self.lastActivity = monotonicNanoseconds()
+                        try self.incoming.withUnsafeBytes { try self.core.receive($0) }
+                    }
+                    if !open {
+                        return self.endedError(detail: "the peer closed the connection")
+                    }
+                }
+            } catch let error as NGHTTP2SessionError {
+                return HTTP2ClientError(.protocolError, mayHaveBeenProcessed: true, detail: "\(error)")
+            } catch {
+                return HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "\(error)")
+            }
+        }
+    }
+
+    /// Moves requests, cancellations and commands from the inbox into the core.
+    private func takeInbox() throws -> HTTP2ClientError? {
+        let (requests, cancellations, command) = self.inbox.withLock { inbox in
+            defer {
+                inbox.requests.removeAll(keepingCapacity: true)
+                inbox.cancellations.removeAll(keepingCapacity: true)
+                inbox.wakeArmed = false
+            }
+            let command = inbox.command
+            if case .close = command {} else { inbox.command = nil }
+            return (inbox.requests, inbox.cancellations, command)
+        }
+        for request in requests { self.core.enqueue(request) }
+        for id in cancellations {
+            self.core.cancel(requestID: id, error: HTTP2ClientError(.cancelled, mayHaveBeenProcessed: true, detail: "the calling task was cancelled"))
+        }
+        switch command {
+        case .close?:
+            return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: true, detail: "the connection was closed")
+        case .shutdown(let deadline)?:
+            if self.shutdownDeadline == nil {
+                self.shutdownDeadline = deadline
+                self.core.beginShutdown()
+            }
+        case nil:
+            break
+        }
+        return nil
+    }
+
+    private func flushSession() throws {
+        self.outgoing.removeAll(keepingCapacity: true)
+        while try self.core.drainOutput(into: &self.outgoing) {
+            try self.channel.queue(self.outgoing)
+            self.outgoing.removeAll(keepingCapacity: true)
+            if self.channel.pendingOutputCount > 256 * 1024 { break }
+        }
+        try self.channel.flush()
+    }
+
+    /// Sends a keep-alive PING after `pingInterval` of silence; a PING unanswered for `pingTimeout`
+    /// ends the connection.
+    private func checkPing(now: UInt64) -> HTTP2ClientError? {
+        guard let interval = self.configuration.pingInterval else { return nil }
+        if let sentAt = self.pingSentAt {
+            if now &- sentAt >= UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.pingTimeout))) {
+                return HTTP2ClientError(
+                    .peerUnresponsive, mayHaveBeenProcessed: true,
+                    detail: "no PING acknowledgement within \(self.configuration.pingTimeout)"
+                )
+            }
+            return nil
+        }
+        if now &- self.lastActivity >= UInt64(max(0, HTTP2Connection.nanoseconds(interval))) {
+            self.pingPayload &+= 1
+            self.pingSentAt = now
+            self.core.sendPing(payload: self.pingPayload)
+        }
+        return nil
+    }
+
+    private func pollTimeout(now: UInt64, nextDeadline: UInt64?) -> Int32 {
+        var wake: UInt64 = now &+ 60_000_000_000
+        if let nextDeadline { wake = min(wake, nextDeadline) }
+        if let shutdownDeadline { wake = min(wake, shutdownDeadline) }
+        if let interval = self.configuration.pingInterval {
+            if let sentAt = self.pingSentAt {
+                wake = min(wake, sentAt &+ UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.pingTimeout))))
+            } else {
+                wake = min(wake, self.lastActivity &+ UInt64(max(0, HTTP2Connection.nanoseconds(interval))))
+            }
+        }
+        return wake <= now ? 0 : Int32(clamping: (wake - now + 999_999) / 1_000_000)
+    }
+
+    private func endedError(detail: String) -> HTTP2ClientError {
+        if let goAway = self.core.goAway, goAway.receivedFromPeer {
+            return HTTP2ClientError(
+                .goingAway, mayHaveBeenProcessed: true, http2ErrorCode: goAway.errorCode,
+                detail: String(decoding: goAway.debugData, as: UTF8.self)
+            )
+        }
+        return HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: detail)
+    }
+
+    private func publishState() {
+        let outstanding = self.core.openStreamCount + self.core.queuedCount
+        let peerMax = self.core.peerMaxConcurrentStreams
+        let goAway = self.core.goAway
+        self.inbox.withLock { inbox in
+            inbox.outstanding = outstanding
+            inbox.peerMaxConcurrentStreams = peerMax
+            if let goAway, goAway.receivedFromPeer, case .active = inbox.state {
+                inbox.state = .goingAway(lastStreamID: goAway.lastStreamID, errorCode: goAway.errorCode, debugData: goAway.debugData)
+            }
+        }
+    }
+
+    /// Ends the connection: fails what is left, publishes the closed state, resumes shutdown waiters.
+    private func finish(with error: HTTP2ClientError) {
+        // Requests that arrived after the last pass fail too; nothing is left waiting.
+        let (requests, waiters) = self.inbox.withLock { inbox in
+            inbox.state = .closed(error)
+            inbox.outstanding = 0
+            defer {
+                inbox.requests.removeAll()
+                inbox.cancellations.removeAll()
+                inbox.closeWaiters.removeAll()
+            }
+            return (inbox.requests, inbox.closeWaiters)
+        }
+        if let core = self.core {
+            core.fail(with: error)
+            if let channel = self.channel {
+                // Best effort: tell the peer, without waiting for it.
+                channel.tls?.shutdown()
+                try? self.flushSession()
+            }
+        }
+        for request in requests {
+            var failure = error
+            failure.mayHaveBeenProcessed = false
+            request.completion(.failure(failure))
+        }
+        self.channel = nil
+        self.core = nil
+        for waiter in waiters { waiter() }
+    }
+}

@@ -1,0 +1,51 @@
+/// How a client connection is made and kept alive.
+public struct HTTP2ClientConfiguration: Sendable {
+    /// The host name or IP address (IPv4 or IPv6) to connect to.
+    public var host: String
+    /// The TCP port.
+    public var port: Int
+    /// TLS settings; `nil` speaks cleartext HTTP/2 with prior knowledge (h2c), for local tests and
+    /// benchmarks only: APNs has no h2c.
+    public var tls: HTTP2TLSConfiguration?
+    /// How long name resolution, TCP connect and the TLS handshake may take together.
+    public var connectTimeout: Duration
+    /// Send a PING after this long without any frame from the peer; `nil` never pings.
+    public var pingInterval: Duration?
+    /// A peer that does not acknowledge a PING within this long is declared dead.
+    public var pingTimeout: Duration
+    /// The most streams this side opens at once, whatever the peer allows.
+    public var maximumConcurrentStreams: Int
+    /// The settings this side announces.
+    public var settings: HTTP2Settings
+
+    /// Creates a configuration. TLS with the system trust store by default.
+    public init(
+        host: String,
+        port: Int = 443,
+        tls: HTTP2TLSConfiguration? = HTTP2TLSConfiguration(),
+        connectTimeout: Duration = .seconds(10),
+        pingInterval: Duration? = .seconds(60),
+        pingTimeout: Duration = .seconds(10),
+        maximumConcurrentStreams: Int = 1000,
+        settings: HTTP2Settings = HTTP2Settings(initialWindowSize: 1 << 20)
+    ) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.connectTimeout = connectTimeout
+        self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
+        self.maximumConcurrentStreams = maximumConcurrentStreams
+        self.settings = settings
+    }
+}
+
+/// What a connection's owner can see of its state.
+public enum HTTP2ConnectionState: Hashable, Sendable {
+    /// Connecting, or open and usable.
+    case active
+    /// The peer sent GOAWAY: nothing new starts here; open streams up to `lastStreamID` may finish.
+    case goingAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8])
+    /// Closed; every request has its result.
+    case closed(HTTP2ClientError)
+}

@@ -1,0 +1,264 @@
+import Foundation
+internal import ForgeAPNsCore
+
+/// One HTTP/2 client connection over nghttp2 and OpenSSL, with its own I/O thread.
+///
+/// ```swift
+/// let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "api.push.apple.com"))
+/// let response = try await connection.send(request, deadline: .now + .seconds(10))
+/// await connection.shutdown(gracePeriod: .seconds(5))
+/// ```
+///
+/// ## Implementation
+/// Callers put requests in a lock-protected inbox and wake the thread through a pipe, once per
+/// burst. The thread owns the socket, the `SSL`, the nghttp2 session and the stream table
+/// (``HTTP2ClientCore``); it resumes each caller's continuation once. When the connection ends, for
+/// whatever reason, every queued and open request fails with an error that says whether it may
+/// have been processed.
+public final class HTTP2Connection: Sendable {
+    private let inbox: LockedBox<Inbox>
+    private let waker: WakePipe
+    /// The host and port, for errors and logs.
+    public let endpoint: String
+
+    private init(endpoint: String, inbox: LockedBox<Inbox>, waker: WakePipe) {
+        self.endpoint = endpoint
+        self.inbox = inbox
+        self.waker = waker
+    }
+
+    deinit {
+        // Nothing may hang: a connection dropped without shutdown closes at once.
+        self.post { $0.command = .close }
+    }
+
+    /// Connects, completes the TLS handshake (ALPN h2 required) and exchanges the preface.
+    /// - Throws: ``HTTP2ClientError`` with `connectFailed`, `tlsFailed` or `alpnMismatch`.
+    public static func connect(_ configuration: HTTP2ClientConfiguration) async throws -> HTTP2Connection {
+        if configuration.tls?.verification == .insecureLoopbackOnly, !isLoopbackHost(configuration.host) {
+            throw HTTP2ClientError(
+                .tlsFailed, mayHaveBeenProcessed: false,
+                detail: "insecureLoopbackOnly refuses \(configuration.host): it works for 127.0.0.0/8, ::1 and localhost only"
+            )
+        }
+        let inbox = LockedBox(Inbox())
+        let waker = try Self.makeWaker()
+        let loop = ClientLoop(configuration: configuration, inbox: inbox, waker: waker)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            loop.connected = { result in continuation.resume(with: result) }
+            let thread = Thread { loop.run() }
+            thread.name = "forge-h2-\(configuration.host):\(configuration.port)"
+            thread.start()
+        }
+        return HTTP2Connection(endpoint: "\(configuration.host):\(configuration.port)", inbox: inbox, waker: waker)
+    }
+
+    private static func makeWaker() throws -> WakePipe {
+        do { return try WakePipe() } catch {
+            throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends one request and waits for its response.
+    ///
+    /// Cancelling the calling task resets the stream (RST_STREAM CANCEL) and throws `cancelled`.
+    /// - Parameter deadline: when to give up; the stream is reset then.
+    /// - Throws: ``HTTP2ClientError``.
+    public func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
+        let id = self.inbox.withLock { inbox -> UInt64 in
+            inbox.nextID += 1
+            return inbox.nextID
+        }
+        let monotonicDeadline = deadline.map(Self.monotonic)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP2Response, any Error>) in
+                let pending = HTTP2ClientCore.Pending(id: id, request: request, deadline: monotonicDeadline) { result in
+                    continuation.resume(with: result.mapError { $0 as any Error })
+                }
+                self.submit([pending])
+            }
+        } onCancel: {
+            self.cancel([id])
+        }
+    }
+
+    /// Sends many requests with one wake-up of the I/O thread and one suspension of the caller.
+    /// - Returns: one result per request, in order.
+    public func sendBatch(
+        _ requests: [HTTP2Request],
+        deadline: ContinuousClock.Instant? = nil
+    ) async -> [Result<HTTP2Response, HTTP2ClientError>] {
+        guard !requests.isEmpty else { return [] }
+        let firstID = self.inbox.withLock { inbox -> UInt64 in
+            let first = inbox.nextID + 1
+            inbox.nextID += UInt64(requests.count)
+            return first
+        }
+        let ids = (0..<UInt64(requests.count)).map { firstID + $0 }
+        let monotonicDeadline = deadline.map(Self.monotonic)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<[Result<HTTP2Response, HTTP2ClientError>], Never>) in
+                let collector = BatchCollector(count: requests.count) { continuation.resume(returning: $0) }
+                let pending = requests.enumerated().map { index, request in
+                    HTTP2ClientCore.Pending(id: ids[index], request: request, deadline: monotonicDeadline) { result in
+                        collector.complete(index, with: result)
+                    }
+                }
+                self.submit(pending)
+            }
+        } onCancel: {
+            self.cancel(ids)
+        }
+    }
+
+    /// The connection's state as its owner sees it.
+    public var state: HTTP2ConnectionState { self.inbox.withLock { $0.state } }
+
+    /// Streams open plus requests queued on this connection.
+    public var outstandingCount: Int { self.inbox.withLock { $0.outstanding } }
+
+    /// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    public var peerMaxConcurrentStreams: UInt32 { self.inbox.withLock { $0.peerMaxConcurrentStreams } }
+
+    // MARK: Shutdown
+
+    /// Stops taking requests, lets open streams finish for up to `gracePeriod`, then closes; what is
+    /// still open then fails with `shutdown`. Returns when the connection is closed.
+    public func shutdown(gracePeriod: Duration) async {
+        let deadline = monotonicNanoseconds() &+ UInt64(max(0, Self.nanoseconds(gracePeriod)))
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let alreadyClosed = self.inbox.withLock { inbox -> Bool in
+                if case .closed = inbox.state { return true }
+                inbox.closeWaiters.append { continuation.resume() }
+                if inbox.command == nil { inbox.command = .shutdown(deadline: deadline) }
+                return false
+            }
+            if alreadyClosed { continuation.resume() } else { self.waker.wake() }
+        }
+    }
+
+    /// Closes at once: everything open or queued fails with `shutdown`.
+    public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let alreadyClosed = self.inbox.withLock { inbox -> Bool in
+                if case .closed = inbox.state { return true }
+                inbox.closeWaiters.append { continuation.resume() }
+                inbox.command = .close
+                return false
+            }
+            if alreadyClosed { continuation.resume() } else { self.waker.wake() }
+        }
+    }
+
+    // MARK: Inbox
+
+    /// Hands requests to the I/O thread, or fails them at once when the connection is closed or the
+    /// calling task is already cancelled.
+    ///
+    /// `Task.isCancelled` is read under the same lock that the cancellation handler takes, and the
+    /// flag is set before that handler runs: either the request is rejected here, or it reaches the
+    /// inbox before its cancellation does, and the I/O thread handles requests before cancellations.
+    private func submit(_ pending: [HTTP2ClientCore.Pending]) {
+        var failure: HTTP2ClientError?
+        let wake = self.inbox.withLock { inbox -> Bool in
+            if case .closed(let closedError) = inbox.state {
+                failure = closedError
+                return false
+            }
+            if Task.isCancelled {
+                failure = HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "the calling task was cancelled")
+                return false
+            }
+            inbox.requests.append(contentsOf: pending)
+            return inbox.arm()
+        }
+        if var failure {
+            failure.mayHaveBeenProcessed = false
+            for request in pending { request.completion(.failure(failure)) }
+        }
+        if wake { self.waker.wake() }
+    }
+
+    private func cancel(_ ids: [UInt64]) {
+        let wake = self.inbox.withLock { inbox -> Bool in
+            inbox.cancellations.append(contentsOf: ids)
+            return inbox.arm()
+        }
+        if wake { self.waker.wake() }
+    }
+
+    private func post(_ change: (inout Inbox) -> Void) {
+        let wake = self.inbox.withLock { inbox -> Bool in
+            change(&inbox)
+            return inbox.arm()
+        }
+        if wake { self.waker.wake() }
+    }
+
+    static func monotonic(_ instant: ContinuousClock.Instant) -> UInt64 {
+        let remaining = ContinuousClock.now.duration(to: instant)
+        let now = monotonicNanoseconds()
+        let delta = Self.nanoseconds(remaining)
+        return delta <= 0 ? now : now &+ UInt64(delta)
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? (seconds < 0 ? .min : .max) : product &+ attoseconds / 1_000_000_000
+    }
+}
+
+/// What callers hand to the I/O thread, under the lock.
+struct Inbox {
+    enum Command {
+        case shutdown(deadline: UInt64)
+        case close
+    }
+
+    var nextID: UInt64 = 0
+    var requests: [HTTP2ClientCore.Pending] = []
+    var cancellations: [UInt64] = []
+    var command: Command?
+    /// Whether a wake-up is already on its way: a burst of requests costs one pipe write.
+    var wakeArmed = false
+    var state: HTTP2ConnectionState = .active
+    var outstanding = 0
+    var peerMaxConcurrentStreams: UInt32 = 1
+    var closeWaiters: [() -> Void] = []
+
+    /// Marks a wake-up as needed; returns whether the caller must write to the pipe.
+    mutating func arm() -> Bool {
+        if self.wakeArmed { return false }
+        self.wakeArmed = true
+        return true
+    }
+}
+
+/// Gathers the results of a batch and delivers them once, in order.
+final class BatchCollector: @unchecked Sendable {
+    // @unchecked Sendable: `results` and `remaining` are only touched under `lock` (completions come
+    // from the I/O thread, or from the caller's thread when a closed connection rejects the batch).
+    private var results: [Result<HTTP2Response, HTTP2ClientError>?]
+    private var remaining: Int
+    private let done: ([Result<HTTP2Response, HTTP2ClientError>]) -> Void
+    private let lock = LockedBox(())
+
+    init(count: Int, done: @escaping ([Result<HTTP2Response, HTTP2ClientError>]) -> Void) {
+        self.results = Array(repeating: nil, count: count)
+        self.remaining = count
+        self.done = done
+    }
+
+    func complete(_ index: Int, with result: Result<HTTP2Response, HTTP2ClientError>) {
+        let finished = self.lock.withLock { _ -> Bool in
+            precondition(self.results[index] == nil, "a request completed twice")
+            self.results[index] = result
+            self.remaining -= 1
+            return self.remaining == 0
+        }
+        if finished { self.done(self.results.map { $0! }) }
+    }
+}

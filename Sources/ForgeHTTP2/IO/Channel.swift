@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A socket with optional TLS: plaintext HTTP/2 bytes in and out, ciphertext on the wire.
+///
+/// Outgoing bytes are coalesced into one buffer and written with as few `send` calls as the kernel
+/// allows (nghttp2-openssl-notes, pitfall 9). Confined to one I/O thread.
+final class Channel {
+    let socket: Socket
+    let tls: TLSConnection?
+    private var outbound: [UInt8] = []
+    private var outboundOffset = 0
+    private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    private var ciphertextScratch: [UInt8] = []
+
+    init(socket: Socket, tls: TLSConnection?) {
+        self.socket = socket
+        self.tls = tls
+        self.outbound.reserveCapacity(64 * 1024)
+    }
+
+    /// Whether bytes are waiting for the socket to accept them.
+    var hasPendingOutput: Bool { self.outboundOffset < self.outbound.count }
+
+    /// Bytes queued but not yet accepted by the kernel.
+    var pendingOutputCount: Int { self.outbound.count - self.outboundOffset }
+
+    /// Queues plaintext (encrypting it under TLS).
+    func queue(_ plaintext: [UInt8]) throws {
+        guard !plaintext.isEmpty else { return }
+        if let tls {
+            try plaintext.withUnsafeBytes { try tls.writePlaintext($0) }
+            tls.drainCiphertext(into: &self.outbound)
+        } else {
+            self.outbound.append(contentsOf: plaintext)
+        }
+    }
+
+    /// Writes queued bytes until the kernel would block.
+    /// - Returns: whether everything was written.
+    @discardableResult
+    func flush() throws -> Bool {
+        while self.outboundOffset < self.outbound.count {
+            let sent = try self.outbound.withUnsafeBytes { bytes in
+                try self.socket.send(UnsafeRawBufferPointer(rebasing: bytes[self.outboundOffset...]))
+            }
+            if sent == 0 { return false }
+            self.outboundOffset += sent
+        }
+        self.outbound.removeAll(keepingCapacity: true)
+        self.outboundOffset = 0
+        return true
+    }
+
+    /// Reads everything available and appends the plaintext to `plaintext`.
+    /// - Returns: `false` when the peer closed the connection.
+    func read(into plaintext: inout [UInt8]) throws -> Bool {
+        var open = true
+        while true {
+            let count = try self.readBuffer.withUnsafeMutableBytes { try self.socket.receive(into: $0) }
+            guard let count else { break }
+            if count == 0 {
+                open = false
+                break
+            }
+            if let tls {
+                self.readBuffer.withUnsafeBytes { tls.receiveCiphertext(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            } else {
+                plaintext.append(contentsOf: self.readBuffer[0..<count])
+            }
+            if count < self.readBuffer.count { break }
+        }
+        if let tls {
+            if try !tls.readPlaintext(into: &plaintext) { open = false }
+            // Reading can produce output (TLS 1.3 key updates, alerts).
+            tls.drainCiphertext(into: &self.outbound)
+        }
+        return open
+    }
+
+    /// Runs the TLS handshake to completion, blocking this thread with `poll` until `deadline`.
+    func handshake(deadline: UInt64) throws {
+        guard let tls else { return }
+        var scratch: [UInt8] = []
+        while true {
+            let state = try tls.handshake()
+            tls.drainCiphertext(into: &self.outbound)
+            while !(try self.flush()) { try self.wait(events: Int16(POLLOUT), deadline: deadline) }
+            if state == .complete { return }
+            try self.wait(events: Int16(POLLIN), deadline: deadline)
+            scratch.removeAll(keepingCapacity: true)
+            let count = try self.readBuffer.withUnsafeMutableBytes { try self.socket.receive(into: $0) }
+            if count == 0 { throw TLSError(description: "the peer closed the connection during the TLS handshake") }
+            if let count { self.readBuffer.withUnsafeBytes { tls.receiveCiphertext(UnsafeRawBufferPointer(rebasing: $0[0..<count])) } }
+        }
+    }
+
+    private func wait(events: Int16, deadline: UInt64) throws {
+        let now = monotonicNanoseconds()
+        guard now < deadline else { throw TLSError(description: "the TLS handshake did not finish within the connect timeout") }
+        var descriptor = pollfd(fd: self.socket.descriptor, events: events, revents: 0)
+        let result = poll(&descriptor, 1, Int32(clamping: (deadline - now) / 1_000_000 + 1))
+        if result < 0 && errno != EINTR { throw SocketError(operation: "poll", code: errno) }
+    }
+}

@@ -1,0 +1,251 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A socket failure, with the operation and `errno`'s text.
+struct SocketError: Error, CustomStringConvertible {
+    var operation: String
+    var code: Int32
+    var description: String { "\(self.operation): \(String(cString: strerror(self.code))) (errno \(self.code))" }
+}
+
+/// Owns one socket descriptor and closes it exactly once.
+///
+/// Non-blocking after connect or accept; every send uses `MSG_NOSIGNAL`, so a peer that went away
+/// gives an error instead of SIGPIPE. Confined to the thread of the connection that owns it.
+final class Socket {
+    let descriptor: Int32
+    /// `address:port` of the peer, for logs and requests.
+    private(set) var peerAddress = ""
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit { close(self.descriptor) }
+
+    // MARK: Client
+
+    /// Resolves `host` and connects to the first address that answers within `timeout`.
+    static func connect(host: String, port: Int, timeout: Duration) throws -> Socket {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_protocol = Int32(IPPROTO_TCP)
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let list else {
+            throw SocketError(operation: "resolving \(host): \(String(cString: gai_strerror(status)))", code: 0)
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = SocketError(operation: "connecting to \(host):\(port)", code: ECONNREFUSED)
+        var entry: UnsafeMutablePointer<addrinfo>? = list
+        while let info = entry {
+            entry = info.pointee.ai_next
+            let descriptor = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.pointee.ai_protocol)
+            guard descriptor >= 0 else { continue }
+            let socket = Socket(descriptor: descriptor)
+            do {
+                try socket.setNonBlocking()
+                let result = Glibc.connect(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen)
+                if result != 0 {
+                    guard errno == EINPROGRESS else { throw SocketError(operation: "connecting to \(host):\(port)", code: errno) }
+                    try socket.waitForConnect(timeout: timeout, what: "connecting to \(host):\(port)")
+                }
+                socket.setNoDelay()
+                socket.peerAddress = Socket.describe(info.pointee.ai_addr, info.pointee.ai_addrlen)
+                return socket
+            } catch let error as SocketError {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    private func waitForConnect(timeout: Duration, what: String) throws {
+        var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLOUT), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        while true {
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { throw SocketError(operation: "\(what): no answer within the connect timeout", code: ETIMEDOUT) }
+            break
+        }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(self.descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
+        guard error == 0 else { throw SocketError(operation: what, code: error) }
+    }
+
+    // MARK: Server
+
+    /// A listening socket on `host` (an IP literal) and `port` (0 picks a free one).
+    static func listen(host: String, port: Int) throws -> (Socket, port: Int) {
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        let family: Int32
+        if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
+            family = AF_INET
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = in_port_t(UInt16(port).bigEndian)
+        } else if inet_pton(AF_INET6, host, &v6.sin6_addr) == 1 {
+            family = AF_INET6
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = in_port_t(UInt16(port).bigEndian)
+        } else {
+            throw SocketError(operation: "listening on '\(host)': give an IP address such as 127.0.0.1 or ::1", code: EINVAL)
+        }
+        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw SocketError(operation: "socket", code: errno) }
+        let socket = Socket(descriptor: descriptor)
+        var one: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = family == AF_INET
+            ? withUnsafePointer(to: &v4) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            : withUnsafePointer(to: &v6) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+        guard bound == 0 else { throw SocketError(operation: "binding \(host):\(port)", code: errno) }
+        guard Glibc.listen(descriptor, 512) == 0 else { throw SocketError(operation: "listen", code: errno) }
+        try socket.setNonBlocking()
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let chosen = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address -> Int in
+                getsockname(descriptor, address, &length)
+                return Socket.port(of: address)
+            }
+        }
+        return (socket, chosen)
+    }
+
+    /// Accepts one pending connection, or returns `nil` when none is waiting.
+    func accept() throws -> Socket? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        // accept4 is not visible in the Glibc module (nghttp2-openssl-notes §2): accept, then fcntl.
+        let descriptor = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(self.descriptor, $0, &length) }
+        }
+        guard descriptor >= 0 else {
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED { return nil }
+            throw SocketError(operation: "accept", code: errno)
+        }
+        let socket = Socket(descriptor: descriptor)
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        try socket.setNonBlocking()
+        socket.setNoDelay()
+        socket.peerAddress = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Socket.describe($0, length) }
+        }
+        return socket
+    }
+
+    // MARK: I/O
+
+    /// Sends what the kernel takes now. - Returns: bytes sent (0 when it would block).
+    func send(_ bytes: UnsafeRawBufferPointer) throws -> Int {
+        while true {
+            let sent = Glibc.send(self.descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if sent >= 0 { return sent }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return 0
+            default: throw SocketError(operation: "send", code: errno)
+            }
+        }
+    }
+
+    /// Reads what is available. - Returns: bytes read, 0 at end of stream, `nil` when it would block.
+    func receive(into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
+        while true {
+            let count = recv(self.descriptor, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return count }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            default: throw SocketError(operation: "recv", code: errno)
+            }
+        }
+    }
+
+    /// Closes the connection at once with RST (SO_LINGER 0), as a crashed peer would.
+    func abort() {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(self.descriptor, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        shutdown(self.descriptor, Int32(SHUT_RDWR))
+    }
+
+    private func setNonBlocking() throws {
+        let flags = fcntl(self.descriptor, F_GETFL)
+        guard flags >= 0, fcntl(self.descriptor, F_SETFL, flags | O_NONBLOCK) == 0 else {
+            throw SocketError(operation: "fcntl(O_NONBLOCK)", code: errno)
+        }
+    }
+
+    private func setNoDelay() {
+        var one: Int32 = 1
+        setsockopt(self.descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    static func port(of address: UnsafePointer<sockaddr>) -> Int {
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        case AF_INET6:
+            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+        default: return 0
+        }
+    }
+
+    static func describe(_ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> String {
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        guard getnameinfo(address, length, &host, socklen_t(host.count), &service, socklen_t(service.count),
+                          NI_NUMERICHOST | NI_NUMERICSERV) == 0 else { return "" }
+        let hostText = String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let serviceText = String(decoding: service.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return hostText.contains(":") ? "[\(hostText)]:\(serviceText)" : "\(hostText):\(serviceText)"
+    }
+}
+
+/// Owns a pipe that wakes an I/O thread out of `poll` (eventfd is not visible from Swift's Glibc
+/// module; a pipe does the same job with one byte).
+final class WakePipe: @unchecked Sendable {
+    // @unchecked Sendable: `wake()` only writes to a descriptor, which is thread-safe; `drain()` is
+    // called by the one I/O thread.
+    let readDescriptor: Int32
+    private let writeDescriptor: Int32
+
+    init() throws {
+        var descriptors: [Int32] = [0, 0]
+        guard pipe(&descriptors) == 0 else { throw SocketError(operation: "pipe", code: errno) }
+        self.readDescriptor = descriptors[0]
+        self.writeDescriptor = descriptors[1]
+        for descriptor in descriptors {
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        }
+    }
+
+    deinit {
+        close(self.readDescriptor)
+        close(self.writeDescriptor)
+    }
+
+    func wake() {
+        var byte: UInt8 = 1
+        // A full pipe already guarantees a wake-up; EAGAIN is fine.
+        _ = write(self.writeDescriptor, &byte, 1)
+    }
+
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while buffer.withUnsafeMutableBytes({ read(self.readDescriptor, $0.baseAddress, $0.count) }) > 0 {}
+    }
+}
+
+/// Monotonic time in nanoseconds, for deadlines and timers.
+func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
