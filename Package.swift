@@ -4,6 +4,7 @@
 //
 // Layers, bottom up (a target only imports the ones above it in this list):
 //   CForgeNGHTTP2, CForgeOpenSSL   system libraries + `static inline` shims (the only C)
+//   ForgeSupport                   package-internal helpers (a pthread lock)
 //   ForgeAPNsCore                  pure Swift model: types, payloads, headers, validation, responses
 //   ForgeCrypto                    ES256 provider tokens over OpenSSL
 //   ForgeHTTP2                     HTTP/2 client and server over nghttp2 + OpenSSL (transport issue)
@@ -44,7 +45,12 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
-        // MARK: Pure Swift domain model
+        // MARK: Pure Swift
+        // Package-internal helpers every layer may use (the pthread lock); no public API.
+        .target(
+            name: "ForgeSupport",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "ForgeAPNsCore",
             swiftSettings: swiftSettings
@@ -53,12 +59,12 @@ let package = Package(
         // MARK: C-backed layers
         .target(
             name: "ForgeCrypto",
-            dependencies: ["ForgeAPNsCore", "CForgeOpenSSL"],
+            dependencies: ["ForgeAPNsCore", "ForgeSupport", "CForgeOpenSSL"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "ForgeHTTP2",
-            dependencies: ["CForgeNGHTTP2", "CForgeOpenSSL"],
+            dependencies: ["ForgeSupport", "CForgeNGHTTP2", "CForgeOpenSSL"],
             swiftSettings: swiftSettings
         ),
 

@@ -1,5 +1,6 @@
 public import ForgeAPNsCore
 internal import struct Foundation.Date
+internal import ForgeSupport
 
 /// Makes and reuses the provider token of one (team, key), shared by every connection that uses it.
 ///

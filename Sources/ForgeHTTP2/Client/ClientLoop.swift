@@ -1,5 +1,5 @@
 import Foundation
-internal import ForgeAPNsCore
+internal import ForgeSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 import Foundation
-internal import ForgeAPNsCore
+internal import ForgeSupport
 
 /// One HTTP/2 client connection over nghttp2 and OpenSSL, with its own I/O thread.
 ///

@@ -1,0 +1,190 @@
+import Foundation
+internal import ForgeSupport
+
+/// How a server listens.
+public struct HTTP2ServerConfiguration: Sendable {
+    /// The address to listen on: `127.0.0.1` or `::1` (any IP literal).
+    public var host: String
+    /// The port; 0 lets the system choose (read it back from ``HTTP2Server/port``).
+    public var port: Int
+    /// TLS settings; `nil` serves cleartext HTTP/2 with prior knowledge (h2c).
+    public var tls: HTTP2ServerTLSConfiguration?
+    /// The settings each connection announces first (`SETTINGS_MAX_CONCURRENT_STREAMS` above all).
+    public var settings: HTTP2Settings
+    /// Whether PINGs are answered (turn off to test a client's dead-peer detection).
+    public var answersPings: Bool
+    /// How long a TLS handshake may take.
+    public var handshakeTimeout: Duration
+
+    /// Creates a configuration: loopback, a free port, h2c, 1000 streams.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        tls: HTTP2ServerTLSConfiguration? = nil,
+        settings: HTTP2Settings = HTTP2Settings(maxConcurrentStreams: 1000),
+        answersPings: Bool = true,
+        handshakeTimeout: Duration = .seconds(10)
+    ) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.settings = settings
+        self.answersPings = answersPings
+        self.handshakeTimeout = handshakeTimeout
+    }
+}
+
+/// Answers a request later, from any thread: for handlers that need to wait for something.
+public struct HTTP2Responder: Sendable {
+    let connection: HTTP2ServerConnection
+    /// The stream of the request.
+    public let streamID: Int32
+
+    /// Sends the response (ignored if the stream is gone).
+    public func respond(_ response: HTTP2Response) {
+        self.connection.post { $0.responses.append((self.streamID, response)) }
+    }
+
+    /// Resets the stream instead of answering.
+    public func reset(_ errorCode: HTTP2ErrorCode) {
+        self.connection.post { $0.commands.append(.reset(streamID: self.streamID, errorCode: errorCode)) }
+    }
+}
+
+/// Handles one request on the connection's I/O thread: return the response now, or `nil` and
+/// answer later through the responder. Keep it short; it runs between frames.
+public typealias HTTP2RequestHandler = @Sendable (HTTP2ServerRequest, HTTP2Responder) -> HTTP2Response?
+
+/// An HTTP/2 server over nghttp2 and OpenSSL: loopback tests, the local APNs server, benchmarks.
+///
+/// One thread accepts; each connection has its own I/O thread. ``connections`` yields every
+/// accepted connection, whose handle injects faults (GOAWAY, resets, settings, abrupt close,
+/// stopped reading, unanswered PINGs).
+public final class HTTP2Server: Sendable {
+    /// The port the server listens on.
+    public let port: Int
+    /// The configuration it started with.
+    public let configuration: HTTP2ServerConfiguration
+    /// Each accepted connection, as it is accepted.
+    public let connections: AsyncStream<HTTP2ServerConnection>
+    private let shared: LockedBox<Shared>
+    private let waker: WakePipe
+
+    struct Shared {
+        var stopping = false
+        var open: [UInt64: HTTP2ServerConnection] = [:]
+        var settings: HTTP2Settings
+        var stopWaiters: [() -> Void] = []
+        var acceptLoopDone = false
+    }
+
+    private init(port: Int, configuration: HTTP2ServerConfiguration, connections: AsyncStream<HTTP2ServerConnection>,
+                 shared: LockedBox<Shared>, waker: WakePipe) {
+        self.port = port
+        self.configuration = configuration
+        self.connections = connections
+        self.shared = shared
+        self.waker = waker
+    }
+
+    /// Binds, then accepts on a thread of its own until ``shutdown()``.
+    /// - Throws: a description of what failed: binding, or loading the certificate or key.
+    public static func start(_ configuration: HTTP2ServerConfiguration, handler: @escaping HTTP2RequestHandler) throws -> HTTP2Server {
+        let context = try configuration.tls.map { try TLSContext.server($0) }
+        let (listener, port) = try Socket.listen(host: configuration.host, port: configuration.port)
+        let waker = try WakePipe()
+        let shared = LockedBox(Shared(settings: configuration.settings))
+        let (stream, continuation) = AsyncStream.makeStream(of: HTTP2ServerConnection.self)
+        let server = HTTP2Server(port: port, configuration: configuration, connections: stream, shared: shared, waker: waker)
+        let acceptor = Acceptor(
+            listener: listener, context: context, configuration: configuration, handler: handler, shared: shared,
+            waker: waker, yield: { continuation.yield($0) }, finish: { continuation.finish() }
+        )
+        let thread = Thread { acceptor.run() }
+        thread.name = "forge-h2-accept-\(port)"
+        thread.start()
+        return server
+    }
+
+    /// Announces new settings on every open connection and uses them for new ones.
+    public func updateSettings(_ settings: HTTP2Settings) {
+        let open = self.shared.withLock { shared -> [HTTP2ServerConnection] in
+            shared.settings = settings
+            return Array(shared.open.values)
+        }
+        for connection in open { connection.updateSettings(settings) }
+    }
+
+    /// Stops accepting and closes every connection (GOAWAY first). Returns when all are closed.
+    public func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            self.shared.withLock { shared in
+                shared.stopping = true
+                shared.stopWaiters.append { continuation.resume() }
+            }
+            self.waker.wake()
+        }
+    }
+}
+
+/// The accept thread.
+private final class Acceptor: @unchecked Sendable {
+    // @unchecked Sendable: handed once to the accept thread, which alone uses it.
+    let listener: Socket
+    let context: TLSContext?
+    let configuration: HTTP2ServerConfiguration
+    let handler: HTTP2RequestHandler
+    let shared: LockedBox<HTTP2Server.Shared>
+    let waker: WakePipe
+    let yield: (HTTP2ServerConnection) -> Void
+    let finish: () -> Void
+    var nextID: UInt64 = 0
+
+    init(listener: Socket, context: TLSContext?, configuration: HTTP2ServerConfiguration, handler: @escaping HTTP2RequestHandler,
+         shared: LockedBox<HTTP2Server.Shared>, waker: WakePipe, yield: @escaping (HTTP2ServerConnection) -> Void,
+         finish: @escaping () -> Void) {
+        self.listener = listener
+        self.context = context
+        self.configuration = configuration
+        self.handler = handler
+        self.shared = shared
+        self.waker = waker
+        self.yield = yield
+        self.finish = finish
+    }
+
+    func run() {
+        var descriptors = [
+            pollfd(fd: self.listener.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: self.waker.readDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while !self.shared.withLock({ $0.stopping }) {
+            descriptors[0].revents = 0
+            descriptors[1].revents = 0
+            if poll(&descriptors, 2, -1) < 0 && errno != EINTR { break }
+            if descriptors[1].revents != 0 { self.waker.drain() }
+            while let socket = try? self.listener.accept() {
+                self.nextID += 1
+                let settings = self.shared.withLock { $0.settings }
+                let connection = HTTP2ServerConnection(id: self.nextID, peerAddress: socket.peerAddress, server: self.shared)
+                let loop = ServerLoop(
+                    connection: connection, socket: socket, context: self.context, configuration: self.configuration,
+                    settings: settings, handler: self.handler
+                )
+                self.shared.withLock { $0.open[connection.id] = connection }
+                self.yield(connection)
+                let thread = Thread { loop.run() }
+                thread.name = "forge-h2-server-\(self.nextID)"
+                thread.start()
+            }
+        }
+        self.finish()
+        // Close every connection, then let shutdown() return when the last one has ended.
+        let open = self.shared.withLock { shared -> [HTTP2ServerConnection] in
+            shared.acceptLoopDone = true
+            return Array(shared.open.values)
+        }
+        for connection in open { connection.post { $0.commands.append(.shutdown) } }
+        HTTP2ServerConnection.resumeStopWaitersIfDone(self.shared)
+    }
+}

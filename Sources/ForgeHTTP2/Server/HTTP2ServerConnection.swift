@@ -1,0 +1,95 @@
+import Foundation
+internal import ForgeSupport
+
+/// A handle on one accepted connection, for tests that need to make it misbehave.
+public final class HTTP2ServerConnection: Sendable {
+    /// A number unique within the server.
+    public let id: UInt64
+    /// `address:port` of the client.
+    public let peerAddress: String
+    let inbox = LockedBox(ServerInbox())
+    let waker: WakePipe
+    private let server: LockedBox<HTTP2Server.Shared>
+
+    init(id: UInt64, peerAddress: String, server: LockedBox<HTTP2Server.Shared>) {
+        self.id = id
+        self.peerAddress = peerAddress
+        self.server = server
+        // A pipe that cannot be made leaves the connection without wake-ups; it then closes at once.
+        self.waker = (try? WakePipe()) ?? { preconditionFailure("cannot create a wake pipe") }()
+    }
+
+    /// Sends GOAWAY; `lastStreamID` defaults to the last stream processed.
+    public func goAway(lastStreamID: Int32? = nil, errorCode: HTTP2ErrorCode = .noError, debugData: [UInt8] = []) {
+        self.post { $0.commands.append(.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)) }
+    }
+
+    /// Resets a stream.
+    public func reset(streamID: Int32, errorCode: HTTP2ErrorCode) {
+        self.post { $0.commands.append(.reset(streamID: streamID, errorCode: errorCode)) }
+    }
+
+    /// Announces new settings (for example `maxConcurrentStreams`).
+    public func updateSettings(_ settings: HTTP2Settings) {
+        self.post { $0.commands.append(.settings(settings)) }
+    }
+
+    /// Closes the TCP connection at once with a reset, as a crashed server would.
+    public func closeAbruptly() {
+        self.post { $0.commands.append(.abort) }
+    }
+
+    /// Stops (or resumes) reading from the socket: the client's writes back up.
+    public func setReading(_ reading: Bool) {
+        self.post { $0.commands.append(.reading(reading)) }
+    }
+
+    /// Whether the connection has ended.
+    public var isClosed: Bool { self.inbox.withLock { $0.closed } }
+
+    /// Requests seen on this connection so far.
+    public var requestCount: Int { self.inbox.withLock { $0.requestCount } }
+
+    func post(_ change: (inout ServerInbox) -> Void) {
+        let wake = self.inbox.withLock { inbox -> Bool in
+            change(&inbox)
+            if inbox.wakeArmed { return false }
+            inbox.wakeArmed = true
+            return true
+        }
+        if wake { self.waker.wake() }
+    }
+
+    /// Called by the loop when the connection has ended.
+    func didClose() {
+        self.inbox.withLock { $0.closed = true }
+        self.server.withLock { _ = $0.open.removeValue(forKey: self.id) }
+        Self.resumeStopWaitersIfDone(self.server)
+    }
+
+    static func resumeStopWaitersIfDone(_ server: LockedBox<HTTP2Server.Shared>) {
+        let waiters = server.withLock { shared -> [() -> Void] in
+            guard shared.acceptLoopDone, shared.open.isEmpty else { return [] }
+            defer { shared.stopWaiters.removeAll() }
+            return shared.stopWaiters
+        }
+        for waiter in waiters { waiter() }
+    }
+}
+
+struct ServerInbox {
+    enum Command {
+        case goAway(lastStreamID: Int32?, errorCode: HTTP2ErrorCode, debugData: [UInt8])
+        case reset(streamID: Int32, errorCode: HTTP2ErrorCode)
+        case settings(HTTP2Settings)
+        case abort
+        case reading(Bool)
+        case shutdown
+    }
+
+    var responses: [(Int32, HTTP2Response)] = []
+    var commands: [Command] = []
+    var wakeArmed = false
+    var closed = false
+    var requestCount = 0
+}

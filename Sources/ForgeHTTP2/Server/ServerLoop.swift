@@ -1,0 +1,135 @@
+import Foundation
+internal import ForgeSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The I/O thread of one server connection.
+final class ServerLoop: @unchecked Sendable {
+    // @unchecked Sendable: handed once to the connection's thread, which alone uses it.
+    private let connection: HTTP2ServerConnection
+    private let socket: Socket
+    private let context: TLSContext?
+    private let configuration: HTTP2ServerConfiguration
+    private let settings: HTTP2Settings
+    private let handler: HTTP2RequestHandler
+    private var core: HTTP2ServerCore!
+    private var channel: Channel!
+    private var reading = true
+    private var outgoing: [UInt8] = []
+    private var incoming: [UInt8] = []
+
+    init(connection: HTTP2ServerConnection, socket: Socket, context: TLSContext?, configuration: HTTP2ServerConfiguration,
+         settings: HTTP2Settings, handler: @escaping HTTP2RequestHandler) {
+        self.connection = connection
+        self.socket = socket
+        self.context = context
+        self.configuration = configuration
+        self.settings = settings
+        self.handler = handler
+    }
+
+    func run() {
+        defer {
+            self.core = nil
+            self.channel = nil
+            self.connection.didClose()
+        }
+        do {
+            let tls = try self.context.map { try TLSConnection(server: $0) }
+            self.channel = Channel(socket: self.socket, tls: tls)
+            let deadline = monotonicNanoseconds() &+ UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.handshakeTimeout)))
+            try self.channel.handshake(deadline: deadline)
+            self.core = try HTTP2ServerCore(connectionID: self.connection.id, settings: self.settings, answersPings: self.configuration.answersPings)
+            self.core.peerAddress = self.connection.peerAddress
+            if let tls {
+                self.core.clientCertificate = tls.peerCertificate
+            }
+            let connection = self.connection
+            let handler = self.handler
+            self.core.onRequest = { [unowned self] request in
+                connection.inbox.withLock { $0.requestCount += 1 }
+                if let response = handler(request, HTTP2Responder(connection: connection, streamID: request.streamID)) {
+                    self.core.respond(to: request.streamID, with: response)
+                }
+            }
+            try self.flush()
+            try self.pump()
+        } catch {
+            // The connection ends; the client sees it closed. Nothing to report to: the server goes on.
+        }
+    }
+
+    private func pump() throws {
+        var descriptors = [
+            pollfd(fd: self.socket.descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: self.connection.waker.readDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            if try self.takeInbox() { return }
+            try self.flush()
+            if !self.core.wantsRead && !self.core.wantsWrite && !self.channel.hasPendingOutput { return }
+            descriptors[0].events = (self.reading ? Int16(POLLIN) : 0) | (self.channel.hasPendingOutput ? Int16(POLLOUT) : 0)
+            descriptors[0].revents = 0
+            descriptors[1].revents = 0
+            if poll(&descriptors, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if descriptors[1].revents != 0 { self.connection.waker.drain() }
+            let events = descriptors[0].revents
+            if events & Int16(POLLOUT) != 0 { try self.channel.flush() }
+            if self.reading, events & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                self.incoming.removeAll(keepingCapacity: true)
+                let open = try self.channel.read(into: &self.incoming)
+                if !self.incoming.isEmpty { try self.incoming.withUnsafeBytes { try self.core.receive($0) } }
+                if !open { return }
+            } else if !self.reading, events & (Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                return
+            }
+        }
+    }
+
+    /// Applies responses and commands posted from other threads. Returns `true` to end the connection.
+    private func takeInbox() throws -> Bool {
+        let (responses, commands) = self.connection.inbox.withLock { inbox in
+            defer {
+                inbox.responses.removeAll(keepingCapacity: true)
+                inbox.commands.removeAll(keepingCapacity: true)
+                inbox.wakeArmed = false
+            }
+            return (inbox.responses, inbox.commands)
+        }
+        for (streamID, response) in responses { self.core.respond(to: streamID, with: response) }
+        for command in commands {
+            switch command {
+            case .goAway(let lastStreamID, let errorCode, let debugData):
+                try self.core.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)
+            case .reset(let streamID, let errorCode):
+                self.core.reset(streamID: streamID, errorCode: errorCode)
+            case .settings(let settings):
+                try self.core.updateSettings(settings)
+            case .abort:
+                self.socket.abort()
+                return true
+            case .reading(let reading):
+                self.reading = reading
+            case .shutdown:
+                try self.core.goAway(errorCode: .noError, debugData: [])
+                try self.flush()
+                return true
+            }
+        }
+        return false
+    }
+
+    private func flush() throws {
+        self.outgoing.removeAll(keepingCapacity: true)
+        while try self.core.drainOutput(into: &self.outgoing) {
+            try self.channel.queue(self.outgoing)
+            self.outgoing.removeAll(keepingCapacity: true)
+            if self.channel.pendingOutputCount > 256 * 1024 { break }
+        }
+        try self.channel.flush()
+    }
+}

@@ -1,0 +1,276 @@
+@testable import ForgeHTTP2
+import Foundation
+import Testing
+
+/// A server whose handler hands every request to the test, which answers when it chooses.
+final class DeferredServer: Sendable {
+    let server: HTTP2Server
+    let requests: AsyncStream<(HTTP2ServerRequest, HTTP2Responder)>
+
+    init(_ configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration()) throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: (HTTP2ServerRequest, HTTP2Responder).self)
+        self.requests = stream
+        self.server = try HTTP2Server.start(configuration) { request, responder in
+            continuation.yield((request, responder))
+            return nil
+        }
+    }
+
+    /// The next `count` requests, in arrival order.
+    func next(_ count: Int) async -> [(HTTP2ServerRequest, HTTP2Responder)] {
+        var received: [(HTTP2ServerRequest, HTTP2Responder)] = []
+        for await item in self.requests {
+            received.append(item)
+            if received.count == count { break }
+        }
+        return received
+    }
+
+    func client(tls: HTTP2TLSConfiguration? = nil, pingInterval: Duration? = nil, pingTimeout: Duration = .seconds(10)) async throws -> HTTP2Connection {
+        try await HTTP2Connection.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: self.server.port, tls: tls, pingInterval: pingInterval, pingTimeout: pingTimeout)
+        )
+    }
+
+    /// The server side of the first accepted connection.
+    func firstConnection() async -> HTTP2ServerConnection? {
+        for await connection in self.server.connections { return connection }
+        return nil
+    }
+}
+
+private func echoServer(_ configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration()) throws -> HTTP2Server {
+    try HTTP2Server.start(configuration) { request, _ in
+        HTTP2Response(status: 200, headers: [HTTP2HeaderField("x-path", request.path), HTTP2HeaderField("x-peer-cert", request.clientCertificate == nil ? "none" : "present")],
+                      body: request.body)
+    }
+}
+
+/// The result of a send, as a value: success, or the transport's error.
+func outcome(_ body: () async throws -> HTTP2Response) async -> Result<HTTP2Response, HTTP2ClientError> {
+    do {
+        return .success(try await body())
+    } catch let error as HTTP2ClientError {
+        return .failure(error)
+    } catch {
+        return .failure(HTTP2ClientError(.protocolError, mayHaveBeenProcessed: true, detail: "unexpected error \(error)"))
+    }
+}
+
+private let post = HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/3/device/abc", body: Array(#"{"aps":{}}"#.utf8))
+
+@Suite("Server and client over sockets", .timeLimit(.minutes(1)))
+struct ServerTests {
+    @Test("Client against the project's server: h2c, and TLS on IPv4 and IPv6")
+    func clientAgainstServer() async throws {
+        let plain = try echoServer()
+        let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: plain.port, tls: nil))
+        let response = try await connection.send(post)
+        #expect(response.status == 200 && response.body == post.body && response[header: "x-path"] == "/3/device/abc")
+        await connection.close()
+        await plain.shutdown()
+
+        for host in ["127.0.0.1", "::1"] {
+            let server = try echoServer(HTTP2ServerConfiguration(host: host, tls: KeysExample.serverTLS))
+            let secure = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: host, port: server.port, tls: KeysExample.clientTLS))
+            #expect(try await secure.send(post).status == 200)
+            await secure.close()
+            await server.shutdown()
+        }
+    }
+
+    @Test("A client certificate reaches the handler")
+    func clientCertificate() async throws {
+        var tls = KeysExample.serverTLS
+        tls.requestsClientCertificate = true
+        tls.clientCertificateTrustRoots = KeysExample.path("ca.pem")
+        let server = try echoServer(HTTP2ServerConfiguration(tls: tls))
+        var clientTLS = KeysExample.clientTLS
+        clientTLS.clientIdentity = .pem(certificateFile: KeysExample.path("client.pem"), privateKeyFile: KeysExample.path("client.key"))
+        let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "localhost", port: server.port, tls: clientTLS))
+        #expect(try await connection.send(post)[header: "x-peer-cert"] == "present")
+        await connection.close()
+        await server.shutdown()
+    }
+
+    @Test("nghttp, curl and h2load against the server, h2c and TLS")
+    func externalClients() async throws {
+        let plain = try echoServer()
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("forge-body-\(UUID().uuidString)")
+        try Data(#"{"aps":{"alert":"hi"}}"#.utf8).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
+
+        let nghttp = try ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
+        #expect(nghttp.status == 0 && nghttp.output.contains(#"{"aps":{"alert":"hi"}}"#), "\(nghttp.output)")
+
+        let curl = try ExternalProcess(
+            "/usr/bin/curl", ["-sS", "--http2-prior-knowledge", "--data-binary", "@\(body.path)", "http://127.0.0.1:\(plain.port)/3/device/abc"]
+        ).finish()
+        #expect(curl.status == 0 && curl.output == #"{"aps":{"alert":"hi"}}"#, "\(curl.output)")
+
+        let h2load = try ExternalProcess("/usr/bin/h2load", ["-n", "2000", "-c", "1", "-m", "50", "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
+        #expect(h2load.status == 0 && h2load.output.contains("2000 succeeded"), "\(h2load.output)")
+        await plain.shutdown()
+
+        let secure = try echoServer(HTTP2ServerConfiguration(tls: KeysExample.serverTLS))
+        let secureCurl = try ExternalProcess(
+            "/usr/bin/curl", ["-sS", "--http2", "--cacert", KeysExample.path("ca.pem"), "--data-binary", "@\(body.path)",
+                              "https://localhost:\(secure.port)/3/device/abc"]
+        ).finish()
+        #expect(secureCurl.status == 0 && secureCurl.output == #"{"aps":{"alert":"hi"}}"#, "\(secureCurl.output)")
+        let secureNghttp = try ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "https://localhost:\(secure.port)/3/device/abc"]).finish()
+        #expect(secureNghttp.status == 0 && secureNghttp.output.contains("alert"), "\(secureNghttp.output)")
+        await secure.shutdown()
+    }
+
+    @Test("A client that does not offer h2 is refused by the server")
+    func noALPN() async throws {
+        let secure = try echoServer(HTTP2ServerConfiguration(tls: KeysExample.serverTLS))
+        let curl = try ExternalProcess(
+            "/usr/bin/curl", ["-sS", "--http1.1", "--cacert", KeysExample.path("ca.pem"), "https://localhost:\(secure.port)/"]
+        ).finish()
+        #expect(curl.status != 0)
+        await secure.shutdown()
+    }
+
+    @Test("Stream limit 1 -> 1000 -> 1 over a socket, changed while requests wait")
+    func streamLimitDance() async throws {
+        let server = try DeferredServer(HTTP2ServerConfiguration(settings: HTTP2Settings(maxConcurrentStreams: 1)))
+        let connection = try await server.client()
+        let serverConnection = try #require(await server.firstConnection())
+        let results = Task { await connection.sendBatch(Array(repeating: post, count: 20)) }
+        // Only one request may be open at a time while the limit is 1.
+        for _ in 0..<3 {
+            let (_, responder) = try #require(await server.next(1).first)
+            #expect(serverConnection.requestCount <= 3)
+            responder.respond(HTTP2Response(status: 200))
+        }
+        serverConnection.updateSettings(HTTP2Settings(maxConcurrentStreams: 1000))
+        let burst = await server.next(17)
+        #expect(burst.count == 17)
+        serverConnection.updateSettings(HTTP2Settings(maxConcurrentStreams: 1))
+        for (_, responder) in burst { responder.respond(HTTP2Response(status: 200)) }
+        let all = await results.value
+        #expect(all.count == 20 && all.allSatisfy { (try? $0.get().status) == 200 })
+        await connection.close()
+        await server.server.shutdown()
+    }
+
+    @Test("GOAWAY with streams on both sides of last-stream-id")
+    func goAway() async throws {
+        let server = try DeferredServer()
+        let connection = try await server.client()
+        let serverConnection = try #require(await server.firstConnection())
+        let results = Task { await connection.sendBatch(Array(repeating: post, count: 10)) }
+        let received = await server.next(10)
+        serverConnection.goAway(lastStreamID: 9, errorCode: .noError, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+        for (request, responder) in received where request.streamID <= 9 { responder.respond(HTTP2Response(status: 200)) }
+        let all = await results.value
+        let succeeded = all.filter { (try? $0.get().status) == 200 }.count
+        let refused = all.compactMap { result -> HTTP2ClientError? in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        #expect(succeeded == 5)
+        #expect(refused.count == 5 && refused.allSatisfy { $0.code == .goingAway && $0.isSafeToRetry && $0.detail.contains("Shutdown") })
+        guard case .goingAway(9, _, _) = connection.state else {
+            if case .closed = connection.state {} else { Issue.record("state \(connection.state)") }
+            return
+        }
+        await server.server.shutdown()
+    }
+
+    @Test("RST_STREAM from the server; the connection goes on")
+    func resets() async throws {
+        let server = try DeferredServer()
+        let connection = try await server.client()
+        async let refused = outcome { try await connection.send(post) }
+        let (_, responder) = try #require(await server.next(1).first)
+        responder.reset(.refusedStream)
+        guard case .failure(let error) = await refused else { Issue.record("succeeded"); return }
+        #expect(error.code == .refusedStream && error.isSafeToRetry)
+        async let next = connection.send(post)
+        let (_, second) = try #require(await server.next(1).first)
+        second.respond(HTTP2Response(status: 200))
+        #expect(try await next.status == 200)
+        await connection.close()
+        await server.server.shutdown()
+    }
+
+    @Test("An abrupt close mid-stream fails the request as possibly processed")
+    func abruptClose() async throws {
+        let server = try DeferredServer()
+        let connection = try await server.client()
+        let serverConnection = try #require(await server.firstConnection())
+        async let pending = outcome { try await connection.send(post) }
+        _ = await server.next(1)
+        serverConnection.closeAbruptly()
+        guard case .failure(let error) = await pending else { Issue.record("succeeded"); return }
+        #expect(error.code == .connectionClosed && error.mayHaveBeenProcessed)
+        // Later requests fail at once, never hang.
+        await #expect(throws: HTTP2ClientError.self) { try await connection.send(post) }
+        await server.server.shutdown()
+    }
+
+    @Test("A peer that never answers PING is declared dead; everything in flight fails")
+    func unansweredPing() async throws {
+        let server = try DeferredServer(HTTP2ServerConfiguration(answersPings: false))
+        let connection = try await server.client(pingInterval: .milliseconds(50), pingTimeout: .milliseconds(100))
+        async let pending = outcome { try await connection.send(post) }
+        _ = await server.next(1)  // received, never answered
+        guard case .failure(let error) = await pending else { Issue.record("succeeded"); return }
+        #expect(error.code == .peerUnresponsive && error.mayHaveBeenProcessed)
+        guard case .closed = connection.state else { Issue.record("still open"); return }
+        await server.server.shutdown()
+    }
+
+    @Test("Cancelling the calling task resets the stream; the connection goes on")
+    func cancellation() async throws {
+        let server = try DeferredServer()
+        let connection = try await server.client()
+        let task = Task { try await connection.send(post) }
+        let (_, responder) = try #require(await server.next(1).first)
+        task.cancel()
+        let result = await task.result
+        guard case .failure(let error as HTTP2ClientError) = result else { Issue.record("not cancelled: \(result)"); return }
+        #expect(error.code == .cancelled)
+        responder.respond(HTTP2Response(status: 200))  // too late: ignored
+        async let next = connection.send(post)
+        let (_, second) = try #require(await server.next(1).first)
+        second.respond(HTTP2Response(status: 200))
+        #expect(try await next.status == 200)
+        await connection.close()
+        await server.server.shutdown()
+    }
+
+    @Test("A deadline that passes resets the stream and fails the request")
+    func deadline() async throws {
+        let server = try DeferredServer()
+        let connection = try await server.client()
+        async let pending = outcome { try await connection.send(post, deadline: .now + .milliseconds(100)) }
+        _ = await server.next(1)
+        guard case .failure(let error) = await pending else { Issue.record("succeeded"); return }
+        #expect(error.code == .deadlineExceeded)
+        await connection.close()
+        await server.server.shutdown()
+    }
+
+    @Test("Graceful shutdown lets an open stream finish; requests after it fail as not processed")
+    func gracefulShutdown() async throws {
+        let server = try DeferredServer()
+        let connection = try await server.client()
+        async let pending = outcome { try await connection.send(post) }
+        let (_, responder) = try #require(await server.next(1).first)
+        async let closed: Void = connection.shutdown(gracePeriod: .seconds(30))
+        responder.respond(HTTP2Response(status: 204))
+        #expect((try? await pending.get().status) == 204)
+        await closed
+        do {
+            _ = try await connection.send(post)
+            Issue.record("sent after shutdown")
+        } catch let error as HTTP2ClientError {
+            #expect(!error.mayHaveBeenProcessed)
+        }
+        await server.server.shutdown()
+    }
+}
