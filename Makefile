@@ -48,7 +48,9 @@ sanitize: deps
 
 ## bench: the benchmark executable in release mode (see `apns-bench --help`).
 bench: deps
-	$(SWIFT) run -c release apns-bench encode
+	$(SWIFT) build -c release --product apns-bench $(SWIFT_FLAGS)
+	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" encode
+	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" transport --requests 100000 --in-flight 100 --h2load
 
 clean:
 	rm -rf .build .build-asan .build-tsan

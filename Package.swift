@@ -90,6 +90,7 @@ let package = Package(
             dependencies: [
                 "ForgeAPNsCore",
                 "ForgeCrypto",
+                "ForgeHTTP2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

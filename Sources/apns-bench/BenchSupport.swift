@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,4 +59,25 @@ enum Bench {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return Result(name: name, operations: operations, seconds: seconds, cpuMicroseconds: cpu)
     }
+}
+
+extension Bench {
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double { Self.seconds(duration) * 1000 }
+
+    static func microseconds(_ usage: rusage) -> Double {
+        Double(usage.ru_utime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec) + Double(usage.ru_stime.tv_sec) * 1e6
+            + Double(usage.ru_stime.tv_usec)
+    }
+
+    /// The `fraction` percentile of sorted values.
+    static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction + 0.5))]
+    }
+
+    static func format(_ value: Double, digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 }

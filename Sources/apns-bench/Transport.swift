@@ -1,0 +1,322 @@
+import ArgumentParser
+import ForgeHTTP2
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension APNSBench {
+    /// Requests per second, client CPU and latency of one HTTP/2 connection, against h2load.
+    struct Transport: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Measure one HTTP/2 connection: N requests with K in flight.",
+            discussion: """
+                Without --url, the project's own server runs in a child process (TLS with keys-example's test \
+                certificate, or h2c with --h2c), so the CPU measured is the client's alone. With --h2load, \
+                h2load sends the same N requests with the same K in flight to the same server, and the ratios are \
+                printed.
+
+                Examples:
+                  swift run -c release apns-bench transport --requests 200000 --in-flight 100 --h2load
+                  nghttpd -a 127.0.0.1 -d DOCROOT 8443 keys-example/server.key keys-example/server.pem &
+                  swift run -c release apns-bench transport --url https://127.0.0.1:8443/3/device/abc \\
+                      --ca-file keys-example/ca.pem --h2load
+                """
+        )
+
+        @Option(name: .long, help: "Requests to send.")
+        var requests = 100_000
+
+        @Option(name: .customLong("in-flight"), help: "Requests in flight at once.")
+        var inFlight = 100
+
+        @Option(name: .long, help: "Target an existing server: https://HOST:PORT/PATH or http://… for h2c.")
+        var url: String?
+
+        @Option(name: .customLong("ca-file"), help: "Trust this CA for --url.")
+        var caFile: String?
+
+        @Flag(name: .customLong("insecure-loopback"), help: "Skip certificate checks (loopback addresses only).")
+        var insecureLoopback = false
+
+        @Flag(name: .long, help: "Use cleartext h2c with the project's server.")
+        var h2c = false
+
+        @Flag(name: .long, help: "Also run h2load with the same N and K against the same server.")
+        var h2load = false
+
+        @Option(name: .long, help: "How requests are issued: tasks (K tasks, one send each at a time) or batch (waves of K).")
+        var mode: Mode = .tasks
+
+        @Flag(name: .long, help: "Print one JSON object.")
+        var json = false
+
+        enum Mode: String, ExpressibleByArgument, CaseIterable { case tasks, batch }
+
+        func run() async throws {
+            Bench.warnIfDebug()
+            var child: Process?
+            let target: URL
+            if let url {
+                guard let parsed = URL(string: url), parsed.host != nil else { throw ValidationError("--url must be http(s)://HOST:PORT/PATH") }
+                target = parsed
+            } else {
+                let (process, port) = try Self.startServer(h2c: self.h2c)
+                child = process
+                target = URL(string: "\(self.h2c ? "http" : "https")://127.0.0.1:\(port)/3/device/\(String(repeating: "ab", count: 32))")!
+            }
+            defer {
+                if let child, child.isRunning {
+                    kill(child.processIdentifier, SIGKILL)
+                    child.waitUntilExit()
+                }
+            }
+
+            let ours = try await self.measureClient(target)
+            var h2loadResult: H2LoadResult?
+            if self.h2load { h2loadResult = try self.runH2Load(target) }
+            self.report(ours, h2load: h2loadResult, target: target)
+        }
+
+        // MARK: Our client
+
+        struct ClientResult {
+            var seconds: Double
+            var cpuMicroseconds: Double
+            var latencies: [Double]  // milliseconds, sorted
+            var errors: Int
+        }
+
+        private func measureClient(_ target: URL) async throws -> ClientResult {
+            let secure = target.scheme == "https"
+            var tls: HTTP2TLSConfiguration?
+            if secure {
+                if self.insecureLoopback {
+                    tls = HTTP2TLSConfiguration(verification: .insecureLoopbackOnly)
+                } else {
+                    tls = HTTP2TLSConfiguration(trustRoots: .file(self.caFile ?? "keys-example/ca.pem"))
+                }
+            }
+            let host = target.host!
+            let connection = try await HTTP2Connection.connect(
+                HTTP2ClientConfiguration(host: host, port: target.port ?? (secure ? 443 : 80), tls: tls, pingInterval: nil,
+                                         maximumConcurrentStreams: max(self.inFlight, 1))
+            )
+            let request = HTTP2Request(
+                scheme: target.scheme ?? "https", authority: host, path: target.path.isEmpty ? "/" : target.path,
+                headers: [HTTP2HeaderField("apns-push-type", "alert"), HTTP2HeaderField("apns-topic", "com.example.forgepush")],
+                body: Array(#"{"aps":{"alert":{"title":"Benchmark","body":"Hello from ForgePush"}}}"#.utf8)
+            )
+            // Warm up: connection settings, allocator, code paths.
+            _ = await connection.sendBatch(Array(repeating: request, count: min(1000, self.requests)))
+
+            let cpuStart = Bench.cpuMicroseconds()
+            let clock = ContinuousClock()
+            let start = clock.now
+            var latencies: [Double] = []
+            var errors = 0
+            switch self.mode {
+            case .tasks:
+                let perTask = self.requests / max(self.inFlight, 1)
+                let extra = self.requests % max(self.inFlight, 1)
+                let outcomes = await withTaskGroup(of: ([Double], Int).self) { group in
+                    for index in 0..<max(self.inFlight, 1) {
+                        let count = perTask + (index < extra ? 1 : 0)
+                        group.addTask {
+                            var local: [Double] = []
+                            local.reserveCapacity(count)
+                            var failures = 0
+                            for _ in 0..<count {
+                                let sent = clock.now
+                                do {
+                                    let response = try await connection.send(request)
+                                    if response.status != 200 { failures += 1 }
+                                } catch {
+                                    failures += 1
+                                }
+                                local.append(Bench.milliseconds(sent.duration(to: clock.now)))
+                            }
+                            return (local, failures)
+                        }
+                    }
+                    var all: [([Double], Int)] = []
+                    for await outcome in group { all.append(outcome) }
+                    return all
+                }
+                for (local, failures) in outcomes {
+                    latencies += local
+                    errors += failures
+                }
+            case .batch:
+                var remaining = self.requests
+                while remaining > 0 {
+                    let size = min(self.inFlight, remaining)
+                    let sent = clock.now
+                    let results = await connection.sendBatch(Array(repeating: request, count: size))
+                    let elapsed = Bench.milliseconds(sent.duration(to: clock.now))
+                    for result in results {
+                        latencies.append(elapsed)
+                        if (try? result.get().status) != 200 { errors += 1 }
+                    }
+                    remaining -= size
+                }
+            }
+            let elapsed = start.duration(to: clock.now)
+            let cpu = Bench.cpuMicroseconds() - cpuStart
+            await connection.close()
+            return ClientResult(seconds: Bench.seconds(elapsed), cpuMicroseconds: cpu, latencies: latencies.sorted(), errors: errors)
+        }
+
+        // MARK: h2load
+
+        struct H2LoadResult {
+            var requestsPerSecond: Double
+            var cpuMicroseconds: Double
+            var meanLatencyMilliseconds: Double
+            var succeeded: Int
+            var failed: Int
+        }
+
+        private func runH2Load(_ target: URL) throws -> H2LoadResult {
+            var usage = rusage()
+            getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+            let before = Bench.microseconds(usage)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+            let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-body-\(getpid()).json")
+            try Data(#"{"aps":{"alert":{"title":"Benchmark","body":"Hello from ForgePush"}}}"#.utf8).write(to: body)
+            defer { try? FileManager.default.removeItem(at: body) }
+            process.arguments = [
+                "-n", String(self.requests), "-c", "1", "-m", String(self.inFlight), "-d", body.path,
+                "-H", "apns-push-type: alert", "-H", "apns-topic: com.example.forgepush", target.absoluteString,
+            ]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+            let cpu = Bench.microseconds(usage) - before
+            func number(after marker: String, in line: Substring) -> Double? {
+                guard let range = line.range(of: marker) else { return nil }
+                return Double(line[range.upperBound...].split(separator: " ").first ?? "")
+            }
+            var rate = 0.0, mean = 0.0, succeeded = 0, failed = 0
+            for line in output.split(separator: "\n") {
+                if line.hasPrefix("finished in"), let value = line.split(separator: ",").dropFirst().first?
+                    .trimmingCharacters(in: .whitespaces).split(separator: " ").first {
+                    rate = Double(value) ?? 0
+                }
+                if line.hasPrefix("requests:") {
+                    succeeded = Int(number(after: "done, ", in: line) ?? 0)
+                    failed = Int(number(after: "succeeded, ", in: line) ?? 0)
+                    succeeded = Int(line.split(separator: ",").first(where: { $0.contains("succeeded") })?
+                        .trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "0") ?? 0
+                }
+                if line.hasPrefix("time for request:") {
+                    let fields = line.dropFirst("time for request:".count).split(separator: " ")
+                    if fields.count >= 3 { mean = Self.milliseconds(fromH2Load: String(fields[2])) }
+                }
+            }
+            guard rate > 0 else { throw ValidationError("h2load did not run: \(output)") }
+            return H2LoadResult(requestsPerSecond: rate, cpuMicroseconds: cpu, meanLatencyMilliseconds: mean, succeeded: succeeded, failed: failed)
+        }
+
+        static func milliseconds(fromH2Load text: String) -> Double {
+            if text.hasSuffix("us") { return (Double(text.dropLast(2)) ?? 0) / 1000 }
+            if text.hasSuffix("ms") { return Double(text.dropLast(2)) ?? 0 }
+            if text.hasSuffix("s") { return (Double(text.dropLast(1)) ?? 0) * 1000 }
+            return 0
+        }
+
+        // MARK: The server child
+
+        static func startServer(h2c: Bool) throws -> (Process, Int) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = ["transport-server"] + (h2c ? ["--h2c"] : [])
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            var line = Data()
+            while true {
+                let byte = pipe.fileHandleForReading.readData(ofLength: 1)
+                if byte.isEmpty || byte == Data([0x0a]) { break }
+                line.append(byte)
+            }
+            guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+                throw ValidationError("the benchmark server did not start")
+            }
+            return (process, port)
+        }
+
+        // MARK: Report
+
+        private func report(_ ours: ClientResult, h2load: H2LoadResult?, target: URL) {
+            let rate = Double(self.requests) / ours.seconds
+            let cpuPerRequest = ours.cpuMicroseconds / Double(self.requests)
+            let p50 = Bench.percentile(ours.latencies, 0.50)
+            let p99 = Bench.percentile(ours.latencies, 0.99)
+            let mean = ours.latencies.isEmpty ? 0 : ours.latencies.reduce(0, +) / Double(ours.latencies.count)
+            if self.json {
+                var fields = [
+                    "\"benchmark\":\"transport\"", "\"target\":\"\(target.absoluteString)\"", "\"mode\":\"\(self.mode.rawValue)\"",
+                    "\"requests\":\(self.requests)", "\"in_flight\":\(self.inFlight)",
+                    "\"requests_per_s\":\(Int(rate))", "\"cpu_us_per_request\":\(Bench.format(cpuPerRequest))",
+                    "\"p50_ms\":\(Bench.format(p50, digits: 3))", "\"p99_ms\":\(Bench.format(p99, digits: 3))",
+                    "\"mean_ms\":\(Bench.format(mean, digits: 3))", "\"errors\":\(ours.errors)",
+                ]
+                if let h2load {
+                    let h2cpu = h2load.cpuMicroseconds / Double(self.requests)
+                    fields += [
+                        "\"h2load\":{\"requests_per_s\":\(Int(h2load.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),"
+                            + "\"mean_ms\":\(Bench.format(h2load.meanLatencyMilliseconds, digits: 3)),\"succeeded\":\(h2load.succeeded)}",
+                        "\"ratio_requests_per_s\":\(Bench.format(rate / h2load.requestsPerSecond, digits: 3))",
+                        "\"ratio_cpu_per_request\":\(Bench.format(cpuPerRequest / max(h2cpu, 0.001), digits: 3))",
+                        "\"ratio_mean_latency\":\(Bench.format(mean / max(h2load.meanLatencyMilliseconds, 0.000_001), digits: 3))",
+                    ]
+                }
+                print("{" + fields.joined(separator: ",") + "}")
+                return
+            }
+            print("target \(target.absoluteString), \(self.requests) requests, \(self.inFlight) in flight, mode \(self.mode.rawValue)")
+            print(String(format: "ForgePush  %10.0f req/s  %7.2f µs CPU/req  p50 %.3f ms  p99 %.3f ms  mean %.3f ms  errors %d",
+                         rate, cpuPerRequest, p50, p99, mean, ours.errors))
+            if let h2load {
+                let h2cpu = h2load.cpuMicroseconds / Double(self.requests)
+                print(String(format: "h2load     %10.0f req/s  %7.2f µs CPU/req                          mean %.3f ms  succeeded %d",
+                             h2load.requestsPerSecond, h2cpu, h2load.meanLatencyMilliseconds, h2load.succeeded))
+                print(String(format: "ratio      %10.2f× req/s %7.2f× CPU/req                         %.2f× mean latency",
+                             rate / h2load.requestsPerSecond, cpuPerRequest / max(h2cpu, 0.001),
+                             mean / max(h2load.meanLatencyMilliseconds, 0.000_001)))
+            }
+        }
+    }
+
+    /// The server side of `transport`, run as a child process so its CPU is not counted as the client's.
+    struct TransportServer: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "transport-server",
+            abstract: "Serve 200 responses for the transport benchmark; prints the port, runs until killed.",
+            shouldDisplay: false
+        )
+
+        @Flag(name: .long, help: "Serve cleartext h2c.")
+        var h2c = false
+
+        @Option(name: .long, help: "The port (0 picks a free one).")
+        var port = 0
+
+        func run() throws {
+            let tls = self.h2c ? nil : HTTP2ServerTLSConfiguration(
+                certificateChainFile: "keys-example/server.pem", privateKeyFile: "keys-example/server.key"
+            )
+            let response = HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "00000000-0000-0000-0000-000000000000")])
+            let server = try HTTP2Server.start(HTTP2ServerConfiguration(port: self.port, tls: tls)) { _, _ in response }
+            print(server.port)
+            fflush(nil)
+            while true { pause() }
+        }
+    }
+}
