@@ -45,8 +45,11 @@ extension APNSBench {
         @Flag(name: .long, help: "Also run h2load with the same N and K against the same server.")
         var h2load = false
 
-        @Option(name: .long, help: "How requests are issued: tasks (K tasks, one send each at a time) or batch (waves of K).")
+        @Option(name: .long, help: "How requests are issued: tasks (K tasks, one send each at a time) or batch (K/B tasks, each keeping a batch of B in flight).")
         var mode: Mode = .tasks
+
+        @Option(name: .customLong("batch-size"), help: "Requests per batch in batch mode.")
+        var batchSize = 10
 
         @Flag(name: .long, help: "Print one JSON object.")
         var json = false
@@ -148,17 +151,35 @@ extension APNSBench {
                     errors += failures
                 }
             case .batch:
-                var remaining = self.requests
-                while remaining > 0 {
-                    let size = min(self.inFlight, remaining)
-                    let sent = clock.now
-                    let results = await connection.sendBatch(Array(repeating: request, count: size))
-                    let elapsed = Bench.milliseconds(sent.duration(to: clock.now))
-                    for result in results {
-                        latencies.append(elapsed)
-                        if (try? result.get().status) != 200 { errors += 1 }
+                let size = max(1, min(self.batchSize, self.inFlight))
+                let tasks = max(1, self.inFlight / size)
+                let batches = (self.requests + size - 1) / size
+                let outcomes = await withTaskGroup(of: ([Double], Int).self) { group in
+                    for index in 0..<tasks {
+                        let mine = batches / tasks + (index < batches % tasks ? 1 : 0)
+                        group.addTask {
+                            var local: [Double] = []
+                            var failures = 0
+                            let batch = Array(repeating: request, count: size)
+                            for _ in 0..<mine {
+                                let sent = clock.now
+                                let results = await connection.sendBatch(batch)
+                                let elapsed = Bench.milliseconds(sent.duration(to: clock.now))
+                                for result in results {
+                                    local.append(elapsed)
+                                    if (try? result.get().status) != 200 { failures += 1 }
+                                }
+                            }
+                            return (local, failures)
+                        }
                     }
-                    remaining -= size
+                    var all: [([Double], Int)] = []
+                    for await outcome in group { all.append(outcome) }
+                    return all
+                }
+                for (local, failures) in outcomes {
+                    latencies += local
+                    errors += failures
                 }
             }
             let elapsed = start.duration(to: clock.now)
@@ -254,8 +275,9 @@ extension APNSBench {
         // MARK: Report
 
         private func report(_ ours: ClientResult, h2load: H2LoadResult?, target: URL) {
-            let rate = Double(self.requests) / ours.seconds
-            let cpuPerRequest = ours.cpuMicroseconds / Double(self.requests)
+            let sent = ours.latencies.count
+            let rate = Double(sent) / ours.seconds
+            let cpuPerRequest = ours.cpuMicroseconds / Double(sent)
             let p50 = Bench.percentile(ours.latencies, 0.50)
             let p99 = Bench.percentile(ours.latencies, 0.99)
             let mean = ours.latencies.isEmpty ? 0 : ours.latencies.reduce(0, +) / Double(ours.latencies.count)

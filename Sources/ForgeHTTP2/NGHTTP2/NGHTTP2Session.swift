@@ -142,22 +142,37 @@ final class NGHTTP2Session {
     // MARK: Submitting
 
     /// Queues a request. The stream id is assigned now; HEADERS go out on the next drain.
+    ///
+    /// Header names and values are checked while they are copied into one stack buffer (no heap
+    /// allocation per request): nghttp2 does not check what it sends (nghttp2-openssl-notes,
+    /// pitfall 8), and the peer would reset the stream.
     /// - Returns: the stream id.
+    /// - Throws: ``HeaderError`` for a header the peer would refuse, ``NGHTTP2SessionError`` otherwise.
     func submitRequest(_ request: HTTP2Request) throws -> Int32 {
-        let fields: [HeaderBytes] = [
-            HeaderBytes(":method", request.method),
-            HeaderBytes(":scheme", request.scheme),
-            HeaderBytes(":authority", request.authority),
-            HeaderBytes(":path", request.path, neverIndexed: true),
-        ] + request.headers.map { HeaderBytes($0.name, $0.value, neverIndexed: $0.indexing == .neverIndexed) }
+        var byteCount = 7 + 7 + 10 + 5 + request.method.utf8.count + request.scheme.utf8.count
+            + request.authority.utf8.count + request.path.utf8.count
+        for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
+        let fieldCount = 4 + request.headers.count
         let source = request.body.isEmpty ? nil : BodySource(request.body)
-        let streamID: Int32 = HeaderBytes.withNV(fields) { nva, count in
-            guard let source else { return nghttp2_submit_request(self.session, nil, nva, count, nil, nil) }
-            var provider = nghttp2_data_provider(
-                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
-                read_callback: readBody
-            )
-            return nghttp2_submit_request(self.session, nil, nva, count, &provider, nil)
+        let streamID: Int32 = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
+            try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: fieldCount) { nva in
+                var writer = NVWriter(storage: storage, nva: nva)
+                try writer.add(":method", request.method, neverIndexed: false)
+                try writer.add(":scheme", request.scheme, neverIndexed: false)
+                try writer.add(":authority", request.authority, neverIndexed: false)
+                try writer.add(":path", request.path, neverIndexed: true, isPath: true)
+                for field in request.headers {
+                    try writer.add(field.name, field.value, neverIndexed: field.indexing == .neverIndexed, checkName: true)
+                }
+                guard let source else {
+                    return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, nil, nil)
+                }
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
+                    read_callback: readBody
+                )
+                return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, &provider, nil)
+            }
         }
         guard streamID > 0 else { throw NGHTTP2SessionError(code: streamID, operation: "submit_request") }
         if let source { self.bodies[streamID] = source }
@@ -247,6 +262,80 @@ final class BodySource {
     var offset = 0
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
+}
+
+/// A header the peer would refuse, found while copying it.
+struct HeaderError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Copies header names and values into caller-provided buffers and points `nghttp2_nv` entries at
+/// them, checking each byte on the way.
+struct NVWriter {
+    let storage: UnsafeMutableBufferPointer<UInt8>
+    let nva: UnsafeMutableBufferPointer<nghttp2_nv>
+    private var offset = 0
+    private(set) var count = 0
+
+    init(storage: UnsafeMutableBufferPointer<UInt8>, nva: UnsafeMutableBufferPointer<nghttp2_nv>) {
+        self.storage = storage
+        self.nva = nva
+    }
+
+    mutating func add(_ name: String, _ value: String, neverIndexed: Bool, checkName: Bool = false, isPath: Bool = false) throws {
+        let nameStart = self.offset
+        var badName = false
+        self.copy(name) { byte in
+            if checkName, (byte >= 0x41 && byte <= 0x5a) || byte <= 0x20 || byte == 0x3a || byte >= 0x7f { badName = true }
+        }
+        let nameLength = self.offset - nameStart
+        if checkName {
+            if badName || nameLength == 0 {
+                throw HeaderError(description: "header name '\(name)' must be non-empty lower-case token characters")
+            }
+            switch name {
+            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+                throw HeaderError(description: "header '\(name)' is connection-specific and not allowed in HTTP/2")
+            default: break
+            }
+        }
+        let valueStart = self.offset
+        var badValue = false
+        self.copy(value) { byte in
+            if isPath ? (byte <= 0x20 || byte == 0x7f) : (byte == 0x0d || byte == 0x0a || byte == 0x00) { badValue = true }
+        }
+        if badValue || (isPath && self.offset == valueStart) {
+            throw HeaderError(
+                description: isPath ? "the path must be non-empty, with no spaces or control characters"
+                    : "the value of header '\(name)' contains CR, LF or NUL"
+            )
+        }
+        let base = self.storage.baseAddress!
+        self.nva[self.count] = nghttp2_nv(
+            name: base + nameStart, value: base + valueStart, namelen: nameLength, valuelen: self.offset - valueStart,
+            flags: UInt8(neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
+        )
+        self.count += 1
+    }
+
+    private mutating func copy(_ string: String, checking check: (UInt8) -> Void) {
+        let copied: Int? = string.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes { check(byte) }
+            if bytes.count > 0 {
+                (self.storage.baseAddress! + self.offset).update(from: bytes.baseAddress!, count: bytes.count)
+            }
+            return bytes.count
+        }
+        if let copied {
+            self.offset += copied
+        } else {
+            for byte in string.utf8 {
+                check(byte)
+                self.storage[self.offset] = byte
+                self.offset += 1
+            }
+        }
+    }
 }
 
 /// A header's name and value as bytes, for building `nghttp2_nv` arrays.
