@@ -10,7 +10,7 @@ public import struct Foundation.Date
 ///
 /// - Important: ``description`` shows only the first characters of the JWT. Read ``jwt`` only to
 ///   put it on the wire.
-public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible {
+public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible, CustomReflectable {
     /// The `kid` of the header.
     public let keyID: APNSKeyID
     /// The `iss` claim.
@@ -48,6 +48,11 @@ public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible {
 
     /// A form safe to log: the first eight characters of the JWT.
     public var redacted: String { String(self.jwt.prefix(8)) + "…<redacted>" }
+
+    /// `dump()` and debuggers show the redacted form, never the stored JWT.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keyID": self.keyID, "teamID": self.teamID, "issuedAt": self.issuedAt, "jwt": self.redacted])
+    }
 
     public var description: String {
         "APNSProviderToken(kid: \(self.keyID), iss: \(self.teamID), iat: \(Int64(self.issuedAt.timeIntervalSince1970)), jwt: \(self.redacted))"

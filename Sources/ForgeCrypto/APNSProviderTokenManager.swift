@@ -61,7 +61,11 @@ public final class APNSProviderTokenManager: Sendable {
     public func currentToken() throws(APNSKeyError) -> APNSProviderToken {
         try self.state.withLock { (state: inout State) throws(APNSKeyError) -> APNSProviderToken in
             let now = self.clock.now
-            if let token = state.current, Self.age(of: token, at: now) < Self.seconds(self.refreshAge) {
+            // A clock that stepped back more than a minute before the token's iat would have APNs see a
+            // token from the future; sign a fresh one then too.
+            if let token = state.current, Self.age(of: token, at: now) < Self.seconds(self.refreshAge),
+                Self.age(of: token, at: now) > -60
+            {
                 return token
             }
             return try self.sign(at: now, into: &state)

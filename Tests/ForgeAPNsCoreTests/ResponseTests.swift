@@ -128,6 +128,8 @@ struct ResponseTests {
             (#"{"reason":"BadTopic","extra":{"a":[1]}}"#, "BadTopic", false),
             (#"{"reason":"Unregistered","timestamp":"1760000000000"}"#, "Unregistered", true),
             (#"{"reason":"Unregistered","timestamp":true}"#, "Unregistered", false),
+            (#"{"reason":"Unregistered","timestamp":1}"#, "Unregistered", true),
+            (#"{"reason":"Unregistered","timestamp":0}"#, "Unregistered", true),
             (#"{"reason":"Unregistered","timestamp":1e300}"#, "Unregistered", false),
             (#"{"reason":"Unregistered","timestamp":-5}"#, "Unregistered", false),
             ("{\"reason\":\"Bad\u{0}\"", "", false),
@@ -159,6 +161,14 @@ struct ResponseTests {
         #expect(response.apnsUniqueID == "u-1")
         #expect(response.apnsRequestID == "r-1")
         #expect(response.apnsChannelID == "dHJhY2tpbmc=")
+    }
+
+    @Test("Millisecond timestamps survive parse and jsonBody, including ones a Double stores a hair low",
+          arguments: [2_150_000_000_002, 1_080_000_000_001, 4, 1_760_000_000_123, 1_700_000_000_000])
+    func millisecondRoundTrip(_ milliseconds: Int64) {
+        let body = #"{"reason":"Unregistered","timestamp":\#(milliseconds)}"#
+        let parsed = APNSErrorResponse(status: 410, headers: headers([]), body: Array(body.utf8))
+        #expect(String(decoding: parsed.jsonBody(), as: UTF8.self) == body)
     }
 
     @Test("jsonBody is what APNs sends and parses back", arguments: [nil, Date(timeIntervalSince1970: 1_760_000_000.123)])

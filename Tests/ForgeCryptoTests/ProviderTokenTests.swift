@@ -103,6 +103,10 @@ struct ProviderTokenTests {
             #expect(!text.contains(String(token.jwt.split(separator: ".")[1])))
         }
         #expect(token.description.contains("kid: ABC123DEFG"))
+        var dumped = ""
+        dump(token, to: &dumped)
+        #expect(!dumped.contains(token.jwt) && !dumped.contains(signature), "dump() shows the JWT")
+        #expect(!String(reflecting: token).contains(signature))
     }
 }
 
@@ -242,6 +246,18 @@ struct ProviderTokenManagerTests {
         let second = try manager.currentToken()
         #expect(second != first)
         #expect(second.issuedAt == first.issuedAt + 50 * 60)
+        #expect(manager.signingCount == 2)
+    }
+
+    @Test("A clock that steps back more than a minute gets a fresh token")
+    func clockStepsBack() throws {
+        let clock = ManualWallClock()
+        let manager = try APNSProviderTokenManager(key: self.key, keyID: keyID, teamID: teamID, clock: clock)
+        let first = try manager.currentToken()
+        clock.advance(by: -30)
+        #expect(try manager.currentToken() == first)
+        clock.advance(by: -31)
+        #expect(try manager.currentToken() != first)
         #expect(manager.signingCount == 2)
     }
 

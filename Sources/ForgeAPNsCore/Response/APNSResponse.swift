@@ -122,7 +122,10 @@ public struct APNSErrorResponse: Error, Hashable, Sendable, CustomStringConverti
         body += core.output
         if let timestamp {
             body += Array(#","timestamp":"#.utf8)
-            body += Array(String(Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.down))).utf8)
+            // To nearest: a millisecond count read from APNs and stored as a Date can come back a hair
+            // below the integer (2150000000002 ms reads as …001.9998), and rounding down would lose 1 ms.
+            let milliseconds = (timestamp.timeIntervalSince1970 * 1000).rounded()
+            body += Array(String(milliseconds.isFinite && abs(milliseconds) < 1e17 ? Int64(milliseconds) : 0).utf8)
         }
         body.append(UInt8(ascii: "}"))
         return body
@@ -140,7 +143,9 @@ public struct APNSErrorResponse: Error, Hashable, Sendable, CustomStringConverti
     private static func date(fromMilliseconds value: Any?) -> Date? {
         let milliseconds: Double?
         switch value {
-        case let number as NSNumber where !(value is Bool): milliseconds = number.doubleValue
+        // JSON true/false arrive as NSNumber too, and `is Bool` also matches the numbers 0 and 1 on
+        // Linux; the boolean's Objective-C type code ("c") tells them apart.
+        case let number as NSNumber where String(cString: number.objCType) != "c": milliseconds = number.doubleValue
         case let text as String: milliseconds = Double(text)
         default: milliseconds = nil
         }
