@@ -93,6 +93,23 @@ struct ClientInteropTests {
         await connection.close()
     }
 
+    @Test("A TLS server that does not select h2 is a clear alpnMismatch error")
+    func noH2() async throws {
+        // openssl s_server with no -alpn option negotiates no application protocol.
+        let server = try ExternalProcess(
+            "/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:0", "-cert", KeysExample.path("server.pem"),
+                                 "-key", KeysExample.path("server.key"), "-quiet", "-naccept", "1"]
+        )
+        let port = try server.listeningPort()
+        do {
+            _ = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "localhost", port: port, tls: KeysExample.clientTLS))
+            Issue.record("connected without h2")
+        } catch let error as HTTP2ClientError {
+            #expect(error.code == .alpnMismatch, "\(error)")
+            #expect(error.detail.contains("did not negotiate HTTP/2"))
+        }
+    }
+
     @Test("A refused TCP connection is connectFailed")
     func refused() async throws {
         // A port that was just free: bound, then closed, so nothing listens there.

@@ -229,6 +229,48 @@ struct ServerTests {
         await server.server.shutdown()
     }
 
+    @Test("A PING answered late, within the timeout, keeps the connection alive")
+    func latePing() async throws {
+        let server = try DeferredServer(HTTP2ServerConfiguration(answersPings: false))
+        let connection = try await server.client(pingInterval: .milliseconds(20), pingTimeout: .seconds(30))
+        let serverConnection = try #require(await server.firstConnection())
+        // Wait (bounded) until the client's keep-alive PING has arrived, then answer it late.
+        let start = ContinuousClock.now
+        while serverConnection.unansweredPingCount == 0 && start.duration(to: .now) < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(serverConnection.unansweredPingCount > 0)
+        serverConnection.answerPendingPings()
+        async let response = connection.send(post)
+        let (_, responder) = try #require(await server.next(1).first)
+        responder.respond(HTTP2Response(status: 200))
+        #expect(try await response.status == 200)
+        guard case .active = connection.state else { Issue.record("closed: \(connection.state)"); return }
+        await connection.close()
+        await server.server.shutdown()
+    }
+
+    @Test("A server that stops reading backs up the client's writes; the deadline still fires; reading again recovers")
+    func stopReading() async throws {
+        let server = try HTTP2Server.start(HTTP2ServerConfiguration()) { request, _ in HTTP2Response(status: 200, body: Array("\(request.body.count)".utf8)) }
+        let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: nil))
+        var serverConnection: HTTP2ServerConnection?
+        for await accepted in server.connections { serverConnection = accepted; break }
+        let handle = try #require(serverConnection)
+        #expect(try await connection.send(post).status == 200)
+        handle.setReading(false)
+        var big = post
+        big.body = [UInt8](repeating: 0x61, count: 4 << 20)  // 4 MiB: far beyond windows and socket buffers
+        let stalled = await outcome { try await connection.send(big, deadline: .now + .milliseconds(300)) }
+        guard case .failure(let error) = stalled else { Issue.record("sent while the server was not reading"); return }
+        #expect(error.code == .deadlineExceeded)
+        handle.setReading(true)
+        let response = try await connection.send(big, deadline: .now + .seconds(30))
+        #expect(response.status == 200 && response.body == Array("\(4 << 20)".utf8))
+        await connection.close()
+        await server.shutdown()
+    }
+
     @Test("Cancelling the calling task resets the stream; the connection goes on")
     func cancellation() async throws {
         let server = try DeferredServer()

@@ -44,6 +44,15 @@ public final class HTTP2ServerConnection: Sendable {
         self.post { $0.commands.append(.reading(reading)) }
     }
 
+    /// Acknowledges the PINGs received so far but not answered (with ``HTTP2ServerConfiguration/answersPings``
+    /// off): a peer that answers late.
+    public func answerPendingPings() {
+        self.post { $0.commands.append(.answerPings) }
+    }
+
+    /// PINGs received and not answered yet (with ``HTTP2ServerConfiguration/answersPings`` off).
+    public var unansweredPingCount: Int { self.inbox.withLock { $0.unansweredPings } }
+
     /// Whether the connection has ended.
     public var isClosed: Bool { self.inbox.withLock { $0.closed } }
 
@@ -84,6 +93,7 @@ struct ServerInbox {
         case settings(HTTP2Settings)
         case abort
         case reading(Bool)
+        case answerPings
         case shutdown
     }
 
@@ -92,4 +102,5 @@ struct ServerInbox {
     var wakeArmed = false
     var closed = false
     var requestCount = 0
+    var unansweredPings = 0
 }

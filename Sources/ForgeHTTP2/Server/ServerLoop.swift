@@ -18,6 +18,7 @@ final class ServerLoop: @unchecked Sendable {
     private var reading = true
     private var outgoing: [UInt8] = []
     private var incoming: [UInt8] = []
+    private var pendingPings: [UInt64] = []
 
     init(connection: HTTP2ServerConnection, socket: Socket, context: TLSContext?, configuration: HTTP2ServerConfiguration,
          settings: HTTP2Settings, handler: @escaping HTTP2RequestHandler) {
@@ -52,6 +53,10 @@ final class ServerLoop: @unchecked Sendable {
                 if let response = handler(request, HTTP2Responder(connection: connection, streamID: request.streamID)) {
                     self.core.respond(to: request.streamID, with: response)
                 }
+            }
+            self.core.onPing = { [unowned self] payload in
+                self.pendingPings.append(payload)
+                connection.inbox.withLock { $0.unansweredPings += 1 }
             }
             try self.flush()
             try self.pump()
@@ -114,6 +119,11 @@ final class ServerLoop: @unchecked Sendable {
                 return true
             case .reading(let reading):
                 self.reading = reading
+            case .answerPings:
+                for payload in self.pendingPings { self.core.acknowledgePing(payload) }
+                let answered = self.pendingPings.count
+                self.pendingPings.removeAll()
+                self.connection.inbox.withLock { $0.unansweredPings -= answered }
             case .shutdown:
                 try self.core.goAway(errorCode: .noError, debugData: [])
                 try self.flush()
