@@ -5,7 +5,10 @@ import Testing
 
 @Suite("Signing keys")
 struct SigningKeyTests {
-    @Test("A PKCS#8 P-256 .p8 and a SEC1 P-256 key load", arguments: ["good-p256.p8", "good-p256-sec1.pem"])
+    @Test(
+        "A PKCS#8 P-256 .p8 (OpenSSL's layout and Apple's, MIGTAgEA…) and a SEC1 P-256 key load",
+        arguments: ["good-p256.p8", "apple-layout-p256.p8", "good-p256-sec1.pem"]
+    )
     func goodKeys(_ name: String) throws {
         let key = try APNSSigningKey(contentsOfFile: Fixtures.path(name))
         let signature = try key.signature(for: Array("hello".utf8))

@@ -16,7 +16,6 @@ final class ClientLoop: @unchecked Sendable {
 
     private var core: HTTP2ClientCore!
     private var channel: Channel!
-    private var outgoing: [UInt8] = []
     private var incoming: [UInt8] = []
     private var lastActivity: UInt64 = 0
     private var pingSentAt: UInt64?
@@ -173,13 +172,7 @@ final class ClientLoop: @unchecked Sendable {
     }
 
     private func flushSession() throws {
-        self.outgoing.removeAll(keepingCapacity: true)
-        while try self.core.drainOutput(into: &self.outgoing) {
-            try self.channel.queue(self.outgoing)
-            self.outgoing.removeAll(keepingCapacity: true)
-            if self.channel.pendingOutputCount > 256 * 1024 { break }
-        }
-        try self.channel.flush()
+        try self.channel.flushFrames { try self.core.drainOutput(into: &$0) }
     }
 
     /// Sends a keep-alive PING after `pingInterval` of silence; a PING unanswered for `pingTimeout`

@@ -12,7 +12,7 @@ final class Channel {
     private var outbound: [UInt8] = []
     private var outboundOffset = 0
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
-    private var ciphertextScratch: [UInt8] = []
+    private var frameScratch: [UInt8] = []
 
     init(socket: Socket, tls: TLSConnection?) {
         self.socket = socket
@@ -35,6 +35,19 @@ final class Channel {
         } else {
             self.outbound.append(contentsOf: plaintext)
         }
+    }
+
+    /// Moves the frames `drain` produces into the output (encrypting them under TLS) and writes what
+    /// the kernel takes. Stops taking frames once 256 KiB wait for the socket, so a peer that stops
+    /// reading cannot make the buffer grow without bound.
+    func flushFrames(_ drain: (inout [UInt8]) throws -> Bool) throws {
+        self.frameScratch.removeAll(keepingCapacity: true)
+        while try drain(&self.frameScratch) {
+            try self.queue(self.frameScratch)
+            self.frameScratch.removeAll(keepingCapacity: true)
+            if self.pendingOutputCount > 256 * 1024 { break }
+        }
+        try self.flush()
     }
 
     /// Writes queued bytes until the kernel would block.

@@ -16,7 +16,6 @@ final class ServerLoop: @unchecked Sendable {
     private var core: HTTP2ServerCore!
     private var channel: Channel!
     private var reading = true
-    private var outgoing: [UInt8] = []
     private var incoming: [UInt8] = []
     private var pendingPings: [UInt64] = []
 
@@ -134,12 +133,6 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     private func flush() throws {
-        self.outgoing.removeAll(keepingCapacity: true)
-        while try self.core.drainOutput(into: &self.outgoing) {
-            try self.channel.queue(self.outgoing)
-            self.outgoing.removeAll(keepingCapacity: true)
-            if self.channel.pendingOutputCount > 256 * 1024 { break }
-        }
-        try self.channel.flush()
+        try self.channel.flushFrames { try self.core.drainOutput(into: &$0) }
     }
 }

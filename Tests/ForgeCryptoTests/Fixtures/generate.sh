@@ -20,6 +20,14 @@ head -c 120 good-p256.p8 > truncated-p256.p8                                    
 sed '2s/./!/5' good-p256.p8 > damaged-p256.p8                                               # a non-base64 byte
 sed '2s/^\(....\)..../\1AAAA/' good-p256.p8 > corrupt-der-p256.p8                           # valid base64, broken DER
 openssl pkey -in good-p256.p8 -outform DER -out not-pem.p8                                  # DER, not PEM
+# Apple's downloads keep the curve in the inner ECPrivateKey too (base64 starts MIGTAgEA, OpenSSL's
+# own PKCS#8 output starts MIGHAgEA): re-wrap the SEC1 key by hand, as Apple's files are laid out.
+sec1=$(openssl ec -in good-p256.p8 -outform DER 2>/dev/null | od -An -v -tx1 | tr -d ' \n')
+inner_length=$(printf '%02x' $(( ${#sec1} / 2 )))
+body="020100301306072a8648ce3d020106082a8648ce3d03010704${inner_length}${sec1}"
+der="3081$(printf '%02x' $(( ${#body} / 2 )))${body}"
+{ echo "-----BEGIN PRIVATE KEY-----"; echo "$der" | xxd -r -p | base64 -w 64; echo "-----END PRIVATE KEY-----"; } > apple-layout-p256.p8
+openssl pkey -in apple-layout-p256.p8 -noout
 : > empty.p8
 openssl req -x509 -new -key good-p256.p8 -subj /CN=forgepush-test -days 3650 -out certificate.pem
 echo "ForgeCryptoTests fixtures regenerated"
