@@ -49,7 +49,7 @@ extension APNSBench {
         var mode: Mode = .tasks
 
         @Option(name: .customLong("batch-size"), help: "Requests per batch in batch mode.")
-        var batchSize = 10
+        var batchSize = 25
 
         @Flag(name: .long, help: "Print one JSON object.")
         var json = false

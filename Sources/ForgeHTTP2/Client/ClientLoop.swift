@@ -17,6 +17,8 @@ final class ClientLoop: @unchecked Sendable {
     private var core: HTTP2ClientCore!
     private var channel: Channel!
     private var incoming: [UInt8] = []
+    private var takenRequests: [HTTP2ClientCore.Pending] = []
+    private var takenCancellations: [UInt64] = []
     private var lastActivity: UInt64 = 0
     private var pingSentAt: UInt64?
     private var pingPayload: UInt64 = 0
@@ -143,20 +145,22 @@ final class ClientLoop: @unchecked Sendable {
 
     /// Moves requests, cancellations and commands from the inbox into the core.
     private func takeInbox() throws -> HTTP2ClientError? {
-        let (requests, cancellations, command) = self.inbox.withLock { inbox in
-            defer {
-                inbox.requests.removeAll(keepingCapacity: true)
-                inbox.cancellations.removeAll(keepingCapacity: true)
-                inbox.wakeArmed = false
-            }
+        // Swap the inbox's arrays with this thread's empty ones: no copy and no allocation per wake-up.
+        let command = self.inbox.withLock { inbox -> Inbox.Command? in
+            swap(&inbox.requests, &self.takenRequests)
+            swap(&inbox.cancellations, &self.takenCancellations)
+            inbox.wakeArmed = false
             let command = inbox.command
             if case .close = command {} else { inbox.command = nil }
-            return (inbox.requests, inbox.cancellations, command)
+            return command
         }
-        for request in requests { self.core.enqueue(request) }
-        for id in cancellations {
+        for request in self.takenRequests { self.core.enqueue(request) }
+        for id in self.takenCancellations {
             self.core.cancel(requestID: id, error: HTTP2ClientError(.cancelled, mayHaveBeenProcessed: true, detail: "the calling task was cancelled"))
         }
+        // Unique again once the loops are done, so clearing keeps the capacity for the next swap.
+        self.takenRequests.removeAll(keepingCapacity: true)
+        self.takenCancellations.removeAll(keepingCapacity: true)
         switch command {
         case .close?:
             return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: true, detail: "the connection was closed")

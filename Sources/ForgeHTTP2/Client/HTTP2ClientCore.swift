@@ -209,19 +209,18 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
 
     func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
                  value: UnsafeBufferPointer<UInt8>, on streamID: Int32) {
-        guard self.streams[streamID] != nil else { return }
+        // One hash lookup per callback: optional chaining mutates the stored stream in place.
         if name.count == 7, name.elementsEqual(":status".utf8) {
-            self.streams[streamID]!.status = Self.parseStatus(value)
+            self.streams[streamID]?.status = Self.parseStatus(value)
             return
         }
-        self.streams[streamID]!.headers.append(
+        self.streams[streamID]?.headers.append(
             HTTP2HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
         )
     }
 
     func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32) {
-        guard self.streams[streamID] != nil else { return }
-        self.streams[streamID]!.body.append(contentsOf: data)
+        self.streams[streamID]?.body.append(contentsOf: data)
     }
 
     func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame) {
