@@ -307,6 +307,23 @@ struct ServerTests {
         await server.shutdown()
     }
 
+    @Test("close() fails in-flight and queued requests at once, as possibly processed and not processed")
+    func immediateClose() async throws {
+        let server = try DeferredServer(HTTP2ServerConfiguration(settings: HTTP2Settings(maxConcurrentStreams: 1)))
+        let connection = try await server.client()
+        let batch = Task { await connection.sendBatch([post, post]) }
+        _ = await server.next(1)  // the first is open on the server; the second waits for a stream
+        await connection.close()
+        let results = await batch.value
+        guard case .failure(let open) = results[0], case .failure(let queued) = results[1] else {
+            Issue.record("expected two failures: \(results)")
+            return
+        }
+        #expect(open.code == .shutdown && open.mayHaveBeenProcessed)
+        #expect(queued.code == .shutdown && !queued.mayHaveBeenProcessed)
+        await server.server.shutdown()
+    }
+
     @Test("Graceful shutdown lets an open stream finish; requests after it fail as not processed")
     func gracefulShutdown() async throws {
         let server = try DeferredServer()

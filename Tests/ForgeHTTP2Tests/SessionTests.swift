@@ -22,6 +22,19 @@ struct SessionTests {
         #expect(received.authority == "localhost")
         #expect(received[header: "apns-topic"] == "com.example")
         #expect(received[header: "apns-push-type"] == "alert")
+        // :path goes out as a never-indexed literal; other headers as given.
+        #expect(received.neverIndexedPseudoHeaders == [":path"])
+        #expect(received.headers.allSatisfy { $0.indexing == .indexable })
+    }
+
+    @Test("A header marked never-indexed arrives as one")
+    func neverIndexedHeader() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { _ in HTTP2Response(status: 200) }
+        pair.send(request(headers: [HTTP2HeaderField("authorization", "bearer x", indexing: .neverIndexed), HTTP2HeaderField("apns-topic", "t")]))
+        try pair.pump()
+        let received = try #require(pair.received.first)
+        #expect(received.headers.map(\.indexing) == [.neverIndexed, .indexable])
     }
 
     @Test("Large bodies both ways go through flow control", arguments: [0, 1, 16_384, 65_535, 65_536, 300_000])

@@ -16,7 +16,7 @@ enum NGHTTP2Frame {
 protocol NGHTTP2SessionDelegate: AnyObject {
     func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32)
     func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
-                 value: UnsafeBufferPointer<UInt8>, on streamID: Int32)
+                 value: UnsafeBufferPointer<UInt8>, neverIndexed: Bool, on streamID: Int32)
     func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32)
     func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame)
     func session(_ session: NGHTTP2Session, didCloseStream streamID: Int32, errorCode: HTTP2ErrorCode)
@@ -391,13 +391,14 @@ private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, user
     return 0
 }
 
-private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
+private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, flags, userData in
     guard let frame, let name, let value else { preconditionFailure("nghttp2 header callback without data") }
     let session = owner(userData)
     session.delegate.session(
         session,
         didReceiveHeader: UnsafeBufferPointer(start: name, count: nameLength),
         value: UnsafeBufferPointer(start: value, count: valueLength),
+        neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0,
         on: frame.pointee.hd.stream_id
     )
     return 0

@@ -10,6 +10,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
         var path = ""
         var headers: [HTTP2HeaderField] = []
         var body: [UInt8] = []
+        var neverIndexed: [String] = []
     }
 
     private var session: NGHTTP2Session!
@@ -83,8 +84,9 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
     }
 
     func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
-                 value: UnsafeBufferPointer<UInt8>, on streamID: Int32) {
+                 value: UnsafeBufferPointer<UInt8>, neverIndexed: Bool, on streamID: Int32) {
         guard self.incoming[streamID] != nil else { return }
+        if neverIndexed { self.incoming[streamID]!.neverIndexed.append(String(decoding: name, as: UTF8.self)) }
         let value = String(decoding: value, as: UTF8.self)
         if name.first == UInt8(ascii: ":") {
             switch String(decoding: name, as: UTF8.self) {
@@ -95,7 +97,9 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
             default: break
             }
         } else {
-            self.incoming[streamID]!.headers.append(HTTP2HeaderField(String(decoding: name, as: UTF8.self), value))
+            self.incoming[streamID]!.headers.append(
+                HTTP2HeaderField(String(decoding: name, as: UTF8.self), value, indexing: neverIndexed ? .neverIndexed : .indexable)
+            )
         }
     }
 
@@ -113,7 +117,8 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
                 HTTP2ServerRequest(
                     method: request.method, scheme: request.scheme, authority: request.authority, path: request.path,
                     headers: request.headers, body: request.body, streamID: streamID, connectionID: self.connectionID,
-                    peerAddress: self.peerAddress, clientCertificate: self.clientCertificate
+                    peerAddress: self.peerAddress, clientCertificate: self.clientCertificate,
+                    neverIndexedPseudoHeaders: request.neverIndexed.filter { $0.hasPrefix(":") }
                 )
             )
         case .ping(isAck: false, let payload):

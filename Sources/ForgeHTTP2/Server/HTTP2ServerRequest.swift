@@ -20,6 +20,9 @@ public struct HTTP2ServerRequest: Sendable {
     public var peerAddress: String
     /// The client certificate, DER-encoded, when TLS asked for one and the client sent it.
     public var clientCertificate: [UInt8]?
+    /// Pseudo-headers the client sent as never-indexed literals (APNs asks for `:path`). Regular
+    /// headers carry their own ``HTTP2HeaderField/indexing``.
+    public var neverIndexedPseudoHeaders: [String] = []
 
     /// Every value of the header called `name` (lower case).
     public func values(of name: String) -> [String] {
