@@ -163,10 +163,21 @@ private final class Acceptor: @unchecked Sendable {
             descriptors[1].revents = 0
             if poll(&descriptors, 2, -1) < 0 && errno != EINTR { break }
             if descriptors[1].revents != 0 { self.waker.drain() }
-            while let socket = try? self.listener.accept() {
+            while true {
+                let socket: Socket
+                do {
+                    guard let accepted = try self.listener.accept() else { break }
+                    socket = accepted
+                } catch {
+                    // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): the listener stays readable,
+                    // so back off briefly instead of spinning; pending clients wait in the backlog.
+                    usleep(10_000)
+                    break
+                }
                 self.nextID += 1
                 let settings = self.shared.withLock { $0.settings }
-                let connection = HTTP2ServerConnection(id: self.nextID, peerAddress: socket.peerAddress, server: self.shared)
+                guard let connection = try? HTTP2ServerConnection(id: self.nextID, peerAddress: socket.peerAddress, server: self.shared)
+                else { continue }  // dropping `socket` closes it: the client sees the connection refused
                 let loop = ServerLoop(
                     connection: connection, socket: socket, context: self.context, configuration: self.configuration,
                     settings: settings, handler: self.handler

@@ -11,12 +11,12 @@ public final class HTTP2ServerConnection: Sendable {
     let waker: WakePipe
     private let server: LockedBox<HTTP2Server.Shared>
 
-    init(id: UInt64, peerAddress: String, server: LockedBox<HTTP2Server.Shared>) {
+    /// - Throws: when no wake pipe can be made (out of file descriptors); the caller drops the connection.
+    init(id: UInt64, peerAddress: String, server: LockedBox<HTTP2Server.Shared>) throws {
         self.id = id
         self.peerAddress = peerAddress
         self.server = server
-        // A pipe that cannot be made leaves the connection without wake-ups; it then closes at once.
-        self.waker = (try? WakePipe()) ?? { preconditionFailure("cannot create a wake pipe") }()
+        self.waker = try WakePipe()
     }
 
     /// Sends GOAWAY; `lastStreamID` defaults to the last stream processed.
