@@ -59,24 +59,115 @@ public struct HTTP2Request: Hashable, Sendable {
 }
 
 /// A response: the status, the headers and the body.
+///
+/// Headers a client receives are kept as the bytes nghttp2 delivered and turned into strings only
+/// when read: a bulk sender reads one or two of them (`apns-id`), not all.
 public struct HTTP2Response: Hashable, Sendable {
     /// `:status`.
     public var status: Int
-    /// The regular headers, in order.
-    public var headers: [HTTP2HeaderField]
     /// The body.
     public var body: [UInt8]
+    private var storage: HeaderStorage
 
     /// Creates a response.
     public init(status: Int, headers: [HTTP2HeaderField] = [], body: [UInt8] = []) {
         self.status = status
-        self.headers = headers
         self.body = body
+        self.storage = .fields(headers)
+    }
+
+    init(status: Int, rawHeaders: RawHeaders, body: [UInt8]) {
+        self.status = status
+        self.body = body
+        self.storage = .raw(rawHeaders)
+    }
+
+    /// The regular headers, in order.
+    public var headers: [HTTP2HeaderField] {
+        get {
+            switch self.storage {
+            case .fields(let fields): return fields
+            case .raw(let raw): return raw.fields()
+            }
+        }
+        set { self.storage = .fields(newValue) }
     }
 
     /// The value of the first header called `name` (lower case).
     public subscript(header name: String) -> String? {
-        self.headers.first(where: { $0.name == name })?.value
+        switch self.storage {
+        case .fields(let fields): return fields.first(where: { $0.name == name })?.value
+        case .raw(let raw): return raw.value(of: name)
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.status == rhs.status && lhs.body == rhs.body && lhs.headers == rhs.headers
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.status)
+        hasher.combine(self.body)
+        hasher.combine(self.headers)
+    }
+
+    private enum HeaderStorage: Sendable {
+        case fields([HTTP2HeaderField])
+        case raw(RawHeaders)
+    }
+}
+
+/// Header names and values as received, in one buffer: for each header a 2-byte name length, a
+/// 4-byte value length (big-endian), the name, the value.
+struct RawHeaders: Sendable {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        if self.bytes.capacity == 0 { self.bytes.reserveCapacity(256) }
+        let nameCount = min(name.count, Int(UInt16.max))
+        let valueCount = min(value.count, Int(UInt32.max))
+        self.bytes.append(UInt8(truncatingIfNeeded: nameCount >> 8))
+        self.bytes.append(UInt8(truncatingIfNeeded: nameCount))
+        self.bytes.append(UInt8(truncatingIfNeeded: valueCount >> 24))
+        self.bytes.append(UInt8(truncatingIfNeeded: valueCount >> 16))
+        self.bytes.append(UInt8(truncatingIfNeeded: valueCount >> 8))
+        self.bytes.append(UInt8(truncatingIfNeeded: valueCount))
+        self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: name[0..<nameCount]))
+        self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[0..<valueCount]))
+    }
+
+    /// Calls `body` with each header's name and value bytes until it returns `false`.
+    private func forEach(_ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) -> Bool) {
+        var index = 0
+        while index + 6 <= self.bytes.count {
+            let nameCount = Int(self.bytes[index]) << 8 | Int(self.bytes[index + 1])
+            let valueCount = Int(self.bytes[index + 2]) << 24 | Int(self.bytes[index + 3]) << 16
+                | Int(self.bytes[index + 4]) << 8 | Int(self.bytes[index + 5])
+            let nameStart = index + 6
+            let valueStart = nameStart + nameCount
+            index = valueStart + valueCount
+            if !body(self.bytes[nameStart..<valueStart], self.bytes[valueStart..<index]) { return }
+        }
+    }
+
+    func fields() -> [HTTP2HeaderField] {
+        var fields: [HTTP2HeaderField] = []
+        self.forEach { name, value in
+            fields.append(HTTP2HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            return true
+        }
+        return fields
+    }
+
+    func value(of name: String) -> String? {
+        var found: String?
+        let wanted = Array(name.utf8)
+        self.forEach { candidate, value in
+            guard candidate.elementsEqual(wanted) else { return true }
+            found = String(decoding: value, as: UTF8.self)
+            return false
+        }
+        return found
     }
 }
 

@@ -241,3 +241,40 @@ struct SessionTests {
         }
     }
 }
+
+@Suite("Response headers kept as bytes")
+struct RawHeaderTests {
+    @Test("Received headers read back in order, by name, and compare equal to built ones")
+    func rawHeaders() throws {
+        let pair = try InMemoryPair()
+        let fields = [
+            HTTP2HeaderField("apns-id", "6F2A3B4C-0000-4000-8000-000000000001"), HTTP2HeaderField("x-empty", ""),
+            HTTP2HeaderField("x-long", String(repeating: "v", count: 4_000)), HTTP2HeaderField("apns-id", "second"),
+        ]
+        pair.autoRespond = { _ in HTTP2Response(status: 200, headers: fields, body: [1, 2]) }
+        let id = pair.send(request())
+        try pair.pump()
+        let response = try #require(try pair.results[id]?.get())
+        #expect(response.headers == fields)
+        #expect(response[header: "apns-id"] == "6F2A3B4C-0000-4000-8000-000000000001")
+        #expect(response[header: "x-empty"] == "")
+        #expect(response[header: "missing"] == nil)
+        #expect(response == HTTP2Response(status: 200, headers: fields, body: [1, 2]))
+        var changed = response
+        changed.headers = [HTTP2HeaderField("a", "b")]
+        #expect(changed[header: "a"] == "b" && changed[header: "apns-id"] == nil)
+    }
+
+    @Test("A response the server cannot send (a 70 KB header) resets the stream instead of hanging the client")
+    func unsendableResponse() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { _ in HTTP2Response(status: 200, headers: [HTTP2HeaderField("x-long", String(repeating: "v", count: 70_000))]) }
+        let id = pair.send(request())
+        try pair.pump()
+        guard case .failure(let error) = pair.results[id] else {
+            Issue.record("no result: \(String(describing: pair.results[id]))")
+            return
+        }
+        #expect(error.code == .streamReset && error.http2ErrorCode == .internalError)
+    }
+}

@@ -32,15 +32,8 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
         var deadline: UInt64?
         var completion: Completion
         var status: Int?
-        var headers: [HTTP2HeaderField] = []
+        var headers = RawHeaders()
         var body: [UInt8] = []
-
-        /// Appends a header; the first one reserves room for a typical response's eight, instead of
-        /// growing the array four times.
-        mutating func appendHeader(_ field: HTTP2HeaderField) {
-            if self.headers.capacity == 0 { self.headers.reserveCapacity(8) }
-            self.headers.append(field)
-        }
     }
 
     /// Why the connection is going away, once it is.
@@ -221,9 +214,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
             self.streams[streamID]?.status = Self.parseStatus(value)
             return
         }
-        self.streams[streamID]?.appendHeader(
-            HTTP2HeaderField(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
-        )
+        self.streams[streamID]?.headers.append(name: name, value: value)
     }
 
     func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32) {
@@ -248,7 +239,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     func session(_ session: NGHTTP2Session, didCloseStream streamID: Int32, errorCode: HTTP2ErrorCode) {
         guard let stream = self.streams.removeValue(forKey: streamID) else { return }
         if errorCode == .noError, let status = stream.status {
-            stream.completion(.success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
+            stream.completion(.success(HTTP2Response(status: status, rawHeaders: stream.headers, body: stream.body)))
         } else if errorCode == .refusedStream, let goAway, goAway.receivedFromPeer, streamID > goAway.lastStreamID {
             stream.completion(.failure(HTTP2ClientError(
                 .goingAway, mayHaveBeenProcessed: false, http2ErrorCode: goAway.errorCode,

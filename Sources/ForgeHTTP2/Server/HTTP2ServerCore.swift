@@ -133,5 +133,10 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
         self.awaitingResponse.remove(streamID)
     }
 
-    func session(_ session: NGHTTP2Session, didFailToSendOn streamID: Int32, error: Int32) {}
+    func session(_ session: NGHTTP2Session, didFailToSendOn streamID: Int32, error: Int32) {
+        // A response nghttp2 could not send (a header block too large to compress, for example) would
+        // otherwise leave the client waiting: reset the stream so it hears about it.
+        self.awaitingResponse.remove(streamID)
+        self.session.submitReset(streamID: streamID, errorCode: .internalError)
+    }
 }
