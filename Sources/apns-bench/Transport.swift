@@ -51,6 +51,9 @@ extension APNSBench {
         @Option(name: .customLong("batch-size"), help: "Requests per batch in batch mode.")
         var batchSize = 25
 
+        @Flag(name: .long, help: "Run the sending tasks on the connection's own I/O thread (its task executor).")
+        var executor = false
+
         @Flag(name: .long, help: "Print one JSON object.")
         var json = false
 
@@ -125,7 +128,7 @@ extension APNSBench {
                 let outcomes = await withTaskGroup(of: ([Double], Int).self) { group in
                     for index in 0..<max(self.inFlight, 1) {
                         let count = perTask + (index < extra ? 1 : 0)
-                        group.addTask {
+                        group.addTask(executorPreference: self.executor ? connection.executor : nil) {
                             var local: [Double] = []
                             local.reserveCapacity(count)
                             var failures = 0
@@ -157,7 +160,7 @@ extension APNSBench {
                 let outcomes = await withTaskGroup(of: ([Double], Int).self) { group in
                     for index in 0..<tasks {
                         let mine = batches / tasks + (index < batches % tasks ? 1 : 0)
-                        group.addTask {
+                        group.addTask(executorPreference: self.executor ? connection.executor : nil) {
                             var local: [Double] = []
                             var failures = 0
                             let batch = Array(repeating: request, count: size)
@@ -283,7 +286,7 @@ extension APNSBench {
             let mean = ours.latencies.isEmpty ? 0 : ours.latencies.reduce(0, +) / Double(ours.latencies.count)
             if self.json {
                 var fields = [
-                    "\"benchmark\":\"transport\"", "\"target\":\"\(target.absoluteString)\"", "\"mode\":\"\(self.mode.rawValue)\"",
+                    "\"benchmark\":\"transport\"", "\"target\":\"\(target.absoluteString)\"", "\"mode\":\"\(self.mode.rawValue)\(self.executor ? "+executor" : "")\"",
                     "\"requests\":\(self.requests)", "\"in_flight\":\(self.inFlight)",
                     "\"requests_per_s\":\(Int(rate))", "\"cpu_us_per_request\":\(Bench.format(cpuPerRequest))",
                     "\"p50_ms\":\(Bench.format(p50, digits: 3))", "\"p99_ms\":\(Bench.format(p99, digits: 3))",

@@ -324,6 +324,28 @@ struct ServerTests {
         await server.server.shutdown()
     }
 
+    @Test("Tasks on the connection's executor send and receive; after close they still run and fail fast")
+    func connectionExecutor() async throws {
+        let server = try echoServer()
+        let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: nil))
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<200 {
+                group.addTask(executorPreference: connection.executor) { (try? await connection.send(post).status) ?? 0 }
+            }
+            var statuses: [Int] = []
+            for await status in group { statuses.append(status) }
+            return statuses
+        }
+        #expect(statuses.count == 200 && statuses.allSatisfy { $0 == 200 })
+        let batch = await Task(executorPreference: connection.executor) { await connection.sendBatch(Array(repeating: post, count: 50)) }.value
+        #expect(batch.allSatisfy { (try? $0.get().status) == 200 })
+        await connection.close()
+        let late = await Task(executorPreference: connection.executor) { await outcome { try await connection.send(post) } }.value
+        guard case .failure(let error) = late else { Issue.record("sent after close"); return }
+        #expect(error.code == .shutdown && !error.mayHaveBeenProcessed)
+        await server.shutdown()
+    }
+
     @Test("Graceful shutdown lets an open stream finish; requests after it fail as not processed")
     func gracefulShutdown() async throws {
         let server = try DeferredServer()

@@ -19,6 +19,9 @@ final class ClientLoop: @unchecked Sendable {
     private var incoming: [UInt8] = []
     private var takenRequests: [HTTP2ClientCore.Pending] = []
     private var takenCancellations: [UInt64] = []
+    private var takenJobs: [UnownedJob] = []
+    /// Set once the connection exists: jobs run on this thread as its task executor.
+    var executor: (any TaskExecutor)?
     private var lastActivity: UInt64 = 0
     private var pingSentAt: UInt64?
     private var pingPayload: UInt64 = 0
@@ -31,6 +34,8 @@ final class ClientLoop: @unchecked Sendable {
     }
 
     func run() {
+        let thread = pthread_self()
+        self.inbox.withLock { $0.loopThread = thread }
         let finalError: HTTP2ClientError
         do {
             try self.open()
@@ -115,7 +120,9 @@ final class ClientLoop: @unchecked Sendable {
                 descriptors[0].events = Int16(POLLIN) | (self.channel.hasPendingOutput ? Int16(POLLOUT) : 0)
                 descriptors[0].revents = 0
                 descriptors[1].revents = 0
-                let timeout = self.pollTimeout(now: now, nextDeadline: nextDeadline)
+                // Work this thread gave itself (jobs, their requests) did not wake it: do not block on it.
+                let hasWork = self.inbox.withLock { $0.hasWork }
+                let timeout = hasWork ? 0 : self.pollTimeout(now: now, nextDeadline: nextDeadline)
                 let ready = poll(&descriptors, 2, timeout)
                 if ready < 0 {
                     if errno == EINTR { continue }
@@ -149,10 +156,16 @@ final class ClientLoop: @unchecked Sendable {
         let command = self.inbox.withLock { inbox -> Inbox.Command? in
             swap(&inbox.requests, &self.takenRequests)
             swap(&inbox.cancellations, &self.takenCancellations)
+            swap(&inbox.jobs, &self.takenJobs)
             inbox.wakeArmed = false
             let command = inbox.command
             if case .close = command {} else { inbox.command = nil }
             return command
+        }
+        if !self.takenJobs.isEmpty, let executor = self.executor {
+            let unowned = UnownedTaskExecutor(ordinary: executor)
+            for job in self.takenJobs { job.runSynchronously(on: unowned) }
+            self.takenJobs.removeAll(keepingCapacity: true)
         }
         for request in self.takenRequests { self.core.enqueue(request) }
         for id in self.takenCancellations {
@@ -240,16 +253,20 @@ final class ClientLoop: @unchecked Sendable {
     /// Ends the connection: fails what is left, publishes the closed state, resumes shutdown waiters.
     private func finish(with error: HTTP2ClientError) {
         // Requests that arrived after the last pass fail too; nothing is left waiting.
-        let (requests, waiters) = self.inbox.withLock { inbox in
+        let (requests, waiters, jobs) = self.inbox.withLock { inbox in
             inbox.state = .closed(error)
+            let jobs = inbox.jobs
+            inbox.jobs.removeAll()
             inbox.outstanding = 0
             defer {
                 inbox.requests.removeAll()
                 inbox.cancellations.removeAll()
                 inbox.closeWaiters.removeAll()
             }
-            return (inbox.requests, inbox.closeWaiters)
+            return (inbox.requests, inbox.closeWaiters, jobs)
         }
+        // Jobs that were waiting for this thread run on the global executor from now on.
+        for job in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
         if let core = self.core {
             core.fail(with: error)
             if let channel = self.channel {
