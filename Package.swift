@@ -9,6 +9,7 @@
 //   ForgeCrypto                    ES256 provider tokens over OpenSSL
 //   ForgeHTTP2                     HTTP/2 client and server over nghttp2 + OpenSSL (transport issue)
 //   ForgeAPNs                      the pooled, retrying client (client issue)
+//   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush   app-side routers, portable to Linux
 //   apnsctl, apns-bench            executables
 import PackageDescription
 
@@ -26,6 +27,9 @@ let package = Package(
         .library(name: "ForgeCrypto", targets: ["ForgeCrypto"]),
         .library(name: "ForgeHTTP2", targets: ["ForgeHTTP2"]),
         .library(name: "ForgeAPNs", targets: ["ForgeAPNs"]),
+        .library(name: "ForgeNotificationTypes", targets: ["ForgeNotificationTypes"]),
+        .library(name: "ForgeSilentPush", targets: ["ForgeSilentPush"]),
+        .library(name: "ForgeVisiblePush", targets: ["ForgeVisiblePush"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
@@ -75,6 +79,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: App-side routers (portable stand-ins for UIKit / UserNotifications)
+        .target(
+            name: "ForgeNotificationTypes",
+            dependencies: ["ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ForgeSilentPush",
+            dependencies: ["ForgeNotificationTypes", "ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ForgeVisiblePush",
+            dependencies: ["ForgeNotificationTypes", "ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "apnsctl",
@@ -105,6 +126,11 @@ let package = Package(
         .testTarget(
             name: "ForgeHTTP2Tests",
             dependencies: ["ForgeHTTP2"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeRouterTests",
+            dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,99 @@
+public import ForgeNotificationTypes
+internal import ForgeSupport
+
+/// Handles one kind of response to a visible notification: a tap, a dismissal, a custom action.
+public protocol VisiblePushHandler: Sendable {
+    /// Unique identifier for this handler, for logging and deduplication.
+    var id: String { get }
+
+    /// Whether this handler processes `response`.
+    func matches(_ response: NotificationResponse) -> Bool
+
+    /// Acts on the response (navigate, update state).
+    func handle(_ response: NotificationResponse, context: VisiblePushContext) async
+}
+
+/// What a handler knows of the device when it runs.
+public struct VisiblePushContext: Sendable {
+    /// Network connectivity at dispatch time.
+    public let connectivity: ConnectivityStatus
+    /// Whether protected data is readable at dispatch time.
+    public let protectedDataAvailable: Bool
+
+    /// Creates a context.
+    public init(connectivity: ConnectivityStatus, protectedDataAvailable: Bool) {
+        self.connectivity = connectivity
+        self.protectedDataAvailable = protectedDataAvailable
+    }
+}
+
+/// Routes notification responses to every matching handler, concurrently.
+///
+/// Handler ids are unique: adding a handler whose id is already registered is refused (it returns
+/// `false`). Handlers can be added and removed while responses are handled.
+public final class VisiblePushRouter: Sendable {
+    private let handlers = LockedBox<[any VisiblePushHandler]>([])
+    private let connectivity: any ConnectivityObserving
+    private let protectedData: any ProtectedDataObserving
+
+    /// Creates a router that reads the device's state from the observers at each dispatch.
+    public init(connectivity: any ConnectivityObserving, protectedData: any ProtectedDataObserving) {
+        self.connectivity = connectivity
+        self.protectedData = protectedData
+    }
+
+    /// Registers a handler.
+    /// - Returns: `false` when a handler with the same id is already registered (nothing changes).
+    @discardableResult
+    public func addHandler(_ handler: any VisiblePushHandler) -> Bool {
+        self.handlers.withLock { handlers in
+            guard !handlers.contains(where: { $0.id == handler.id }) else { return false }
+            handlers.append(handler)
+            return true
+        }
+    }
+
+    /// Removes the handler with `id`.
+    /// - Returns: whether one was registered.
+    @discardableResult
+    public func removeHandler(_ id: String) -> Bool {
+        self.handlers.withLock { handlers in
+            guard let index = handlers.firstIndex(where: { $0.id == id }) else { return false }
+            handlers.remove(at: index)
+            return true
+        }
+    }
+
+    /// The ids of the registered handlers, in registration order.
+    public var handlerIDs: [String] { self.handlers.withLock { $0.map(\.id) } }
+
+    /// Runs every handler that matches `response` concurrently; returns when all have finished.
+    /// - Returns: the ids of the handlers that ran.
+    @discardableResult
+    public func handleResponse(_ response: NotificationResponse) async -> [String] {
+        let matching = self.handlers.withLock { $0 }.filter { $0.matches(response) }
+        guard !matching.isEmpty else { return [] }
+        let context = VisiblePushContext(
+            connectivity: self.connectivity.currentStatus,
+            protectedDataAvailable: self.protectedData.isProtectedDataAvailable
+        )
+        await withTaskGroup(of: Void.self) { group in
+            for handler in matching {
+                group.addTask { await handler.handle(response, context: context) }
+            }
+        }
+        return matching.map(\.id)
+    }
+
+    /// The completion-handler variant of ``handleResponse(_:)``: `completionHandler` is called exactly
+    /// once, after every matching handler has finished.
+    /// - Note: The work runs in a new top-level task, as the UserNotifications delegate method is
+    ///   synchronous; prefer the async variant where the caller can await.
+    public func handleResponse(_ response: NotificationResponse, completionHandler: @escaping @Sendable () -> Void) {
+        let once = CompletionOnce<Void> { _ in completionHandler() }
+        Task { [self] in
+            await self.handleResponse(response)
+            once.complete(())
+        }
+    }
+}
