@@ -9,7 +9,8 @@
 //   ForgeCrypto                    ES256 provider tokens over OpenSSL
 //   ForgeHTTP2                     HTTP/2 client and server over nghttp2 + OpenSSL (transport issue)
 //   ForgeAPNs                      the pooled, retrying client (client issue)
-//   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush   app-side routers, portable to Linux
+//   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush, ForgeNotificationService
+//                                  app-side routers and service-extension helper, portable to Linux
 //   apnsctl, apns-bench            executables
 import PackageDescription
 
@@ -30,6 +31,7 @@ let package = Package(
         .library(name: "ForgeNotificationTypes", targets: ["ForgeNotificationTypes"]),
         .library(name: "ForgeSilentPush", targets: ["ForgeSilentPush"]),
         .library(name: "ForgeVisiblePush", targets: ["ForgeVisiblePush"]),
+        .library(name: "ForgeNotificationService", targets: ["ForgeNotificationService"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
@@ -95,6 +97,11 @@ let package = Package(
             dependencies: ["ForgeNotificationTypes", "ForgeSupport"],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "ForgeNotificationService",
+            dependencies: ["ForgeNotificationTypes", "ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
@@ -130,7 +137,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeRouterTests",
-            dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush"],
+            dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
