@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "ForgeSilentPush", targets: ["ForgeSilentPush"]),
         .library(name: "ForgeVisiblePush", targets: ["ForgeVisiblePush"]),
         .library(name: "ForgeNotificationService", targets: ["ForgeNotificationService"]),
+        .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
@@ -103,6 +104,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Loopback: the local APNs server (and, later, the simulated device)
+        .target(
+            name: "ForgeLoopback",
+            dependencies: ["ForgeAPNsCore", "ForgeHTTP2", "ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "apnsctl",
@@ -138,6 +146,11 @@ let package = Package(
         .testTarget(
             name: "ForgeRouterTests",
             dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeLoopbackTests",
+            dependencies: ["ForgeLoopback", "ForgeAPNsCore", "ForgeHTTP2"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,126 @@
+import ForgeAPNsCore
+import ForgeLoopback
+import Foundation
+import Testing
+
+private let token = String(repeating: "ab", count: 32)
+private let body = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+
+private func request(
+    method: String = "POST",
+    path: String = "/3/device/" + token,
+    headers: [(String, String)] = [("apns-topic", "com.example.app"), ("apns-push-type", "alert")],
+    body: [UInt8] = body
+) -> APNsJudge.Request {
+    APNsJudge.Request(method: method, path: path, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
+}
+
+private func replacing(_ name: String, with value: String?) -> [(String, String)] {
+    var headers = [("apns-topic", "com.example.app"), ("apns-push-type", "alert")].filter { $0.0 != name }
+    if let value { headers.append((name, value)) }
+    return headers
+}
+
+@Suite("Local APNs judge: request shape, payload, token state")
+struct APNsJudgeTests {
+    let judge = APNsJudge()
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var row: String
+        var request: APNsJudge.Request
+        var status: Int
+        var reason: String
+        var testDescription: String { "\(self.row) -> \(self.status) \(self.reason)" }
+    }
+
+    static let rows: [Row] = [
+        Row(row: "R1 apns-id not a UUID", request: request(headers: replacing("apns-id", with: "42")), status: 400, reason: "BadMessageId"),
+        Row(row: "R2 method not POST", request: request(method: "GET"), status: 405, reason: "MethodNotAllowed"),
+        Row(row: "R3 header repeated", request: request(headers: replacing("apns-priority", with: "10") + [("apns-priority", "5")]),
+            status: 400, reason: "DuplicateHeaders"),
+        Row(row: "R4 topic absent", request: request(headers: replacing("apns-topic", with: nil)), status: 400, reason: "MissingTopic"),
+        Row(row: "R5 collapse id over 64 bytes", request: request(headers: replacing("apns-collapse-id", with: String(repeating: "x", count: 65))),
+            status: 400, reason: "BadCollapseId"),
+        Row(row: "R6 priority not 10/5/1", request: request(headers: replacing("apns-priority", with: "7")), status: 400, reason: "BadPriority"),
+        Row(row: "R7 push type unknown", request: request(headers: replacing("apns-push-type", with: "notification")), status: 400,
+            reason: "InvalidPushType"),
+        Row(row: "R8 expiration not an integer", request: request(headers: replacing("apns-expiration", with: "soon")), status: 400,
+            reason: "BadExpirationDate"),
+        Row(row: "R9 path without token", request: request(path: "/3/device/"), status: 400, reason: "MissingDeviceToken"),
+        Row(row: "R10 path elsewhere", request: request(path: "/2/device/" + token), status: 404, reason: "BadPath"),
+        Row(row: "R11 token not hex", request: request(path: "/3/device/" + String(repeating: "zz", count: 32)), status: 400,
+            reason: "BadDeviceToken"),
+        Row(row: "R11 token too short", request: request(path: "/3/device/abcd"), status: 400, reason: "BadDeviceToken"),
+        Row(row: "R12 background with priority 10",
+            request: request(headers: [("apns-topic", "com.example.app"), ("apns-push-type", "background"), ("apns-priority", "10")]),
+            status: 400, reason: "BadPriority"),
+        Row(row: "R12 topic suffix of another type",
+            request: request(headers: [("apns-topic", "com.example.app.voip"), ("apns-push-type", "alert")]),
+            status: 400, reason: "DeviceTokenNotForTopic"),
+        Row(row: "P1 empty body", request: request(body: []), status: 400, reason: "PayloadEmpty"),
+        Row(row: "P2 body over 4096", request: request(body: Array(repeating: 0x20, count: 4097)), status: 413, reason: "PayloadTooLarge"),
+    ]
+
+    @Test("One fault per request gets Apple's status and reason", arguments: rows)
+    func row(_ row: Row) {
+        let verdict = self.judge.judge(row.request)
+        #expect(verdict.status == row.status)
+        #expect(verdict.reason?.rawValue == row.reason)
+        #expect(!verdict.apnsID.isEmpty)
+    }
+
+    @Test("P2 is per push type: VoIP may carry 5120 bytes, not 5121")
+    func voipLimit() {
+        let headers = [("apns-topic", "com.example.app.voip"), ("apns-push-type", "voip")]
+        #expect(self.judge.judge(request(headers: headers, body: Array(repeating: 0x20, count: 5120))).isAccepted)
+        #expect(self.judge.judge(request(headers: headers, body: Array(repeating: 0x20, count: 5121))).status == 413)
+    }
+
+    @Test("OK: 200 with the echoed apns-id, and apns-unique-id in sandbox only")
+    func accepted() {
+        let id = "123e4567-e89b-12d3-a456-426614174000"
+        let verdict = self.judge.judge(request(headers: replacing("apns-id", with: id)))
+        #expect(verdict.isAccepted && verdict.apnsID == id && verdict.apnsUniqueID != nil)
+        var production = self.judge
+        production.configuration.environment = .production
+        let generated = production.judge(request())
+        #expect(generated.isAccepted && generated.apnsUniqueID == nil)
+        #expect(generated.apnsID == generated.apnsID.uppercased() && (try? APNSID(generated.apnsID)) != nil)
+    }
+
+    @Test("R12 rules are configurable")
+    func configurable() {
+        var lenient = self.judge
+        lenient.configuration.backgroundPriorityTenReason = nil
+        lenient.configuration.topicSuffixMismatchReason = nil
+        #expect(lenient.judge(request(headers: [("apns-topic", "com.example.app"), ("apns-push-type", "background"), ("apns-priority", "10")])).isAccepted)
+        #expect(lenient.judge(request(headers: [("apns-topic", "com.example.app.voip"), ("apns-push-type", "alert")])).isAccepted)
+    }
+
+    @Test("D1-D4: registered topic and environment, unregistered and expired at a time")
+    func tokenState() {
+        let when = Date(timeIntervalSince1970: 1_760_000_000.123)
+        let other = String(repeating: "cd", count: 32)
+        let sandbox = String(repeating: "ef", count: 32)
+        let gone = String(repeating: "01", count: 32)
+        let expired = String(repeating: "02", count: 32)
+        var judge = APNsJudge(configuration: LocalAPNsConfiguration(environment: .production), tokens: [
+            other: LocalAPNsTokenRecord(bundleID: "com.other.app", environment: .production),
+            sandbox: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .sandbox),
+            gone: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .production, state: .unregistered(when)),
+            expired: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .production, state: .expired(when)),
+            token: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .production),
+        ])
+        #expect(judge.judge(request(path: "/3/device/" + other)).reason == .deviceTokenNotForTopic)
+        #expect(judge.judge(request(path: "/3/device/" + sandbox)).reason == .badDeviceToken)
+        let unregistered = judge.judge(request(path: "/3/device/" + gone))
+        #expect(unregistered.status == 410 && unregistered.reason == .unregistered && unregistered.timestamp == when)
+        let expiredVerdict = judge.judge(request(path: "/3/device/" + expired))
+        #expect(expiredVerdict.status == 410 && expiredVerdict.reason == .expiredToken)
+        #expect(judge.judge(request()).isAccepted)
+        // A Live Activity topic carries its suffix; the registry holds the bundle id.
+        #expect(judge.judge(request(headers: [("apns-topic", "com.example.app.push-type.liveactivity"), ("apns-push-type", "liveactivity")])).isAccepted)
+        judge.configuration.acceptsUnknownTokens = false
+        #expect(judge.judge(request(path: "/3/device/" + String(repeating: "99", count: 32))).reason == .badDeviceToken)
+    }
+}
