@@ -90,12 +90,12 @@ let package = Package(
         ),
         .target(
             name: "ForgeSilentPush",
-            dependencies: ["ForgeNotificationTypes", "ForgeSupport"],
+            dependencies: ["ForgeNotificationTypes"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "ForgeVisiblePush",
-            dependencies: ["ForgeNotificationTypes", "ForgeSupport"],
+            dependencies: ["ForgeNotificationTypes"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -1,5 +1,4 @@
 public import ForgeNotificationTypes
-internal import ForgeSupport
 
 /// Handles one kind of background (`content-available`) push.
 public protocol SilentPushHandler: Sendable {
@@ -72,7 +71,7 @@ public enum SilentPushResult: Hashable, Sendable {
 /// `false` and the first handler stays), so a handler can never be replaced by accident. Handlers can
 /// be added and removed while pushes are handled; each push uses the handlers registered when it arrived.
 public final class SilentPushRouter: Sendable {
-    private let handlers = LockedBox<[any SilentPushHandler]>([])
+    private let handlers = HandlerRegistry<any SilentPushHandler>()
     private let connectivity: any ConnectivityObserving
     private let protectedData: any ProtectedDataObserving
 
@@ -86,30 +85,22 @@ public final class SilentPushRouter: Sendable {
     /// - Returns: `false` when a handler with the same id is already registered (nothing changes).
     @discardableResult
     public func addHandler(_ handler: any SilentPushHandler) -> Bool {
-        self.handlers.withLock { handlers in
-            guard !handlers.contains(where: { $0.id == handler.id }) else { return false }
-            handlers.append(handler)
-            return true
-        }
+        self.handlers.add(handler, id: handler.id)
     }
 
     /// Removes the handler with `id`.
     /// - Returns: whether one was registered.
     @discardableResult
     public func removeHandler(_ id: String) -> Bool {
-        self.handlers.withLock { handlers in
-            guard let index = handlers.firstIndex(where: { $0.id == id }) else { return false }
-            handlers.remove(at: index)
-            return true
-        }
+        self.handlers.remove(id: id)
     }
 
     /// The ids of the registered handlers, in registration order.
-    public var handlerIDs: [String] { self.handlers.withLock { $0.map(\.id) } }
+    public var handlerIDs: [String] { self.handlers.ids }
 
     /// Runs every handler that matches `payload` concurrently and merges their results.
     public func handlePush(payload: JSONValue) async -> SilentPushResult {
-        let matching = self.handlers.withLock { $0 }.filter { $0.matchesPayload(payload) }
+        let matching = self.handlers.snapshot.filter { $0.matchesPayload(payload) }
         guard !matching.isEmpty else { return .noData }
         let context = SilentPushContext(
             connectivity: self.connectivity.currentStatus,

@@ -1,5 +1,4 @@
 public import ForgeNotificationTypes
-internal import ForgeSupport
 
 /// Handles one kind of response to a visible notification: a tap, a dismissal, a custom action.
 public protocol VisiblePushHandler: Sendable {
@@ -32,7 +31,7 @@ public struct VisiblePushContext: Sendable {
 /// Handler ids are unique: adding a handler whose id is already registered is refused (it returns
 /// `false`). Handlers can be added and removed while responses are handled.
 public final class VisiblePushRouter: Sendable {
-    private let handlers = LockedBox<[any VisiblePushHandler]>([])
+    private let handlers = HandlerRegistry<any VisiblePushHandler>()
     private let connectivity: any ConnectivityObserving
     private let protectedData: any ProtectedDataObserving
 
@@ -46,32 +45,24 @@ public final class VisiblePushRouter: Sendable {
     /// - Returns: `false` when a handler with the same id is already registered (nothing changes).
     @discardableResult
     public func addHandler(_ handler: any VisiblePushHandler) -> Bool {
-        self.handlers.withLock { handlers in
-            guard !handlers.contains(where: { $0.id == handler.id }) else { return false }
-            handlers.append(handler)
-            return true
-        }
+        self.handlers.add(handler, id: handler.id)
     }
 
     /// Removes the handler with `id`.
     /// - Returns: whether one was registered.
     @discardableResult
     public func removeHandler(_ id: String) -> Bool {
-        self.handlers.withLock { handlers in
-            guard let index = handlers.firstIndex(where: { $0.id == id }) else { return false }
-            handlers.remove(at: index)
-            return true
-        }
+        self.handlers.remove(id: id)
     }
 
     /// The ids of the registered handlers, in registration order.
-    public var handlerIDs: [String] { self.handlers.withLock { $0.map(\.id) } }
+    public var handlerIDs: [String] { self.handlers.ids }
 
     /// Runs every handler that matches `response` concurrently; returns when all have finished.
     /// - Returns: the ids of the handlers that ran.
     @discardableResult
     public func handleResponse(_ response: NotificationResponse) async -> [String] {
-        let matching = self.handlers.withLock { $0 }.filter { $0.matches(response) }
+        let matching = self.handlers.snapshot.filter { $0.matches(response) }
         guard !matching.isEmpty else { return [] }
         let context = VisiblePushContext(
             connectivity: self.connectivity.currentStatus,
