@@ -107,7 +107,7 @@ let package = Package(
         // MARK: Loopback: the local APNs server (and, later, the simulated device)
         .target(
             name: "ForgeLoopback",
-            dependencies: ["ForgeAPNsCore", "ForgeHTTP2", "ForgeSupport"],
+            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport"],
             swiftSettings: swiftSettings
         ),
 
@@ -150,7 +150,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeLoopbackTests",
-            dependencies: ["ForgeLoopback", "ForgeAPNsCore", "ForgeHTTP2"],
+            dependencies: ["ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -53,8 +53,9 @@ public struct APNsJudge: Sendable {
         func value(_ name: String) -> String? { self.headers.first(where: { $0.name == name })?.value }
     }
 
-    /// Judges `request`.
-    public func judge(_ request: Request) -> APNsVerdict {
+    /// Judges `request`; with an `authenticator`, token authentication (A1-A8) is checked once the
+    /// topic is known, for the connection the request came on.
+    public func judge(_ request: Request, connectionID: UInt64 = 0, authenticator: TokenAuthenticator? = nil) -> APNsVerdict {
         let echoedID = request.value("apns-id")
         func reject(_ status: Int, _ reason: APNSErrorReason, timestamp: Date? = nil) -> APNsVerdict {
             let id = echoedID.flatMap { try? APNSID($0) }.map { _ in echoedID! } ?? UUID().uuidString
@@ -78,6 +79,16 @@ public struct APNsJudge: Sendable {
         else { return reject(400, .badDeviceToken) }
         // R4
         guard let topic = request.value("apns-topic"), !topic.isEmpty else { return reject(400, .missingTopic) }
+        // A1-A8
+        if let authenticator {
+            let pushTypeForTopic = request.value("apns-push-type").flatMap(APNSPushType.init(rawValue:)) ?? .alert
+            let bundle = pushTypeForTopic == .mdm ? topic : String(topic.dropLast(
+                topic.hasSuffix(pushTypeForTopic.topicSuffix ?? "") ? (pushTypeForTopic.topicSuffix ?? "").count : 0
+            ))
+            if let reason = authenticator.check(authorization: request.value("authorization"), bundleID: bundle, connectionID: connectionID) {
+                return reject(reason.status ?? 403, reason)
+            }
+        }
         // R5
         if let collapseID = request.value("apns-collapse-id"), collapseID.utf8.count > APNSCollapseID.maximumByteCount {
             return reject(400, .badCollapseID)

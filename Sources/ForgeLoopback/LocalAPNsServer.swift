@@ -49,10 +49,12 @@ public final class LocalAPNsServer: Sendable {
     ///   - configuration: how to judge.
     ///   - http2: where to listen and with what TLS (127.0.0.1, port 0, h2c by default).
     ///   - tokens: the registered tokens.
+    ///   - authenticator: token authentication (A1-A8); `nil` accepts pushes without a provider token.
     public static func start(
         _ configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
         http2: HTTP2ServerConfiguration = HTTP2ServerConfiguration(),
-        tokens: [String: LocalAPNsTokenRecord] = [:]
+        tokens: [String: LocalAPNsTokenRecord] = [:],
+        authenticator: TokenAuthenticator? = nil
     ) throws -> LocalAPNsServer {
         let judge = LockedBox(APNsJudge(configuration: configuration, tokens: tokens))
         let recorded = LockedBox<[AcceptedPush]>([])
@@ -62,7 +64,7 @@ public final class LocalAPNsServer: Sendable {
                 method: request.method, path: request.path,
                 headers: request.headers.map { (name: $0.name, value: $0.value) }, body: request.body
             )
-            let verdict = judge.withLock { $0 }.judge(judged)
+            let verdict = judge.withLock { $0 }.judge(judged, connectionID: request.connectionID, authenticator: authenticator)
             if verdict.isAccepted {
                 let push = AcceptedPush(
                     date: Date(), token: String(request.path.dropFirst("/3/device/".count)),

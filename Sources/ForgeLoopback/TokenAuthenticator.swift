@@ -1,0 +1,110 @@
+public import ForgeAPNsCore
+public import ForgeCrypto
+internal import struct Foundation.Date
+internal import ForgeSupport
+
+/// A provider-token signing key the local server knows.
+public struct LocalAPNsKey: Sendable {
+    /// The key id (`kid`).
+    public var keyID: APNSKeyID
+    /// The team the key belongs to (`iss` must match).
+    public var teamID: APNSTeamID
+    /// The public key that verifies its tokens.
+    public var verificationKey: APNSVerificationKey
+    /// The environment the key is restricted to, or `nil` for a key valid in both.
+    public var environment: LocalAPNsConfiguration.Environment?
+    /// The bundle ids a topic-specific key covers, or `nil` for a team-scoped key (every topic).
+    public var bundleIDs: Set<String>?
+
+    /// Creates a key.
+    public init(
+        keyID: APNSKeyID, teamID: APNSTeamID, verificationKey: APNSVerificationKey,
+        environment: LocalAPNsConfiguration.Environment? = nil, bundleIDs: Set<String>? = nil
+    ) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.verificationKey = verificationKey
+        self.environment = environment
+        self.bundleIDs = bundleIDs
+    }
+}
+
+/// Token authentication as APNs applies it, rows A1-A8 of the checklist, with the state APNs keeps
+/// per connection: the team and key of the first push, and the last token and when it changed.
+public final class TokenAuthenticator: Sendable {
+    private struct ConnectionState {
+        var teamID: String
+        var keyID: String
+        var jwt: String
+        var changedAt: Date
+    }
+
+    private let keys: [APNSKeyID: LocalAPNsKey]
+    private let verifier: APNSProviderTokenVerifier
+    private let environment: LocalAPNsConfiguration.Environment
+    private let clock: any APNSWallClock
+    private let badEnvironmentKeyReason: APNSErrorReason
+    private let connections = LockedBox<[UInt64: ConnectionState]>([:])
+
+    /// The shortest time between two different tokens on one connection (A5; 20 minutes per Apple).
+    public static let tokenUpdateInterval: Double = 20 * 60
+
+    /// Creates an authenticator.
+    /// - Parameter badEnvironmentKeyReason: A7's reason: the spelling APNs was seen sending by default.
+    public init(
+        keys: [LocalAPNsKey],
+        environment: LocalAPNsConfiguration.Environment,
+        clock: any APNSWallClock = .system,
+        badEnvironmentKeyReason: APNSErrorReason = .badEnvironmentKeyInToken
+    ) {
+        self.keys = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last })
+        self.verifier = APNSProviderTokenVerifier(keys: self.keys.mapValues(\.verificationKey))
+        self.environment = environment
+        self.clock = clock
+        self.badEnvironmentKeyReason = badEnvironmentKeyReason
+    }
+
+    /// Checks the `authorization` header of a push to `bundleID` on `connectionID`.
+    /// - Returns: the reason APNs would give, or `nil` when the token is good.
+    public func check(authorization: String?, bundleID: String, connectionID: UInt64) -> APNSErrorReason? {
+        // A1
+        guard let authorization, authorization.hasPrefix("bearer "), authorization.count > 7 else {
+            return .missingProviderToken
+        }
+        let jwt = String(authorization.dropFirst(7))
+        let now = self.clock.now
+        // A2, A4
+        let verified: APNSVerifiedProviderToken
+        do {
+            verified = try self.verifier.verify(jwt, now: now)
+        } catch {
+            return error.code == .expired ? .expiredProviderToken : .invalidProviderToken
+        }
+        guard let keyID = try? APNSKeyID(verified.keyID), let key = self.keys[keyID], key.teamID.rawValue == verified.teamID else {
+            return .invalidProviderToken
+        }
+        return self.connections.withLock { connections -> APNSErrorReason? in
+            if let state = connections[connectionID] {
+                // A8: another team on this connection; A6: a key unrelated to the first push's.
+                if state.teamID != verified.teamID { return .invalidProviderToken }
+                if state.keyID != verified.keyID { return .unrelatedKeyIDInToken }
+            }
+            // A7
+            if let environment = key.environment, environment != self.environment { return self.badEnvironmentKeyReason }
+            // A8: a topic-specific key that does not cover the topic.
+            if let bundles = key.bundleIDs, !bundles.contains(bundleID) { return .invalidProviderToken }
+            // A5
+            if var state = connections[connectionID] {
+                if state.jwt != jwt {
+                    if now.timeIntervalSince(state.changedAt) < Self.tokenUpdateInterval { return .tooManyProviderTokenUpdates }
+                    state.jwt = jwt
+                    state.changedAt = now
+                    connections[connectionID] = state
+                }
+            } else {
+                connections[connectionID] = ConnectionState(teamID: verified.teamID, keyID: verified.keyID, jwt: jwt, changedAt: now)
+            }
+            return nil
+        }
+    }
+}

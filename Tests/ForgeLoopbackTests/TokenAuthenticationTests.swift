@@ -1,0 +1,129 @@
+import ForgeAPNsCore
+import ForgeCrypto
+import ForgeLoopback
+import Foundation
+import Testing
+
+private let keysExample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("keys-example")
+
+/// A wall clock that moves only when told.
+final class TestClock: APNSWallClock, @unchecked Sendable {
+    // @unchecked Sendable: `date` is only touched under `lock`.
+    private let lock = NSLock()
+    private var date = Date(timeIntervalSince1970: 1_760_000_000)
+    var now: Date { self.lock.withLock { self.date } }
+    func advance(_ seconds: Double) { self.lock.withLock { self.date += seconds } }
+}
+
+@Suite("Local APNs judge: token authentication A1-A8")
+struct TokenAuthenticationTests {
+    let clock = TestClock()
+    let key1 = try! APNSSigningKey(contentsOfFile: keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path)
+    let key2 = try! APNSSigningKey(contentsOfFile: keysExample.appendingPathComponent("AuthKey_FORGEKEY02.p8").path)
+    let kid1 = try! APNSKeyID("FORGEKEY01"), team1 = try! APNSTeamID("FORGETEAM1")
+    let kid2 = try! APNSKeyID("FORGEKEY02"), team2 = try! APNSTeamID("FORGETEAM2")
+
+    private func authenticator(key1Environment: LocalAPNsConfiguration.Environment? = nil, key1Bundles: Set<String>? = nil) -> TokenAuthenticator {
+        TokenAuthenticator(
+            keys: [
+                LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey,
+                             environment: key1Environment, bundleIDs: key1Bundles),
+                LocalAPNsKey(keyID: self.kid2, teamID: self.team2, verificationKey: self.key2.publicKey),
+            ],
+            environment: .sandbox, clock: self.clock
+        )
+    }
+
+    private func bearer(_ key: APNSSigningKey, _ kid: APNSKeyID, _ team: APNSTeamID, age: Double = 0) throws -> String {
+        try APNSProviderToken.sign(keyID: kid, teamID: team, issuedAt: self.clock.now - age, key: key).authorizationHeaderValue
+    }
+
+    @Test("A1: no authorization, not bearer, or empty -> MissingProviderToken", arguments: [nil, "Basic abc", "bearer "])
+    func missing(_ header: String?) {
+        #expect(self.authenticator().check(authorization: header, bundleID: "com.example.forgepush", connectionID: 1) == .missingProviderToken)
+    }
+
+    @Test("A2: malformed, unknown kid, or a signature by another key -> InvalidProviderToken")
+    func invalid() throws {
+        let auth = self.authenticator()
+        #expect(auth.check(authorization: "bearer abc", bundleID: "b", connectionID: 1) == .invalidProviderToken)
+        let wrongKid = try APNSKeyID("UNKNOWN001")
+        #expect(auth.check(authorization: try self.bearer(self.key1, wrongKid, self.team1), bundleID: "b", connectionID: 1) == .invalidProviderToken)
+        // Signed by key 2 but claiming key 1.
+        #expect(auth.check(authorization: try self.bearer(self.key2, self.kid1, self.team1), bundleID: "b", connectionID: 1) == .invalidProviderToken)
+        // Key 1 with another team's iss.
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team2), bundleID: "b", connectionID: 1) == .invalidProviderToken)
+    }
+
+    @Test("A4: iat more than an hour old -> ExpiredProviderToken")
+    func expired() throws {
+        let auth = self.authenticator()
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1, age: 3601), bundleID: "b", connectionID: 1) == .expiredProviderToken)
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1, age: 3599), bundleID: "b", connectionID: 1) == nil)
+    }
+
+    @Test("A5: a different token within 20 minutes on one connection -> TooManyProviderTokenUpdates; the same token is fine")
+    func tokenUpdates() throws {
+        let auth = self.authenticator()
+        let first = try self.bearer(self.key1, self.kid1, self.team1)
+        #expect(auth.check(authorization: first, bundleID: "b", connectionID: 1) == nil)
+        self.clock.advance(60)
+        let second = try self.bearer(self.key1, self.kid1, self.team1)
+        #expect(auth.check(authorization: first, bundleID: "b", connectionID: 1) == nil)
+        #expect(auth.check(authorization: second, bundleID: "b", connectionID: 1) == .tooManyProviderTokenUpdates)
+        #expect(auth.check(authorization: second, bundleID: "b", connectionID: 2) == nil)  // another connection
+        self.clock.advance(20 * 60)
+        #expect(auth.check(authorization: second, bundleID: "b", connectionID: 1) == nil)
+    }
+
+    @Test("A6 and A8: another key or another team on a bound connection")
+    func binding() throws {
+        let auth = self.authenticator()
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1), bundleID: "b", connectionID: 7) == nil)
+        #expect(auth.check(authorization: try self.bearer(self.key2, self.kid2, self.team2), bundleID: "b", connectionID: 7) == .invalidProviderToken)
+        let sameTeamOtherKey = TokenAuthenticator(
+            keys: [
+                LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey),
+                LocalAPNsKey(keyID: self.kid2, teamID: self.team1, verificationKey: self.key2.publicKey),
+            ],
+            environment: .sandbox, clock: self.clock
+        )
+        #expect(sameTeamOtherKey.check(authorization: try self.bearer(self.key1, self.kid1, self.team1), bundleID: "b", connectionID: 1) == nil)
+        #expect(sameTeamOtherKey.check(authorization: try self.bearer(self.key2, self.kid2, self.team1), bundleID: "b", connectionID: 1) == .unrelatedKeyIDInToken)
+    }
+
+    @Test("A7: a key restricted to the other environment -> BadEnvironmentKeyInToken (observed spelling)")
+    func environment() throws {
+        let auth = self.authenticator(key1Environment: .production)
+        let reason = auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1), bundleID: "b", connectionID: 1)
+        #expect(reason?.rawValue == "BadEnvironmentKeyInToken")
+    }
+
+    @Test("A8: a topic-specific key that does not cover the topic -> InvalidProviderToken")
+    func topicCoverage() throws {
+        let auth = self.authenticator(key1Bundles: ["com.example.forgepush"])
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1), bundleID: "com.example.forgepush", connectionID: 1) == nil)
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1), bundleID: "com.other.app", connectionID: 2) == .invalidProviderToken)
+    }
+
+    @Test("Through the judge: status and reason as APNs sends them; the topic suffix is stripped for coverage")
+    func throughJudge() throws {
+        let auth = self.authenticator(key1Bundles: ["com.example.forgepush"])
+        let judge = APNsJudge()
+        func request(_ authorization: String?, topic: String = "com.example.forgepush", pushType: String = "alert") -> APNsJudge.Request {
+            var headers = [(name: "apns-topic", value: topic), (name: "apns-push-type", value: pushType)]
+            if let authorization { headers.append((name: "authorization", value: authorization)) }
+            return APNsJudge.Request(method: "POST", path: "/3/device/" + String(repeating: "ab", count: 32), headers: headers,
+                                     body: Array(#"{"aps":{}}"#.utf8))
+        }
+        let missing = judge.judge(request(nil), connectionID: 1, authenticator: auth)
+        #expect(missing.status == 403 && missing.reason == .missingProviderToken)
+        let good = try self.bearer(self.key1, self.kid1, self.team1)
+        #expect(judge.judge(request(good), connectionID: 1, authenticator: auth).isAccepted)
+        #expect(judge.judge(request(good, topic: "com.example.forgepush.push-type.liveactivity", pushType: "liveactivity"),
+                            connectionID: 1, authenticator: auth).isAccepted)
+        let stale = judge.judge(request(try self.bearer(self.key1, self.kid1, self.team1, age: 4000)), connectionID: 3, authenticator: auth)
+        #expect(stale.status == 403 && stale.reason == .expiredProviderToken)
+    }
+}
