@@ -125,29 +125,22 @@ extension APNSBench {
             case .tasks:
                 let perTask = self.requests / max(self.inFlight, 1)
                 let extra = self.requests % max(self.inFlight, 1)
-                let outcomes = await withTaskGroup(of: ([Double], Int).self) { group in
-                    for index in 0..<max(self.inFlight, 1) {
-                        let count = perTask + (index < extra ? 1 : 0)
-                        group.addTask(executorPreference: self.executor ? connection.executor : nil) {
-                            var local: [Double] = []
-                            local.reserveCapacity(count)
-                            var failures = 0
-                            for _ in 0..<count {
-                                let sent = clock.now
-                                do {
-                                    let response = try await connection.send(request)
-                                    if response.status != 200 { failures += 1 }
-                                } catch {
-                                    failures += 1
-                                }
-                                local.append(Bench.milliseconds(sent.duration(to: clock.now)))
-                            }
-                            return (local, failures)
+                let outcomes = await self.runTasks(max(self.inFlight, 1), on: connection) { index in
+                    let count = perTask + (index < extra ? 1 : 0)
+                    var local: [Double] = []
+                    local.reserveCapacity(count)
+                    var failures = 0
+                    for _ in 0..<count {
+                        let sent = clock.now
+                        do {
+                            let response = try await connection.send(request)
+                            if response.status != 200 { failures += 1 }
+                        } catch {
+                            failures += 1
                         }
+                        local.append(Bench.milliseconds(sent.duration(to: clock.now)))
                     }
-                    var all: [([Double], Int)] = []
-                    for await outcome in group { all.append(outcome) }
-                    return all
+                    return (local, failures)
                 }
                 for (local, failures) in outcomes {
                     latencies += local
@@ -157,28 +150,21 @@ extension APNSBench {
                 let size = max(1, min(self.batchSize, self.inFlight))
                 let tasks = max(1, self.inFlight / size)
                 let batches = (self.requests + size - 1) / size
-                let outcomes = await withTaskGroup(of: ([Double], Int).self) { group in
-                    for index in 0..<tasks {
-                        let mine = batches / tasks + (index < batches % tasks ? 1 : 0)
-                        group.addTask(executorPreference: self.executor ? connection.executor : nil) {
-                            var local: [Double] = []
-                            var failures = 0
-                            let batch = Array(repeating: request, count: size)
-                            for _ in 0..<mine {
-                                let sent = clock.now
-                                let results = await connection.sendBatch(batch)
-                                let elapsed = Bench.milliseconds(sent.duration(to: clock.now))
-                                for result in results {
-                                    local.append(elapsed)
-                                    if (try? result.get().status) != 200 { failures += 1 }
-                                }
-                            }
-                            return (local, failures)
+                let outcomes = await self.runTasks(tasks, on: connection) { index in
+                    let mine = batches / tasks + (index < batches % tasks ? 1 : 0)
+                    var local: [Double] = []
+                    var failures = 0
+                    let batch = Array(repeating: request, count: size)
+                    for _ in 0..<mine {
+                        let sent = clock.now
+                        let results = await connection.sendBatch(batch)
+                        let elapsed = Bench.milliseconds(sent.duration(to: clock.now))
+                        for result in results {
+                            local.append(elapsed)
+                            if (try? result.get().status) != 200 { failures += 1 }
                         }
                     }
-                    var all: [([Double], Int)] = []
-                    for await outcome in group { all.append(outcome) }
-                    return all
+                    return (local, failures)
                 }
                 for (local, failures) in outcomes {
                     latencies += local
@@ -189,6 +175,23 @@ extension APNSBench {
             let cpu = Bench.cpuMicroseconds() - cpuStart
             await connection.close()
             return ClientResult(seconds: Bench.seconds(elapsed), cpuMicroseconds: cpu, latencies: latencies.sorted(), errors: errors)
+        }
+
+        /// Runs `body` in `count` child tasks (on the connection's executor with `--executor`) and
+        /// collects each task's latencies and failure count.
+        private func runTasks(
+            _ count: Int,
+            on connection: HTTP2Connection,
+            _ body: @escaping @Sendable (Int) async -> ([Double], Int)
+        ) async -> [([Double], Int)] {
+            await withTaskGroup(of: ([Double], Int).self) { group in
+                for index in 0..<count {
+                    group.addTask(executorPreference: self.executor ? connection.executor : nil) { await body(index) }
+                }
+                var all: [([Double], Int)] = []
+                for await outcome in group { all.append(outcome) }
+                return all
+            }
         }
 
         // MARK: h2load

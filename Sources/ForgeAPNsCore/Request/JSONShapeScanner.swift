@@ -1,5 +1,4 @@
-/// A small, allocation-light JSON validator (RFC 8259) that also collects the keys of the top-level
-/// object.
+/// A small, allocation-free JSON validator (RFC 8259).
 ///
 /// Payload bodies are checked before sending (a raw `--payload` file, or the custom keys of a typed
 /// notification); Foundation's `JSONSerialization` would build a whole object graph only to throw it
@@ -8,9 +7,6 @@ struct JSONShapeScanner {
     private let bytes: [UInt8]
     private var index = 0
     private let maximumDepth = 256
-
-    /// Keys of the top-level object, decoded, in order of appearance.
-    private(set) var topLevelKeys: [String] = []
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
@@ -47,9 +43,7 @@ struct JSONShapeScanner {
         switch byte {
         case UInt8(ascii: "{"): return self.object(depth: depth)
         case UInt8(ascii: "["): return self.array(depth: depth)
-        case UInt8(ascii: "\""):
-            var ignored: [UInt8]? = nil
-            return self.string(into: &ignored)
+        case UInt8(ascii: "\""): return self.string()
         case UInt8(ascii: "t"): return self.literal("true")
         case UInt8(ascii: "f"): return self.literal("false")
         case UInt8(ascii: "n"): return self.literal("null")
@@ -68,9 +62,7 @@ struct JSONShapeScanner {
         while true {
             self.skipWhitespace()
             guard self.peek() == UInt8(ascii: "\"") else { return self.unexpected() + " (expected a key)" }
-            var key: [UInt8]? = depth == 0 ? [] : nil
-            if let problem = self.string(into: &key) { return problem }
-            if let key { self.topLevelKeys.append(String(decoding: key, as: UTF8.self)) }
+            if let problem = self.string() { return problem }
             self.skipWhitespace()
             guard self.peek() == UInt8(ascii: ":") else { return self.unexpected() + " (expected ':')" }
             self.index += 1
@@ -106,8 +98,8 @@ struct JSONShapeScanner {
         }
     }
 
-    /// Scans a string; when `decoded` is non-nil the unescaped UTF-8 is appended to it.
-    private mutating func string(into decoded: inout [UInt8]?) -> String? {
+    /// Scans a string, checking its escapes.
+    private mutating func string() -> String? {
         let start = self.index
         self.index += 1  // opening quote
         while let byte = self.peek() {
@@ -119,25 +111,18 @@ struct JSONShapeScanner {
                 guard let escape = self.peek() else { return "unterminated string starting at byte \(start + 1)" }
                 self.index += 1
                 switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"):
-                    decoded?.append(escape)
-                case UInt8(ascii: "b"): decoded?.append(0x08)
-                case UInt8(ascii: "f"): decoded?.append(0x0c)
-                case UInt8(ascii: "n"): decoded?.append(0x0a)
-                case UInt8(ascii: "r"): decoded?.append(0x0d)
-                case UInt8(ascii: "t"): decoded?.append(0x09)
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    break
                 case UInt8(ascii: "u"):
-                    guard let unit = self.hex4() else { return "bad \\u escape at byte \(self.index)" }
-                    if decoded != nil, let scalar = Unicode.Scalar(unit) {
-                        decoded!.append(contentsOf: Array(String(Character(scalar)).utf8))
-                    }
+                    guard self.hex4() != nil else { return "bad \\u escape at byte \(self.index)" }
                 default:
                     return "bad escape at byte \(self.index - 1)"
                 }
             case 0x00..<0x20:
                 return "control character in a string at byte \(self.index)"
             default:
-                decoded?.append(byte)
+                continue
             }
         }
         return "unterminated string starting at byte \(start + 1)"

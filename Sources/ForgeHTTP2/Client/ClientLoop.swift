@@ -77,7 +77,7 @@ final class ClientLoop: @unchecked Sendable {
         self.channel = Channel(socket: socket, tls: tls)
         do {
             try self.channel.handshake(deadline: deadline)
-        } catch let error as TLSError where error.description.contains("did not negotiate HTTP/2") {
+        } catch let error as TLSError where error.isALPNMismatch {
             throw HTTP2ClientError(.alpnMismatch, mayHaveBeenProcessed: false, detail: error.description)
         } catch {
             throw HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false, detail: "\(error)")

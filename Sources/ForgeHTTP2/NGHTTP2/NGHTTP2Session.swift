@@ -179,18 +179,29 @@ final class NGHTTP2Session {
         return streamID
     }
 
-    /// Queues a response on `streamID`.
+    /// Queues a response on `streamID`, its headers copied and checked as for requests.
     func submitResponse(_ response: HTTP2Response, on streamID: Int32) throws {
-        let fields = [HeaderBytes(":status", String(response.status))]
-            + response.headers.map { HeaderBytes($0.name, $0.value, neverIndexed: $0.indexing == .neverIndexed) }
+        let status = String(response.status)
+        let headers = response.headers
+        var byteCount = 7 + status.utf8.count
+        for field in headers { byteCount += field.name.utf8.count + field.value.utf8.count }
         let source = response.body.isEmpty ? nil : BodySource(response.body)
-        let result: Int32 = HeaderBytes.withNV(fields) { nva, count in
-            guard let source else { return nghttp2_submit_response(self.session, streamID, nva, count, nil) }
-            var provider = nghttp2_data_provider(
-                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
-                read_callback: readBody
-            )
-            return nghttp2_submit_response(self.session, streamID, nva, count, &provider)
+        let result: Int32 = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
+            try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: 1 + headers.count) { nva in
+                var writer = NVWriter(storage: storage, nva: nva)
+                try writer.add(":status", status, neverIndexed: false)
+                for field in headers {
+                    try writer.add(field.name, field.value, neverIndexed: field.indexing == .neverIndexed, checkName: true)
+                }
+                guard let source else {
+                    return nghttp2_submit_response(self.session, streamID, nva.baseAddress, writer.count, nil)
+                }
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
+                    read_callback: readBody
+                )
+                return nghttp2_submit_response(self.session, streamID, nva.baseAddress, writer.count, &provider)
+            }
         }
         guard result == 0 else { throw NGHTTP2SessionError(code: result, operation: "submit_response") }
         if let source { self.bodies[streamID] = source }
@@ -334,44 +345,6 @@ struct NVWriter {
                 self.storage[self.offset] = byte
                 self.offset += 1
             }
-        }
-    }
-}
-
-/// A header's name and value as bytes, for building `nghttp2_nv` arrays.
-struct HeaderBytes {
-    var name: String
-    var value: String
-    var neverIndexed: Bool
-
-    init(_ name: String, _ value: String, neverIndexed: Bool = false) {
-        self.name = name
-        self.value = value
-        self.neverIndexed = neverIndexed
-    }
-
-    /// Calls `body` with an `nghttp2_nv` array whose pointers are valid only during the call
-    /// (nghttp2 copies names and values while submitting).
-    static func withNV<Result>(_ fields: [HeaderBytes], _ body: (UnsafePointer<nghttp2_nv>, Int) -> Result) -> Result {
-        var storage: [UInt8] = []
-        storage.reserveCapacity(fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
-        var ranges: [(Int, Int, Int, Int, UInt8)] = []
-        ranges.reserveCapacity(fields.count)
-        for field in fields {
-            let nameStart = storage.count
-            storage.append(contentsOf: field.name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: field.value.utf8)
-            let flags = UInt8(field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
-            ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, flags))
-        }
-        return storage.withUnsafeMutableBufferPointer { bytes in
-            // A non-nil base even for an all-empty header list.
-            let base = bytes.baseAddress ?? UnsafeMutablePointer<UInt8>(bitPattern: 1)!
-            var nva = ranges.map { range in
-                nghttp2_nv(name: base + range.0, value: base + range.2, namelen: range.1, valuelen: range.3, flags: range.4)
-            }
-            return nva.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
         }
     }
 }

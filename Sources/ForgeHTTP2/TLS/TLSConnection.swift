@@ -98,7 +98,10 @@ final class TLSConnection {
         if result == 1 {
             if self.context.role == .client {
                 guard self.negotiatedProtocol == "h2" else {
-                    throw TLSError(description: "the server did not negotiate HTTP/2 with ALPN (got \(self.negotiatedProtocol ?? "nothing"))")
+                    throw TLSError(
+                        description: "the server did not negotiate HTTP/2 with ALPN (got \(self.negotiatedProtocol ?? "nothing"))",
+                        isALPNMismatch: true
+                    )
                 }
             }
             return .complete

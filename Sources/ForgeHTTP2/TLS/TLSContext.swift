@@ -3,6 +3,8 @@ internal import CForgeOpenSSL
 /// A TLS set-up failure, with OpenSSL's reasons.
 struct TLSError: Error, CustomStringConvertible {
     var description: String
+    /// The handshake completed but the peer selected no `h2`.
+    var isALPNMismatch = false
 }
 
 /// Owns one `SSL_CTX*` and frees it exactly once.
