@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "ForgeSilentPush", targets: ["ForgeSilentPush"]),
         .library(name: "ForgeVisiblePush", targets: ["ForgeVisiblePush"]),
         .library(name: "ForgeNotificationService", targets: ["ForgeNotificationService"]),
+        .library(name: "ForgeSimulatedDevice", targets: ["ForgeSimulatedDevice"]),
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
@@ -104,10 +105,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // MARK: Loopback: the local APNs server (and, later, the simulated device)
+        // MARK: Loopback: the simulated device, the local APNs server, and the mode wiring them
+        // The device takes delivered pushes as plain values, so it neither knows nor needs the server.
+        .target(
+            name: "ForgeSimulatedDevice",
+            dependencies: [
+                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "ForgeLoopback",
-            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport"],
+            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice"],
             swiftSettings: swiftSettings
         ),
 
@@ -146,6 +155,13 @@ let package = Package(
         .testTarget(
             name: "ForgeRouterTests",
             dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeSimulatedDeviceTests",
+            dependencies: [
+                "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
