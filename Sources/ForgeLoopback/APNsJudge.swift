@@ -1,93 +1,199 @@
 public import ForgeAPNsCore
+internal import ForgeCrypto
 public import struct Foundation.Date
 public import struct Foundation.UUID
+public import struct Foundation.Data
+public import class Foundation.JSONSerialization
 
 /// A verdict on one request: Apple's status, reason and headers, or acceptance.
 public struct APNsVerdict: Hashable, Sendable {
+    /// What a request addressed.
+    public enum Target: Hashable, Sendable {
+        /// `/3/device/<token>` (lower-case hex).
+        case device(token: String)
+        /// `/4/broadcasts/apps/<bundle>` with its `apns-channel-id`.
+        case broadcast(bundleID: String, channelID: String)
+        /// The channel management API (`/1/apps/<bundle>/...`).
+        case channels(bundleID: String)
+        /// Nothing known (bad path).
+        case unknown
+    }
+
     /// The status.
     public var status: Int
     /// The reason, for rejections.
     public var reason: APNSErrorReason?
     /// The 410 timestamp.
     public var timestamp: Date?
-    /// The `apns-id` answered (echoed, or generated in upper case as APNs does).
+    /// The request id answered (echoed, or generated in upper case as APNs does).
     public var apnsID: String
-    /// The `apns-unique-id` (sandbox successes only).
+    /// The header carrying ``apnsID``: `apns-id` on device pushes, `apns-request-id` on broadcasts and channels.
+    public var idHeader: String
+    /// The `apns-unique-id` (sandbox device pushes and every broadcast success).
     public var apnsUniqueID: String?
+    /// Other headers of a success (`apns-channel-id` on channel creation).
+    public var headers: [Header]
+    /// The body of a success (channel read and list), else empty.
+    public var body: [UInt8]
+    /// What the request addressed.
+    public var target: Target
+    /// The push type header's value (device pushes: `alert` when absent).
+    public var pushType: APNSPushType?
 
-    /// Whether the push was accepted.
-    public var isAccepted: Bool { self.status == 200 }
+    /// A response header.
+    public struct Header: Hashable, Sendable {
+        public var name: String
+        public var value: String
+    }
+
+    /// Whether the request was accepted (200, or 201 / 204 on the channel API).
+    public var isAccepted: Bool { (200..<300).contains(self.status) }
 }
 
-/// Judges device-push requests as APNs does, row by row of the checklist in apns-provider-api.md
-/// §10 (request shape R1-R12, payload P1-P2, token state D1-D4). Pure: no I/O, so every row is tested
-/// without a socket. The order of checks follows pushy's mock (Apple's own order is unverified), so
-/// tests give each request one fault.
+/// Judges requests as APNs does, row by row of the checklist in apns-provider-api.md §10: device
+/// pushes (R1-R12, A1-A8, certificates C7, P1-P2, T1, D1-D4), broadcasts (B1-B7) and the channel API
+/// (M1-M4). No I/O, so every row is tested without a socket. The order of checks follows pushy's mock
+/// (Apple's own order is unverified), so tests give each request one fault.
+///
+/// The judge keeps state that requests change (channels, per-token rate windows): the server calls it
+/// under a lock.
 public struct APNsJudge: Sendable {
     /// The configuration.
     public var configuration: LocalAPNsConfiguration
     /// Registered tokens by lower-case hex.
     public var tokens: [String: LocalAPNsTokenRecord]
+    /// Known apps by bundle id (apps not listed have broadcast enabled).
+    public var apps: [String: LocalAPNsApp]
+    /// Broadcast channels by id.
+    public var channels: [String: LocalAPNsChannel]
+    /// Accepted client certificates by SHA-256 fingerprint.
+    public var certificates: [String: LocalAPNsCertificate]
+    /// Token authentication; `nil` accepts requests without a provider token.
+    public var authenticator: TokenAuthenticator?
+    private var rateWindows: [String: (start: Date, count: Int)] = [:]
+    private var certificateCache: [[UInt8]: CertificateLookup] = [:]
 
-    /// Creates a judge.
-    public init(configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(), tokens: [String: LocalAPNsTokenRecord] = [:]) {
-        self.configuration = configuration
-        self.tokens = tokens
+    private enum CertificateLookup {
+        case known(LocalAPNsCertificate, notAfter: Date)
+        case unknown
     }
 
-    /// A request as the judge sees it: method, path, headers in order (duplicates kept), body.
+    /// Creates a judge.
+    public init(
+        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
+        tokens: [String: LocalAPNsTokenRecord] = [:],
+        apps: [LocalAPNsApp] = [],
+        channels: [LocalAPNsChannel] = [],
+        certificates: [LocalAPNsCertificate] = [],
+        authenticator: TokenAuthenticator? = nil
+    ) {
+        self.configuration = configuration
+        self.tokens = tokens
+        self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { _, last in last })
+        self.channels = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        self.certificates = Dictionary(certificates.map { ($0.sha256Fingerprint, $0) }, uniquingKeysWith: { _, last in last })
+        self.authenticator = authenticator
+    }
+
+    /// A request as the judge sees it: method, path, headers in order (duplicates kept), body, and
+    /// the client certificate of its connection.
     public struct Request: Sendable {
         public var method: String
         public var path: String
         public var headers: [(name: String, value: String)]
         public var body: [UInt8]
+        /// The DER client certificate the connection presented, if any.
+        public var clientCertificate: [UInt8]?
+        /// Whether it verified against the server's client CA.
+        public var clientCertificateVerified: Bool
 
         /// Creates a request.
-        public init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]) {
+        public init(
+            method: String, path: String, headers: [(name: String, value: String)], body: [UInt8],
+            clientCertificate: [UInt8]? = nil, clientCertificateVerified: Bool = false
+        ) {
             self.method = method
             self.path = path
             self.headers = headers
             self.body = body
+            self.clientCertificate = clientCertificate
+            self.clientCertificateVerified = clientCertificateVerified
         }
 
-        func value(_ name: String) -> String? { self.headers.first(where: { $0.name == name })?.value }
+        func value(_ name: String) -> String? {
+            for header in self.headers where header.name == name { return header.value }
+            return nil
+        }
     }
 
-    /// Judges `request`; with an `authenticator`, token authentication (A1-A8) is checked once the
-    /// topic is known, for the connection the request came on.
-    public func judge(_ request: Request, connectionID: UInt64 = 0, authenticator: TokenAuthenticator? = nil) -> APNsVerdict {
+    static let devicePrefix = "/3/device/"
+    static let broadcastPrefix = "/4/broadcasts/apps/"
+    static let channelsPrefix = "/1/apps/"
+
+    /// Judges `request`, which came on `connectionID`, at `now`.
+    public mutating func judge(_ request: Request, connectionID: UInt64 = 0, now: Date = Date()) -> APNsVerdict {
+        if request.path.hasPrefix(Self.broadcastPrefix) {
+            return self.judgeBroadcast(request, connectionID: connectionID, now: now)
+        }
+        if request.path.hasPrefix(Self.channelsPrefix) {
+            return self.judgeChannelRequest(request, connectionID: connectionID, now: now)
+        }
+        return self.judgeDevicePush(request, connectionID: connectionID, now: now)
+    }
+
+    // MARK: Device pushes
+
+    private mutating func judgeDevicePush(_ request: Request, connectionID: UInt64, now: Date) -> APNsVerdict {
         let echoedID = request.value("apns-id")
+        var target = APNsVerdict.Target.unknown
+        var pushType: APNSPushType?
         func reject(_ status: Int, _ reason: APNSErrorReason, timestamp: Date? = nil) -> APNsVerdict {
-            let id = echoedID.flatMap { try? APNSID($0) }.map { _ in echoedID! } ?? UUID().uuidString
-            return APNsVerdict(status: status, reason: reason, timestamp: timestamp, apnsID: id, apnsUniqueID: nil)
+            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUID().uuidString
+            return APNsVerdict(
+                status: status, reason: reason, timestamp: timestamp, apnsID: id, idHeader: "apns-id", apnsUniqueID: nil,
+                headers: [], body: [], target: target, pushType: pushType
+            )
         }
         // R2
         guard request.method == "POST" else { return reject(405, .methodNotAllowed) }
         // R10, R9
-        let prefix = "/3/device/"
-        guard request.path.hasPrefix(prefix) else { return reject(404, .badPath) }
-        let tokenText = String(request.path.dropFirst(prefix.count))
+        guard request.path.hasPrefix(Self.devicePrefix) else { return reject(404, .badPath) }
+        let tokenText = String(request.path.dropFirst(Self.devicePrefix.count))
         guard !tokenText.isEmpty else { return reject(400, .missingDeviceToken) }
         // R1
         if let id = echoedID, (try? APNSID(id)) == nil { return reject(400, .badMessageID) }
         // R3
-        var seen = Set<String>()
-        for header in request.headers where !seen.insert(header.name).inserted { return reject(400, .duplicateHeaders) }
+        if let reason = Self.duplicateHeaders(request) { return reject(400, reason) }
         // R11
         guard let token = try? DeviceToken(tokenText, allowedLengths: self.configuration.tokenLengths),
             token.hexString == tokenText
         else { return reject(400, .badDeviceToken) }
-        // R4
-        guard let topic = request.value("apns-topic"), !topic.isEmpty else { return reject(400, .missingTopic) }
-        // A1-A8
-        if let authenticator {
-            let pushTypeForTopic = request.value("apns-push-type").flatMap(APNSPushType.init(rawValue:)) ?? .alert
-            let bundle = pushTypeForTopic == .mdm ? topic : String(topic.dropLast(
-                topic.hasSuffix(pushTypeForTopic.topicSuffix ?? "") ? (pushTypeForTopic.topicSuffix ?? "").count : 0
-            ))
-            if let reason = authenticator.check(authorization: request.value("authorization"), bundleID: bundle, connectionID: connectionID) {
-                return reject(reason.status ?? 403, reason)
-            }
+        target = .device(token: token.hexString)
+        // R7 is checked below in Apple's order; the topic's bundle needs the type now.
+        let typeHeader = request.value("apns-push-type")
+        let claimedType = typeHeader.flatMap(APNSPushType.init(rawValue:)) ?? .alert
+        // R4, C7, A1-A8
+        let certificate: LocalAPNsCertificate?
+        switch self.certificate(of: request, now: now) {
+        case .rejected(let reason): return reject(403, reason)
+        case .accepted(let record): certificate = record
+        case .none: certificate = nil
+        }
+        let topic: String
+        if let value = request.value("apns-topic"), !value.isEmpty {
+            topic = value
+        } else if let certificate {
+            topic = certificate.bundleID  // a single-topic certificate may omit it (R4)
+        } else {
+            return reject(400, .missingTopic)
+        }
+        let bundle = Self.bundleID(of: topic, pushType: claimedType)
+        if let certificate {
+            guard certificate.covers(topic: topic) else { return reject(400, self.configuration.certificateTopicReason) }
+        } else if let authenticator = self.authenticator,
+            let reason = authenticator.check(authorization: request.value("authorization"), bundleID: bundle, connectionID: connectionID)
+        {
+            return reject(reason.status ?? 403, reason)
         }
         // R5
         if let collapseID = request.value("apns-collapse-id"), collapseID.utf8.count > APNSCollapseID.maximumByteCount {
@@ -100,28 +206,24 @@ public struct APNsJudge: Sendable {
             priority = parsed
         }
         // R7 (absent is accepted outside watchOS: Apple calls the header recommended)
-        var pushType = APNSPushType.alert
-        if let text = request.value("apns-push-type") {
-            guard let parsed = APNSPushType(rawValue: text) else { return reject(400, .invalidPushType) }
-            pushType = parsed
-        }
+        if let typeHeader, APNSPushType(rawValue: typeHeader) == nil { return reject(400, .invalidPushType) }
+        pushType = claimedType
         // R8
         if let text = request.value("apns-expiration"), (try? APNSExpiration(headerValue: text)) == nil {
             return reject(400, .badExpirationDate)
         }
         // R12
-        if pushType == .background, priority == .immediately, let reason = self.configuration.backgroundPriorityTenReason {
+        if claimedType == .background, priority == .immediately, let reason = self.configuration.backgroundPriorityTenReason {
             return reject(400, reason)
         }
-        if let reason = self.configuration.topicSuffixMismatchReason, (try? APNSTopic(topic, pushType: pushType))?.rawValue != topic {
+        if let reason = self.configuration.topicSuffixMismatchReason, (try? APNSTopic(topic, pushType: claimedType))?.rawValue != topic {
             return reject(400, reason)
         }
         // P1, P2
         guard !request.body.isEmpty else { return reject(400, .payloadEmpty) }
-        guard request.body.count <= pushType.payloadSizeLimit else { return reject(413, .payloadTooLarge) }
+        guard request.body.count <= claimedType.payloadSizeLimit else { return reject(413, .payloadTooLarge) }
         // D1-D4
         if let record = self.tokens[token.hexString] {
-            let bundle = pushType == .mdm ? topic : String(topic.dropLast(pushType.topicSuffix?.count ?? 0))
             guard record.bundleID == bundle else { return reject(400, .deviceTokenNotForTopic) }
             guard record.environment == self.configuration.environment else { return reject(400, .badDeviceToken) }
             switch record.state {
@@ -132,8 +234,231 @@ public struct APNsJudge: Sendable {
         } else if !self.configuration.acceptsUnknownTokens {
             return reject(400, .badDeviceToken)
         }
-        let id = echoedID ?? UUID().uuidString
+        // T1
+        if let limit = self.configuration.perTokenRateLimit, !self.admit(token.hexString, limit: limit, now: now) {
+            return reject(429, .tooManyRequests)
+        }
         let unique = self.configuration.environment == .sandbox ? UUID().uuidString.lowercased() : nil
-        return APNsVerdict(status: 200, reason: nil, timestamp: nil, apnsID: id, apnsUniqueID: unique)
+        return APNsVerdict(
+            status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? UUID().uuidString, idHeader: "apns-id",
+            apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType
+        )
+    }
+
+    /// The bundle id a topic names: without the push type's suffix (MDM topics are not bundle ids).
+    static func bundleID(of topic: String, pushType: APNSPushType) -> String {
+        guard let suffix = pushType.topicSuffix, !suffix.isEmpty, topic.hasSuffix(suffix) else { return topic }
+        return String(topic.dropLast(suffix.count))
+    }
+
+    static func duplicateHeaders(_ request: Request) -> APNSErrorReason? {
+        var seen = Set<String>()
+        seen.reserveCapacity(request.headers.count)
+        for header in request.headers where !seen.insert(header.name).inserted { return .duplicateHeaders }
+        return nil
+    }
+
+    /// Counts a push to `token` in its rate window; `false` when the window is full.
+    private mutating func admit(_ token: String, limit: LocalAPNsConfiguration.RateLimit, now: Date) -> Bool {
+        if let window = self.rateWindows[token], now.timeIntervalSince(window.start) < limit.seconds {
+            guard window.count < limit.pushes else { return false }
+            self.rateWindows[token] = (window.start, window.count + 1)
+        } else {
+            if self.rateWindows.count > 100_000 { self.rateWindows.removeAll(keepingCapacity: true) }
+            self.rateWindows[token] = (now, 1)
+        }
+        return true
+    }
+
+    // MARK: Certificates (C7)
+
+    private enum CertificateOutcome {
+        case none
+        case accepted(LocalAPNsCertificate)
+        case rejected(APNSErrorReason)
+    }
+
+    /// The certificate of the request's connection, judged: unverified, unknown, revoked or out of
+    /// date is `BadCertificate`; registered for the other environment is `BadCertificateEnvironment`.
+    private mutating func certificate(of request: Request, now: Date) -> CertificateOutcome {
+        guard let der = request.clientCertificate else { return .none }
+        guard request.clientCertificateVerified else { return .rejected(.badCertificate) }
+        let lookup: CertificateLookup
+        if let cached = self.certificateCache[der] {
+            lookup = cached
+        } else {
+            if let info = try? APNSCertificateInfo(der: der), let record = self.certificates[info.sha256Fingerprint] {
+                lookup = .known(record, notAfter: info.notAfter)
+            } else {
+                lookup = .unknown
+            }
+            if self.certificateCache.count > 1024 { self.certificateCache.removeAll() }
+            self.certificateCache[der] = lookup
+        }
+        guard case .known(let cachedRecord, let notAfter) = lookup, now <= notAfter,
+            let record = self.certificates[cachedRecord.sha256Fingerprint], !record.revoked
+        else { return .rejected(.badCertificate) }
+        if let environment = record.environment, environment != self.configuration.environment {
+            return .rejected(.badCertificateEnvironment)
+        }
+        return .accepted(record)
+    }
+
+    /// Authenticates a broadcast or channel request for `bundle`; B5's `TopicMismatch` when the
+    /// credentials do not cover it.
+    private mutating func authenticateApp(_ request: Request, bundle: String, connectionID: UInt64, now: Date) -> APNSErrorReason? {
+        switch self.certificate(of: request, now: now) {
+        case .rejected(let reason): return reason
+        case .accepted(let certificate): return certificate.bundleID == bundle ? nil : .topicMismatch
+        case .none:
+            return self.authenticator?.check(
+                authorization: request.value("authorization"), bundleID: bundle, connectionID: connectionID,
+                topicNotCoveredReason: .topicMismatch
+            )
+        }
+    }
+
+    // MARK: Broadcasts (B1-B7)
+
+    private mutating func judgeBroadcast(_ request: Request, connectionID: UInt64, now: Date) -> APNsVerdict {
+        let bundle = String(request.path.dropFirst(Self.broadcastPrefix.count))
+        let echoedID = request.value("apns-request-id")
+        let channelHeader = request.value("apns-channel-id")
+        var target = APNsVerdict.Target.unknown
+        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNsVerdict {
+            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUID().uuidString
+            return APNsVerdict(
+                status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
+                headers: [], body: [], target: target, pushType: .liveactivity
+            )
+        }
+        guard request.method == "POST" else { return reject(405, .methodNotAllowed) }
+        guard !bundle.isEmpty, !bundle.contains("/") else { return reject(404, .badPath) }
+        target = .broadcast(bundleID: bundle, channelID: channelHeader ?? "")
+        if let id = echoedID, (try? APNSID(id)) == nil { return reject(400, .badMessageID) }
+        if let reason = Self.duplicateHeaders(request) { return reject(400, reason) }
+        // B5: the path names a bundle id, never a topic with a push-type suffix.
+        if Self.hasPushTypeSuffix(bundle) { return reject(400, .topicDisallowed) }
+        if let reason = self.authenticateApp(request, bundle: bundle, connectionID: connectionID, now: now) {
+            return reject(reason.status ?? 403, reason)
+        }
+        // B1
+        if let app = self.apps[bundle], !app.broadcastEnabled { return reject(400, .featureNotEnabled) }
+        // B3 (case-insensitive: Apple's page writes both "Liveactivity" and "LiveActivity")
+        guard let type = request.value("apns-push-type") else { return reject(400, .missingPushType) }
+        guard type.lowercased() == "liveactivity" else { return reject(400, .invalidPushType) }
+        // B2
+        guard let channelID = channelHeader else { return reject(400, .missingChannelID) }
+        guard (try? APNSChannelID(channelID)) != nil else { return reject(400, .badChannelID) }
+        guard let channel = self.channels[channelID], channel.bundleID == bundle else { return reject(400, .channelNotRegistered) }
+        // B4 (the headers are "required" in Apple's table; an absent one is accepted: unverified)
+        if let text = request.value("apns-priority"), (try? APNSPriority(headerValue: text)) == nil { return reject(400, .badPriority) }
+        if let text = request.value("apns-expiration") {
+            guard let expiration = try? APNSExpiration(headerValue: text) else { return reject(400, .badExpirationDate) }
+            if channel.messageStoragePolicy == 0, expiration != .immediately { return reject(400, .badExpirationDate) }
+        }
+        // B6
+        guard !request.body.isEmpty else { return reject(400, .payloadEmpty) }
+        guard request.body.count <= APNSPayloadLimit.broadcast else { return reject(413, .payloadTooLarge) }
+        // B7
+        return APNsVerdict(
+            status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? UUID().uuidString, idHeader: "apns-request-id",
+            apnsUniqueID: UUID().uuidString.lowercased(), headers: [], body: [], target: target, pushType: .liveactivity
+        )
+    }
+
+    static func hasPushTypeSuffix(_ bundle: String) -> Bool {
+        APNSPushType.allCases.contains { type in
+            guard let suffix = type.topicSuffix, !suffix.isEmpty else { return false }
+            return bundle.hasSuffix(suffix)
+        }
+    }
+
+    // MARK: Channel management (M1-M4)
+
+    private mutating func judgeChannelRequest(_ request: Request, connectionID: UInt64, now: Date) -> APNsVerdict {
+        let rest = request.path.dropFirst(Self.channelsPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        let echoedID = request.value("apns-request-id")
+        var target = APNsVerdict.Target.unknown
+        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNsVerdict {
+            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUID().uuidString
+            return APNsVerdict(
+                status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
+                headers: [], body: [], target: target, pushType: nil
+            )
+        }
+        func succeed(_ status: Int, headers: [APNsVerdict.Header] = [], body: [UInt8] = []) -> APNsVerdict {
+            APNsVerdict(
+                status: status, reason: nil, timestamp: nil, apnsID: echoedID ?? UUID().uuidString, idHeader: "apns-request-id",
+                apnsUniqueID: nil, headers: headers, body: body, target: target, pushType: nil
+            )
+        }
+        // M4: /1/apps/<bundle>/channels or /1/apps/<bundle>/all-channels
+        guard rest.count == 2, !rest[0].isEmpty, rest[1] == "channels" || rest[1] == "all-channels" else {
+            return reject(404, .badPath)
+        }
+        let bundle = String(rest[0])
+        let listing = rest[1] == "all-channels"
+        let allowed = listing ? ["GET"] : ["POST", "GET", "DELETE"]
+        guard allowed.contains(request.method) else { return reject(405, .methodNotAllowed) }
+        target = .channels(bundleID: bundle)
+        if let id = echoedID, (try? APNSID(id)) == nil { return reject(400, .badMessageID) }
+        if let reason = Self.duplicateHeaders(request) { return reject(400, reason) }
+        if Self.hasPushTypeSuffix(bundle) { return reject(400, .topicDisallowed) }
+        if let reason = self.authenticateApp(request, bundle: bundle, connectionID: connectionID, now: now) {
+            return reject(reason.status ?? 403, reason)
+        }
+        if let app = self.apps[bundle], !app.broadcastEnabled { return reject(400, .featureNotEnabled) }
+        if listing {
+            let ids = self.channels.values.filter { $0.bundleID == bundle }.map(\.id).sorted()
+            return succeed(200, body: Array(Self.json(["channels": ids]).utf8))
+        }
+        if request.method == "POST" {
+            // M1, M2
+            guard let object = Self.jsonObject(request.body) else { return reject(400, .badRequestPayload) }
+            let known: Set<String> = ["message-storage-policy", "push-type"]
+            guard object.keys.allSatisfy(known.contains) else { return reject(400, .badRequestParams) }
+            guard let type = object["push-type"] as? String else { return reject(400, .missingPushType) }
+            guard type.lowercased() == "liveactivity" else { return reject(400, .invalidPushType) }
+            guard let policy = object["message-storage-policy"] as? Int, policy == 0 || policy == 1 else {
+                return reject(400, .badRequestParams)
+            }
+            guard self.channels.values.lazy.filter({ $0.bundleID == bundle }).count < self.configuration.channelLimit else {
+                return reject(400, .cannotCreateChannelConfig)
+            }
+            var id: String
+            repeat { id = Self.newChannelID() } while self.channels[id] != nil
+            self.channels[id] = LocalAPNsChannel(id: id, bundleID: bundle, messageStoragePolicy: policy)
+            return succeed(201, headers: [APNsVerdict.Header(name: "apns-channel-id", value: id)])
+        }
+        // Read, delete: B2's channel checks.
+        guard let channelID = request.value("apns-channel-id") else { return reject(400, .missingChannelID) }
+        guard (try? APNSChannelID(channelID)) != nil else { return reject(400, .badChannelID) }
+        guard let channel = self.channels[channelID], channel.bundleID == bundle else { return reject(400, .channelNotRegistered) }
+        if request.method == "DELETE" {
+            self.channels[channelID] = nil
+            return succeed(204)
+        }
+        let body = #"{"message-storage-policy":\#(channel.messageStoragePolicy),"push-type":"LiveActivity"}"#
+        return succeed(200, body: Array(body.utf8))
+    }
+
+    /// A random channel id: 16 bytes, base64 with padding (Apple's length is undocumented).
+    static func newChannelID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64EncodedString()
+    }
+
+    private static func jsonObject(_ body: [UInt8]) -> [String: Any]? {
+        guard !body.isEmpty else { return nil }
+        return (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+    }
+
+    private static func json(_ object: [String: [String]]) -> String {
+        let members = object.sorted { $0.key < $1.key }.map { key, values in
+            "\"\(key)\":[" + values.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+        }
+        return "{" + members.joined(separator: ",") + "}"
     }
 }

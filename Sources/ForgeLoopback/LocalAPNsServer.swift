@@ -2,107 +2,389 @@ public import ForgeAPNsCore
 public import ForgeHTTP2
 public import struct Foundation.Date
 internal import ForgeSupport
+public import struct Foundation.UUID
 
-/// A push the local server accepted.
+/// A push the local server accepted (a device push or a broadcast).
 public struct AcceptedPush: Sendable {
     /// When it was judged.
     public var date: Date
-    /// The device token.
+    /// The device token (lower-case hex); empty for a broadcast.
     public var token: String
+    /// The broadcast channel, for broadcasts.
+    public var channelID: String?
+    /// The topic (`apns-topic`, or the bundle id of a broadcast).
+    public var topic: String
     /// The push type (alert when the header was absent).
     public var pushType: APNSPushType
     /// Every header, in order.
     public var headers: [HTTP2HeaderField]
     /// The payload.
     public var payload: [UInt8]
-    /// The `apns-id` answered.
+    /// The `apns-id` (or broadcast `apns-request-id`) answered.
     public var apnsID: String
     /// The connection it came on.
+    public var connectionID: UInt64
+
+    /// The first value of a header.
+    public subscript(header name: String) -> String? { self.headers.first { $0.name == name }?.value }
+}
+
+/// One judged request, as ``LocalAPNsServer`` reports it to an observer (`apnsctl serve --json`).
+public struct LocalAPNsJudgement: Sendable {
+    /// When it was judged.
+    public var date: Date
+    /// The verdict sent (for an injected fault, the fault's answer).
+    public var verdict: APNsVerdict
+    /// The fault applied, if any.
+    public var fault: LocalAPNsFault?
+    /// The connection.
     public var connectionID: UInt64
 }
 
 /// A local APNs-compatible HTTP/2 server on loopback: it judges each request as APNs does
-/// (``APNsJudge``), answers with Apple's statuses, reasons and headers, and records every accepted
-/// push so a test can await it.
-///
-/// This first slice judges request shape, payload and token state; token and certificate
-/// authentication, broadcasts, channels and fault plans come next.
+/// (``APNsJudge``: device pushes, broadcasts, the channel API, token and certificate authentication),
+/// answers with Apple's statuses, reasons and headers, applies the connection rules (one stream
+/// until the first accepted push, GOAWAY `Shutdown` and `IdleTimeout`), records every accepted push
+/// so a test can await it, and injects scripted faults.
 public final class LocalAPNsServer: Sendable {
     /// The port it listens on.
     public var port: Int { self.server.port }
-    /// Every accepted push, as it is accepted.
-    public let acceptedPushes: AsyncStream<AcceptedPush>
+    /// The HTTP/2 configuration it listens with.
+    public var http2Configuration: HTTP2ServerConfiguration { self.server.configuration }
     private let server: HTTP2Server
-    private let judge: LockedBox<APNsJudge>
-    private let recorded: LockedBox<[AcceptedPush]>
+    private let state: LockedBox<State>
+    private let tasks: LockedBox<[Task<Void, Never>]>
 
-    private init(server: HTTP2Server, judge: LockedBox<APNsJudge>, recorded: LockedBox<[AcceptedPush]>,
-                 acceptedPushes: AsyncStream<AcceptedPush>) {
+    struct State {
+        var judge: APNsJudge
+        var faults = FaultPlan()
+        var history: [AcceptedPush] = []
+        var acceptedCount = 0
+        var subscribers: [Int: AsyncStream<AcceptedPush>.Continuation] = [:]
+        var nextSubscriber = 0
+        var connections: [UInt64: ConnectionState] = [:]
+        var stopping = false
+    }
+
+    struct ConnectionState {
+        var handle: HTTP2ServerConnection
+        var lastActivity: ContinuousClock.Instant
+        var streamsRaised = false
+        var narrowed = false
+        var closing = false
+    }
+
+    private init(server: HTTP2Server, state: LockedBox<State>, tasks: LockedBox<[Task<Void, Never>]>) {
         self.server = server
-        self.judge = judge
-        self.recorded = recorded
-        self.acceptedPushes = acceptedPushes
+        self.state = state
+        self.tasks = tasks
+    }
+
+    /// The SETTINGS APNs was logged sending (C2): header table 4096, window 65535, frame 16384,
+    /// header list 8000, and the stream limit.
+    public static func apnsSettings(maxConcurrentStreams: UInt32) -> HTTP2Settings {
+        HTTP2Settings(
+            maxConcurrentStreams: maxConcurrentStreams, initialWindowSize: 65_535, maxFrameSize: 16_384,
+            headerTableSize: 4_096, maxHeaderListSize: 8_000
+        )
     }
 
     /// Starts a server.
     /// - Parameters:
     ///   - configuration: how to judge.
-    ///   - http2: where to listen and with what TLS (127.0.0.1, port 0, h2c by default).
+    ///   - http2: where to listen and with what TLS (127.0.0.1, port 0, h2c by default). Its
+    ///     `settings` are replaced by APNs' (C2); to accept certificates, set
+    ///     `tls.requestsClientCertificate` and `tls.clientCertificateTrustRoots`.
     ///   - tokens: the registered tokens.
+    ///   - apps, channels, certificates: the registry of apps (broadcast capability), channels and
+    ///     client certificates.
     ///   - authenticator: token authentication (A1-A8); `nil` accepts pushes without a provider token.
+    ///   - clock: the time used for judging (token age, 410 and rate windows).
+    ///   - observer: called with every judged request, on the connection's thread; keep it short.
     public static func start(
         _ configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
         http2: HTTP2ServerConfiguration = HTTP2ServerConfiguration(),
         tokens: [String: LocalAPNsTokenRecord] = [:],
-        authenticator: TokenAuthenticator? = nil
+        apps: [LocalAPNsApp] = [],
+        channels: [LocalAPNsChannel] = [],
+        certificates: [LocalAPNsCertificate] = [],
+        authenticator: TokenAuthenticator? = nil,
+        clock: any APNSWallClock = .system,
+        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
     ) throws -> LocalAPNsServer {
-        let judge = LockedBox(APNsJudge(configuration: configuration, tokens: tokens))
-        let recorded = LockedBox<[AcceptedPush]>([])
-        let (stream, continuation) = AsyncStream.makeStream(of: AcceptedPush.self)
-        let server = try HTTP2Server.start(http2) { request, _ in
-            let judged = APNsJudge.Request(
-                method: request.method, path: request.path,
-                headers: request.headers.map { (name: $0.name, value: $0.value) }, body: request.body
-            )
-            let verdict = judge.withLock { $0 }.judge(judged, connectionID: request.connectionID, authenticator: authenticator)
-            if verdict.isAccepted {
-                let push = AcceptedPush(
-                    date: Date(), token: String(request.path.dropFirst("/3/device/".count)),
-                    pushType: request[header: "apns-push-type"].flatMap(APNSPushType.init(rawValue:)) ?? .alert,
-                    headers: request.headers, payload: request.body, apnsID: verdict.apnsID, connectionID: request.connectionID
-                )
-                recorded.withLock { $0.append(push) }
-                continuation.yield(push)
-            }
-            return Self.response(for: verdict)
+        let judge = APNsJudge(
+            configuration: configuration, tokens: tokens, apps: apps, channels: channels, certificates: certificates,
+            authenticator: authenticator
+        )
+        let state = LockedBox(State(judge: judge))
+        var http2 = http2
+        http2.settings = Self.apnsSettings(
+            maxConcurrentStreams: configuration.oneStreamUntilFirstPush ? 1 : configuration.maxConcurrentStreams
+        )
+        let server = try HTTP2Server.start(http2) { request, responder in
+            Self.handle(request, responder: responder, state: state, configuration: configuration, clock: clock, observer: observer)
         }
-        return LocalAPNsServer(server: server, judge: judge, recorded: recorded, acceptedPushes: stream)
+        let tasks = LockedBox<[Task<Void, Never>]>([])
+        let local = LocalAPNsServer(server: server, state: state, tasks: tasks)
+        let watcher = Task {
+            for await connection in server.connections {
+                state.withLock { state in
+                    if state.connections[connection.id] == nil, !state.stopping {
+                        state.connections[connection.id] = ConnectionState(handle: connection, lastActivity: .now)
+                    }
+                }
+            }
+        }
+        var started = [watcher]
+        if let idle = configuration.idleTimeout {
+            started.append(Task { await Self.closeIdleConnections(after: idle, state: state, authenticator: authenticator) })
+        }
+        tasks.withLock { $0 = started }
+        return local
     }
 
-    /// The HTTP/2 response APNs gives for `verdict`: `apns-id` always; `apns-unique-id` on sandbox
-    /// successes; `content-type: application/json` and `{"reason":…}` (+ `timestamp` on 410) on errors.
+    // MARK: Handling a request (on the connection's I/O thread)
+
+    private static func handle(
+        _ request: HTTP2ServerRequest, responder: HTTP2Responder, state: LockedBox<State>,
+        configuration: LocalAPNsConfiguration, clock: any APNSWallClock,
+        observer: (@Sendable (LocalAPNsJudgement) -> Void)?
+    ) -> HTTP2Response? {
+        let now = clock.now
+        let judged = APNsJudge.Request(
+            method: request.method, path: request.path, headers: request.headers.map { (name: $0.name, value: $0.value) },
+            body: request.body, clientCertificate: request.clientCertificate,
+            clientCertificateVerified: request.clientCertificateVerified
+        )
+        let connection = responder.connection
+        let (fault, verdict, settings) = state.withLock { state -> (LocalAPNsFault?, APNsVerdict?, UInt32?) in
+            var entry = state.connections[connection.id] ?? ConnectionState(handle: connection, lastActivity: .now)
+            entry.lastActivity = .now
+            defer { state.connections[connection.id] = entry }
+            let fault = state.faults.isEmpty ? nil : state.faults.next()
+            switch fault {
+            case .respond(let status, let reason):
+                return (fault, Self.injected(status: status, reason: reason, for: judged), nil)
+            case .reset, .dropConnection(processed: false):
+                return (fault, nil, nil)
+            default:
+                break
+            }
+            let verdict = state.judge.judge(judged, connectionID: connection.id, now: now)
+            var settings: UInt32?
+            if case .maxConcurrentStreams(let limit) = fault { settings = limit }
+            // C2: the first accepted push opens the connection to N streams; C3: a rejection other
+            // than 410 narrows it to one until the next success.
+            if verdict.isAccepted {
+                if (configuration.oneStreamUntilFirstPush && !entry.streamsRaised) || entry.narrowed {
+                    settings = settings ?? configuration.maxConcurrentStreams
+                }
+                entry.streamsRaised = true
+                entry.narrowed = false
+            } else if configuration.oneStreamAfterRejection, verdict.status != 410, (400..<500).contains(verdict.status),
+                !entry.narrowed
+            {
+                entry.narrowed = true
+                settings = settings ?? 1
+            }
+            if verdict.isAccepted, let push = Self.acceptedPush(request, verdict: verdict, date: now) {
+                state.acceptedCount += 1
+                if configuration.keepsHistory { state.history.append(push) }
+                for subscriber in state.subscribers.values { subscriber.yield(push) }
+            }
+            return (fault, verdict, settings)
+        }
+        if let settings { connection.updateSettings(Self.apnsSettings(maxConcurrentStreams: settings)) }
+        if let observer, let verdict {
+            observer(LocalAPNsJudgement(date: now, verdict: verdict, fault: fault, connectionID: connection.id))
+        }
+        switch fault {
+        case .reset(let code):
+            responder.reset(code)
+            return nil
+        case .dropConnection:
+            connection.closeAbruptly()
+            return nil
+        case .delay(let duration):
+            let response = Self.response(for: verdict!)
+            Task {
+                try? await Task.sleep(for: duration)
+                responder.respond(response)
+            }
+            return nil
+        case .goAway(let code, let reason):
+            responder.respond(Self.response(for: verdict!))
+            connection.goAway(lastStreamID: request.streamID, errorCode: code, debugData: Self.reasonJSON(reason))
+            return nil
+        default:
+            return Self.response(for: verdict!)
+        }
+    }
+
+    private static func injected(status: Int, reason: APNSErrorReason, for request: APNsJudge.Request) -> APNsVerdict {
+        let device = request.path.hasPrefix(APNsJudge.devicePrefix)
+        let header = device ? "apns-id" : "apns-request-id"
+        let echoed = request.headers.first { $0.name == header }?.value
+        return APNsVerdict(
+            status: status, reason: reason, timestamp: nil,
+            apnsID: echoed.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUIDText.upper(),
+            idHeader: header, apnsUniqueID: nil, headers: [], body: [],
+            target: device ? .device(token: String(request.path.dropFirst(APNsJudge.devicePrefix.count))) : .unknown,
+            pushType: nil
+        )
+    }
+
+    private static func acceptedPush(_ request: HTTP2ServerRequest, verdict: APNsVerdict, date: Date) -> AcceptedPush? {
+        switch verdict.target {
+        case .device(let token):
+            return AcceptedPush(
+                date: date, token: token, channelID: nil, topic: request[header: "apns-topic"] ?? "",
+                pushType: verdict.pushType ?? .alert, headers: request.headers, payload: request.body,
+                apnsID: verdict.apnsID, connectionID: request.connectionID
+            )
+        case .broadcast(let bundle, let channel):
+            return AcceptedPush(
+                date: date, token: "", channelID: channel, topic: bundle, pushType: .liveactivity, headers: request.headers,
+                payload: request.body, apnsID: verdict.apnsID, connectionID: request.connectionID
+            )
+        case .channels, .unknown:
+            return nil
+        }
+    }
+
+    /// `{"reason":"…"}`, as APNs puts in GOAWAY debug data.
+    static func reasonJSON(_ reason: APNSErrorReason) -> [UInt8] {
+        Array(#"{"reason":"\#(reason.rawValue)"}"#.utf8)
+    }
+
+    /// The HTTP/2 response APNs gives for `verdict`: the request id always; `apns-unique-id` on
+    /// sandbox and broadcast successes; `content-type: application/json` and `{"reason":…}`
+    /// (+ `timestamp` on 410) on errors.
     static func response(for verdict: APNsVerdict) -> HTTP2Response {
         guard let reason = verdict.reason else {
-            var headers = [HTTP2HeaderField("apns-id", verdict.apnsID)]
+            var headers = [HTTP2HeaderField(verdict.idHeader, verdict.apnsID)]
             if let unique = verdict.apnsUniqueID { headers.append(HTTP2HeaderField("apns-unique-id", unique)) }
-            return HTTP2Response(status: 200, headers: headers)
+            for header in verdict.headers { headers.append(HTTP2HeaderField(header.name, header.value)) }
+            if !verdict.body.isEmpty { headers.append(HTTP2HeaderField("content-type", "application/json")) }
+            return HTTP2Response(status: verdict.status, headers: headers, body: verdict.body)
         }
         let error = APNSErrorResponse(status: verdict.status, reason: reason, timestamp: verdict.timestamp)
         return HTTP2Response(
             status: verdict.status,
-            headers: [HTTP2HeaderField("content-type", "application/json"), HTTP2HeaderField("apns-id", verdict.apnsID)],
+            headers: [HTTP2HeaderField("content-type", "application/json"), HTTP2HeaderField(verdict.idHeader, verdict.apnsID)],
             body: error.jsonBody()
         )
     }
 
-    /// Every push accepted so far.
-    public var accepted: [AcceptedPush] { self.recorded.withLock { $0 } }
+    private static func closeIdleConnections(after timeout: Duration, state: LockedBox<State>, authenticator: TokenAuthenticator?) async {
+        let tick = max(timeout / 4, .milliseconds(5))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let now = ContinuousClock.now
+            let (idle, closed) = state.withLock { state -> ([HTTP2ServerConnection], [UInt64]) in
+                var idle: [HTTP2ServerConnection] = []
+                var closed: [UInt64] = []
+                for (id, entry) in state.connections {
+                    if entry.handle.isClosed {
+                        closed.append(id)
+                    } else if !entry.closing, now - entry.lastActivity >= timeout {
+                        state.connections[id]?.closing = true
+                        idle.append(entry.handle)
+                    }
+                }
+                for id in closed { state.connections[id] = nil }
+                return (idle, closed)
+            }
+            for connection in idle { connection.goAway(errorCode: .noError, debugData: Self.reasonJSON(.idleTimeout)) }
+            for id in closed { authenticator?.forget(connectionID: id) }
+        }
+    }
+
+    // MARK: Tests and tools
+
+    /// Every push accepted so far (with ``LocalAPNsConfiguration/keepsHistory``).
+    public var accepted: [AcceptedPush] { self.state.withLock { $0.history } }
+
+    /// How many pushes were accepted, history or not.
+    public var acceptedCount: Int { self.state.withLock { $0.acceptedCount } }
+
+    /// The pushes accepted from now on, as they are accepted (each call makes a new subscription;
+    /// the stream ends when the server shuts down).
+    public func acceptedPushes() -> AsyncStream<AcceptedPush> {
+        let (stream, continuation) = AsyncStream.makeStream(of: AcceptedPush.self)
+        let id = self.state.withLock { state -> Int? in
+            guard !state.stopping else { return nil }
+            state.nextSubscriber += 1
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [state = self.state] _ in
+            _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Applies `fault` to `count` requests, starting after the next `afterRequests` requests.
+    public func schedule(_ fault: LocalAPNsFault, afterRequests: Int = 0, count: Int = 1) {
+        self.state.withLock { $0.faults.schedule(fault, afterRequests: afterRequests, count: count) }
+    }
+
+    /// Drops every fault not yet applied.
+    public func clearFaults() {
+        self.state.withLock { $0.faults.removeAll() }
+    }
 
     /// Registers or updates a token.
     public func register(token: String, _ record: LocalAPNsTokenRecord) {
-        self.judge.withLock { $0.tokens[token.lowercased()] = record }
+        self.state.withLock { $0.judge.tokens[token.lowercased()] = record }
     }
 
-    /// Stops the server.
-    public func shutdown() async { await self.server.shutdown() }
+    /// Registers or updates an app.
+    public func register(app: LocalAPNsApp) {
+        self.state.withLock { $0.judge.apps[app.bundleID] = app }
+    }
+
+    /// Registers a channel (as if created through the channel API).
+    public func register(channel: LocalAPNsChannel) {
+        self.state.withLock { $0.judge.channels[channel.id] = channel }
+    }
+
+    /// Registers or updates (for example revokes) a client certificate.
+    public func register(certificate: LocalAPNsCertificate) {
+        self.state.withLock { $0.judge.certificates[certificate.sha256Fingerprint] = certificate }
+    }
+
+    /// The channels that exist now.
+    public var channels: [LocalAPNsChannel] { self.state.withLock { Array($0.judge.channels.values) } }
+
+    /// Announces a new stream limit on every open connection.
+    public func updateMaxConcurrentStreams(_ limit: UInt32) {
+        self.server.updateSettings(Self.apnsSettings(maxConcurrentStreams: limit))
+    }
+
+    /// Sends GOAWAY with `{"reason":"Shutdown"}` on every connection (C6), closes them and stops
+    /// listening. Subscriptions to accepted pushes end.
+    public func shutdown() async {
+        let (open, subscribers) = self.state.withLock { state in
+            state.stopping = true
+            let subscribers = Array(state.subscribers.values)
+            state.subscribers.removeAll()
+            return (state.connections.values.map(\.handle), subscribers)
+        }
+        for connection in open where !connection.isClosed {
+            connection.goAway(errorCode: .noError, debugData: Self.reasonJSON(.shutdown))
+        }
+        for task in self.tasks.withLock({ $0 }) { task.cancel() }
+        await self.server.shutdown()
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}
+
+/// Upper-case UUIDs, as APNs generates `apns-id`s.
+enum UUIDText {
+    static func upper() -> String { UUID().uuidString }
 }

@@ -45,6 +45,10 @@ public final class TokenAuthenticator: Sendable {
     private let clock: any APNSWallClock
     private let badEnvironmentKeyReason: APNSErrorReason
     private let connections = LockedBox<[UInt64: ConnectionState]>([:])
+    /// Tokens whose signature verified, by JWT string: clients reuse one token for up to an hour,
+    /// so the ES256 check runs once per token, not once per push. Age is checked on every use.
+    private let verified = LockedBox<[String: APNSVerifiedProviderToken]>([:])
+    private static let verifiedCacheLimit = 1024
 
     /// The shortest time between two different tokens on one connection (A5; 20 minutes per Apple).
     public static let tokenUpdateInterval: Double = 20 * 60
@@ -65,8 +69,13 @@ public final class TokenAuthenticator: Sendable {
     }
 
     /// Checks the `authorization` header of a push to `bundleID` on `connectionID`.
+    /// - Parameter topicNotCoveredReason: the reason when a topic-specific key does not cover
+    ///   `bundleID`: `InvalidProviderToken` for device pushes (A8), `TopicMismatch` for broadcasts (B5).
     /// - Returns: the reason APNs would give, or `nil` when the token is good.
-    public func check(authorization: String?, bundleID: String, connectionID: UInt64) -> APNSErrorReason? {
+    public func check(
+        authorization: String?, bundleID: String, connectionID: UInt64,
+        topicNotCoveredReason: APNSErrorReason = .invalidProviderToken
+    ) -> APNSErrorReason? {
         // A1
         guard let authorization, authorization.hasPrefix("bearer "), authorization.count > 7 else {
             return .missingProviderToken
@@ -75,10 +84,21 @@ public final class TokenAuthenticator: Sendable {
         let now = self.clock.now
         // A2, A4
         let verified: APNSVerifiedProviderToken
-        do {
-            verified = try self.verifier.verify(jwt, now: now)
-        } catch {
-            return error.code == .expired ? .expiredProviderToken : .invalidProviderToken
+        if let cached = self.verified.withLock({ $0[jwt] }) {
+            guard now.timeIntervalSince(cached.issuedAt) <= Double(self.verifier.maximumAge.components.seconds) else {
+                return .expiredProviderToken
+            }
+            verified = cached
+        } else {
+            do {
+                verified = try self.verifier.verify(jwt, now: now)
+            } catch {
+                return error.code == .expired ? .expiredProviderToken : .invalidProviderToken
+            }
+            self.verified.withLock { cache in
+                if cache.count >= Self.verifiedCacheLimit { cache.removeAll(keepingCapacity: true) }
+                cache[jwt] = verified
+            }
         }
         guard let keyID = try? APNSKeyID(verified.keyID), let key = self.keys[keyID], key.teamID.rawValue == verified.teamID else {
             return .invalidProviderToken
@@ -92,7 +112,7 @@ public final class TokenAuthenticator: Sendable {
             // A7
             if let environment = key.environment, environment != self.environment { return self.badEnvironmentKeyReason }
             // A8: a topic-specific key that does not cover the topic.
-            if let bundles = key.bundleIDs, !bundles.contains(bundleID) { return .invalidProviderToken }
+            if let bundles = key.bundleIDs, !bundles.contains(bundleID) { return topicNotCoveredReason }
             // A5
             if var state = connections[connectionID] {
                 if state.jwt != jwt {
@@ -106,5 +126,12 @@ public final class TokenAuthenticator: Sendable {
             }
             return nil
         }
+    }
+}
+
+extension TokenAuthenticator {
+    /// Forgets what was bound to a closed connection.
+    public func forget(connectionID: UInt64) {
+        _ = self.connections.withLock { $0.removeValue(forKey: connectionID) }
     }
 }

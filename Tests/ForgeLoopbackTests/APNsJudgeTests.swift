@@ -25,6 +25,11 @@ private func replacing(_ name: String, with value: String?) -> [(String, String)
 struct APNsJudgeTests {
     let judge = APNsJudge()
 
+    func judged(_ request: APNsJudge.Request) -> APNsVerdict {
+        var judge = self.judge
+        return judge.judge(request)
+    }
+
     struct Row: Sendable, CustomTestStringConvertible {
         var row: String
         var request: APNsJudge.Request
@@ -63,7 +68,7 @@ struct APNsJudgeTests {
 
     @Test("One fault per request gets Apple's status and reason", arguments: rows)
     func row(_ row: Row) {
-        let verdict = self.judge.judge(row.request)
+        let verdict = self.judged(row.request)
         #expect(verdict.status == row.status)
         #expect(verdict.reason?.rawValue == row.reason)
         #expect(!verdict.apnsID.isEmpty)
@@ -72,14 +77,14 @@ struct APNsJudgeTests {
     @Test("P2 is per push type: VoIP may carry 5120 bytes, not 5121")
     func voipLimit() {
         let headers = [("apns-topic", "com.example.app.voip"), ("apns-push-type", "voip")]
-        #expect(self.judge.judge(request(headers: headers, body: Array(repeating: 0x20, count: 5120))).isAccepted)
-        #expect(self.judge.judge(request(headers: headers, body: Array(repeating: 0x20, count: 5121))).status == 413)
+        #expect(self.judged(request(headers: headers, body: Array(repeating: 0x20, count: 5120))).isAccepted)
+        #expect(self.judged(request(headers: headers, body: Array(repeating: 0x20, count: 5121))).status == 413)
     }
 
     @Test("OK: 200 with the echoed apns-id, and apns-unique-id in sandbox only")
     func accepted() {
         let id = "123e4567-e89b-12d3-a456-426614174000"
-        let verdict = self.judge.judge(request(headers: replacing("apns-id", with: id)))
+        let verdict = self.judged(request(headers: replacing("apns-id", with: id)))
         #expect(verdict.isAccepted && verdict.apnsID == id && verdict.apnsUniqueID != nil)
         var production = self.judge
         production.configuration.environment = .production

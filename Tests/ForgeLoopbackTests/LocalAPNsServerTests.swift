@@ -34,11 +34,11 @@ struct LocalAPNsServerTests {
             ))
         }
         let token = try DeviceToken(String(repeating: "ab", count: 32))
+        var pushes = server.acceptedPushes().makeAsyncIterator()
         let ok = try await send(prepared.request(to: token))
         #expect(ok.status == 200)
         let apnsID = try #require(ok[header: "apns-id"])
         #expect(ok[header: "apns-unique-id"] != nil)
-        var pushes = server.acceptedPushes.makeAsyncIterator()
         let push = try #require(await pushes.next())
         #expect(push.token == token.hexString && push.apnsID == apnsID && push.payload == prepared.body && push.pushType == .alert)
 

@@ -63,6 +63,15 @@ struct TokenAuthenticationTests {
         #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1, age: 3599), bundleID: "b", connectionID: 1) == nil)
     }
 
+    @Test("A4 holds for a token verified earlier: its age is checked on every use")
+    func expiresWhileCached() throws {
+        let auth = self.authenticator()
+        let token = try self.bearer(self.key1, self.kid1, self.team1)
+        #expect(auth.check(authorization: token, bundleID: "b", connectionID: 1) == nil)
+        self.clock.advance(3601)
+        #expect(auth.check(authorization: token, bundleID: "b", connectionID: 1) == .expiredProviderToken)
+    }
+
     @Test("A5: a different token within 20 minutes on one connection -> TooManyProviderTokenUpdates; the same token is fine")
     func tokenUpdates() throws {
         let auth = self.authenticator()
@@ -110,20 +119,20 @@ struct TokenAuthenticationTests {
     @Test("Through the judge: status and reason as APNs sends them; the topic suffix is stripped for coverage")
     func throughJudge() throws {
         let auth = self.authenticator(key1Bundles: ["com.example.forgepush"])
-        let judge = APNsJudge()
+        var judge = APNsJudge(authenticator: auth)
         func request(_ authorization: String?, topic: String = "com.example.forgepush", pushType: String = "alert") -> APNsJudge.Request {
             var headers = [(name: "apns-topic", value: topic), (name: "apns-push-type", value: pushType)]
             if let authorization { headers.append((name: "authorization", value: authorization)) }
             return APNsJudge.Request(method: "POST", path: "/3/device/" + String(repeating: "ab", count: 32), headers: headers,
                                      body: Array(#"{"aps":{}}"#.utf8))
         }
-        let missing = judge.judge(request(nil), connectionID: 1, authenticator: auth)
+        let missing = judge.judge(request(nil), connectionID: 1)
         #expect(missing.status == 403 && missing.reason == .missingProviderToken)
         let good = try self.bearer(self.key1, self.kid1, self.team1)
-        #expect(judge.judge(request(good), connectionID: 1, authenticator: auth).isAccepted)
+        #expect(judge.judge(request(good), connectionID: 1).isAccepted)
         #expect(judge.judge(request(good, topic: "com.example.forgepush.push-type.liveactivity", pushType: "liveactivity"),
-                            connectionID: 1, authenticator: auth).isAccepted)
-        let stale = judge.judge(request(try self.bearer(self.key1, self.kid1, self.team1, age: 4000)), connectionID: 3, authenticator: auth)
+                            connectionID: 1).isAccepted)
+        let stale = judge.judge(request(try self.bearer(self.key1, self.kid1, self.team1, age: 4000)), connectionID: 3)
         #expect(stale.status == 403 && stale.reason == .expiredProviderToken)
     }
 }

@@ -36,7 +36,8 @@ public struct HTTP2ServerConfiguration: Sendable {
 
 /// Answers a request later, from any thread: for handlers that need to wait for something.
 public struct HTTP2Responder: Sendable {
-    let connection: HTTP2ServerConnection
+    /// The connection the request came on (to change its settings or end it).
+    public let connection: HTTP2ServerConnection
     /// The stream of the request.
     public let streamID: Int32
 

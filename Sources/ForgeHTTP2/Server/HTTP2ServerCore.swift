@@ -20,6 +20,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
     let connectionID: UInt64
     var peerAddress = ""
     var clientCertificate: [UInt8]?
+    var clientCertificateVerified = false
     /// Called for each complete request, on the connection's thread.
     var onRequest: (HTTP2ServerRequest) -> Void = { _ in }
     /// Called for each PING that is not an acknowledgement (when pings are answered by hand).
@@ -118,6 +119,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
                     method: request.method, scheme: request.scheme, authority: request.authority, path: request.path,
                     headers: request.headers, body: request.body, streamID: streamID, connectionID: self.connectionID,
                     peerAddress: self.peerAddress, clientCertificate: self.clientCertificate,
+                    clientCertificateVerified: self.clientCertificateVerified,
                     neverIndexedPseudoHeaders: request.neverIndexed.filter { $0.hasPrefix(":") }
                 )
             )

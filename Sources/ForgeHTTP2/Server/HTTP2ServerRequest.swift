@@ -20,6 +20,8 @@ public struct HTTP2ServerRequest: Sendable {
     public var peerAddress: String
     /// The client certificate, DER-encoded, when TLS asked for one and the client sent it.
     public var clientCertificate: [UInt8]?
+    /// Whether ``clientCertificate`` verified against the server's client trust roots.
+    public var clientCertificateVerified: Bool = false
     /// Pseudo-headers the client sent as never-indexed literals (APNs asks for `:path`). Regular
     /// headers carry their own ``HTTP2HeaderField/indexing``.
     public var neverIndexedPseudoHeaders: [String] = []

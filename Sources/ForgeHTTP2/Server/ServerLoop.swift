@@ -44,6 +44,7 @@ final class ServerLoop: @unchecked Sendable {
             self.core.peerAddress = self.connection.peerAddress
             if let tls {
                 self.core.clientCertificate = tls.peerCertificate
+                self.core.clientCertificateVerified = tls.peerCertificateVerified
             }
             let connection = self.connection
             let handler = self.handler

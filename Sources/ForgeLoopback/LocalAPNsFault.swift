@@ -1,0 +1,64 @@
+public import ForgeAPNsCore
+public import ForgeHTTP2
+
+/// A fault the local server applies to a request instead of (or besides) judging it, to drive a
+/// client's fault handling: server errors (S1), resets, delays, GOAWAY, dropped connections and
+/// changed stream limits. Schedule them with ``LocalAPNsServer/schedule(_:afterRequests:count:)``.
+public enum LocalAPNsFault: Hashable, Sendable {
+    /// Answers with this status and reason without judging (S1: 500 `InternalServerError`,
+    /// 503 `ServiceUnavailable`, 503 `Shutdown`; or 429 `TooManyRequests`). Nothing is recorded.
+    case respond(status: Int, reason: APNSErrorReason)
+    /// Resets the stream with this code without judging: the request was not processed.
+    case reset(HTTP2ErrorCode)
+    /// Judges and records the request, then answers after this long.
+    case delay(Duration)
+    /// Judges and answers the request, then sends GOAWAY with `{"reason":…}` as debug data; the
+    /// last stream id is this request's, so later streams on the connection were not processed.
+    case goAway(errorCode: HTTP2ErrorCode, reason: APNSErrorReason)
+    /// Closes the TCP connection without answering. With `processed`, the push is judged and
+    /// recorded first (the answer is lost, as when APNs crashes after delivery); without, it is not.
+    case dropConnection(processed: Bool)
+    /// Announces a new `SETTINGS_MAX_CONCURRENT_STREAMS` on the request's connection, then judges
+    /// it as usual.
+    case maxConcurrentStreams(UInt32)
+}
+
+/// Faults waiting for their requests, in the order they were scheduled.
+struct FaultPlan {
+    private struct Entry {
+        var fault: LocalAPNsFault
+        var skip: Int
+        var remaining: Int
+    }
+
+    private var entries: [Entry] = []
+
+    var isEmpty: Bool { self.entries.isEmpty }
+
+    mutating func schedule(_ fault: LocalAPNsFault, afterRequests skip: Int, count: Int) {
+        guard count > 0 else { return }
+        self.entries.append(Entry(fault: fault, skip: max(0, skip), remaining: count))
+    }
+
+    /// The fault for the next request, if one is due; every entry still skipping counts it.
+    mutating func next() -> LocalAPNsFault? {
+        var due: LocalAPNsFault?
+        var index = 0
+        while index < self.entries.count {
+            if self.entries[index].skip > 0 {
+                self.entries[index].skip -= 1
+            } else if due == nil {
+                due = self.entries[index].fault
+                self.entries[index].remaining -= 1
+                if self.entries[index].remaining == 0 {
+                    self.entries.remove(at: index)
+                    continue
+                }
+            }
+            index += 1
+        }
+        return due
+    }
+
+    mutating func removeAll() { self.entries.removeAll() }
+}
