@@ -71,12 +71,9 @@ public struct APNsJudge: Sendable {
     /// Token authentication; `nil` accepts requests without a provider token.
     public var authenticator: TokenAuthenticator?
     private var rateWindows: [String: (start: Date, count: Int)] = [:]
-    private var certificateCache: [[UInt8]: CertificateLookup] = [:]
-
-    private enum CertificateLookup {
-        case known(LocalAPNsCertificate, notAfter: Date)
-        case unknown
-    }
+    /// Parsed client certificates by DER bytes: the registry is consulted on every request, so a
+    /// registration or revocation takes effect at once.
+    private var certificateCache: [[UInt8]: (fingerprint: String, notAfter: Date)?] = [:]
 
     /// Creates a judge.
     public init(
@@ -283,21 +280,17 @@ public struct APNsJudge: Sendable {
     private mutating func certificate(of request: Request, now: Date) -> CertificateOutcome {
         guard let der = request.clientCertificate else { return .none }
         guard request.clientCertificateVerified else { return .rejected(.badCertificate) }
-        let lookup: CertificateLookup
+        let identity: (fingerprint: String, notAfter: Date)?
         if let cached = self.certificateCache[der] {
-            lookup = cached
+            identity = cached
         } else {
-            if let info = try? APNSCertificateInfo(der: der), let record = self.certificates[info.sha256Fingerprint] {
-                lookup = .known(record, notAfter: info.notAfter)
-            } else {
-                lookup = .unknown
-            }
+            identity = (try? APNSCertificateInfo(der: der)).map { ($0.sha256Fingerprint, $0.notAfter) }
             if self.certificateCache.count > 1024 { self.certificateCache.removeAll() }
-            self.certificateCache[der] = lookup
+            self.certificateCache[der] = .some(identity)
         }
-        guard case .known(let cachedRecord, let notAfter) = lookup, now <= notAfter,
-            let record = self.certificates[cachedRecord.sha256Fingerprint], !record.revoked
-        else { return .rejected(.badCertificate) }
+        guard let identity, now <= identity.notAfter, let record = self.certificates[identity.fingerprint], !record.revoked else {
+            return .rejected(.badCertificate)
+        }
         if let environment = record.environment, environment != self.configuration.environment {
             return .rejected(.badCertificateEnvironment)
         }

@@ -369,17 +369,14 @@ public final class LocalAPNsServer: Sendable {
     /// Sends GOAWAY with `{"reason":"Shutdown"}` on every connection (C6), closes them and stops
     /// listening. Subscriptions to accepted pushes end.
     public func shutdown() async {
-        let (open, subscribers) = self.state.withLock { state in
+        let subscribers = self.state.withLock { state in
             state.stopping = true
             let subscribers = Array(state.subscribers.values)
             state.subscribers.removeAll()
-            return (state.connections.values.map(\.handle), subscribers)
-        }
-        for connection in open where !connection.isClosed {
-            connection.goAway(errorCode: .noError, debugData: Self.reasonJSON(.shutdown))
+            return subscribers
         }
         for task in self.tasks.withLock({ $0 }) { task.cancel() }
-        await self.server.shutdown()
+        await self.server.shutdown(goAwayDebugData: Self.reasonJSON(.shutdown))
         for subscriber in subscribers { subscriber.finish() }
     }
 }

@@ -4,8 +4,6 @@ import ForgeLoopback
 import Foundation
 import Testing
 
-private let keysExample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("keys-example")
 
 @Suite("Local APNs server over TLS", .timeLimit(.minutes(1)))
 struct LocalAPNsServerTests {

@@ -4,8 +4,6 @@ import ForgeLoopback
 import Foundation
 import Testing
 
-private let keysExample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("keys-example")
 
 /// A wall clock that moves only when told.
 final class TestClock: APNSWallClock, @unchecked Sendable {

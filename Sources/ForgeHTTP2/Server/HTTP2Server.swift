@@ -73,6 +73,7 @@ public final class HTTP2Server: Sendable {
 
     struct Shared {
         var stopping = false
+        var goAwayDebugData: [UInt8] = []
         var open: [UInt64: HTTP2ServerConnection] = [:]
         var settings: HTTP2Settings
         var stopWaiters: [() -> Void] = []
@@ -116,11 +117,13 @@ public final class HTTP2Server: Sendable {
         for connection in open { connection.updateSettings(settings) }
     }
 
-    /// Stops accepting and closes every connection (GOAWAY first). Returns when all are closed.
-    public func shutdown() async {
+    /// Stops accepting and closes every connection (GOAWAY first, carrying `goAwayDebugData`).
+    /// Returns when all are closed.
+    public func shutdown(goAwayDebugData: [UInt8] = []) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             self.shared.withLock { shared in
                 shared.stopping = true
+                shared.goAwayDebugData = goAwayDebugData
                 shared.stopWaiters.append { continuation.resume() }
             }
             self.waker.wake()
@@ -192,11 +195,11 @@ private final class Acceptor: @unchecked Sendable {
         }
         self.finish()
         // Close every connection, then let shutdown() return when the last one has ended.
-        let open = self.shared.withLock { shared -> [HTTP2ServerConnection] in
+        let (open, debugData) = self.shared.withLock { shared -> ([HTTP2ServerConnection], [UInt8]) in
             shared.acceptLoopDone = true
-            return Array(shared.open.values)
+            return (Array(shared.open.values), shared.goAwayDebugData)
         }
-        for connection in open { connection.post { $0.commands.append(.shutdown) } }
+        for connection in open { connection.post { $0.commands.append(.shutdown(debugData: debugData)) } }
         HTTP2ServerConnection.resumeStopWaitersIfDone(self.shared)
     }
 }

@@ -94,7 +94,7 @@ struct ServerInbox {
         case abort
         case reading(Bool)
         case answerPings
-        case shutdown
+        case shutdown(debugData: [UInt8])
     }
 
     var responses: [(Int32, HTTP2Response)] = []

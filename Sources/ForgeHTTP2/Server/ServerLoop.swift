@@ -124,8 +124,8 @@ final class ServerLoop: @unchecked Sendable {
                 let answered = self.pendingPings.count
                 self.pendingPings.removeAll()
                 self.connection.inbox.withLock { $0.unansweredPings -= answered }
-            case .shutdown:
-                try self.core.goAway(errorCode: .noError, debugData: [])
+            case .shutdown(let debugData):
+                try self.core.goAway(errorCode: .noError, debugData: debugData)
                 try self.flush()
                 return true
             }

@@ -96,13 +96,14 @@ final class TLSConnection {
         ERR_clear_error()
         let result = SSL_do_handshake(self.ssl)
         if result == 1 {
-            if self.context.role == .client {
-                guard self.negotiatedProtocol == "h2" else {
-                    throw TLSError(
-                        description: "the server did not negotiate HTTP/2 with ALPN (got \(self.negotiatedProtocol ?? "nothing"))",
-                        isALPNMismatch: true
-                    )
-                }
+            // Both roles insist on h2: a server also drops a client that offered no ALPN at all
+            // (the select callback already refused clients offering only other protocols).
+            guard self.negotiatedProtocol == "h2" else {
+                let peer = self.context.role == .client ? "the server did not negotiate" : "the client did not offer"
+                throw TLSError(
+                    description: "\(peer) HTTP/2 with ALPN (got \(self.negotiatedProtocol ?? "nothing"))",
+                    isALPNMismatch: true
+                )
             }
             return .complete
         }
