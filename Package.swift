@@ -126,6 +126,8 @@ let package = Package(
             dependencies: [
                 "ForgeAPNsCore",
                 "ForgeCrypto",
+                "ForgeHTTP2",
+                "ForgeLoopback",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -178,7 +180,7 @@ let package = Package(
         .testTarget(
             name: "APNSCtlTests",
             // Runs the built apnsctl binary; the libraries are used to check what it printed.
-            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto"],
+            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -169,6 +169,7 @@ public struct APNsJudge: Sendable {
         // R7 is checked below in Apple's order; the topic's bundle needs the type now.
         let typeHeader = request.value("apns-push-type")
         let claimedType = typeHeader.flatMap(APNSPushType.init(rawValue:)) ?? .alert
+        pushType = typeHeader == nil ? .alert : APNSPushType(rawValue: typeHeader!)
         // R4, C7, A1-A8
         let certificate: LocalAPNsCertificate?
         switch self.certificate(of: request, now: now) {
@@ -204,7 +205,6 @@ public struct APNsJudge: Sendable {
         }
         // R7 (absent is accepted outside watchOS: Apple calls the header recommended)
         if let typeHeader, APNSPushType(rawValue: typeHeader) == nil { return reject(400, .invalidPushType) }
-        pushType = claimedType
         // R8
         if let text = request.value("apns-expiration"), (try? APNSExpiration(headerValue: text)) == nil {
             return reject(400, .badExpirationDate)

@@ -20,4 +20,15 @@ enum InputFiles {
         }
         return Array(data)
     }
+
+    /// Checks that `path` is a readable file, so a server fails with a message naming the flag.
+    static func requireReadable(_ path: String, flag: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw CLIFailure(message: "\(flag): file '\(path)' does not exist", exitCode: CLIExit.noInput)
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw CLIFailure(message: "\(flag): file '\(path)' cannot be read", exitCode: CLIExit.dataError)
+        }
+    }
 }

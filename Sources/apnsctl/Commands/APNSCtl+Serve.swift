@@ -1,0 +1,287 @@
+import ArgumentParser
+import Dispatch
+import ForgeAPNsCore
+import ForgeCrypto
+import ForgeHTTP2
+import ForgeLoopback
+import Foundation
+
+extension APNSCtl {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "serve",
+            abstract: "Run a local APNs-compatible server on loopback that judges requests as APNs does.",
+            discussion: """
+                The first line on stdout is the port (useful with --port 0). Then one line per judged request: \
+                human-readable, or with --json one JSON object (token, push_type, status, reason, apns_id). \
+                Diagnostics go to stderr. SIGINT or SIGTERM stops it: open connections get GOAWAY \
+                {"reason":"Shutdown"}.
+
+                With --register-key, requests need a provider token signed by a registered key (as APNs: \
+                MissingProviderToken, InvalidProviderToken, ExpiredProviderToken, TooManyProviderTokenUpdates…); \
+                without, provider tokens are not checked. With --client-ca, clients may authenticate with a \
+                certificate registered by --register-cert.
+
+                Example:
+                  apnsctl serve --port 0 --register-key keys-example/AuthKey_FORGEKEY01.p8:FORGEKEY01:FORGETEAM1 \\
+                      --topic com.example.forgepush --token 7c1d…:com.example.forgepush --json
+                """
+        )
+
+        @Option(help: "The port; 0 lets the system choose (printed on the first line).")
+        var port: Int = 2197
+
+        @Option(help: "The address to listen on: 127.0.0.1 or ::1.")
+        var host: String = "127.0.0.1"
+
+        @Flag(help: "Serve cleartext HTTP/2 (h2c) instead of TLS.")
+        var h2c = false
+
+        @Option(help: "The server certificate chain (PEM); default: keys-example/server.pem.")
+        var cert: String?
+
+        @Option(help: "The server private key (PEM); default: keys-example/server.key.")
+        var key: String?
+
+        @Option(name: .customLong("register-key"), help: "A provider-token key, as FILE:KEYID:TEAMID (a .p8 or a public key PEM). Repeatable.")
+        var registerKey: [String] = []
+
+        @Option(name: .customLong("client-ca"), help: "Ask clients for a certificate and check it against this CA (PEM).")
+        var clientCA: String?
+
+        @Option(name: .customLong("register-cert"), help: "A client certificate accepted for its bundle id, as FILE[:BUNDLEID]. Repeatable.")
+        var registerCert: [String] = []
+
+        @Option(help: "The default bundle id for --token and --unregistered.")
+        var topic: String?
+
+        @Option(help: "The environment the server plays: sandbox (adds apns-unique-id) or production.")
+        var environment: ServedEnvironment = .sandbox
+
+        @Option(name: .customLong("token"), help: "Register an active device token, as TOKEN[:BUNDLEID]. Repeatable.")
+        var tokens: [String] = []
+
+        @Option(name: .customLong("unregistered"), help: "Register a token unregistered now (410 Unregistered), as TOKEN[:BUNDLEID]. Repeatable.")
+        var unregistered: [String] = []
+
+        @Flag(name: .customLong("reject-unknown-tokens"), help: "Answer BadDeviceToken for tokens not registered (default: accept them).")
+        var rejectUnknownTokens = false
+
+        @Option(name: .customLong("max-streams"), help: "MAX_CONCURRENT_STREAMS after a connection's first accepted push.")
+        var maxStreams: UInt32 = 1000
+
+        @Option(name: .customLong("idle-timeout"), help: "Seconds without a request before GOAWAY IdleTimeout (default: never).")
+        var idleTimeout: Double?
+
+        @Flag(help: "One JSON object per judged request on stdout.")
+        var json = false
+
+        @Flag(help: "Print only the port, not a line per request.")
+        var quiet = false
+
+        func validate() throws {
+            guard (0...65_535).contains(self.port) else { throw ValidationError("--port must be 0...65535 (got \(self.port)).") }
+            guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
+            if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
+            if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together.") }
+        }
+
+        func run() async throws {
+            try await runReportingFailures {
+                let server = try self.startServer()
+                Output.result(String(server.port))
+                let scheme = self.h2c ? "h2c" : "TLS"
+                Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)); Ctrl-C stops")
+                let signal = await Self.waitForTerminationSignal()
+                Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
+                await server.shutdown()
+            }
+        }
+
+        private func startServer() throws -> LocalAPNsServer {
+            var tls: HTTP2ServerTLSConfiguration?
+            if !self.h2c {
+                let certificate = try self.cert ?? KeysExample.path("server.pem")
+                let privateKey = try self.key ?? KeysExample.path("server.key")
+                try InputFiles.requireReadable(certificate, flag: "--cert")
+                try InputFiles.requireReadable(privateKey, flag: "--key")
+                if let ca = self.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
+                tls = HTTP2ServerTLSConfiguration(
+                    certificateChainFile: certificate, privateKeyFile: privateKey,
+                    requestsClientCertificate: self.clientCA != nil, clientCertificateTrustRoots: self.clientCA
+                )
+            }
+            let keys = try self.registerKey.map(Self.parseKey)
+            let certificates = try self.registerCert.map { try Self.parseCertificate($0, defaultBundle: self.topic) }
+            var records: [String: LocalAPNsTokenRecord] = [:]
+            for entry in self.tokens {
+                let (token, bundle) = try self.parseToken(entry, flag: "--token")
+                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.environment.local)
+            }
+            for entry in self.unregistered {
+                let (token, bundle) = try self.parseToken(entry, flag: "--unregistered")
+                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.environment.local, state: .unregistered(Date()))
+            }
+            let configuration = LocalAPNsConfiguration(
+                environment: self.environment.local, acceptsUnknownTokens: !self.rejectUnknownTokens,
+                maxConcurrentStreams: self.maxStreams, idleTimeout: self.idleTimeout.map { .milliseconds(Int($0 * 1000)) },
+                keepsHistory: false
+            )
+            let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local)
+            var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
+            if !self.quiet {
+                let printer = JudgementPrinter(json: self.json)
+                observer = { printer.print($0) }
+            }
+            do {
+                return try LocalAPNsServer.start(
+                    configuration, http2: HTTP2ServerConfiguration(host: self.host, port: self.port, tls: tls), tokens: records,
+                    certificates: certificates, authenticator: authenticator, observer: observer
+                )
+            } catch {
+                throw CLIFailure(message: "cannot start the server: \(error)", exitCode: CLIExit.unavailable)
+            }
+        }
+
+        private static func parseKey(_ entry: String) throws -> LocalAPNsKey {
+            let parts = entry.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 3 else {
+                throw CLIFailure(message: "--register-key '\(entry)': expected FILE:KEYID:TEAMID", exitCode: ExitCode.validationFailure.rawValue)
+            }
+            let keyID: APNSKeyID, teamID: APNSTeamID
+            do {
+                keyID = try APNSKeyID(parts[1])
+                teamID = try APNSTeamID(parts[2])
+            } catch {
+                throw CLIFailure.badData("--register-key", error, value: entry)
+            }
+            do {
+                return LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: try APNSVerificationKey(contentsOfFile: parts[0]))
+            } catch {
+                let code = error.code == .fileNotFound ? CLIExit.noInput : CLIExit.dataError
+                throw CLIFailure(message: "--register-key: \(error)", exitCode: code)
+            }
+        }
+
+        private static func parseCertificate(_ entry: String, defaultBundle: String?) throws -> LocalAPNsCertificate {
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            let info: APNSCertificateInfo
+            do {
+                info = try APNSCertificateInfo(pemFile: parts[0])
+            } catch {
+                let code = error.code == .fileNotFound ? CLIExit.noInput : CLIExit.dataError
+                throw CLIFailure(message: "--register-cert: \(error)", exitCode: code)
+            }
+            guard let bundle = parts.count == 2 ? parts[1] : (info.bundleID ?? defaultBundle) else {
+                throw CLIFailure(message: "--register-cert '\(entry)': the certificate names no bundle id; add :BUNDLEID",
+                                 exitCode: CLIExit.dataError)
+            }
+            return LocalAPNsCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle)
+        }
+
+        private func parseToken(_ entry: String, flag: String) throws -> (String, String) {
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            let token: DeviceToken
+            do {
+                token = try DeviceToken(parts.first ?? "", allowedLengths: 64...200)
+            } catch {
+                throw CLIFailure.badData(flag, error, value: entry)
+            }
+            guard let bundle = parts.count == 2 ? parts[1] : self.topic else {
+                throw CLIFailure(message: "\(flag) '\(CLIFailure.abbreviate(entry))': no bundle id; write TOKEN:BUNDLEID or pass --topic",
+                                 exitCode: ExitCode.validationFailure.rawValue)
+            }
+            return (token.hexString, bundle)
+        }
+
+        /// Waits for SIGINT or SIGTERM and returns its name.
+        private static func waitForTerminationSignal() async -> String {
+            await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+                let resumed = SignalLatch(continuation)
+                for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+                    signal(number, SIG_IGN)
+                    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                    source.setEventHandler { resumed.resume(name) }
+                    source.resume()
+                    resumed.keep(source)
+                }
+            }
+        }
+    }
+}
+
+/// Resumes a continuation once, and keeps the signal sources alive meanwhile.
+private final class SignalLatch: @unchecked Sendable {
+    // @unchecked Sendable: every field is touched under `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<String, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(_ continuation: CheckedContinuation<String, Never>) { self.continuation = continuation }
+
+    func keep(_ source: any DispatchSourceSignal) { self.lock.withLock { self.sources.append(source) } }
+
+    func resume(_ name: String) {
+        let continuation = self.lock.withLock { () -> CheckedContinuation<String, Never>? in
+            defer { self.continuation = nil }
+            return self.continuation
+        }
+        continuation?.resume(returning: name)
+    }
+}
+
+/// `--environment` of `serve`.
+enum ServedEnvironment: String, CaseIterable, ExpressibleByArgument {
+    case sandbox, production
+
+    var local: LocalAPNsConfiguration.Environment { self == .sandbox ? .sandbox : .production }
+}
+
+/// Prints judged requests, one line each, from the server's I/O threads.
+private struct JudgementPrinter: Sendable {
+    var json: Bool
+
+    func print(_ judgement: LocalAPNsJudgement) {
+        let verdict = judgement.verdict
+        let target: String
+        switch verdict.target {
+        case .device(let token): target = token
+        case .broadcast(let bundle, let channel): target = "broadcast \(bundle) \(channel)"
+        case .channels(let bundle): target = "channels \(bundle)"
+        case .unknown: target = "-"
+        }
+        if self.json {
+            var fields: [String] = []
+            if case .device(let token) = verdict.target { fields.append(#""token":"\#(token)""#) }
+            if case .broadcast(_, let channel) = verdict.target { fields.append(#""channel_id":\#(JSONText.quote(channel))"#) }
+            fields.append(#""push_type":\#(verdict.pushType.map { "\"\($0.rawValue)\"" } ?? "null")"#)
+            fields.append(#""status":\#(verdict.status)"#)
+            fields.append(#""reason":\#(verdict.reason.map { "\"\($0.rawValue)\"" } ?? "null")"#)
+            fields.append(#""apns_id":\#(JSONText.quote(verdict.apnsID))"#)
+            if let timestamp = verdict.timestamp { fields.append(#""timestamp":\#(Int64((timestamp.timeIntervalSince1970 * 1000).rounded()))"#) }
+            if let fault = judgement.fault { fields.append(#""fault":\#(JSONText.quote(String(describing: fault)))"#) }
+            Output.result("{" + fields.joined(separator: ",") + "}")
+        } else {
+            let reason = verdict.reason.map { " \($0.rawValue)" } ?? ""
+            Output.result("\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)")
+        }
+    }
+}
+
+/// Finds `keys-example/` for the default test certificate: beside the working directory, or above
+/// the executable (`.build/<config>/apnsctl` in a checkout).
+enum KeysExample {
+    static func path(_ name: String) throws -> String {
+        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
+        var executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        for _ in 0..<5 {
+            executable.deleteLastPathComponent()
+            candidates.append(executable)
+        }
+        for directory in candidates {
+            let file = directory.appendingPathComponent("keys-example").appendingPathComponent(name).path
+            if FileManager.default.fileExists(atPath: file) { return file }
+        }
+        throw CLIFailure(message: "no keys-example/\(name) found near here; pass --cert and --key, or --h2c", exitCode: CLIExit.noInput)
+    }
+}

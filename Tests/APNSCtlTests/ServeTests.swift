@@ -1,0 +1,180 @@
+import ForgeAPNsCore
+import ForgeHTTP2
+import Foundation
+import Testing
+
+/// `apnsctl serve` running in the background, stopped by a signal.
+final class ServeProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` is started in init and only signalled or awaited afterwards.
+    let process = Process()
+    let port: Int
+    private let out = Pipe()
+    private let err = Pipe()
+
+    init(_ arguments: [String]) throws {
+        self.process.executableURL = CommandRunner.binary
+        self.process.arguments = ["serve", "--port", "0"] + arguments
+        self.process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
+        self.process.standardOutput = self.out
+        self.process.standardError = self.err
+        self.process.standardInput = FileHandle.nullDevice
+        try self.process.run()
+        // The first stdout line is the port.
+        var line: [UInt8] = []
+        let handle = self.out.fileHandleForReading
+        while true {
+            let byte = handle.readData(ofLength: 1)
+            guard let first = byte.first else { break }
+            if first == UInt8(ascii: "\n") { break }
+            line.append(first)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            self.process.terminate()
+            throw CLIFailureForTests(message: "serve printed no port: '\(String(decoding: line, as: UTF8.self))'")
+        }
+        self.port = port
+    }
+
+    /// Sends `signal` and returns the exit code and what was printed after the port line.
+    func stop(signal: Int32 = SIGTERM) -> (exitCode: Int32, stdout: String, stderr: String) {
+        kill(self.process.processIdentifier, signal)
+        let stdout = self.out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = self.err.fileHandleForReading.readDataToEndOfFile()
+        self.process.waitUntilExit()
+        return (self.process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+struct CLIFailureForTests: Error, CustomStringConvertible {
+    var message: String
+    var description: String { self.message }
+}
+
+/// Runs another program (curl, nghttp) with a bounded time.
+func runTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+private let bundle = "com.example.forgepush"
+private let good = String(repeating: "ab", count: 32)
+private let gone = String(repeating: "0f", count: 32)
+private let payload = #"{"aps":{"alert":"hi"}}"#
+
+@Suite("apnsctl serve: curl, nghttp and the library get the same answers", .serialized, .timeLimit(.minutes(2)))
+struct ServeTests {
+    let keyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
+    let ca = CommandRunner.keysExample.appendingPathComponent("ca.pem").path
+
+    func jwt() throws -> String {
+        let result = try CommandRunner.run(["jwt", "--key-file", self.keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"])
+        #expect(result.exitCode == 0)
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// What curl got: status and reason (or "-" on success).
+    func curl(port: Int, token: String, authorization: String?) throws -> (status: Int, reason: String, body: String) {
+        var arguments = ["curl", "-s", "--http2", "--cacert", self.ca, "-o", "-", "-w", "\n%{http_code}",
+                         "-H", "apns-topic: \(bundle)", "-H", "apns-push-type: alert", "-d", payload]
+        if let authorization { arguments += ["-H", "authorization: bearer \(authorization)"] }
+        arguments.append("https://localhost:\(port)/3/device/\(token)")
+        let result = try runTool(arguments)
+        #expect(result.status == 0, "\(result.output)")
+        let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
+        let body = lines.dropLast().joined(separator: "\n")
+        let status = Int(lines.last ?? "") ?? 0
+        let reason = status == 200 ? "-" : APNSErrorResponse(status: status, headers: [], body: Array(body.utf8)).reason.rawValue
+        return (status, reason, body)
+    }
+
+    /// What the library's transport got for the same request.
+    func library(port: Int, token: String, authorization: String?) async throws -> (status: Int, reason: String) {
+        let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(
+            host: "localhost", port: port, tls: HTTP2TLSConfiguration(trustRoots: .file(self.ca))
+        ))
+        var headers = [HTTP2HeaderField("apns-topic", bundle), HTTP2HeaderField("apns-push-type", "alert")]
+        if let authorization { headers.append(HTTP2HeaderField("authorization", "bearer " + authorization)) }
+        let response = try await connection.send(HTTP2Request(authority: "localhost", path: "/3/device/" + token, headers: headers,
+                                                              body: Array(payload.utf8)))
+        await connection.close()
+        let reason = response.status == 200 ? "-" : APNSErrorResponse(
+            status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body
+        ).reason.rawValue
+        return (response.status, reason)
+    }
+
+    @Test("Token auth: 200, MissingProviderToken, InvalidProviderToken, Unregistered with timestamp; JSON lines; SIGTERM stops")
+    func sameAnswers() async throws {
+        let server = try ServeProcess([
+            "--register-key", "\(self.keyFile):FORGEKEY01:FORGETEAM1", "--topic", bundle, "--token", good, "--unregistered", gone,
+            "--reject-unknown-tokens", "--json",
+        ])
+        let token = try self.jwt()
+        let cases: [(String, String?, Int, String)] = [
+            (good, token, 200, "-"),
+            (good, nil, 403, "MissingProviderToken"),
+            (good, "not.a.jwt", 403, "InvalidProviderToken"),
+            (gone, token, 410, "Unregistered"),
+            (String(repeating: "cd", count: 32), token, 400, "BadDeviceToken"),
+        ]
+        for (target, authorization, status, reason) in cases {
+            let viaCurl = try self.curl(port: server.port, token: target, authorization: authorization)
+            let viaLibrary = try await self.library(port: server.port, token: target, authorization: authorization)
+            #expect(viaCurl.status == status && viaCurl.reason == reason, "curl: \(viaCurl)")
+            #expect(viaLibrary.status == status && viaLibrary.reason == reason, "library: \(viaLibrary)")
+            if status == 410 { #expect(viaCurl.body.contains("\"timestamp\":")) }
+        }
+        let stopped = server.stop(signal: SIGTERM)
+        #expect(stopped.exitCode == 0, "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("SIGTERM"))
+        let lines = stopped.stdout.split(separator: "\n")
+        #expect(lines.count == cases.count * 2)
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["token"] is String && object["status"] is Int && object["apns_id"] is String)
+            #expect(object.keys.contains("reason") && object["push_type"] as? String == "alert")
+        }
+        let unregistered = lines.filter { $0.contains("\"Unregistered\"") }
+        #expect(unregistered.count == 2 && unregistered.allSatisfy { $0.contains("\"timestamp\":") })
+    }
+
+    @Test("nghttp (h2c and TLS) gets Apple's answers; SIGINT stops")
+    func nghttp() throws {
+        for h2c in [true, false] {
+            let server = try ServeProcess(["--topic", bundle, "--quiet"] + (h2c ? ["--h2c"] : []))
+            let scheme = h2c ? "http" : "https"
+            let body = FileManager.default.temporaryDirectory.appendingPathComponent("forge-nghttp-\(UUID().uuidString).json")
+            try Data(payload.utf8).write(to: body)
+            defer { try? FileManager.default.removeItem(at: body) }
+            let ok = try runTool(["nghttp", "-v", "-d", body.path, "-H", "apns-topic: \(bundle)", "-H", "apns-push-type: alert",
+                                  "\(scheme)://localhost:\(server.port)/3/device/\(good)"])
+            #expect(ok.output.contains(":status: 200") && ok.output.contains("apns-id:"), "\(ok.output)")
+            let bad = try runTool(["nghttp", "-v", "-d", body.path, "-H", "apns-topic: \(bundle)", "-H", "apns-priority: 7",
+                                   "\(scheme)://localhost:\(server.port)/3/device/\(good)"])
+            #expect(bad.output.contains(":status: 400") && bad.output.contains(#"{"reason":"BadPriority"}"#), "\(bad.output)")
+            let stopped = server.stop(signal: SIGINT)
+            #expect(stopped.exitCode == 0 && stopped.stderr.contains("SIGINT"))
+        }
+    }
+
+    @Test("Bad flags: a missing key file is 66, a bad token 65, a bad port 64")
+    func badFlags() throws {
+        let missing = try CommandRunner.run(["serve", "--port", "0", "--register-key", "/nonexistent.p8:FORGEKEY01:FORGETEAM1"])
+        #expect(missing.exitCode == 66 && missing.stderr.contains("--register-key"), "\(missing.stderr)")
+        let badToken = try CommandRunner.run(["serve", "--port", "0", "--topic", bundle, "--token", "zz"])
+        #expect(badToken.exitCode == 65 && badToken.stderr.contains("--token"), "\(badToken.stderr)")
+        let badPort = try CommandRunner.run(["serve", "--port", "70000"])
+        #expect(badPort.exitCode == 64 && badPort.stderr.contains("--port"), "\(badPort.stderr)")
+        let help = try CommandRunner.run(["serve", "--help"])
+        #expect(help.exitCode == 0 && help.stdout.contains("--register-key") && help.stdout.contains("--reject-unknown-tokens"))
+    }
+}
