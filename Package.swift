@@ -138,6 +138,7 @@ let package = Package(
                 "ForgeAPNsCore",
                 "ForgeCrypto",
                 "ForgeHTTP2",
+                "ForgeLoopback",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

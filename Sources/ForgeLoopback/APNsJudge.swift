@@ -1,7 +1,6 @@
 public import ForgeAPNsCore
 internal import ForgeCrypto
 public import struct Foundation.Date
-public import struct Foundation.UUID
 public import struct Foundation.Data
 public import class Foundation.JSONSerialization
 
@@ -17,6 +16,14 @@ public struct APNsVerdict: Hashable, Sendable {
         case channels(bundleID: String)
         /// Nothing known (bad path).
         case unknown
+
+        /// Whether an accepted request of this target is a push (device or broadcast).
+        public var isPush: Bool {
+            switch self {
+            case .device, .broadcast: return true
+            case .channels, .unknown: return false
+            }
+        }
     }
 
     /// The status.
@@ -145,7 +152,7 @@ public struct APNsJudge: Sendable {
         var target = APNsVerdict.Target.unknown
         var pushType: APNSPushType?
         func reject(_ status: Int, _ reason: APNSErrorReason, timestamp: Date? = nil) -> APNsVerdict {
-            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUID().uuidString
+            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
             return APNsVerdict(
                 status: status, reason: reason, timestamp: timestamp, apnsID: id, idHeader: "apns-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: pushType
@@ -213,7 +220,7 @@ public struct APNsJudge: Sendable {
         if claimedType == .background, priority == .immediately, let reason = self.configuration.backgroundPriorityTenReason {
             return reject(400, reason)
         }
-        if let reason = self.configuration.topicSuffixMismatchReason, (try? APNSTopic(topic, pushType: claimedType))?.rawValue != topic {
+        if let reason = self.configuration.topicSuffixMismatchReason, !Self.topic(topic, fits: claimedType) {
             return reject(400, reason)
         }
         // P1, P2
@@ -235,9 +242,9 @@ public struct APNsJudge: Sendable {
         if let limit = self.configuration.perTokenRateLimit, !self.admit(token.hexString, limit: limit, now: now) {
             return reject(429, .tooManyRequests)
         }
-        let unique = self.configuration.environment == .sandbox ? UUID().uuidString.lowercased() : nil
+        let unique = self.configuration.environment == .sandbox ? GeneratedID.lower() : nil
         return APNsVerdict(
-            status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? UUID().uuidString, idHeader: "apns-id",
+            status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-id",
             apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType
         )
     }
@@ -248,10 +255,20 @@ public struct APNsJudge: Sendable {
         return String(topic.dropLast(suffix.count))
     }
 
+    /// Whether `topic` carries exactly the suffix `pushType` needs (none for alert and background).
+    static func topic(_ topic: String, fits pushType: APNSPushType) -> Bool {
+        guard let own = pushType.topicSuffix else { return true }  // mdm
+        if !own.isEmpty { return topic.hasSuffix(own) && topic.utf8.count > own.utf8.count }
+        return !Self.hasPushTypeSuffix(topic)
+    }
+
     static func duplicateHeaders(_ request: Request) -> APNSErrorReason? {
-        var seen = Set<String>()
-        seen.reserveCapacity(request.headers.count)
-        for header in request.headers where !seen.insert(header.name).inserted { return .duplicateHeaders }
+        // A handful of headers: pairwise comparison beats hashing each name.
+        let headers = request.headers
+        for index in headers.indices.dropFirst() {
+            let name = headers[index].name
+            for earlier in headers[..<index] where earlier.name == name { return .duplicateHeaders }
+        }
         return nil
     }
 
@@ -319,7 +336,7 @@ public struct APNsJudge: Sendable {
         let channelHeader = request.value("apns-channel-id")
         var target = APNsVerdict.Target.unknown
         func reject(_ status: Int, _ reason: APNSErrorReason) -> APNsVerdict {
-            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUID().uuidString
+            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
             return APNsVerdict(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: .liveactivity
@@ -355,8 +372,8 @@ public struct APNsJudge: Sendable {
         guard request.body.count <= APNSPayloadLimit.broadcast else { return reject(413, .payloadTooLarge) }
         // B7
         return APNsVerdict(
-            status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? UUID().uuidString, idHeader: "apns-request-id",
-            apnsUniqueID: UUID().uuidString.lowercased(), headers: [], body: [], target: target, pushType: .liveactivity
+            status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
+            apnsUniqueID: GeneratedID.lower(), headers: [], body: [], target: target, pushType: .liveactivity
         )
     }
 
@@ -374,7 +391,7 @@ public struct APNsJudge: Sendable {
         let echoedID = request.value("apns-request-id")
         var target = APNsVerdict.Target.unknown
         func reject(_ status: Int, _ reason: APNSErrorReason) -> APNsVerdict {
-            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUID().uuidString
+            let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
             return APNsVerdict(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: nil
@@ -382,7 +399,7 @@ public struct APNsJudge: Sendable {
         }
         func succeed(_ status: Int, headers: [APNsVerdict.Header] = [], body: [UInt8] = []) -> APNsVerdict {
             APNsVerdict(
-                status: status, reason: nil, timestamp: nil, apnsID: echoedID ?? UUID().uuidString, idHeader: "apns-request-id",
+                status: status, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
                 apnsUniqueID: nil, headers: headers, body: body, target: target, pushType: nil
             )
         }

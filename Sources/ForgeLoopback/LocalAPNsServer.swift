@@ -187,10 +187,14 @@ public final class LocalAPNsServer: Sendable {
                 entry.narrowed = true
                 settings = settings ?? 1
             }
-            if verdict.isAccepted, let push = Self.acceptedPush(request, verdict: verdict, date: now) {
+            if verdict.isAccepted, verdict.target.isPush {
                 state.acceptedCount += 1
-                if configuration.keepsHistory { state.history.append(push) }
-                for subscriber in state.subscribers.values { subscriber.yield(push) }
+                if configuration.keepsHistory || !state.subscribers.isEmpty,
+                    let push = Self.acceptedPush(request, verdict: verdict, date: now)
+                {
+                    if configuration.keepsHistory { state.history.append(push) }
+                    for subscriber in state.subscribers.values { subscriber.yield(push) }
+                }
             }
             return (fault, verdict, settings)
         }
@@ -227,7 +231,7 @@ public final class LocalAPNsServer: Sendable {
         let echoed = request.headers.first { $0.name == header }?.value
         return APNsVerdict(
             status: status, reason: reason, timestamp: nil,
-            apnsID: echoed.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? UUIDText.upper(),
+            apnsID: echoed.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper(),
             idHeader: header, apnsUniqueID: nil, headers: [], body: [],
             target: device ? .device(token: String(request.path.dropFirst(APNsJudge.devicePrefix.count))) : .unknown,
             pushType: nil
@@ -379,9 +383,4 @@ public final class LocalAPNsServer: Sendable {
         await self.server.shutdown(goAwayDebugData: Self.reasonJSON(.shutdown))
         for subscriber in subscribers { subscriber.finish() }
     }
-}
-
-/// Upper-case UUIDs, as APNs generates `apns-id`s.
-enum UUIDText {
-    static func upper() -> String { UUID().uuidString }
 }

@@ -35,7 +35,11 @@ public final class TokenAuthenticator: Sendable {
     private struct ConnectionState {
         var teamID: String
         var keyID: String
-        var jwt: String
+        /// The whole `authorization` value last accepted, its key and `iat`: a push repeating it
+        /// (nearly every push) is checked without parsing or hashing the token again.
+        var authorization: String
+        var key: LocalAPNsKey
+        var issuedAt: Date
         var changedAt: Date
     }
 
@@ -77,17 +81,25 @@ public final class TokenAuthenticator: Sendable {
         topicNotCoveredReason: APNSErrorReason = .invalidProviderToken
     ) -> APNSErrorReason? {
         // A1
-        guard let authorization, authorization.hasPrefix("bearer "), authorization.count > 7 else {
+        guard let authorization, authorization.hasPrefix("bearer "), authorization.utf8.count > 7 else {
             return .missingProviderToken
         }
-        let jwt = String(authorization.dropFirst(7))
         let now = self.clock.now
+        let maximumAge = Double(self.verifier.maximumAge.components.seconds)
+        // The fast path: the token this connection used last time.
+        let repeated = self.connections.withLock { connections -> ConnectionState? in
+            guard let state = connections[connectionID], state.authorization == authorization else { return nil }
+            return state
+        }
+        if let state = repeated {
+            guard now.timeIntervalSince(state.issuedAt) <= maximumAge else { return .expiredProviderToken }
+            return self.keyRules(state.key, bundleID: bundleID, topicNotCoveredReason: topicNotCoveredReason)
+        }
+        let jwt = String(authorization.dropFirst(7))
         // A2, A4
         let verified: APNSVerifiedProviderToken
         if let cached = self.verified.withLock({ $0[jwt] }) {
-            guard now.timeIntervalSince(cached.issuedAt) <= Double(self.verifier.maximumAge.components.seconds) else {
-                return .expiredProviderToken
-            }
+            guard now.timeIntervalSince(cached.issuedAt) <= maximumAge else { return .expiredProviderToken }
             verified = cached
         } else {
             do {
@@ -109,23 +121,24 @@ public final class TokenAuthenticator: Sendable {
                 if state.teamID != verified.teamID { return .invalidProviderToken }
                 if state.keyID != verified.keyID { return .unrelatedKeyIDInToken }
             }
-            // A7
-            if let environment = key.environment, environment != self.environment { return self.badEnvironmentKeyReason }
-            // A8: a topic-specific key that does not cover the topic.
-            if let bundles = key.bundleIDs, !bundles.contains(bundleID) { return topicNotCoveredReason }
-            // A5
-            if var state = connections[connectionID] {
-                if state.jwt != jwt {
-                    if now.timeIntervalSince(state.changedAt) < Self.tokenUpdateInterval { return .tooManyProviderTokenUpdates }
-                    state.jwt = jwt
-                    state.changedAt = now
-                    connections[connectionID] = state
-                }
-            } else {
-                connections[connectionID] = ConnectionState(teamID: verified.teamID, keyID: verified.keyID, jwt: jwt, changedAt: now)
+            if let reason = self.keyRules(key, bundleID: bundleID, topicNotCoveredReason: topicNotCoveredReason) { return reason }
+            // A5: a new token on a bound connection.
+            if let state = connections[connectionID], now.timeIntervalSince(state.changedAt) < Self.tokenUpdateInterval {
+                return .tooManyProviderTokenUpdates
             }
+            connections[connectionID] = ConnectionState(
+                teamID: verified.teamID, keyID: verified.keyID, authorization: authorization, key: key,
+                issuedAt: verified.issuedAt, changedAt: now
+            )
             return nil
         }
+    }
+
+    /// A7 and A8's coverage rule for a verified key.
+    private func keyRules(_ key: LocalAPNsKey, bundleID: String, topicNotCoveredReason: APNSErrorReason) -> APNSErrorReason? {
+        if let environment = key.environment, environment != self.environment { return self.badEnvironmentKeyReason }
+        if let bundles = key.bundleIDs, !bundles.contains(bundleID) { return topicNotCoveredReason }
+        return nil
     }
 }
 

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs h2load (one connection, K streams) against a target and reads its figures.
+enum H2Load {
+    struct Result {
+        var requestsPerSecond: Double
+        var cpuMicroseconds: Double
+        var meanLatencyMilliseconds: Double
+        var succeeded: Int
+        var failed: Int
+    }
+
+    /// - Parameter headers: extra request headers (`name: value`), for example a provider token.
+    static func run(target: URL, requests: Int, inFlight: Int, headers: [String]) throws -> Result {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+        let before = Bench.microseconds(usage)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-body-\(getpid()).json")
+        try Data(#"{"aps":{"alert":{"title":"Benchmark","body":"Hello from ForgePush"}}}"#.utf8).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
+        process.arguments = [
+            "-n", String(requests), "-c", "1", "-m", String(inFlight), "-d", body.path,
+            "-H", "apns-push-type: alert", "-H", "apns-topic: com.example.forgepush",
+        ] + headers.flatMap { ["-H", $0] } + [target.absoluteString]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+        let cpu = Bench.microseconds(usage) - before
+        func number(after marker: String, in line: Substring) -> Double? {
+            guard let range = line.range(of: marker) else { return nil }
+            return Double(line[range.upperBound...].split(separator: " ").first ?? "")
+        }
+        var rate = 0.0, mean = 0.0, succeeded = 0, failed = 0
+        for line in output.split(separator: "\n") {
+            if line.hasPrefix("finished in"), let value = line.split(separator: ",").dropFirst().first?
+                .trimmingCharacters(in: .whitespaces).split(separator: " ").first {
+                rate = Double(value) ?? 0
+            }
+            if line.hasPrefix("requests:") {
+                succeeded = Int(number(after: "done, ", in: line) ?? 0)
+                failed = Int(number(after: "succeeded, ", in: line) ?? 0)
+                succeeded = Int(line.split(separator: ",").first(where: { $0.contains("succeeded") })?
+                    .trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "0") ?? 0
+            }
+            if line.hasPrefix("time for request:") {
+                let fields = line.dropFirst("time for request:".count).split(separator: " ")
+                if fields.count >= 3 { mean = Self.milliseconds(fromH2Load: String(fields[2])) }
+            }
+        }
+        guard rate > 0 else { throw ValidationError("h2load did not run: \(output)") }
+        return Result(requestsPerSecond: rate, cpuMicroseconds: cpu, meanLatencyMilliseconds: mean, succeeded: succeeded, failed: failed)
+    }
+
+    static func milliseconds(fromH2Load text: String) -> Double {
+        if text.hasSuffix("us") { return (Double(text.dropLast(2)) ?? 0) / 1000 }
+        if text.hasSuffix("ms") { return Double(text.dropLast(2)) ?? 0 }
+        if text.hasSuffix("s") { return (Double(text.dropLast(1)) ?? 0) * 1000 }
+        return 0
+    }
+}
