@@ -39,6 +39,11 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // The client's logging, metrics and graceful shutdown: the server ecosystem's standard APIs,
+        // small and free of SwiftNIO.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // MARK: C system libraries
@@ -79,7 +84,12 @@ let package = Package(
         // MARK: Client
         .target(
             name: "ForgeAPNs",
-            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
+            dependencies: [
+                "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -170,6 +180,14 @@ let package = Package(
         .testTarget(
             name: "ForgeLoopbackTests",
             dependencies: ["ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeAPNsTests",
+            dependencies: [
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,285 @@
+public import ForgeAPNsCore
+internal import ForgeCrypto
+internal import ForgeHTTP2
+internal import Logging
+internal import Metrics
+internal import ForgeSupport
+public import ServiceLifecycle
+
+/// Sends pushes to APNs over a pool of HTTP/2 connections: one provider token shared by the pool,
+/// reason-aware retries, replays of what the server never processed, and bulk sends with one
+/// verdict per token.
+///
+/// ```swift
+/// try await withAPNSClient(configuration: configuration) { client in
+///     let result = try await client.send(alert, to: token)
+/// }
+/// ```
+public final class APNSClient: Sendable {
+    /// The configuration it was made with.
+    public let configuration: Configuration
+    let transport: any APNSTransport
+    let tokens: APNSProviderTokenManager?
+    let logger: Logger
+    let metrics = ClientMetrics()
+    private let shutdownState = LockedBox(false)
+
+    /// Creates a client over a pool of connections to `configuration.environment`.
+    /// - Throws: ``APNSError`` of kind `invalidNotification` for a bad configuration (a refresh
+    ///   age outside 20-55 minutes, cleartext or an insecure mode for a non-loopback host).
+    public convenience init(configuration: Configuration) throws {
+        let http2 = try Self.http2Configuration(configuration)
+        let pool = ConnectionPool(
+            configuration: http2, connections: configuration.pool.connections,
+            maxStreams: configuration.pool.maxStreamsPerConnection, idleTimeout: configuration.timeouts.idle,
+            logger: configuration.logger
+        )
+        try self.init(configuration: configuration, transport: pool)
+    }
+
+    /// Creates a client over another transport, such as ``APNSInProcessTransport`` in unit tests.
+    public init(configuration: Configuration, transport: any APNSTransport) throws {
+        self.configuration = configuration
+        self.transport = transport
+        self.logger = configuration.logger
+        switch configuration.authentication.base {
+        case .jwt(let key, let keyID, let teamID, let refreshAge):
+            do {
+                self.tokens = try APNSProviderTokenManager(key: key, keyID: keyID, teamID: teamID, refreshAge: refreshAge,
+                                                           clock: configuration.clock)
+            } catch {
+                throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
+            }
+        case .certificatePEM, .pkcs12:
+            self.tokens = nil
+        }
+    }
+
+    static func http2Configuration(_ configuration: Configuration) throws -> HTTP2ClientConfiguration {
+        let environment = configuration.environment
+        let loopback = ["127.0.0.1", "::1", "localhost"].contains(environment.host) || environment.host.hasPrefix("127.")
+        var tls: HTTP2TLSConfiguration?
+        if configuration.tls.cleartextLoopbackOnly {
+            guard loopback else {
+                throw APNSError(kind: .invalidNotification, detail: "cleartext HTTP/2 is allowed for loopback hosts only, not \(environment.host)")
+            }
+            tls = nil
+        } else {
+            var options = HTTP2TLSConfiguration(
+                trustRoots: configuration.tls.caFile.map { .file($0) } ?? .system,
+                verification: configuration.tls.insecureLoopbackOnly ? .insecureLoopbackOnly : .full
+            )
+            switch configuration.authentication.base {
+            case .jwt: break
+            case .certificatePEM(let certificate, let key):
+                options.clientIdentity = .pem(certificateFile: certificate, privateKeyFile: key)
+            case .pkcs12(let path, let password):
+                options.clientIdentity = .pkcs12(path: path, password: password)
+            }
+            tls = options
+        }
+        return HTTP2ClientConfiguration(
+            host: environment.host, port: environment.port, tls: tls, connectTimeout: configuration.timeouts.connect,
+            pingInterval: configuration.timeouts.ping, pingTimeout: configuration.timeouts.ping,
+            maximumConcurrentStreams: configuration.pool.maxStreamsPerConnection
+        )
+    }
+
+    /// How many sends may usefully be in flight now: the pool's open streams.
+    public var window: Int { self.transport.window }
+
+    /// How many provider tokens were signed so far (one per refresh, never one per push).
+    public var providerTokenSignings: Int { self.tokens?.signingCount ?? 0 }
+
+    /// Closes every connection; sends in flight finish or fail within `gracePeriod`. Later sends
+    /// fail with ``APNSError/Kind/shutdown``.
+    public func shutdown(gracePeriod: Duration = .seconds(5)) async {
+        let first = self.shutdownState.withLock { closed -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        await self.transport.shutdown(gracePeriod: gracePeriod)
+        self.logger.debug("APNs client shut down")
+    }
+
+    // MARK: Sending
+
+    /// Sends any notification to a device token.
+    /// - Parameters:
+    ///   - deadline: when to give up, retries included; `configuration.timeouts.request` from now by default.
+    /// - Returns: the `apns-id` and `apns-unique-id` APNs answered.
+    /// - Throws: ``APNSError``: the rejection with status, reason and timestamp; or why nothing was accepted.
+    public func send(
+        _ notification: some APNSNotification, to token: DeviceToken, deadline: ContinuousClock.Instant? = nil
+    ) async throws(APNSError) -> APNSSendResult {
+        let prepared: APNSPreparedNotification
+        do {
+            prepared = try notification.prepared()
+        } catch {
+            throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
+        }
+        return try await self.send(prepared, to: token, deadline: deadline)
+    }
+
+    /// Sends an already prepared notification (encoded once, for many tokens).
+    public func send(
+        _ prepared: APNSPreparedNotification, to token: DeviceToken, deadline: ContinuousClock.Instant? = nil
+    ) async throws(APNSError) -> APNSSendResult {
+        try await self.execute(prepared.request(to: token), pushType: prepared.pushType, token: token.hexString,
+                               deadline: deadline ?? .now + self.configuration.timeouts.request)
+    }
+
+    /// Sends a broadcast to a channel (`/4/broadcasts/apps/<bundle id>`).
+    public func send<ContentState>(
+        _ broadcast: APNSBroadcastNotification<ContentState>, deadline: ContinuousClock.Instant? = nil
+    ) async throws(APNSError) -> APNSSendResult {
+        let prepared: APNSPreparedBroadcast
+        do throws(APNSValidationError) {
+            prepared = try broadcast.prepared()
+        } catch {
+            throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
+        }
+        return try await self.execute(prepared.request(), pushType: .liveactivity, token: nil,
+                                      deadline: deadline ?? .now + self.configuration.timeouts.request)
+    }
+
+    /// Sends one request with the retry policy. Everything goes through here.
+    func execute(
+        _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant
+    ) async throws(APNSError) -> APNSSendResult {
+        let policy = self.configuration.retry
+        var attempt = 0
+        var refreshed = false
+        var possiblyDelivered = false
+        let started = ContinuousClock.now
+        self.metrics.inFlight.increment()
+        defer { self.metrics.inFlight.decrement() }
+        while true {
+            attempt += 1
+            if self.shutdownState.withLock({ $0 }) {
+                throw APNSError(kind: .shutdown, attempts: attempt - 1, mayHaveBeenDelivered: possiblyDelivered, detail: "the client is shut down")
+            }
+            var headers: [HTTP2HeaderField] = []
+            headers.reserveCapacity(request.headers.count + 1)
+            var providerToken: APNSProviderToken?
+            if let tokens = self.tokens {
+                do {
+                    providerToken = try tokens.currentToken()
+                } catch {
+                    throw APNSError(kind: .credentials, attempts: attempt - 1, detail: "\(error)")
+                }
+                headers.append(HTTP2HeaderField("authorization", providerToken!.authorizationHeaderValue))
+            }
+            for header in request.headers { headers.append(HTTP2HeaderField(header.name, header.value)) }
+            let http2 = HTTP2Request(
+                method: request.method, authority: self.configuration.environment.authority, path: request.path,
+                headers: headers, body: request.body
+            )
+            var failure: APNSError
+            do {
+                let response = try await self.transport.send(http2, deadline: deadline)
+                let parsed = APNSResponse(status: response.status, headers: response.headers.lazy.map { (name: $0.name, value: $0.value) })
+                if (200..<300).contains(response.status) {
+                    let id = parsed.apnsID ?? parsed.apnsRequestID ?? ""
+                    self.metrics.accepted(pushType: pushType, latency: .now - started)
+                    return APNSSendResult(apnsID: id, apnsUniqueID: parsed.apnsUniqueID, attempts: attempt,
+                                          mayHaveBeenDeliveredTwice: possiblyDelivered)
+                }
+                let rejection = APNSErrorResponse(
+                    status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body
+                )
+                failure = APNSError(
+                    kind: .rejected, status: rejection.status, reason: rejection.reason, timestamp: rejection.timestamp,
+                    apnsID: rejection.apnsID ?? rejection.apnsRequestID, attempts: attempt, mayHaveBeenDelivered: false,
+                    detail: rejection.reason.rawValue
+                )
+                // One refresh and one retry for an expired provider token.
+                if rejection.reason == .expiredProviderToken, !refreshed, let tokens = self.tokens, let providerToken {
+                    refreshed = true
+                    _ = try? tokens.tokenAfterExpiredProviderToken(rejected: providerToken)
+                    self.metrics.tokenRefreshes.increment()
+                    self.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
+                    attempt -= 1  // the refresh's retry is not one of the policy's attempts
+                    continue
+                }
+                guard rejection.disposition == .retryLater else {
+                    self.metrics.rejected(pushType: pushType, reason: rejection.reason.rawValue, latency: .now - started)
+                    throw failure
+                }
+            } catch let error as HTTP2ClientError {
+                switch error.code {
+                case .deadlineExceeded:
+                    throw APNSError(kind: .deadlineExceeded, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered || error.mayHaveBeenProcessed,
+                                    detail: error.detail)
+                case .cancelled:
+                    throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered || error.mayHaveBeenProcessed)
+                case .shutdown:
+                    throw APNSError(kind: .shutdown, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered, detail: error.detail)
+                default:
+                    break
+                }
+                possiblyDelivered = possiblyDelivered || error.mayHaveBeenProcessed
+                failure = APNSError(kind: .transport, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered, detail: "\(error)")
+                if error.mayHaveBeenProcessed, !policy.retriesPossiblyDelivered {
+                    self.metrics.failed(pushType: pushType)
+                    throw failure
+                }
+            } catch let error as APNSError {
+                throw error  // a final rejection from the block above
+            } catch {
+                if Task.isCancelled { throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered) }
+                failure = APNSError(kind: .transport, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered, detail: "\(error)")
+            }
+            // Retry what the policy allows, within the deadline.
+            let wait = policy.backoff(retry: attempt)
+            guard attempt < policy.attempts, ContinuousClock.now + wait < deadline, !Task.isCancelled else {
+                if failure.kind == .rejected {
+                    self.metrics.rejected(pushType: pushType, reason: failure.reason?.rawValue ?? "", latency: .now - started)
+                } else {
+                    self.metrics.failed(pushType: pushType)
+                }
+                throw failure
+            }
+            self.metrics.retries.increment()
+            self.logger.debug("retrying", metadata: [
+                "apns.push_type": "\(pushType)", "apns.attempt": "\(attempt)", "apns.reason": "\(failure.reason?.rawValue ?? failure.kind.rawValue)",
+                "apns.token": "\(token.map(Self.abbreviate) ?? "-")",
+            ])
+            do {
+                try await Task.sleep(for: wait)
+            } catch {
+                throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered)
+            }
+        }
+    }
+
+    /// The first and last 4 hex digits of a token, for logs.
+    static func abbreviate(_ token: String) -> String {
+        token.count > 12 ? "\(token.prefix(4))…\(token.suffix(4))" : token
+    }
+}
+
+/// Runs `body` with a client and shuts it down on every path, thrown errors included.
+public func withAPNSClient<Result: Sendable>(
+    configuration: APNSClient.Configuration,
+    _ body: (APNSClient) async throws -> Result
+) async throws -> Result {
+    let client = try APNSClient(configuration: configuration)
+    do {
+        let result = try await body(client)
+        await client.shutdown()
+        return result
+    } catch {
+        await client.shutdown()
+        throw error
+    }
+}
+
+extension APNSClient: Service {
+    /// Runs until the service group shuts down gracefully, then closes the connections.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await self.shutdown()
+    }
+}

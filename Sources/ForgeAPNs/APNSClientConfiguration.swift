@@ -1,0 +1,176 @@
+public import ForgeAPNsCore
+public import ForgeCrypto
+public import Logging
+
+extension APNSClient {
+    /// Everything a client needs, with documented defaults. A value type: build one, pass it to
+    /// ``withAPNSClient(configuration:_:)`` or ``APNSClient/init(configuration:)``.
+    public struct Configuration: Sendable {
+        /// How the client proves who it is.
+        public var authentication: Authentication
+        /// Where pushes go: `.production`, `.sandbox`, or `.custom(host:port:)` (the local server).
+        public var environment: APNSEnvironment
+        /// TLS settings (trust, loopback-only insecure mode, cleartext for a local h2c server).
+        public var tls: TLS
+        /// Connect, request, idle and keep-alive times.
+        public var timeouts: Timeouts
+        /// How many connections, and how many streams each may use.
+        public var pool: Pool
+        /// Which failures are retried, how often and how far apart.
+        public var retry: RetryPolicy
+        /// Where the client logs (`apns.` metadata; never a key or a provider token).
+        public var logger: Logger
+        /// The clock provider tokens are dated by.
+        public var clock: any APNSWallClock
+
+        /// Creates a configuration; everything but the credentials and environment has a default.
+        public init(
+            authentication: Authentication,
+            environment: APNSEnvironment,
+            tls: TLS = TLS(),
+            timeouts: Timeouts = Timeouts(),
+            pool: Pool = Pool(),
+            retry: RetryPolicy = RetryPolicy(),
+            logger: Logger = Logger(label: "forgepush.apns"),
+            clock: any APNSWallClock = .system
+        ) {
+            self.authentication = authentication
+            self.environment = environment
+            self.tls = tls
+            self.timeouts = timeouts
+            self.pool = pool
+            self.retry = retry
+            self.logger = logger
+            self.clock = clock
+        }
+    }
+
+    /// Provider-token (JWT) or certificate authentication.
+    public struct Authentication: Sendable, CustomStringConvertible {
+        enum Base: Sendable {
+            case jwt(key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID, refreshAge: Duration)
+            case certificatePEM(certificateFile: String, privateKeyFile: String)
+            case pkcs12(path: String, password: String)
+        }
+
+        let base: Base
+
+        /// Token authentication with a `.p8` key. One token is shared by every connection and
+        /// renewed after `refreshAge` (20 to 55 minutes; 50 by default).
+        public static func jwt(
+            key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID, refreshAge: Duration = .seconds(50 * 60)
+        ) -> Authentication {
+            Authentication(base: .jwt(key: key, keyID: keyID, teamID: teamID, refreshAge: refreshAge))
+        }
+
+        /// Certificate authentication with PEM files.
+        public static func certificate(certificateFile: String, privateKeyFile: String) -> Authentication {
+            Authentication(base: .certificatePEM(certificateFile: certificateFile, privateKeyFile: privateKeyFile))
+        }
+
+        /// Certificate authentication with a PKCS#12 file.
+        public static func certificate(pkcs12Path: String, password: String) -> Authentication {
+            Authentication(base: .pkcs12(path: pkcs12Path, password: password))
+        }
+
+        /// Names the method and the key id, never the key or a password.
+        public var description: String {
+            switch self.base {
+            case .jwt(_, let keyID, let teamID, _): return "jwt(keyID: \(keyID), teamID: \(teamID))"
+            case .certificatePEM(let certificate, _): return "certificate(\(certificate))"
+            case .pkcs12(let path, _): return "certificate(pkcs12: \(path))"
+            }
+        }
+    }
+
+    /// TLS options. Verification is on unless ``insecureLoopbackOnly`` says otherwise.
+    public struct TLS: Sendable {
+        /// A PEM file of trusted roots, instead of the system's.
+        public var caFile: String?
+        /// Skip certificate checks, allowed only for 127.0.0.0/8 and ::1 (the local server).
+        public var insecureLoopbackOnly: Bool
+        /// Cleartext HTTP/2 (h2c), allowed only for loopback: a local server started with `--h2c`.
+        public var cleartextLoopbackOnly: Bool
+
+        /// Creates TLS options: system roots, full verification, TLS on.
+        public init(caFile: String? = nil, insecureLoopbackOnly: Bool = false, cleartextLoopbackOnly: Bool = false) {
+            self.caFile = caFile
+            self.insecureLoopbackOnly = insecureLoopbackOnly
+            self.cleartextLoopbackOnly = cleartextLoopbackOnly
+        }
+    }
+
+    /// Timeouts.
+    public struct Timeouts: Sendable {
+        /// TCP and TLS set-up of one connection (default 10 s).
+        public var connect: Duration
+        /// One send, retries included, when the caller gives no deadline (default 30 s).
+        public var request: Duration
+        /// A connection with nothing in flight for this long is closed (default 10 minutes; `nil`: never).
+        public var idle: Duration?
+        /// A PING after this much silence; no answer within it ends the connection (default 60 s).
+        public var ping: Duration
+
+        /// Creates timeouts with the defaults.
+        public init(connect: Duration = .seconds(10), request: Duration = .seconds(30), idle: Duration? = .seconds(600),
+                    ping: Duration = .seconds(60)) {
+            self.connect = connect
+            self.request = request
+            self.idle = idle
+            self.ping = ping
+        }
+    }
+
+    /// The connection pool.
+    public struct Pool: Sendable {
+        /// Connections to the endpoint (default 1; APNs asks for several for heavy load).
+        public var connections: Int
+        /// The most streams the client opens on one connection, below the server's limit (default 1000).
+        public var maxStreamsPerConnection: Int
+
+        /// Creates pool settings.
+        public init(connections: Int = 1, maxStreamsPerConnection: Int = 1000) {
+            self.connections = connections
+            self.maxStreamsPerConnection = maxStreamsPerConnection
+        }
+    }
+
+    /// Retries of `429 TooManyRequests`, `500` and `503`, and of sends whose connection died.
+    /// Permanent rejections (`BadDeviceToken`, `Unregistered`, `PayloadTooLarge`, …) are never
+    /// retried; requests the server never processed (refused streams, streams above a GOAWAY's
+    /// last stream id) are replayed on another connection without counting as an attempt.
+    public struct RetryPolicy: Sendable {
+        /// Attempts per push, the first included (default 3; 1 turns retries off).
+        public var attempts: Int
+        /// The first backoff (default 200 ms); each retry doubles it.
+        public var backoffBase: Duration
+        /// The longest backoff (default 10 s).
+        public var backoffCap: Duration
+        /// Randomizes each backoff between `(1 - jitter)` and 1 times its value (default 0.5).
+        public var jitter: Double
+        /// Whether a push whose connection died after sending it (so APNs may have delivered it)
+        /// is sent again (default `true`: at least once; its verdict says it may be a duplicate).
+        public var retriesPossiblyDelivered: Bool
+
+        /// Creates a policy with the defaults.
+        public init(attempts: Int = 3, backoffBase: Duration = .milliseconds(200), backoffCap: Duration = .seconds(10),
+                    jitter: Double = 0.5, retriesPossiblyDelivered: Bool = true) {
+            self.attempts = attempts
+            self.backoffBase = backoffBase
+            self.backoffCap = backoffCap
+            self.jitter = jitter
+            self.retriesPossiblyDelivered = retriesPossiblyDelivered
+        }
+
+        /// The wait before retry number `retry` (1-based).
+        func backoff(retry: Int) -> Duration {
+            let factor = Double(1 << min(max(retry - 1, 0), 20))
+            let base = Double(self.backoffBase.components.seconds) + Double(self.backoffBase.components.attoseconds) / 1e18
+            let cap = Double(self.backoffCap.components.seconds) + Double(self.backoffCap.components.attoseconds) / 1e18
+            let full = min(base * factor, cap)
+            let jitter = min(max(self.jitter, 0), 1)
+            let value = full * (1 - jitter * Double.random(in: 0...1))
+            return .nanoseconds(Int64(value * 1e9))
+        }
+    }
+}

@@ -1,0 +1,216 @@
+internal import ForgeHTTP2
+internal import ForgeSupport
+internal import Logging
+internal import Metrics
+
+/// A fixed number of connection slots to one endpoint. Connections open lazily, a new one only when
+/// the open ones are full; a connection that goes away (GOAWAY, dead PING, error) leaves its slot
+/// to be refilled, with exponential backoff after failed connects. Requests the server never
+/// processed are replayed on another connection here, so they never count as a retry.
+final class ConnectionPool: APNSTransport {
+    private struct Slot {
+        var connection: HTTP2Connection?
+        var connecting: Task<HTTP2Connection, any Error>?
+        var failures = 0
+        var retryAt: ContinuousClock.Instant?
+        var lastUsed = ContinuousClock.now
+    }
+
+    private struct State {
+        var slots: [Slot]
+        var closed = false
+    }
+
+    private enum Step {
+        case use(HTTP2Connection)
+        case wait(Task<HTTP2Connection, any Error>)
+        case sleep(until: ContinuousClock.Instant)
+    }
+
+    private let state: LockedBox<State>
+    private let configuration: HTTP2ClientConfiguration
+    private let maxStreams: Int
+    private let idleTimeout: Duration?
+    private let logger: Logger
+    private let connectionsGauge = Gauge(label: "apns_pool_connections")
+    private let replays = Counter(label: "apns_replays_total")
+
+    /// The most times one request is replayed after the server refused it unprocessed.
+    static let maximumReplays = 16
+
+    init(configuration: HTTP2ClientConfiguration, connections: Int, maxStreams: Int, idleTimeout: Duration?, logger: Logger) {
+        self.configuration = configuration
+        self.maxStreams = max(1, maxStreams)
+        self.idleTimeout = idleTimeout
+        self.logger = logger
+        self.state = LockedBox(State(slots: Array(repeating: Slot(), count: max(1, connections))))
+    }
+
+    var window: Int {
+        self.state.withLock { state in
+            var total = 0
+            for slot in state.slots {
+                if let connection = slot.connection, case .active = connection.state {
+                    total += min(Int(connection.peerMaxConcurrentStreams), self.maxStreams)
+                } else {
+                    total += 1  // an empty slot: one request opens it
+                }
+            }
+            return max(total, 1)
+        }
+    }
+
+    /// Open connections (for the pool gauge and tests).
+    var openConnections: Int {
+        self.state.withLock { state in
+            state.slots.filter { slot in
+                guard let connection = slot.connection, case .active = connection.state else { return false }
+                return true
+            }.count
+        }
+    }
+
+    func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant) async throws -> HTTP2Response {
+        var replayed = 0
+        while true {
+            let connection = try await self.acquire(deadline: deadline)
+            do {
+                return try await connection.send(request, deadline: deadline)
+            } catch let error as HTTP2ClientError {
+                if case .active = connection.state {} else { self.retire(connection) }
+                let replayable: Set<HTTP2ClientError.Code> = [.refusedStream, .goingAway, .connectionClosed, .peerUnresponsive]
+                guard !error.mayHaveBeenProcessed, replayable.contains(error.code), replayed < Self.maximumReplays,
+                    ContinuousClock.now < deadline, !Task.isCancelled
+                else { throw error }
+                replayed += 1
+                self.replays.increment()
+                self.logger.debug("replaying a request the server did not process", metadata: ["apns.transport_error": "\(error.code)"])
+            }
+        }
+    }
+
+    /// A connection with room for one more request, opening one if needed.
+    private func acquire(deadline: ContinuousClock.Instant) async throws -> HTTP2Connection {
+        while true {
+            try Task.checkCancellation()
+            let step = try self.state.withLock { state -> Step in
+                guard !state.closed else { throw HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the client is shut down") }
+                let now = ContinuousClock.now
+                var best: (index: Int, load: Double)?
+                var idleToClose: [HTTP2Connection] = []
+                for index in state.slots.indices {
+                    guard let connection = state.slots[index].connection else { continue }
+                    guard case .active = connection.state else {
+                        state.slots[index].connection = nil
+                        continue
+                    }
+                    let outstanding = connection.outstandingCount
+                    if let idle = self.idleTimeout, outstanding == 0, now - state.slots[index].lastUsed > idle {
+                        idleToClose.append(connection)
+                        state.slots[index].connection = nil
+                        continue
+                    }
+                    let limit = max(1, min(Int(connection.peerMaxConcurrentStreams), self.maxStreams))
+                    let load = Double(outstanding) / Double(limit)
+                    if best == nil || load < best!.load { best = (index, load) }
+                }
+                for connection in idleToClose { Task { await connection.close() } }
+                // Use the least loaded connection unless it is full and a slot is free to open another.
+                if let best, best.load < 1 || !state.slots.contains(where: { $0.connection == nil }) {
+                    state.slots[best.index].lastUsed = now
+                    return .use(state.slots[best.index].connection!)
+                }
+                if let connecting = state.slots.first(where: { $0.connecting != nil })?.connecting {
+                    return .wait(connecting)
+                }
+                guard let free = state.slots.firstIndex(where: { $0.connection == nil && $0.connecting == nil }) else {
+                    // Every slot is busy connecting or full: queue on the least loaded (the transport queues).
+                    if let best { return .use(state.slots[best.index].connection!) }
+                    throw HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: false, detail: "no connection available")
+                }
+                if let retryAt = state.slots[free].retryAt, retryAt > now {
+                    if let best { return .use(state.slots[best.index].connection!) }
+                    return .sleep(until: retryAt)
+                }
+                let task = Task { try await self.connect(slot: free) }
+                state.slots[free].connecting = task
+                return .wait(task)
+            }
+            switch step {
+            case .use(let connection):
+                return connection
+            case .wait(let task):
+                _ = try await task.value
+            case .sleep(let until):
+                guard until < deadline else {
+                    throw HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false, detail: "the endpoint is backing off after failed connects")
+                }
+                try await Task.sleep(until: until, clock: .continuous)
+            }
+        }
+    }
+
+    private func connect(slot index: Int) async throws -> HTTP2Connection {
+        do {
+            let connection = try await HTTP2Connection.connect(self.configuration)
+            let closed = self.state.withLock { state -> Bool in
+                state.slots[index].connecting = nil
+                if state.closed { return true }
+                state.slots[index].connection = connection
+                state.slots[index].failures = 0
+                state.slots[index].retryAt = nil
+                state.slots[index].lastUsed = .now
+                return false
+            }
+            if closed {
+                await connection.close()
+                throw HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the client is shut down")
+            }
+            self.connectionsGauge.record(self.openConnections)
+            self.logger.debug("connected", metadata: ["apns.endpoint": "\(connection.endpoint)"])
+            return connection
+        } catch {
+            let failures = self.state.withLock { state -> Int in
+                state.slots[index].connecting = nil
+                state.slots[index].failures += 1
+                let failures = state.slots[index].failures
+                // 100 ms, 200 ms, … up to 30 s between attempts on this slot.
+                let delay = Duration.milliseconds(min(100 << min(failures - 1, 9), 30_000))
+                state.slots[index].retryAt = .now + delay
+                return failures
+            }
+            self.logger.warning("connect failed", metadata: ["apns.error": "\(error)", "apns.failures": "\(failures)"])
+            throw error
+        }
+    }
+
+    private func retire(_ connection: HTTP2Connection) {
+        let removed = self.state.withLock { state -> Bool in
+            guard let index = state.slots.firstIndex(where: { $0.connection === connection }) else { return false }
+            state.slots[index].connection = nil
+            return true
+        }
+        if removed {
+            self.connectionsGauge.record(self.openConnections)
+            self.logger.debug("connection retired", metadata: ["apns.connection_state": "\(connection.state)"])
+            Task { await connection.close() }
+        }
+    }
+
+    func shutdown(gracePeriod: Duration) async {
+        let (connections, tasks) = self.state.withLock { state -> ([HTTP2Connection], [Task<HTTP2Connection, any Error>]) in
+            state.closed = true
+            let connections = state.slots.compactMap(\.connection)
+            let tasks = state.slots.compactMap(\.connecting)
+            for index in state.slots.indices {
+                state.slots[index].connection = nil
+            }
+            return (connections, tasks)
+        }
+        for task in tasks { task.cancel() }
+        await withTaskGroup(of: Void.self) { group in
+            for connection in connections { group.addTask { await connection.shutdown(gracePeriod: gracePeriod) } }
+        }
+        self.connectionsGauge.record(0)
+    }
+}

@@ -1,0 +1,157 @@
+import ForgeAPNs
+import ForgeAPNsCore
+import ForgeCrypto
+import ForgeHTTP2
+import ForgeLoopback
+import Foundation
+import Logging
+import Testing
+
+private struct Score: Codable, Sendable, Hashable {
+    var home: Int
+    var away: Int
+}
+
+@Suite("APNSClient against the local APNs server", .timeLimit(.minutes(1)))
+struct APNSClientTests {
+    @Test("Every push type is accepted end to end, with one provider token for all")
+    func everyPushType() async throws {
+        let loopback = try Loopback.start()
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            let device = token(0)
+            let now = Date()
+            var results: [APNSSendResult] = []
+            results.append(try await client.send(alert(), to: device))
+            results.append(try await client.send(APNSBackgroundNotification(topic: bundleID), to: device))
+            results.append(try await client.send(APNSLiveActivityNotification(
+                event: .update, contentState: Score(home: 1, away: 0), timestamp: now, topic: bundleID), to: device))
+            results.append(try await client.send(APNSLiveActivityStartNotification(
+                attributesType: "MatchAttributes", attributes: ["match": "final"], contentState: Score(home: 0, away: 0),
+                alert: APNSLiveActivityAlert(title: "Kick-off", body: "Live now"), timestamp: now, topic: bundleID), to: device))
+            results.append(try await client.send(APNSLiveActivityNotification(
+                event: .end(dismissalDate: now + 60), contentState: Score(home: 2, away: 1), timestamp: now + 1, topic: bundleID), to: device))
+            results.append(try await client.send(try APNSPayloadNotification.voip(["call": "1"], bundleID: bundleID), to: device))
+            results.append(try await client.send(try APNSPayloadNotification.complication(["c": 1], bundleID: bundleID), to: device))
+            results.append(try await client.send(try APNSPayloadNotification.fileProvider(["f": 1], bundleID: bundleID), to: device))
+            results.append(try await client.send(try APNSPayloadNotification.location(["l": 1], bundleID: bundleID), to: device))
+            results.append(try await client.send(try APNSPayloadNotification.pushToTalk(["p": 1], bundleID: bundleID), to: device))
+            results.append(try await client.send(APNSPayloadNotification.widgets(bundleID: bundleID), to: device))
+            results.append(try await client.send(APNSPayloadNotification.controls(bundleID: bundleID), to: device))
+            #expect(results.allSatisfy { !$0.apnsID.isEmpty && $0.apnsUniqueID != nil && $0.attempts == 1 })
+            #expect(client.providerTokenSignings == 1)
+        }
+        let types = loopback.server.accepted.map(\.pushType.rawValue)
+        #expect(types == ["alert", "background", "liveactivity", "liveactivity", "liveactivity", "voip", "complication",
+                          "fileprovider", "location", "pushtotalk", "widgets", "controls"])
+        #expect(loopback.server.accepted.allSatisfy { $0[header: "authorization"]?.hasPrefix("bearer ") == true })
+        await loopback.server.shutdown()
+    }
+
+    @Test("Permanent rejections are thrown at once with status, reason, timestamp and apns-id; never retried")
+    func permanentRejections() async throws {
+        let gone = token(9)
+        let when = Date(timeIntervalSince1970: 1_760_000_000.25)
+        let loopback = try Loopback.start(tokens: [
+            gone.hexString: LocalAPNsTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(when)),
+            token(8).hexString: LocalAPNsTokenRecord(bundleID: "com.other.app", environment: .sandbox),
+        ])
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            do {
+                _ = try await client.send(alert(), to: gone)
+                Issue.record("an unregistered token was accepted")
+            } catch let error as APNSError {
+                #expect(error.kind == .rejected && error.status == 410 && error.reason == .unregistered, "\(error)")
+                #expect(error.timestamp == when && error.attempts == 1 && error.apnsID != nil)
+                #expect(error.disposition == .dropToken)
+            }
+            do {
+                _ = try await client.send(alert(), to: token(8))
+                Issue.record("a token of another topic was accepted")
+            } catch let error as APNSError {
+                #expect(error.reason == .deviceTokenNotForTopic && error.attempts == 1)
+            }
+        }
+        await loopback.server.shutdown()
+    }
+
+    @Test("Bad input is refused before anything is sent")
+    func invalidNotification() async throws {
+        let loopback = try Loopback.start()
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            let big = APNSAlertNotification(alert: APNSAlert(title: String(repeating: "x", count: 5000)), topic: bundleID)
+            do {
+                _ = try await client.send(big, to: token(0))
+                Issue.record("an oversized payload was sent")
+            } catch let error as APNSError {
+                #expect(error.kind == .invalidNotification && error.detail.contains("4096"))
+            }
+        }
+        #expect(loopback.server.acceptedCount == 0)
+        await loopback.server.shutdown()
+    }
+
+    @Test("429, 500 and 503 are retried with backoff; the policy's attempts bound them")
+    func retries() async throws {
+        let loopback = try Loopback.start()
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            _ = try await client.send(alert(), to: token(0))
+            loopback.server.schedule(.respond(status: 503, reason: .serviceUnavailable))
+            loopback.server.schedule(.respond(status: 500, reason: .internalServerError), afterRequests: 1)
+            let recovered = try await client.send(alert(), to: token(0))
+            #expect(recovered.attempts == 3)
+            loopback.server.schedule(.respond(status: 429, reason: .tooManyRequests), count: 3)
+            do {
+                _ = try await client.send(alert(), to: token(0))
+                Issue.record("a 429 storm was accepted")
+            } catch let error as APNSError {
+                #expect(error.kind == .rejected && error.reason == .tooManyRequests && error.attempts == 3)
+            }
+        }
+        #expect(loopback.server.acceptedCount == 2)
+        await loopback.server.shutdown()
+    }
+
+    @Test("ExpiredProviderToken: one refresh, one retry, accepted; no token per request")
+    func expiredProviderToken() async throws {
+        // The server's clock runs 20 minutes ahead of the client's (node-apn #590): a 45-minute-old
+        // token is 65 minutes old to the server.
+        let clientClock = TestClock(Date(timeIntervalSince1970: 1_760_000_000))
+        let serverClock = TestClock(Date(timeIntervalSince1970: 1_760_000_000 + 20 * 60))
+        let loopback = try Loopback.start(serverClock: serverClock, clientClock: clientClock)
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            #expect(try await client.send(alert(), to: token(0)).attempts == 1)
+            #expect(try await client.send(alert(), to: token(1)).attempts == 1)
+            clientClock.advance(45 * 60)
+            serverClock.advance(45 * 60)
+            let result = try await client.send(alert(), to: token(2))
+            #expect(result.attempts == 1)
+            #expect(client.providerTokenSignings == 2)
+        }
+        #expect(loopback.server.acceptedCount == 3)
+        await loopback.server.shutdown()
+    }
+
+    @Test("The in-process transport answers without sockets")
+    func inProcess() async throws {
+        let configuration = APNSClient.Configuration(
+            authentication: .jwt(key: signingKey, keyID: keyID, teamID: teamID), environment: .sandbox
+        )
+        let seen = LockedPaths()
+        let client = try APNSClient(configuration: configuration, transport: APNSInProcessTransport { request in
+            seen.append(request.path)
+            return HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "00000000-0000-0000-0000-000000000001")])
+        })
+        let result = try await client.send(alert(), to: token(3))
+        #expect(result.apnsID == "00000000-0000-0000-0000-000000000001")
+        #expect(seen.paths == ["/3/device/" + token(3).hexString])
+        await client.shutdown()
+    }
+}
+
+final class LockedPaths: @unchecked Sendable {
+    // @unchecked Sendable: `values` is only touched under `lock`.
+    private let lock = NSLock()
+    private var values: [String] = []
+    func append(_ path: String) { self.lock.withLock { self.values.append(path) } }
+    var paths: [String] { self.lock.withLock { self.values } }
+}
