@@ -99,7 +99,7 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     public enum NotShownReason: Hashable, Sendable, CustomStringConvertible {
         /// The user denied notifications; the app and the provider get no error.
         case notAuthorized
-        /// The payload has no alert, sound or badge.
+        /// The payload has no alert (a sound or badge alone, or a push with nothing for the user).
         case nothingToShow
         /// In the foreground, the app's will-present decision was none.
         case suppressedInForeground
@@ -107,7 +107,7 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
         public var description: String {
             switch self {
             case .notAuthorized: return "not authorized (no error is reported)"
-            case .nothingToShow: return "nothing to show"
+            case .nothingToShow: return "no alert to show"
             case .suppressedInForeground: return "the app presented it with no options"
             }
         }

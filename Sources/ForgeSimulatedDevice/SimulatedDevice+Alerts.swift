@@ -10,11 +10,12 @@ extension SimulatedDevice {
         var expired: Bool
     }
 
-    /// An alert (or sound / badge) push: authorization, service extension, attachments, then shown.
+    /// An alert push: authorization, service extension, attachments, then shown. A push with only a
+    /// sound or a badge shows nothing (recorded as such; the sound and badge are not simulated).
     func deliverAlert(_ push: DevicePush, payload: JSONValue, to app: SimulatedApp) async {
         let identifier = push.notificationIdentifier
         let aps = payload["aps"]
-        guard aps?["alert"] != nil || aps?["sound"] != nil || aps?["badge"] != nil else {
+        guard aps?["alert"] != nil else {
             self.record(.notShown(bundleID: app.bundleID, identifier: identifier, reason: .nothingToShow))
             return
         }

@@ -18,6 +18,9 @@ internal import ForgeSupport
 ///   notifications;
 /// - a `liveactivity` push starts (push-to-start token), updates or ends a ``LiveActivity``.
 ///
+/// An alert that also has `content-available: 1` is shown; the background launch iOS may add for
+/// it is not simulated.
+///
 /// Simulated user actions (``tap(_:in:)``, ``dismiss(_:in:)``, ``perform(action:userText:on:in:)``)
 /// produce responses for the app's `VisiblePushRouter`, after the launch path for an app that is
 /// not running.
@@ -127,6 +130,9 @@ public final class SimulatedDevice: Sendable {
     /// Receives one push the server accepted and follows it through, as iOS would; returns when the
     /// device is done with it (for a service extension or a background push, once it completed or
     /// its time ran out).
+    ///
+    /// - Important: With the default 30 s limits this can take up to 30 s for an app that never
+    ///   completes; a server should answer its client first and deliver afterwards.
     public func deliver(_ push: DevicePush) async {
         self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
         self.refreshLiveActivities()

@@ -12,7 +12,6 @@ final class Timeline: Sendable {
         var entries: [TimelineEntry] = []
         var nextWaiterID = 0
         var waiters: [Int: Waiter] = [:]
-        var cancelledWaiters: Set<Int> = []
         var nextStreamID = 0
         var streams: [Int: AsyncStream<TimelineEntry>.Continuation] = [:]
     }
@@ -44,11 +43,14 @@ final class Timeline: Sendable {
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
+        // Set under the state lock by the cancellation handler, so that one that runs before the
+        // waiter is registered still ends the wait. Lock order: `state`, then `cancelled`.
+        let cancelled = LockedBox(false)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resume = self.state.withLock { state -> TimelineEntry?? in
                     if let entry = state.entries.first(where: { predicate($0.event) }) { return .some(entry) }
-                    if state.cancelledWaiters.remove(id) != nil { return .some(nil) }
+                    if cancelled.withLock({ $0 }) { return .some(nil) }
                     state.waiters[id] = Waiter(predicate: predicate, continuation: continuation)
                     return .none
                 }
@@ -56,11 +58,8 @@ final class Timeline: Sendable {
             }
         } onCancel: {
             let waiter = self.state.withLock { state -> Waiter? in
-                guard let waiter = state.waiters.removeValue(forKey: id) else {
-                    state.cancelledWaiters.insert(id)
-                    return nil
-                }
-                return waiter
+                cancelled.withLock { $0 = true }
+                return state.waiters.removeValue(forKey: id)
             }
             waiter?.continuation.resume(returning: nil)
         }

@@ -145,6 +145,18 @@ struct AlertDeliveryTests {
         #expect(device.notificationList(for: Fixture.bundleID).map(\.request.identifier) == ["U-3"])
     }
 
+    @Test("a push without an alert (badge only, or content-available without a background flag) shows nothing")
+    func nothingToShow() async {
+        let device = Fixture.device()
+        device.install(Fixture.app())
+        await device.deliver(Fixture.push(#"{"aps":{"badge":3}}"#, apnsID: "N-1"))
+        await device.deliver(Fixture.push(#"{"aps":{"content-available":0},"type":"x"}"#, apnsID: "N-2"))
+
+        #expect(device.events.contains(.notShown(bundleID: Fixture.bundleID, identifier: "N-1", reason: .nothingToShow)))
+        #expect(device.events.contains(.notShown(bundleID: Fixture.bundleID, identifier: "N-2", reason: .nothingToShow)))
+        #expect(device.notificationList(for: Fixture.bundleID).isEmpty)
+    }
+
     @Test("a payload that is not JSON is dropped with the reason")
     func invalidPayload() async {
         let device = Fixture.device()
