@@ -1,1 +1,192 @@
-// The simulated device: see docs in SimulatedDevice's type comment once it lands.
+public import ForgeNotificationTypes
+internal import struct Foundation.Date
+internal import ForgeSupport
+
+/// An iPhone for loopback tests: installed apps receive what the local APNs server accepted and
+/// react as iOS would, and every step lands in a timeline.
+///
+/// ## Overview
+/// The loopback wiring turns each accepted request into a ``DevicePush`` and calls
+/// ``deliver(_:)``. The device finds the app that owns the token and follows iOS:
+/// - a background push (`content-available: 1`, no alert, sound or badge) goes to the app's
+///   `SilentPushRouter`, unless the app was force-quit; the completion result, or a budget violation
+///   when the completion handler is not called in time, is recorded;
+/// - an alert with `mutable-content: 1` goes through the app's ``ServiceExtension`` first, then
+///   attachments whose files are gone are dropped, then it is shown: in the foreground by the app's
+///   will-present decision, otherwise in the notification list, replacing a notification with the
+///   same identifier (`apns-collapse-id`, else `apns-id`); nothing is shown when the user denied
+///   notifications;
+/// - a `liveactivity` push starts (push-to-start token), updates or ends a ``LiveActivity``.
+///
+/// An alert that also has `content-available: 1` is shown; the background launch iOS may add for
+/// it is not simulated.
+///
+/// Simulated user actions (``tap(_:in:)``, ``dismiss(_:in:)``, ``perform(action:userText:on:in:)``)
+/// produce responses for the app's `VisiblePushRouter`, after the launch path for an app that is
+/// not running.
+///
+/// ## Determinism
+/// Dates come from the injected ``DeviceClock``. Time limits (the service extension's and the
+/// background budget) run on real timers only when configured; with `nil` limits, tests end the
+/// pending work with ``expireServiceExtensions()`` and ``expireBackgroundBudgets()``, the path iOS
+/// takes when time runs out. ``awaitEvent(timeout:where:)`` waits for an event without sleeping.
+public final class SimulatedDevice: Sendable {
+    struct Shown {
+        var notification: DeliveredNotification
+        var inList: Bool
+    }
+
+    struct State {
+        var apps: [SimulatedApp] = []
+        var shown: [String: [Shown]] = [:]
+        var activities: [LiveActivity] = []
+        var activityTokens = TokenGenerator()
+    }
+
+    /// The device's clock.
+    public let clock: any DeviceClock
+    /// How long an app may take to call the background completion handler; `nil` means only
+    /// ``expireBackgroundBudgets()`` ends the wait.
+    public let backgroundBudget: Duration?
+    let recorder = Timeline()
+    let serviceExtensions = ExpiryRegistry()
+    let backgroundBudgets = ExpiryRegistry()
+    let state = LockedBox(State())
+
+    /// Creates a device with no apps.
+    /// - Parameters:
+    ///   - clock: the wall clock for event dates and Live Activity dates.
+    ///   - backgroundBudget: the time to call the background completion handler; 30 s as on iOS;
+    ///     `nil` for a manual trigger only.
+    public init(clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30)) {
+        self.clock = clock
+        self.backgroundBudget = backgroundBudget
+    }
+
+    // MARK: Apps
+
+    /// Installs `app` (replacing an app with the same bundle identifier).
+    public func install(_ app: SimulatedApp) {
+        self.state.withLock { state in
+            state.apps.removeAll { $0.bundleID == app.bundleID }
+            state.apps.append(app)
+        }
+    }
+
+    /// The installed app with `bundleID`.
+    public func app(_ bundleID: String) -> SimulatedApp? {
+        self.state.withLock { $0.apps.first { $0.bundleID == bundleID } }
+    }
+
+    /// The installed apps, in installation order.
+    public var apps: [SimulatedApp] { self.state.withLock { $0.apps } }
+
+    /// The notifications in `bundleID`'s notification list (notification centre), oldest first.
+    public func notificationList(for bundleID: String) -> [DeliveredNotification] {
+        self.state.withLock { $0.shown[bundleID, default: []].filter(\.inList).map(\.notification) }
+    }
+
+    // MARK: Timeline
+
+    /// Every event so far, oldest first.
+    public var timeline: [TimelineEntry] { self.recorder.entries }
+
+    /// The timeline's one-line descriptions, oldest first (what the demo prints).
+    public var timelineDescription: [String] { self.recorder.entries.map(\.description) }
+
+    /// The events recorded from now on, as they happen.
+    public func events() -> AsyncStream<TimelineEntry> { self.recorder.stream() }
+
+    /// The first event, already recorded or still to come, for which `predicate` is true.
+    /// - Parameters:
+    ///   - timeout: how long to wait at most (a safety net: a deterministic test never reaches it).
+    ///   - predicate: picks the event.
+    /// - Throws: ``SimulatedDeviceError/timedOut`` when no such event comes in time or the task is cancelled.
+    @discardableResult
+    public func awaitEvent(
+        timeout: Duration = .seconds(10),
+        where predicate: @escaping @Sendable (DeviceEvent) -> Bool
+    ) async throws(SimulatedDeviceError) -> TimelineEntry {
+        let entry = await withTaskGroup(of: TimelineEntry?.self) { group in
+            group.addTask { await self.recorder.first(where: predicate) }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let entry else { throw SimulatedDeviceError.timedOut.with("no matching event within \(timeout)") }
+        return entry
+    }
+
+    func record(_ event: DeviceEvent) {
+        self.recorder.record(event, date: self.clock.now)
+    }
+
+    // MARK: Delivery
+
+    /// Receives one push the server accepted and follows it through, as iOS would; returns when the
+    /// device is done with it (for a service extension or a background push, once it completed or
+    /// its time ran out).
+    ///
+    /// - Important: With the default 30 s limits this can take up to 30 s for an app that never
+    ///   completes; a server should answer its client first and deliver afterwards.
+    public func deliver(_ push: DevicePush) async {
+        self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
+        self.refreshLiveActivities()
+        let payload: JSONValue
+        do {
+            payload = try JSONValue(parsing: push.payload)
+        } catch {
+            self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: error.description))
+            return
+        }
+        guard payload.objectValue != nil else {
+            self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not a JSON object"))
+            return
+        }
+        if push.pushType == "liveactivity" {
+            self.deliverLiveActivity(push, payload: payload)
+            return
+        }
+        guard let app = self.app(owningDeviceToken: push.token, environment: push.environment) else {
+            self.record(.droppedUnknownToken(apnsID: push.apnsID, token: push.token))
+            return
+        }
+        if Self.isBackground(payload) {
+            await self.deliverBackground(push, payload: payload, to: app)
+        } else {
+            await self.deliverAlert(push, payload: payload, to: app)
+        }
+    }
+
+    /// Runs the time-will-expire path of every service extension still running: each delivers its
+    /// best-attempt content.
+    /// - Returns: how many were running.
+    @discardableResult
+    public func expireServiceExtensions() -> Int { self.serviceExtensions.expireAll() }
+
+    /// Ends the background time of every app that has not called its completion handler yet: each
+    /// is recorded as a budget violation.
+    /// - Returns: how many were waiting.
+    @discardableResult
+    public func expireBackgroundBudgets() -> Int { self.backgroundBudgets.expireAll() }
+
+    /// How many service extensions are running.
+    public var runningServiceExtensions: Int { self.serviceExtensions.count }
+
+    /// How many background pushes wait for their completion handler.
+    public var pendingBackgroundPushes: Int { self.backgroundBudgets.count }
+
+    /// Whether `payload` is a background push: `content-available: 1` and no alert, sound or badge.
+    static func isBackground(_ payload: JSONValue) -> Bool {
+        guard let aps = payload["aps"], aps["content-available"]?.intValue == 1 else { return false }
+        return aps["alert"] == nil && aps["sound"] == nil && aps["badge"] == nil
+    }
+
+    private func app(owningDeviceToken token: String, environment: DeviceEnvironment?) -> SimulatedApp? {
+        self.state.withLock { $0.apps.first { $0.ownsDeviceToken(token, environment: environment) } }
+    }
+}

@@ -1,0 +1,85 @@
+/// Where an app is in its life cycle (`UIApplication.State`, plus not running).
+public enum AppState: Hashable, Sendable, CustomStringConvertible {
+    /// On screen: alerts go to the will-present decision.
+    case foreground
+    /// Running but not on screen.
+    case background
+    /// Not running (never launched, terminated by the system, or force-quit).
+    case notRunning
+
+    public var description: String {
+        switch self {
+        case .foreground: return "foreground"
+        case .background: return "background"
+        case .notRunning: return "not running"
+        }
+    }
+}
+
+/// Whether the user allowed the app's notifications.
+public enum NotificationAuthorization: Hashable, Sendable {
+    /// Alerts are shown.
+    case granted
+    /// Alerts are silently not shown: no error reaches the app or the provider.
+    case denied
+}
+
+/// How a notification arriving in the foreground is presented (`UNNotificationPresentationOptions`).
+public struct PresentationOptions: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int
+
+    /// Creates options from their raw value.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Show a banner.
+    public static let banner = PresentationOptions(rawValue: 1 << 0)
+    /// Play the sound.
+    public static let sound = PresentationOptions(rawValue: 1 << 1)
+    /// Set the badge.
+    public static let badge = PresentationOptions(rawValue: 1 << 2)
+    /// Put the notification in the notification list.
+    public static let list = PresentationOptions(rawValue: 1 << 3)
+
+    public var description: String {
+        let names = [(Self.banner, "banner"), (Self.sound, "sound"), (Self.badge, "badge"), (Self.list, "list")]
+            .filter { self.contains($0.0) }.map(\.1)
+        return names.isEmpty ? "none" : names.joined(separator: "+")
+    }
+}
+
+/// An action button of a notification category (`UNNotificationAction` / `UNTextInputNotificationAction`).
+public struct NotificationCategoryAction: Hashable, Sendable {
+    /// The action's identifier, reported in the response.
+    public var identifier: String
+    /// The button's title.
+    public var title: String
+    /// Whether the action asks for text (a text-input action); its response carries `userText`.
+    public var isTextInput: Bool
+    /// Whether the action brings the app to the foreground (`.foreground` option).
+    public var opensApp: Bool
+
+    /// Creates an action.
+    public init(identifier: String, title: String, isTextInput: Bool = false, opensApp: Bool = false) {
+        self.identifier = identifier
+        self.title = title
+        self.isTextInput = isTextInput
+        self.opensApp = opensApp
+    }
+}
+
+/// A notification category an app registered (`UNNotificationCategory`).
+public struct NotificationCategory: Hashable, Sendable {
+    /// The identifier payloads name in `aps.category`.
+    public var identifier: String
+    /// The action buttons.
+    public var actions: [NotificationCategoryAction]
+    /// Whether dismissing the notification sends the app a response (`.customDismissAction`).
+    public var sendsDismissAction: Bool
+
+    /// Creates a category.
+    public init(identifier: String, actions: [NotificationCategoryAction] = [], sendsDismissAction: Bool = false) {
+        self.identifier = identifier
+        self.actions = actions
+        self.sendsDismissAction = sendsDismissAction
+    }
+}

@@ -1,0 +1,205 @@
+internal import ForgeNotificationTypes
+internal import ForgeSupport
+internal import Foundation
+
+extension SimulatedDevice {
+    /// The Live Activities on the device (stale and dismissal dates checked against the clock first).
+    public var liveActivities: [LiveActivity] {
+        self.refreshLiveActivities()
+        return self.state.withLock { $0.activities }
+    }
+
+    /// The Live Activity with `id`, if any.
+    public func liveActivity(_ id: String) -> LiveActivity? {
+        self.liveActivities.first { $0.id == id }
+    }
+
+    /// Checks the activities against the device clock: an active activity whose stale date has
+    /// passed becomes stale, an ended one whose dismissal date has passed is dismissed. The device
+    /// does this on every push and every read; a test that moved its clock may call it directly.
+    public func refreshLiveActivities() {
+        let now = self.clock.now
+        let events = self.state.withLock { state -> [DeviceEvent] in
+            var events: [DeviceEvent] = []
+            for index in state.activities.indices {
+                let activity = state.activities[index]
+                if activity.phase == .active, let stale = activity.current?.staleDate, now >= stale {
+                    state.activities[index].phase = .stale
+                    events.append(.liveActivityBecameStale(activityID: activity.id))
+                }
+                if activity.phase == .ended, let dismissal = activity.dismissalDate, now >= dismissal {
+                    state.activities[index].phase = .dismissed
+                    events.append(.liveActivityDismissed(activityID: activity.id))
+                }
+            }
+            return events
+        }
+        events.forEach { self.record($0) }
+    }
+
+    /// A `liveactivity` push: start by push-to-start token, update or end by activity token.
+    ///
+    /// - An update whose `timestamp` is older than the last applied one is ignored; one with the
+    ///   same timestamp is applied (timestamps have one-second resolution, so two updates sent within
+    ///   a second both count, in arrival order).
+    /// - Pushes after `end` are ignored.
+    /// - A content state that does not decode as the activity type's `ContentState` is rejected.
+    func deliverLiveActivity(_ push: DevicePush, payload: JSONValue) {
+        let aps = payload["aps"]
+        guard let event = aps?["event"]?.stringValue, ["start", "update", "end"].contains(event) else {
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.event is not start, update or end"))
+            return
+        }
+        guard let seconds = aps?["timestamp"]?.doubleValue else {
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.timestamp is missing"))
+            return
+        }
+        let timestamp = Date(timeIntervalSince1970: seconds)
+        if let app = self.apps.first(where: { $0.pushToStartToken == push.token }) {
+            guard event == "start" else {
+                self.record(
+                    .liveActivityPushRejected(apnsID: push.apnsID, reason: "\(event) sent to a push-to-start token")
+                )
+                return
+            }
+            self.start(push, aps: aps, timestamp: timestamp, app: app)
+        } else if let activity = self.state.withLock({ $0.activities.first { $0.updateToken == push.token } }) {
+            guard event != "start" else {
+                self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "start sent to an activity token"))
+                return
+            }
+            self.apply(push, event: event, aps: aps, timestamp: timestamp, to: activity)
+        } else {
+            self.record(.droppedUnknownToken(apnsID: push.apnsID, token: push.token))
+            return
+        }
+        self.refreshLiveActivities()
+    }
+
+    private func start(_ push: DevicePush, aps: JSONValue?, timestamp: Date, app: SimulatedApp) {
+        guard let typeName = aps?["attributes-type"]?.stringValue else {
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.attributes-type is missing"))
+            return
+        }
+        guard let type = app.activityType(named: typeName) else {
+            self.record(
+                .liveActivityPushRejected(apnsID: push.apnsID, reason: "\(app.bundleID) has no activity type \(typeName)")
+            )
+            return
+        }
+        guard let attributes = aps?["attributes"], attributes.objectValue != nil else {
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.attributes is missing"))
+            return
+        }
+        do {
+            try type.decodeAttributes(attributes.jsonData)
+        } catch {
+            self.record(
+                .liveActivityPushRejected(
+                    apnsID: push.apnsID, reason: "attributes do not decode as \(typeName)'s attributes: \(error)"
+                )
+            )
+            return
+        }
+        guard let contentState = self.decodedContentState(aps, type: type, push: push, required: true) else { return }
+        let state = Self.state(event: "start", aps: aps, timestamp: timestamp, contentState: contentState)
+        let activity = self.state.withLock { deviceState in
+            let (id, token) = deviceState.activityTokens.next()
+            let activity = LiveActivity(
+                id: id, bundleID: app.bundleID, attributesType: typeName, attributes: attributes, updateToken: token,
+                phase: .active, dismissalDate: nil, history: [state]
+            )
+            deviceState.activities.append(activity)
+            return activity
+        }
+        self.record(
+            .liveActivityStarted(
+                activityID: activity.id, bundleID: app.bundleID, attributesType: typeName, updateToken: activity.updateToken
+            )
+        )
+    }
+
+    private func apply(_ push: DevicePush, event: String, aps: JSONValue?, timestamp: Date, to activity: LiveActivity) {
+        guard activity.phase != .ended, activity.phase != .dismissed else {
+            self.record(.liveActivityPushIgnored(activityID: activity.id, reason: "the activity has ended"))
+            return
+        }
+        if let last = activity.current?.timestamp, timestamp < last {
+            self.record(
+                .liveActivityPushIgnored(
+                    activityID: activity.id,
+                    reason: "timestamp \(Int(seconds: timestamp)) is older than the last applied \(Int(seconds: last))"
+                )
+            )
+            return
+        }
+        guard let app = self.app(activity.bundleID), let type = app.activityType(named: activity.attributesType) else {
+            self.record(
+                .liveActivityPushRejected(
+                    apnsID: push.apnsID, reason: "\(activity.bundleID) no longer has activity type \(activity.attributesType)"
+                )
+            )
+            return
+        }
+        // An end push may leave the content state out: the last one stays.
+        let required = event == "update"
+        guard let decoded = self.decodedContentState(aps, type: type, push: push, required: required) else { return }
+        let contentState = decoded == .null ? (activity.current?.contentState ?? .null) : decoded
+        let state = Self.state(event: event, aps: aps, timestamp: timestamp, contentState: contentState)
+        let dismissalDate = aps?["dismissal-date"]?.doubleValue.map { Date(timeIntervalSince1970: $0) }
+        self.state.withLock { deviceState in
+            guard let index = deviceState.activities.firstIndex(where: { $0.id == activity.id }) else { return }
+            deviceState.activities[index].history.append(state)
+            if event == "end" {
+                deviceState.activities[index].phase = .ended
+                deviceState.activities[index].dismissalDate = dismissalDate
+            } else {
+                deviceState.activities[index].phase = .active
+            }
+        }
+        if event == "end" {
+            self.record(.liveActivityEnded(activityID: activity.id, dismissalDate: dismissalDate))
+        } else {
+            self.record(.liveActivityUpdated(activityID: activity.id, timestamp: timestamp))
+        }
+    }
+
+    /// The push's content state once it decodes as the type's `ContentState`; `.null` when absent
+    /// and not required; `nil` (and a rejection recorded) otherwise.
+    private func decodedContentState(
+        _ aps: JSONValue?, type: LiveActivityType, push: DevicePush, required: Bool
+    ) -> JSONValue? {
+        guard let contentState = aps?["content-state"] else {
+            if required {
+                self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.content-state is missing"))
+                return nil
+            }
+            return .null
+        }
+        do {
+            try type.decodeContentState(contentState.jsonData)
+            return contentState
+        } catch {
+            self.record(
+                .liveActivityPushRejected(
+                    apnsID: push.apnsID,
+                    reason: "content-state does not decode as \(type.attributesType).ContentState: \(error)"
+                )
+            )
+            return nil
+        }
+    }
+
+    private static func state(event: String, aps: JSONValue?, timestamp: Date, contentState: JSONValue) -> LiveActivityState {
+        LiveActivityState(
+            event: event, timestamp: timestamp, contentState: contentState,
+            staleDate: aps?["stale-date"]?.doubleValue.map { Date(timeIntervalSince1970: $0) },
+            relevanceScore: aps?["relevance-score"]?.doubleValue, alert: aps?["alert"]
+        )
+    }
+}
+
+extension Int {
+    /// Whole seconds since 1970, for messages.
+    fileprivate init(seconds date: Date) { self.init(date.timeIntervalSince1970.rounded(.down)) }
+}

@@ -1,0 +1,146 @@
+import ForgeNotificationTypes
+import ForgeSilentPush
+import ForgeSimulatedDevice
+import ForgeVisiblePush
+import Foundation
+
+/// Shared values and builders for the device tests.
+enum Fixture {
+    static let start = Date(timeIntervalSince1970: 1_700_000_000)
+    static let bundleID = "com.example.tasks"
+    static let sandboxToken = String(repeating: "ab", count: 32)
+    static let productionToken = String(repeating: "cd", count: 32)
+    static let pushToStartToken = String(repeating: "5a", count: 32)
+
+    /// A device on a manual clock, with no real-time limits (expiry is triggered by hand).
+    static func device(clock: ManualDeviceClock = ManualDeviceClock(now: start)) -> SimulatedDevice {
+        SimulatedDevice(clock: clock, backgroundBudget: nil)
+    }
+
+    /// An app with both tokens.
+    static func app(
+        state: AppState = .background,
+        authorization: NotificationAuthorization = .granted,
+        categories: [NotificationCategory] = [],
+        serviceExtension: ServiceExtension? = nil,
+        isDelegateSetBeforeLaunch: Bool = true,
+        foregroundPresentation: PresentationOptions = [.banner, .sound, .list]
+    ) -> SimulatedApp {
+        SimulatedApp(
+            bundleID: bundleID, deviceTokens: [.sandbox: sandboxToken, .production: productionToken], state: state,
+            authorization: authorization, categories: categories, serviceExtension: serviceExtension,
+            isDelegateSetBeforeLaunch: isDelegateSetBeforeLaunch, pushToStartToken: pushToStartToken,
+            activityTypes: [
+                LiveActivityType(
+                    attributesType: "PizzaDeliveryAttributes", attributes: PizzaAttributes.self,
+                    contentState: PizzaAttributes.ContentState.self
+                )
+            ],
+            foregroundPresentation: foregroundPresentation
+        )
+    }
+
+    /// A push of `json` to `token`.
+    static func push(
+        _ json: String, token: String = sandboxToken, pushType: String? = nil, apnsID: String, collapseID: String? = nil,
+        environment: DeviceEnvironment? = nil
+    ) -> DevicePush {
+        DevicePush(
+            token: token, pushType: pushType, payload: Array(json.utf8), apnsID: apnsID, collapseID: collapseID,
+            environment: environment, date: start
+        )
+    }
+}
+
+/// The seed guide's Live Activity attributes.
+struct PizzaAttributes: Decodable, Sendable {
+    struct ContentState: Decodable, Sendable {
+        var status: String
+        var eta: Int
+    }
+
+    var pizzaName: String
+}
+
+extension SimulatedDevice {
+    /// The events so far, without dates.
+    var events: [DeviceEvent] { self.timeline.map(\.event) }
+}
+
+/// A value behind a lock, for handlers that record what they saw.
+final class Locked<Value>: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result { self.lock.withLock { body(&self.value) } }
+
+    var current: Value { self.withLock { $0 } }
+}
+
+/// A visible handler that records every response it handles.
+struct ResponseRecorder: VisiblePushHandler {
+    let id: String
+    let responses = Locked<[NotificationResponse]>([])
+
+    func matches(_ response: NotificationResponse) -> Bool { true }
+
+    func handle(_ response: NotificationResponse, context: VisiblePushContext) async {
+        self.responses.withLock { $0.append(response) }
+    }
+}
+
+/// A silent handler that records payloads and returns a fixed result.
+struct SilentRecorder: SilentPushHandler {
+    let id: String
+    let result: SilentPushResult
+    let payloads = Locked<[JSONValue]>([])
+
+    func matchesPayload(_ payload: JSONValue) -> Bool { payload["type"]?.stringValue == "task_sync" }
+
+    func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
+        self.payloads.withLock { $0.append(payload) }
+        return self.result
+    }
+}
+
+/// Blocks its waiters until opened: a handler that "never completes" until the test releases it.
+final class Gate: Sendable {
+    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let isOpen = self.state.withLock { state -> Bool in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+}
+
+/// A silent handler that waits at a gate (it never calls back while the gate is shut).
+struct HangingSilentHandler: SilentPushHandler {
+    let id = "hanging"
+    let gate: Gate
+    let started = Locked(false)
+
+    func matchesPayload(_ payload: JSONValue) -> Bool { true }
+
+    func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
+        self.started.withLock { $0 = true }
+        await self.gate.wait()
+        return .newData
+    }
+}
