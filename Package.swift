@@ -126,7 +126,7 @@ let package = Package(
         ),
         .target(
             name: "ForgeLoopback",
-            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice"],
+            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs"],
             swiftSettings: swiftSettings
         ),
 
@@ -179,7 +179,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeLoopbackTests",
-            dependencies: ["ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
+            dependencies: [
+                "ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
+                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

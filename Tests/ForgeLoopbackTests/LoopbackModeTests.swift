@@ -1,0 +1,272 @@
+import ForgeAPNs
+import ForgeAPNsCore
+import ForgeLoopback
+import ForgeNotificationService
+import ForgeNotificationTypes
+import ForgeSilentPush
+import ForgeSimulatedDevice
+import ForgeVisiblePush
+import Foundation
+import Testing
+
+private let app = "com.example.tasks"
+private let appID = try! APNSBundleID(app)
+private let sandboxToken = String(repeating: "ab", count: 32)
+private let pushToStart = String(repeating: "5a", count: 32)
+
+/// The seed's task-sync silent handler: syncs when the payload says `task_sync`.
+private struct TaskSyncHandler: SilentPushHandler {
+    let id = "task-sync"
+    let seen: Seen
+    func matchesPayload(_ payload: JSONValue) -> Bool { payload["type"]?.stringValue == "task_sync" }
+    func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
+        self.seen.append("\(self.id):\(payload["task_id"]?.stringValue ?? "-")")
+        return .newData
+    }
+}
+
+/// A second silent handler for the same payload that finds nothing new.
+private struct AuditHandler: SilentPushHandler {
+    let id = "audit"
+    let seen: Seen
+    func matchesPayload(_ payload: JSONValue) -> Bool { payload["type"]?.stringValue == "task_sync" }
+    func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
+        self.seen.append(self.id)
+        return .noData
+    }
+}
+
+/// The seed's task-tapped visible handler.
+private struct TaskTappedHandler: VisiblePushHandler {
+    let id = "task-tapped"
+    let seen: Seen
+    func matches(_ response: NotificationResponse) -> Bool {
+        response.notification.request.content.userInfo["type"]?.stringValue == "task_assigned"
+    }
+    func handle(_ response: NotificationResponse, context: VisiblePushContext) async {
+        self.seen.append("\(response.actionIdentifier):\(response.notification.request.content.userInfo["task_id"]?.stringValue ?? "-")")
+    }
+}
+
+final class Seen: @unchecked Sendable {
+    // @unchecked Sendable: `values` is only touched under `lock`.
+    private let lock = NSLock()
+    private var values: [String] = []
+    func append(_ value: String) { self.lock.withLock { self.values.append(value) } }
+    var all: [String] { self.lock.withLock { self.values } }
+}
+
+private struct Delivery: Codable, Sendable {
+    var status: String
+    var eta: Int
+}
+
+private struct DeliveryAttributes: Codable, Sendable {
+    var pizzaName: String
+}
+
+private struct Custom: Encodable, Sendable {
+    var type: String
+    var task_id: String
+}
+
+private func loopbackTLS() -> LoopbackMode.TLS {
+    .files(chain: keysExamplePath("server.pem"), key: keysExamplePath("server.key"), ca: keysExamplePath("ca.pem"))
+}
+
+private func makeApp(
+    state: AppState = .background, authorization: NotificationAuthorization = .granted,
+    serviceExtension: ServiceExtension? = nil, isDelegateSetBeforeLaunch: Bool = true
+) -> SimulatedApp {
+    SimulatedApp(
+        bundleID: app, deviceTokens: [.sandbox: sandboxToken], state: state, authorization: authorization,
+        serviceExtension: serviceExtension, isDelegateSetBeforeLaunch: isDelegateSetBeforeLaunch, pushToStartToken: pushToStart,
+        activityTypes: [LiveActivityType(attributesType: "DeliveryAttributes", attributes: DeliveryAttributes.self,
+                                         contentState: Delivery.self)]
+    )
+}
+
+private func assigned(_ id: String, mutable: Bool = false, collapseID: String? = nil) throws -> APNSAlertNotification<Custom> {
+    try APNSAlertNotification(
+        alert: APNSAlert(title: "Task \(id)", body: "Assigned to you"), topic: appID, mutableContent: mutable,
+        collapseID: collapseID.map { try APNSCollapseID($0) }, payload: Custom(type: "task_assigned", task_id: id)
+    )
+}
+
+private func event(_ device: SimulatedDevice, _ match: @escaping @Sendable (DeviceEvent) -> Bool) async throws -> DeviceEvent {
+    try await device.awaitEvent(where: match).event
+}
+
+@Suite("Loopback mode: the client, the local server and the simulated device in one process", .timeLimit(.minutes(1)))
+struct LoopbackModeTests {
+    @Test("Alert -> shown -> tap -> the visible handler ran with the payload")
+    func alertTap() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        let seen = Seen()
+        let phone = makeApp()
+        phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
+        device.install(phone)
+        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
+        let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            try await client.send(try assigned("T-7"), to: try DeviceToken(sandboxToken))
+        }
+        _ = try await event(device) { if case .addedToNotificationList = $0 { true } else { false } }
+        let ran = try await device.tap(sent.apnsID, in: app)
+        #expect(ran == ["task-tapped"])
+        #expect(seen.all == ["\(NotificationAction.default.identifier):T-7"])
+        await loopback.shutdown()
+    }
+
+    @Test("Background push -> every matching silent handler -> aggregated newData")
+    func background() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        let seen = Seen()
+        let phone = makeApp()
+        phone.silentRouter.addHandler(TaskSyncHandler(seen: seen))
+        phone.silentRouter.addHandler(AuditHandler(seen: seen))
+        device.install(phone)
+        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
+        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            _ = try await client.send(
+                APNSBackgroundNotification(topic: appID, payload: Custom(type: "task_sync", task_id: "T-9")),
+                to: try DeviceToken(sandboxToken)
+            )
+        }
+        let completed = try await event(device) { if case .backgroundCompleted = $0 { true } else { false } }
+        guard case .backgroundCompleted(_, _, let result) = completed else { return }
+        #expect(result == .newData)
+        #expect(Set(seen.all) == ["task-sync:T-9", "audit"])
+        await loopback.shutdown()
+    }
+
+    @Test("Service extension: content rewritten; and the time-will-expire path shows the best attempt")
+    func serviceExtension() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        let phone = makeApp(serviceExtension: ServiceExtension(timeLimit: nil) { request, manager in
+            manager.mutableContent.update { $0.title = "[decrypted] " + $0.title }
+            // Completes only for T-1; T-2's extension never does, so iOS expires it.
+            if request.content.userInfo["task_id"]?.stringValue == "T-1" { manager.complete(forces: false) }
+        })
+        device.install(phone)
+        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
+        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            _ = try await client.send(try assigned("T-1", mutable: true), to: try DeviceToken(sandboxToken))
+            _ = try await client.send(try assigned("T-2", mutable: true), to: try DeviceToken(sandboxToken))
+        }
+        let first = try await event(device) { if case .serviceExtensionCompleted(_, _, _, false) = $0 { true } else { false } }
+        guard case .serviceExtensionCompleted(_, _, let content, _) = first else { return }
+        #expect(content.title == "[decrypted] Task T-1")
+        _ = try await event(device) { event in
+            if case .serviceExtensionStarted = event, device.runningServiceExtensions == 1 { return true }
+            return false
+        }
+        while device.expireServiceExtensions() == 0 { await Task.yield() }
+        let expired = try await event(device) { if case .serviceExtensionCompleted(_, _, _, true) = $0 { true } else { false } }
+        guard case .serviceExtensionCompleted(_, _, let best, _) = expired else { return }
+        #expect(best.title == "[decrypted] Task T-2")
+        await loopback.shutdown()
+    }
+
+    @Test("Live Activity: start by push-to-start token, update, a stale update ignored, end")
+    func liveActivity() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        device.install(makeApp())
+        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
+        let t0 = Date(timeIntervalSince1970: 1_760_000_000)
+        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            _ = try await client.send(APNSLiveActivityStartNotification(
+                attributesType: "DeliveryAttributes", attributes: DeliveryAttributes(pizzaName: "Margherita"),
+                contentState: Delivery(status: "baking", eta: 20), alert: APNSLiveActivityAlert(title: "Order", body: "Baking"),
+                timestamp: t0, topic: appID), to: try DeviceToken(pushToStart))
+        }
+        let started = try await event(device) { if case .liveActivityStarted = $0 { true } else { false } }
+        guard case .liveActivityStarted(let activityID, _, _, let updateToken) = started else { return }
+        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            let token = try DeviceToken(updateToken)
+            _ = try await client.send(APNSLiveActivityNotification(event: .update, contentState: Delivery(status: "on the way", eta: 10),
+                                                                   timestamp: t0 + 60, topic: appID), to: token)
+            _ = try await client.send(APNSLiveActivityNotification(event: .update, contentState: Delivery(status: "baking", eta: 19),
+                                                                   timestamp: t0 + 30, topic: appID), to: token)
+            _ = try await client.send(APNSLiveActivityNotification(event: .end(dismissalDate: t0 + 3600),
+                                                                   contentState: Delivery(status: "delivered", eta: 0),
+                                                                   timestamp: t0 + 120, topic: appID), to: token)
+        }
+        _ = try await event(device) { if case .liveActivityEnded = $0 { true } else { false } }
+        let activity = try #require(device.liveActivity(activityID))
+        #expect(activity.history.map { $0.contentState["status"]?.stringValue } == ["baking", "on the way", "delivered"])
+        #expect(device.timeline.contains { if case .liveActivityPushIgnored = $0.event { true } else { false } })
+        await loopback.shutdown()
+    }
+
+    @Test("The six common mistakes are visible in the timeline")
+    func sixMistakes() async throws {
+        // 1. No authorization: nothing shown, no error. 5. No mutable-content: the extension does not run.
+        // 6. One identifier reused: the later replaces the earlier.
+        let device = SimulatedDevice(backgroundBudget: nil)
+        let denied = makeApp(authorization: .denied)
+        device.install(denied)
+        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
+        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            _ = try await client.send(try assigned("T-1"), to: try DeviceToken(sandboxToken))
+        }
+        _ = try await event(device) { if case .notShown(_, _, .notAuthorized) = $0 { true } else { false } }
+        await loopback.shutdown()
+
+        let device2 = SimulatedDevice(backgroundBudget: nil)
+        let seen = Seen()
+        let phone = makeApp(state: .notRunning, serviceExtension: ServiceExtension(timeLimit: nil) { _, manager in
+            manager.complete(forces: false)
+        }, isDelegateSetBeforeLaunch: false)
+        phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
+        phone.silentRouter.addHandler(NeverCompletes())
+        device2.install(phone)
+        let loopback2 = try LoopbackMode.start(device: device2, tls: loopbackTLS())
+        var identifier = ""
+        try await withAPNSClient(configuration: loopback2.clientConfiguration) { client in
+            _ = try await client.send(try assigned("T-2", mutable: false), to: try DeviceToken(sandboxToken))
+            _ = try await client.send(try assigned("T-3", collapseID: "same"), to: try DeviceToken(sandboxToken))
+            _ = try await client.send(try assigned("T-4", collapseID: "same"), to: try DeviceToken(sandboxToken))
+            identifier = "same"
+        }
+        _ = try await event(device2) { if case .serviceExtensionNotRun = $0 { true } else { false } }
+        _ = try await event(device2) { if case .notificationReplaced(_, "same", _) = $0 { true } else { false } }
+        // 2. No delegate set before launch: the response that launches the app is lost.
+        _ = try? await device2.tap(identifier, in: app)
+        _ = try await event(device2) { if case .responseLost = $0 { true } else { false } }
+        #expect(seen.all.isEmpty)
+        // 4. A completion handler never called: the background budget runs out.
+        try await withAPNSClient(configuration: loopback2.clientConfiguration) { client in
+            _ = try await client.send(APNSBackgroundNotification(topic: appID, payload: Custom(type: "hang", task_id: "T-5")),
+                                      to: try DeviceToken(sandboxToken))
+        }
+        _ = try await event(device2) { if case .backgroundDeliveryStarted = $0 { true } else { false } }
+        while device2.expireBackgroundBudgets() == 0 { await Task.yield() }
+        _ = try await event(device2) { if case .backgroundBudgetExceeded = $0 { true } else { false } }
+        await loopback2.shutdown()
+        // 3. Temporary attachment files: covered where the extension attaches a file that is then deleted.
+        let device3 = SimulatedDevice(backgroundBudget: nil)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("forge-attachment-\(UUID().uuidString).png")
+        try Data([1, 2, 3]).write(to: file)
+        device3.install(makeApp(serviceExtension: ServiceExtension(timeLimit: nil) { _, manager in
+            manager.mutableContent.update { $0.attachments = [NotificationAttachment(identifier: "image", url: file)] }
+            try? FileManager.default.removeItem(at: file)  // the temporary file is gone before iOS reads it
+            manager.complete(forces: false)
+        }))
+        let loopback3 = try LoopbackMode.start(device: device3, tls: loopbackTLS())
+        try await withAPNSClient(configuration: loopback3.clientConfiguration) { client in
+            _ = try await client.send(try assigned("T-6", mutable: true), to: try DeviceToken(sandboxToken))
+        }
+        _ = try await event(device3) { if case .attachmentDropped = $0 { true } else { false } }
+        await loopback3.shutdown()
+    }
+}
+
+/// A silent handler that never returns until cancelled: the completion handler is never called.
+private struct NeverCompletes: SilentPushHandler {
+    let id = "never-completes"
+    func matchesPayload(_ payload: JSONValue) -> Bool { payload["type"]?.stringValue == "hang" }
+    func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
+        return .failed
+    }
+}
