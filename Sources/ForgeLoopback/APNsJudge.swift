@@ -46,6 +46,9 @@ public struct APNsVerdict: Hashable, Sendable {
     public var target: Target
     /// The push type header's value (device pushes: `alert` when absent).
     public var pushType: APNSPushType?
+    /// A lint warning on an accepted payload (P3: malformed JSON or no `aps` is accepted, as APNs
+    /// is not known to refuse it).
+    public var lint: String?
 
     /// A response header.
     public struct Header: Hashable, Sendable {
@@ -155,7 +158,7 @@ public struct APNsJudge: Sendable {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
             return APNsVerdict(
                 status: status, reason: reason, timestamp: timestamp, apnsID: id, idHeader: "apns-id", apnsUniqueID: nil,
-                headers: [], body: [], target: target, pushType: pushType
+                headers: [], body: [], target: target, pushType: pushType, lint: nil
             )
         }
         // R2
@@ -245,7 +248,8 @@ public struct APNsJudge: Sendable {
         let unique = self.configuration.environment == .sandbox ? GeneratedID.lower() : nil
         return APNsVerdict(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-id",
-            apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType
+            apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType,
+            lint: APNSPayloadLint.problem(in: request.body)
         )
     }
 
@@ -339,7 +343,7 @@ public struct APNsJudge: Sendable {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
             return APNsVerdict(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
-                headers: [], body: [], target: target, pushType: .liveactivity
+                headers: [], body: [], target: target, pushType: .liveactivity, lint: nil
             )
         }
         guard request.method == "POST" else { return reject(405, .methodNotAllowed) }
@@ -373,7 +377,8 @@ public struct APNsJudge: Sendable {
         // B7
         return APNsVerdict(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
-            apnsUniqueID: GeneratedID.lower(), headers: [], body: [], target: target, pushType: .liveactivity
+            apnsUniqueID: GeneratedID.lower(), headers: [], body: [], target: target, pushType: .liveactivity,
+            lint: APNSPayloadLint.problem(in: request.body)
         )
     }
 
@@ -394,13 +399,13 @@ public struct APNsJudge: Sendable {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
             return APNsVerdict(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
-                headers: [], body: [], target: target, pushType: nil
+                headers: [], body: [], target: target, pushType: nil, lint: nil
             )
         }
         func succeed(_ status: Int, headers: [APNsVerdict.Header] = [], body: [UInt8] = []) -> APNsVerdict {
             APNsVerdict(
                 status: status, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
-                apnsUniqueID: nil, headers: headers, body: body, target: target, pushType: nil
+                apnsUniqueID: nil, headers: headers, body: body, target: target, pushType: nil, lint: nil
             )
         }
         // M4: /1/apps/<bundle>/channels or /1/apps/<bundle>/all-channels

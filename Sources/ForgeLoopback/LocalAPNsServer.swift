@@ -234,7 +234,7 @@ public final class LocalAPNsServer: Sendable {
             apnsID: echoed.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper(),
             idHeader: header, apnsUniqueID: nil, headers: [], body: [],
             target: device ? .device(token: String(request.path.dropFirst(APNsJudge.devicePrefix.count))) : .unknown,
-            pushType: nil
+            pushType: nil, lint: nil
         )
     }
 

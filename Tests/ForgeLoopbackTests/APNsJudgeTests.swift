@@ -128,4 +128,13 @@ struct APNsJudgeTests {
         judge.configuration.acceptsUnknownTokens = false
         #expect(judge.judge(request(path: "/3/device/" + String(repeating: "99", count: 32))).reason == .badDeviceToken)
     }
+
+    @Test("P3: malformed JSON or no aps is accepted, with a lint warning only")
+    func lint() {
+        let broken = self.judged(request(body: Array("{not json".utf8)))
+        #expect(broken.isAccepted && broken.lint?.contains("not one JSON object") == true)
+        let noAPS = self.judged(request(body: Array(#"{"custom":1}"#.utf8)))
+        #expect(noAPS.isAccepted && noAPS.lint == "no \"aps\" key")
+        #expect(self.judged(request()).lint == nil)
+    }
 }

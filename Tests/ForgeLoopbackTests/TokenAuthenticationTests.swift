@@ -133,4 +133,28 @@ struct TokenAuthenticationTests {
         let stale = judge.judge(request(try self.bearer(self.key1, self.kid1, self.team1, age: 4000)), connectionID: 3)
         #expect(stale.status == 403 && stale.reason == .expiredProviderToken)
     }
+
+    @Test("B5: a broadcast or channel request for a bundle the key does not cover -> 403 TopicMismatch")
+    func broadcastTopicMismatch() throws {
+        let auth = self.authenticator(key1Bundles: ["com.example.forgepush"])
+        var judge = APNsJudge(
+            channels: [LocalAPNsChannel(id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.other.app", messageStoragePolicy: 0)],
+            authenticator: auth
+        )
+        let bearer = try self.bearer(self.key1, self.kid1, self.team1)
+        let broadcast = APNsJudge.Request(
+            method: "POST", path: "/4/broadcasts/apps/com.other.app",
+            headers: [(name: "authorization", value: bearer), (name: "apns-channel-id", value: "dHN0LXNyY2gtY2hubA=="),
+                      (name: "apns-push-type", value: "liveactivity")],
+            body: Array(#"{"aps":{"event":"end","timestamp":1}}"#.utf8)
+        )
+        let verdict = judge.judge(broadcast, connectionID: 4)
+        #expect(verdict.status == 403 && verdict.reason == .topicMismatch)
+        let list = APNsJudge.Request(method: "GET", path: "/1/apps/com.other.app/all-channels",
+                                     headers: [(name: "authorization", value: bearer)], body: [])
+        #expect(judge.judge(list, connectionID: 4).reason == .topicMismatch)
+        let own = APNsJudge.Request(method: "GET", path: "/1/apps/com.example.forgepush/all-channels",
+                                    headers: [(name: "authorization", value: bearer)], body: [])
+        #expect(judge.judge(own, connectionID: 4).status == 200)
+    }
 }

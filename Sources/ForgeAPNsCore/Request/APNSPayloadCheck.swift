@@ -22,3 +22,28 @@ enum APNSPayloadCheck {
         }
     }
 }
+
+/// What a payload gets wrong that APNs would still accept (checklist row P3): not one JSON
+/// object, or no `aps` key. For lint warnings only; nothing is refused because of it.
+public enum APNSPayloadLint {
+    /// A description of the first problem, or `nil` for a JSON object with an `aps` key.
+    public static func problem(in body: [UInt8]) -> String? {
+        var scanner = JSONShapeScanner(body)
+        if let problem = scanner.validateObject() { return "not one JSON object: \(problem)" }
+        // A key "aps" at any depth is enough for a lint: the exact position needs a full parse.
+        let key = Array(#""aps""#.utf8)
+        guard body.count >= key.count else { return "no \"aps\" key" }
+        var index = 0
+        while index + key.count <= body.count {
+            if body[index] == key[0], Array(body[index..<(index + key.count)]) == key {
+                var after = index + key.count
+                while after < body.count, body[after] == 0x20 || body[after] == 0x0A || body[after] == 0x0D || body[after] == 0x09 {
+                    after += 1
+                }
+                if after < body.count, body[after] == UInt8(ascii: ":") { return nil }
+            }
+            index += 1
+        }
+        return "no \"aps\" key"
+    }
+}

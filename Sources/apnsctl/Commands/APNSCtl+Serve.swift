@@ -259,11 +259,13 @@ private struct JudgementPrinter: Sendable {
             fields.append(#""reason":\#(verdict.reason.map { "\"\($0.rawValue)\"" } ?? "null")"#)
             fields.append(#""apns_id":\#(JSONText.quote(verdict.apnsID))"#)
             if let timestamp = verdict.timestamp { fields.append(#""timestamp":\#(Int64((timestamp.timeIntervalSince1970 * 1000).rounded()))"#) }
+            if let lint = verdict.lint { fields.append(#""lint":\#(JSONText.quote(lint))"#) }
             if let fault = judgement.fault { fields.append(#""fault":\#(JSONText.quote(String(describing: fault)))"#) }
             Output.result("{" + fields.joined(separator: ",") + "}")
         } else {
             let reason = verdict.reason.map { " \($0.rawValue)" } ?? ""
-            Output.result("\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)")
+            let lint = verdict.lint.map { " (lint: \($0))" } ?? ""
+            Output.result("\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)\(lint)")
         }
     }
 }
