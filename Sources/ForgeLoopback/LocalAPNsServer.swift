@@ -72,6 +72,8 @@ public final class LocalAPNsServer: Sendable {
         var streamsRaised = false
         var narrowed = false
         var closing = false
+        /// The last stream id of a GOAWAY the fault plan sent: later streams were not processed.
+        var goAwayLastStreamID: Int32?
     }
 
     private init(server: HTTP2Server, state: LockedBox<State>, tasks: LockedBox<[Task<Void, Never>]>) {
@@ -161,7 +163,12 @@ public final class LocalAPNsServer: Sendable {
             var entry = state.connections[connection.id] ?? ConnectionState(handle: connection, lastActivity: .now)
             entry.lastActivity = .now
             defer { state.connections[connection.id] = entry }
+            if let last = entry.goAwayLastStreamID, request.streamID > last {
+                // After GOAWAY nothing above its last stream id is processed (RFC 9113 §6.8).
+                return (.reset(.refusedStream), nil, nil)
+            }
             let fault = state.faults.isEmpty ? nil : state.faults.next()
+            if case .goAway = fault { entry.goAwayLastStreamID = request.streamID }
             switch fault {
             case .respond(let status, let reason):
                 return (fault, Self.injected(status: status, reason: reason, for: judged), nil)

@@ -1,0 +1,192 @@
+import ForgeAPNs
+import ForgeAPNsCore
+import ForgeCrypto
+import ForgeHTTP2
+import ForgeLoopback
+import Foundation
+import Logging
+import Testing
+
+/// How often the server recorded each token.
+private func deliveries(_ server: LocalAPNsServer) -> [String: Int] {
+    var counts: [String: Int] = [:]
+    for push in server.accepted { counts[push.token, default: 0] += 1 }
+    return counts
+}
+
+/// Checks the invariants of a bulk send under faults: one verdict per token (checked by `collect`),
+/// every accepted verdict delivered, nothing delivered twice unless its verdict says it may have been.
+private func checkDeliveries(_ verdicts: [APNSBulkVerdict], server: LocalAPNsServer) {
+    let counts = deliveries(server)
+    for verdict in verdicts {
+        let delivered = counts[verdict.token, default: 0]
+        switch verdict.outcome {
+        case .accepted(let result):
+            #expect(delivered >= 1, "accepted \(verdict.token) was never delivered")
+            if delivered > 1 { #expect(result.mayHaveBeenDeliveredTwice, "\(verdict.token) delivered \(delivered)× without a flag") }
+        case .rejected(let error), .failed(let error), .notSent(let error):
+            #expect(delivered <= 1)
+            if delivered == 1 { #expect(error.mayHaveBeenDelivered, "\(verdict.token) delivered though reported \(error)") }
+        }
+    }
+}
+
+private let tokens = (0..<400).map { token($0).hexString }
+
+@Suite("APNSClient fault matrix: one verdict per token, no token lost or silently duplicated", .timeLimit(.minutes(2)))
+struct FaultMatrixTests {
+    func run(
+        _ local: LocalAPNsConfiguration = LocalAPNsConfiguration(), tokens list: [String] = tokens,
+        registry: [String: LocalAPNsTokenRecord] = [:], pool: APNSClient.Pool = APNSClient.Pool(),
+        retry: APNSClient.RetryPolicy = APNSClient.RetryPolicy(attempts: 4, backoffBase: .milliseconds(2), backoffCap: .milliseconds(20)),
+        faults: (LocalAPNsServer) -> Void
+    ) async throws -> (verdicts: [APNSBulkVerdict], summary: APNSBulkSummary, server: LocalAPNsServer) {
+        let loopback = try Loopback.start(local, tokens: registry, retry: retry, pool: pool)
+        faults(loopback.server)
+        let result = try await withAPNSClient(configuration: loopback.configuration) { client in
+            let bulk = try client.sendBulk(alert(), to: list.async)
+            return await collect(bulk, expected: list.count)
+        }
+        checkDeliveries(result.verdicts, server: loopback.server)
+        await loopback.server.shutdown()
+        return (result.verdicts, result.summary, loopback.server)
+    }
+
+    @Test("Bulk with unregistered tokens: accepted and 410s counted by reason, each delivered once")
+    func unregistered() async throws {
+        let gone = Date(timeIntervalSince1970: 1_760_000_000)
+        var registry: [String: LocalAPNsTokenRecord] = [:]
+        for token in tokens.prefix(25) {
+            registry[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(gone))
+        }
+        let (verdicts, summary, server) = try await self.run(registry: registry) { _ in }
+        #expect(summary.accepted == 375 && summary.rejected == ["Unregistered": 25])
+        #expect(server.acceptedCount == 375)
+        for verdict in verdicts where registry[verdict.token] != nil {
+            guard case .rejected(let error) = verdict.outcome else { Issue.record("\(verdict.token) not rejected"); continue }
+            #expect(error.status == 410 && error.timestamp == gone && error.attempts == 1)
+        }
+    }
+
+    @Test("GOAWAY mid-bulk: streams above the last stream id are replayed on a new connection")
+    func goAwayMidBulk() async throws {
+        let (_, summary, server) = try await self.run { server in
+            server.schedule(.goAway(errorCode: .noError, reason: .shutdown), afterRequests: 150)
+        }
+        #expect(summary.accepted == tokens.count && server.acceptedCount == tokens.count)
+        #expect(Set(server.accepted.map(\.connectionID)).count >= 2)
+    }
+
+    @Test("RST_STREAM REFUSED_STREAM: replayed without counting as an attempt")
+    func refusedStreams() async throws {
+        let (verdicts, summary, server) = try await self.run { server in
+            server.schedule(.reset(.refusedStream), afterRequests: 50, count: 10)
+        }
+        #expect(summary.accepted == tokens.count && server.acceptedCount == tokens.count)
+        #expect(verdicts.allSatisfy { if case .accepted(let result) = $0.outcome { result.attempts == 1 } else { false } })
+    }
+
+    @Test("Stream limit 1 -> N -> 1 -> N during a bulk")
+    func streamLimitChanges() async throws {
+        let (_, summary, server) = try await self.run { server in
+            server.schedule(.maxConcurrentStreams(1), afterRequests: 60)
+            server.schedule(.maxConcurrentStreams(500), afterRequests: 140)
+            server.schedule(.maxConcurrentStreams(1), afterRequests: 220)
+            server.schedule(.maxConcurrentStreams(1000), afterRequests: 300)
+        }
+        #expect(summary.accepted == tokens.count && server.acceptedCount == tokens.count)
+    }
+
+    @Test("429 storm, 500 and 503: retried within the policy; what stays rejected is reported with its reason",
+          arguments: [(429, APNSErrorReason.tooManyRequests), (500, .internalServerError), (503, .serviceUnavailable)])
+    func serverErrors(_ status: Int, _ reason: APNSErrorReason) async throws {
+        let (_, summary, server) = try await self.run { server in
+            server.schedule(.respond(status: status, reason: reason), afterRequests: 30, count: 120)
+        }
+        #expect(summary.accepted == server.acceptedCount)
+        #expect(summary.accepted + (summary.rejected[reason.rawValue] ?? 0) == tokens.count)
+        #expect(summary.accepted > 0)
+    }
+
+    @Test("Abrupt close after processing: retried, and a possible duplicate is reported as such")
+    func abruptClose() async throws {
+        let (_, summary, server) = try await self.run { server in
+            server.schedule(.dropConnection(processed: true), afterRequests: 120)
+        }
+        #expect(summary.accepted == tokens.count)
+        let twice = deliveries(server).filter { $0.value > 1 }
+        #expect(summary.possiblyDeliveredTwice >= twice.count)
+    }
+
+    @Test("Abrupt close before processing, with retries of possible deliveries turned off: failures say so")
+    func abruptCloseNoRetry() async throws {
+        let policy = APNSClient.RetryPolicy(attempts: 4, backoffBase: .milliseconds(2), backoffCap: .milliseconds(20),
+                                            retriesPossiblyDelivered: false)
+        let (verdicts, summary, _) = try await self.run(retry: policy) { server in
+            server.schedule(.dropConnection(processed: false), afterRequests: 120)
+        }
+        #expect(summary.accepted + summary.failed == tokens.count)
+        for verdict in verdicts {
+            if case .failed(let error) = verdict.outcome { #expect(error.mayHaveBeenDelivered && error.kind == .transport) }
+        }
+    }
+
+    @Test("Idle close between sends: the next send opens a new connection")
+    func idleClose() async throws {
+        let loopback = try Loopback.start(LocalAPNsConfiguration(idleTimeout: .milliseconds(30)))
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            for index in 0..<3 {
+                #expect(try await client.send(alert(), to: token(index)).attempts <= 2)
+                try await Task.sleep(for: .milliseconds(80))  // lets the server's idle timer fire; outcomes do not depend on it
+            }
+        }
+        #expect(loopback.server.acceptedCount == 3)
+        #expect(Set(loopback.server.accepted.map(\.token)).count == 3)
+        await loopback.server.shutdown()
+    }
+
+    @Test("With a per-connection stream cap, the pool opens more connections and they share the load")
+    func poolSpreads() async throws {
+        let (_, summary, server) = try await self.run(pool: APNSClient.Pool(connections: 3, maxStreamsPerConnection: 20)) { _ in }
+        #expect(summary.accepted == tokens.count)
+        #expect(Set(server.accepted.map(\.connectionID)).count >= 2)
+    }
+
+    @Test("Cancelling a bulk reports what was not sent; every token still gets its verdict")
+    func poolAndCancel() async throws {
+        let loopback = try Loopback.start(pool: APNSClient.Pool(connections: 3))
+        // Answers after the 60th stall far longer than the test, so cancelling finds sends in flight.
+        loopback.server.schedule(.delay(.seconds(30)), afterRequests: 60, count: tokens.count)
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            let bulk = try client.sendBulk(alert(), to: tokens.async)
+            var seen = 0
+            var verdicts: [APNSBulkVerdict] = []
+            for await verdict in bulk {
+                verdicts.append(verdict)
+                seen += 1
+                if seen == 50 { bulk.cancel() }
+            }
+            let summary = try #require(bulk.summary)
+            #expect(summary.total == tokens.count && verdicts.count == tokens.count)
+            #expect(summary.accepted + summary.notSent + summary.failed == tokens.count)
+            #expect(summary.notSent > 0)
+            checkDeliveries(verdicts, server: loopback.server)
+        }
+        await loopback.server.shutdown()
+    }
+}
+
+extension Array where Element == String {
+    /// The tokens as an async sequence, read lazily.
+    var async: AsyncTokens { AsyncTokens(values: self) }
+}
+
+struct AsyncTokens: AsyncSequence, Sendable {
+    typealias Element = String
+    let values: [String]
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: IndexingIterator<[String]>
+        mutating func next() async -> String? { self.base.next() }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: self.values.makeIterator()) }
+}
