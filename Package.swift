@@ -149,6 +149,7 @@ let package = Package(
                 "ForgeCrypto",
                 "ForgeHTTP2",
                 "ForgeLoopback",
+                "ForgeAPNs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

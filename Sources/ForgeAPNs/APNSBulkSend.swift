@@ -219,7 +219,7 @@ final class VerdictChannel: Sendable {
 
 extension APNSClient {
     /// The most sends one bulk keeps in flight, whatever the pool offers.
-    static let maximumBulkWindow = 4096
+    static let maximumBulkWindow = 128
 
     /// Sends `notification` to every token of `tokens` (hex strings, read lazily), as many at once
     /// as the pool's open streams allow, and reports one verdict per token.

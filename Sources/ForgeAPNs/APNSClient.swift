@@ -184,7 +184,7 @@ public final class APNSClient: Sendable {
                     let id = parsed.apnsID ?? parsed.apnsRequestID ?? ""
                     self.metrics.accepted(pushType: pushType, latency: .now - started)
                     return APNSSendResult(apnsID: id, apnsUniqueID: parsed.apnsUniqueID, attempts: attempt,
-                                          mayHaveBeenDeliveredTwice: possiblyDelivered)
+                                          mayHaveBeenDeliveredTwice: possiblyDelivered, duration: .now - started)
                 }
                 let rejection = APNSErrorResponse(
                     status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body

@@ -80,4 +80,6 @@ public struct APNSSendResult: Hashable, Sendable {
     public var attempts: Int
     /// Whether an earlier attempt may also have been delivered (its connection died after sending).
     public var mayHaveBeenDeliveredTwice: Bool
+    /// From the first attempt to APNs' answer, retries included.
+    public var duration: Duration
 }

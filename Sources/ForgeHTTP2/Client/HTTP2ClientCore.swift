@@ -83,6 +83,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
 
     /// Queues a request; it starts as soon as a stream is free.
     func enqueue(_ pending: Pending) {
+        if let deadline = pending.deadline { self.earliestDeadline = min(self.earliestDeadline ?? deadline, deadline) }
         if let error = self.terminalError ?? self.goAwayErrorForNewRequests() {
             pending.completion(.failure(error))
             return
@@ -128,11 +129,17 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
         stream.completion(.failure(error))
     }
 
+    /// No request's deadline is earlier than this (it may be earlier than any left: a scan then updates it).
+    private var earliestDeadline: UInt64?
+
     /// Fails every request whose deadline is at or before `now` (monotonic nanoseconds): queued ones
     /// as never processed, open ones as possibly processed (their streams are reset).
     /// - Returns: the earliest deadline still pending, for the I/O loop's timeout.
     @discardableResult
     func expireDeadlines(now: UInt64) -> UInt64? {
+        // Scanning every request on every pass of the loop cost O(in flight) per wake-up; the
+        // earliest deadline ever enqueued bounds when a scan can find anything.
+        guard let known = self.earliestDeadline, known <= now else { return self.earliestDeadline }
         var earliest: UInt64?
         var expired: [UInt64] = []
         self.returnHeaderSlot()
@@ -144,6 +151,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
             guard let deadline = pending.deadline else { continue }
             if deadline <= now { expired.append(pending.id) } else { earliest = min(earliest ?? deadline, deadline) }
         }
+        self.earliestDeadline = earliest
         guard !expired.isEmpty else { return earliest }
         // Remove them all before starting anything queued, so an expired request never starts.
         for id in expired {

@@ -1,0 +1,335 @@
+import ArgumentParser
+import ForgeAPNs
+import ForgeAPNsCore
+import ForgeCrypto
+import ForgeHTTP2
+import ForgeLoopback
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension APNSBench {
+    /// Notifications per second, client CPU and latency of APNSClient.
+    struct Client: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send N notifications through APNSClient (bulk, or one send per task) and measure it.",
+            discussion: """
+                Without --url, the local APNs server runs in a child process (TLS with keys-example's test \
+                certificate and its FORGEKEY01 key registered, or h2c with --h2c), so the CPU measured is the \
+                client's alone. With --h2load, h2load sends the same N requests with K in flight, with a provider \
+                token, to the same server, and the ratios are printed.
+
+                Examples:
+                  swift run -c release apns-bench client --notifications 200000 --h2load
+                  swift run -c release apns-bench client --mode tasks --in-flight 100 --notifications 100000
+                  swift run -c release apns-bench client --url https://127.0.0.1:2197 --ca-file keys-example/ca.pem
+                """
+        )
+
+        enum Mode: String, ExpressibleByArgument, CaseIterable {
+            case bulk, tasks
+        }
+
+        @Option(name: .long, help: "Notifications to send.")
+        var notifications = 100_000
+
+        @Option(name: .long, help: "bulk (sendBulk over a token sequence) or tasks (K tasks calling send).")
+        var mode: Mode = .bulk
+
+        @Option(name: .customLong("in-flight"), help: "Tasks in tasks mode; h2load's -m.")
+        var inFlight = 100
+
+        @Option(name: .long, help: "Connections in the client's pool.")
+        var connections = 1
+
+        @Option(name: .long, help: "An APNs-like server: https://HOST:PORT or http://… for h2c (default: the local server in a child process).")
+        var url: String?
+
+        @Option(name: .customLong("ca-file"), help: "Trust this CA for --url.")
+        var caFile: String?
+
+        @Flag(name: .customLong("insecure-loopback"), help: "Skip certificate checks (loopback addresses only).")
+        var insecureLoopback = false
+
+        @Flag(name: .long, help: "Cleartext h2c with the local server.")
+        var h2c = false
+
+        @Flag(name: .long, help: "Also run h2load against the same server.")
+        var h2load = false
+
+        @Flag(name: .long, help: "Print one JSON object.")
+        var json = false
+
+        func run() async throws {
+            Bench.warnIfDebug()
+            var child: Process?
+            let target: URL
+            if let url = self.url {
+                guard let parsed = URL(string: url), parsed.host != nil else { throw ValidationError("--url must be http(s)://HOST:PORT") }
+                target = parsed
+            } else {
+                let (process, port) = try APNSServerChild.start(h2c: self.h2c)
+                child = process
+                target = URL(string: "\(self.h2c ? "http" : "https")://localhost:\(port)")!
+            }
+            defer { child?.terminate() }
+            let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
+            let keyID = try APNSKeyID("FORGEKEY01"), teamID = try APNSTeamID("FORGETEAM1")
+            let secure = target.scheme == "https"
+            let configuration = APNSClient.Configuration(
+                authentication: .jwt(key: key, keyID: keyID, teamID: teamID),
+                environment: .custom(host: target.host!, port: target.port ?? (secure ? 443 : 80)),
+                tls: APNSClient.TLS(
+                    caFile: secure && !self.insecureLoopback ? (self.caFile ?? "keys-example/ca.pem") : nil,
+                    insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: !secure
+                ),
+                pool: APNSClient.Pool(connections: self.connections)
+            )
+            let alert = APNSAlertNotification(alert: APNSAlert(title: "Benchmark", body: "Hello from ForgePush"),
+                                              topic: try APNSBundleID("com.example.forgepush"))
+            let result = try await withAPNSClient(configuration: configuration) { client in
+                // Warm up: connection, stream limit, allocator.
+                _ = try await client.sendBulk(alert, to: GeneratedTokens(count: 2000, offset: 1 << 40)).summary()
+                return try await self.measure(client, alert)
+            }
+            var h2loadResult: H2Load.Result?
+            if self.h2load {
+                let jwt = try APNSProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: Date(), key: key)
+                let device = URL(string: "\(target.absoluteString)/3/device/\(String(repeating: "ab", count: 32))")!
+                h2loadResult = try H2Load.run(target: device, requests: self.notifications, inFlight: self.inFlight,
+                                              headers: ["authorization: \(jwt.authorizationHeaderValue)"])
+            }
+            self.report(result, h2load: h2loadResult, target: target)
+        }
+
+        struct Measured {
+            var seconds: Double
+            var cpuMicroseconds: Double
+            var latencies: [Double]
+            var errors: Int
+        }
+
+        private func measure(_ client: APNSClient, _ alert: APNSAlertNotification<APNSNoCustomKeys>) async throws -> Measured {
+            let cpuStart = Bench.cpuMicroseconds()
+            let start = ContinuousClock.now
+            var latencies: [Double] = []
+            latencies.reserveCapacity(self.notifications)
+            var errors = 0
+            switch self.mode {
+            case .bulk:
+                let bulk = try client.sendBulk(alert, to: GeneratedTokens(count: self.notifications))
+                for await verdict in bulk {
+                    if case .accepted(let result) = verdict.outcome {
+                        latencies.append(Bench.milliseconds(result.duration))
+                    } else {
+                        errors += 1
+                    }
+                }
+            case .tasks:
+                let prepared = try alert.prepared()
+                let tasks = max(1, self.inFlight)
+                let per = self.notifications / tasks, extra = self.notifications % tasks
+                await withTaskGroup(of: ([Double], Int).self) { group in
+                    for index in 0..<tasks {
+                        group.addTask {
+                            var local: [Double] = []
+                            var failures = 0
+                            let count = per + (index < extra ? 1 : 0)
+                            for n in 0..<count {
+                                let token = GeneratedTokens.token(index * (per + 1) + n)
+                                let sent = ContinuousClock.now
+                                do {
+                                    _ = try await client.send(prepared, to: token)
+                                    local.append(Bench.milliseconds(.now - sent))
+                                } catch {
+                                    failures += 1
+                                }
+                            }
+                            return (local, failures)
+                        }
+                    }
+                    for await (local, failures) in group {
+                        latencies += local
+                        errors += failures
+                    }
+                }
+            }
+            let seconds = Bench.seconds(.now - start)
+            return Measured(seconds: seconds, cpuMicroseconds: Bench.cpuMicroseconds() - cpuStart, latencies: latencies.sorted(), errors: errors)
+        }
+
+        private func report(_ measured: Measured, h2load: H2Load.Result?, target: URL) {
+            let rate = Double(self.notifications) / measured.seconds
+            let cpu = measured.cpuMicroseconds / Double(self.notifications)
+            let p50 = Bench.percentile(measured.latencies, 0.5), p99 = Bench.percentile(measured.latencies, 0.99)
+            let rss = Bench.peakRSSMiB()
+            if self.json {
+                var fields = [
+                    "\"benchmark\":\"client\"", "\"mode\":\"\(self.mode.rawValue)\"", "\"target\":\"\(target.absoluteString)\"",
+                    "\"notifications\":\(self.notifications)", "\"connections\":\(self.connections)",
+                    "\"notifications_per_s\":\(Int(rate))", "\"cpu_us_per_notification\":\(Bench.format(cpu))",
+                    "\"p50_ms\":\(Bench.format(p50, digits: 3))", "\"p99_ms\":\(Bench.format(p99, digits: 3))",
+                    "\"peak_rss_mib\":\(Bench.format(rss, digits: 1))", "\"errors\":\(measured.errors)",
+                ]
+                if let h2load {
+                    let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
+                    fields += [
+                        "\"h2load\":{\"requests_per_s\":\(Int(h2load.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),\"succeeded\":\(h2load.succeeded)}",
+                        "\"ratio_rate\":\(Bench.format(rate / h2load.requestsPerSecond, digits: 3))",
+                        "\"ratio_cpu\":\(Bench.format(cpu / max(h2cpu, 0.001), digits: 3))",
+                    ]
+                }
+                print("{" + fields.joined(separator: ",") + "}")
+                return
+            }
+            print("APNSClient \(self.mode.rawValue), \(self.notifications) notifications, \(self.connections) connection(s), target \(target.absoluteString)")
+            print(String(format: "ForgePush  %9.0f notifications/s  %6.2f µs CPU/notification  p50 %.3f ms  p99 %.3f ms  peak RSS %.1f MiB  errors %d",
+                         rate, cpu, p50, p99, rss, measured.errors))
+            if let h2load {
+                let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
+                print(String(format: "h2load     %9.0f requests/s       %6.2f µs CPU/request       (succeeded %d)",
+                             h2load.requestsPerSecond, h2cpu, h2load.succeeded))
+                print(String(format: "ratio      %9.2f× rate            %6.2f× CPU", rate / h2load.requestsPerSecond, cpu / max(h2cpu, 0.001)))
+            }
+        }
+    }
+
+    /// 1,000,000 tokens through sendBulk, streamed: rate and peak RSS.
+    struct Bulk: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stream generated tokens through sendBulk to the local server (child process); print rate and peak RSS.",
+            discussion: "Example: swift run -c release apns-bench bulk --tokens 1000000"
+        )
+
+        @Option(name: .long, help: "Tokens to generate.")
+        var tokens = 1_000_000
+
+        @Flag(name: .long, help: "Cleartext h2c.")
+        var h2c = false
+
+        @Option(name: .long, help: "Connections in the client's pool.")
+        var connections = 1
+
+        @Flag(name: .long, help: "Print one JSON object.")
+        var json = false
+
+        func run() async throws {
+            Bench.warnIfDebug()
+            let (child, port) = try APNSServerChild.start(h2c: self.h2c)
+            defer { child.terminate() }
+            let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
+            let configuration = APNSClient.Configuration(
+                authentication: .jwt(key: key, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
+                environment: .custom(host: "localhost", port: port),
+                tls: APNSClient.TLS(caFile: self.h2c ? nil : "keys-example/ca.pem", cleartextLoopbackOnly: self.h2c),
+                pool: APNSClient.Pool(connections: self.connections)
+            )
+            let alert = APNSAlertNotification(alert: APNSAlert(title: "Benchmark", body: "Hello from ForgePush"),
+                                              topic: try APNSBundleID("com.example.forgepush"))
+            let start = ContinuousClock.now
+            let cpuStart = Bench.cpuMicroseconds()
+            let summary = try await withAPNSClient(configuration: configuration) { client in
+                try await client.sendBulk(alert, to: GeneratedTokens(count: self.tokens)).summary()
+            }
+            let seconds = Bench.seconds(.now - start)
+            let rate = Double(self.tokens) / seconds
+            let cpu = (Bench.cpuMicroseconds() - cpuStart) / Double(self.tokens)
+            let rss = Bench.peakRSSMiB()
+            if self.json {
+                print("{\"benchmark\":\"bulk\",\"tokens\":\(self.tokens),\"notifications_per_s\":\(Int(rate)),"
+                    + "\"cpu_us_per_notification\":\(Bench.format(cpu)),\"peak_rss_mib\":\(Bench.format(rss, digits: 1)),"
+                    + "\"accepted\":\(summary.accepted),\"errors\":\(summary.total - summary.accepted)}")
+                return
+            }
+            print(String(format: "sendBulk: %d tokens in %.2f s: %.0f notifications/s, %.2f µs CPU each, peak RSS %.1f MiB",
+                         self.tokens, seconds, rate, cpu, rss))
+            print("summary: \(summary)")
+        }
+    }
+}
+
+/// Distinct 64-digit tokens made on the fly, never held in memory together.
+struct GeneratedTokens: AsyncSequence, Sendable {
+    typealias Element = String
+    let count: Int
+    var offset = 0
+
+    static func token(_ index: Int) -> DeviceToken {
+        try! DeviceToken(Self.hex(index))
+    }
+
+    static func hex(_ index: Int) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: 64) { buffer in
+            for position in 0..<64 {
+                let shift = (63 - position) * 4
+                buffer[position] = shift < 64 ? digits[(index >> shift) & 0xF] : UInt8(ascii: "a")
+            }
+            return 64
+        }
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var next = 0
+        let end: Int
+        mutating func next() async -> String? {
+            guard self.next < self.end else { return nil }
+            defer { self.next += 1 }
+            return GeneratedTokens.hex(self.next)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(next: self.offset, end: self.offset + self.count) }
+}
+
+/// The local APNs server in a child process (`apns-bench apns-server`), so its CPU and memory are
+/// not the client's.
+enum APNSServerChild {
+    static func start(h2c: Bool) throws -> (Process, Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["apns-server"] + (h2c ? ["--h2c"] : [])
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var line = Data()
+        while true {
+            let byte = pipe.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data([0x0a]) { break }
+            line.append(byte)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else { throw ValidationError("the local APNs server did not start") }
+        return (process, port)
+    }
+}
+
+extension APNSBench {
+    /// The server side of `client` and `bulk`.
+    struct APNSServer: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "apns-server", abstract: "Run the local APNs server for the client benchmarks; prints the port.",
+            shouldDisplay: false
+        )
+
+        @Flag(name: .long, help: "Serve cleartext h2c.")
+        var h2c = false
+
+        func run() async throws {
+            let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
+            let tls = self.h2c ? nil : HTTP2ServerTLSConfiguration(certificateChainFile: "keys-example/server.pem",
+                                                                    privateKeyFile: "keys-example/server.key")
+            let server = try LocalAPNsServer.start(
+                LocalAPNsConfiguration(keepsHistory: false), http2: HTTP2ServerConfiguration(tls: tls),
+                authenticator: TokenAuthenticator(
+                    keys: [LocalAPNsKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"),
+                                        verificationKey: key.publicKey)],
+                    environment: .sandbox
+                )
+            )
+            print(server.port)
+            fflush(nil)
+            while true { try await Task.sleep(for: .seconds(3600)) }
+        }
+    }
+}
