@@ -92,7 +92,7 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
 
     /// Waits for the end, discarding verdicts not read, and returns the counts.
     public func summary() async -> APNSBulkSummary {
-        while await self.channel.next() != nil {}
+        while await self.channel.nextBatch() != nil {}
         return self.channel.finishedSummary ?? APNSBulkSummary()
     }
 
@@ -101,8 +101,20 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
     /// Reads verdicts; cancelling the reading task cancels the bulk send.
     public struct Iterator: AsyncIteratorProtocol {
         let channel: VerdictChannel
+        private var batch: [APNSBulkVerdict] = []
+        private var position = 0
 
-        public mutating func next() async -> APNSBulkVerdict? { await self.channel.next() }
+        init(channel: VerdictChannel) { self.channel = channel }
+
+        public mutating func next() async -> APNSBulkVerdict? {
+            if self.position == self.batch.count {
+                guard let batch = await self.channel.nextBatch() else { return nil }
+                self.batch = batch
+                self.position = 0
+            }
+            defer { self.position += 1 }
+            return self.batch[self.position]
+        }
     }
 }
 
@@ -167,50 +179,45 @@ final class VerdictChannel: Sendable {
         reader?.resume(returning: nil)
     }
 
-    func next() async -> APNSBulkVerdict? {
-        enum Take { case value(APNSBulkVerdict, CheckedContinuation<Void, Never>?), end, wait }
-        let take = self.state.withLock { state -> Take in
+    /// Every verdict buffered now (at least one), or `nil` at the end: a reader woken once takes
+    /// all that accumulated meanwhile, instead of one wake-up per verdict.
+    func nextBatch() async -> [APNSBulkVerdict]? {
+        enum Take { case values([APNSBulkVerdict], CheckedContinuation<Void, Never>?), end, wait }
+        func take(_ state: inout State) -> Take {
             if state.head < state.buffer.count {
-                let value = state.buffer[state.head]
-                state.head += 1
-                if state.head > 4096, state.head * 2 > state.buffer.count {
-                    state.buffer.removeFirst(state.head)
-                    state.head = 0
-                }
+                let values = Array(state.buffer[state.head...])
+                state.buffer.removeAll(keepingCapacity: true)
+                state.head = 0
                 let writer = state.writer
                 state.writer = nil
-                return .value(value, writer)
+                return .values(values, writer)
             }
             return state.summary == nil ? .wait : .end
         }
-        switch take {
-        case .value(let value, let writer):
-            writer?.resume()
-            return value
-        case .end:
-            return nil
-        case .wait:
-            return await withCheckedContinuation { (continuation: CheckedContinuation<APNSBulkVerdict?, Never>) in
-                let immediate = self.state.withLock { state -> Take in
-                    if state.head < state.buffer.count {
-                        let value = state.buffer[state.head]
-                        state.head += 1
-                        let writer = state.writer
-                        state.writer = nil
-                        return .value(value, writer)
+        while true {
+            switch self.state.withLock({ take(&$0) }) {
+            case .values(let values, let writer):
+                writer?.resume()
+                return values
+            case .end:
+                return nil
+            case .wait:
+                let verdict = await withCheckedContinuation { (continuation: CheckedContinuation<APNSBulkVerdict?, Never>) in
+                    let ready = self.state.withLock { state -> Bool in
+                        if state.head < state.buffer.count || state.summary != nil { return true }
+                        state.reader = continuation
+                        return false
                     }
-                    if state.summary != nil { return .end }
-                    state.reader = continuation
-                    return .wait
+                    if ready { continuation.resume(returning: nil) }
                 }
-                switch immediate {
-                case .value(let value, let writer):
-                    writer?.resume()
-                    continuation.resume(returning: value)
-                case .end:
-                    continuation.resume(returning: nil)
-                case .wait:
-                    break
+                if let verdict {
+                    // Handed over directly; add whatever else is buffered.
+                    var values = [verdict]
+                    if case .values(let more, let writer) = self.state.withLock({ take(&$0) }) {
+                        writer?.resume()
+                        values += more
+                    }
+                    return values
                 }
             }
         }
@@ -249,83 +256,172 @@ extension APNSClient {
     private func runBulk<Tokens: AsyncSequence>(
         _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?, channel: VerdictChannel
     ) async where Tokens.Element == String {
-        var summary = APNSBulkSummary()
+        // Workers, not a task per token: each worker takes a few tokens at a time from the shared
+        // feed, sends them one by one and hands each verdict over, so a token costs no task
+        // creation and no wake-up of a coordinator. More workers start as the pool's open streams
+        // grow (one until the first push succeeds, then the server's limit), up to the cap.
+        let feed = TokenFeed(tokens.makeAsyncIterator())
+        let tally = LockedBox(APNSBulkSummary())
         let started = ContinuousClock.now
-        func record(_ verdict: APNSBulkVerdict) {
-            switch verdict.outcome {
-            case .accepted(let result):
-                summary.accepted += 1
-                if result.mayHaveBeenDeliveredTwice { summary.possiblyDeliveredTwice += 1 }
-            case .rejected(let error):
-                summary.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
-            case .failed:
-                summary.failed += 1
-            case .notSent:
-                summary.notSent += 1
+        await withTaskGroup(of: Void.self) { group in
+            var workers = 0
+            func spawn() {
+                workers += 1
+                group.addTask { await self.bulkWorker(prepared, feed: feed, deadline: deadline, channel: channel, tally: tally) }
+            }
+            spawn()
+            while await feed.waitForProgress() {
+                let target = min(max(self.window, 1), Self.maximumBulkWindow)
+                while workers < target { spawn() }
             }
         }
-        await withTaskGroup(of: APNSBulkVerdict.self) { group in
-            var inFlight = 0
-            var index = 0
-            var iterator = tokens.makeAsyncIterator()
-            while true {
-                let text: String?
-                do {
-                    text = try await iterator.next()
-                } catch {
-                    summary.inputError = "\(error)"
-                    break
-                }
-                guard let text else { break }
-                defer { index += 1 }
-                summary.total += 1
-                if Task.isCancelled {
-                    let verdict = APNSBulkVerdict(token: text, index: index, outcome: .notSent(APNSError(kind: .cancelled, detail: "the bulk send was cancelled")))
-                    record(verdict)
-                    await channel.send(verdict)
-                    continue
-                }
-                guard let token = try? DeviceToken(text) else {
-                    var error = APNSError(kind: .invalidNotification, detail: "not a device token")
-                    if let invalid = Result(catching: { () throws(APNSValidationError) in try DeviceToken(text) }).failureValue {
-                        error.detail = "\(invalid.field) \(invalid.rule)"
-                    }
-                    let verdict = APNSBulkVerdict(token: text, index: index, outcome: .rejected(error))
-                    record(verdict)
-                    await channel.send(verdict)
-                    continue
-                }
-                while inFlight >= min(max(self.window, 1), Self.maximumBulkWindow), let done = await group.next() {
-                    inFlight -= 1
-                    record(done)
-                    await channel.send(done)
-                }
-                let position = index
-                group.addTask {
-                    do throws(APNSError) {
-                        let result = try await self.send(prepared, to: token, deadline: deadline)
-                        return APNSBulkVerdict(token: text, index: position, outcome: .accepted(result))
-                    } catch {
-                        switch error.kind {
-                        case .rejected: return APNSBulkVerdict(token: text, index: position, outcome: .rejected(error))
-                        case .cancelled, .shutdown: return APNSBulkVerdict(token: text, index: position, outcome: .notSent(error))
-                        default: return APNSBulkVerdict(token: text, index: position, outcome: .failed(error))
-                        }
-                    }
-                }
-                inFlight += 1
-            }
-            while let done = await group.next() {
-                record(done)
-                await channel.send(done)
-            }
-        }
+        var summary = tally.withLock { $0 }
+        summary.total = feed.taken
+        summary.inputError = feed.inputError
         summary.duration = .now - started
         self.logger.info("bulk send finished", metadata: [
             "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
             "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
         ])
         channel.finish(summary)
+    }
+
+    private func bulkWorker(
+        _ prepared: APNSPreparedNotification, feed: TokenFeed, deadline: ContinuousClock.Instant?, channel: VerdictChannel,
+        tally: LockedBox<APNSBulkSummary>
+    ) async {
+        while let batch = await feed.take(16) {
+            for (index, text) in batch {
+                let outcome: APNSBulkVerdict.Outcome
+                if Task.isCancelled {
+                    outcome = .notSent(APNSError(kind: .cancelled, detail: "the bulk send was cancelled"))
+                } else {
+                    do throws(APNSValidationError) {
+                        let token = try DeviceToken(text)
+                        do throws(APNSError) {
+                            outcome = .accepted(try await self.send(prepared, to: token, deadline: deadline))
+                        } catch {
+                            switch error.kind {
+                            case .rejected: outcome = .rejected(error)
+                            case .cancelled, .shutdown: outcome = .notSent(error)
+                            default: outcome = .failed(error)
+                            }
+                        }
+                    } catch {
+                        outcome = .rejected(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
+                    }
+                }
+                tally.withLock { summary in
+                    switch outcome {
+                    case .accepted(let result):
+                        summary.accepted += 1
+                        if result.mayHaveBeenDeliveredTwice { summary.possiblyDeliveredTwice += 1 }
+                    case .rejected(let error):
+                        summary.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
+                    case .failed:
+                        summary.failed += 1
+                    case .notSent:
+                        summary.notSent += 1
+                    }
+                }
+                await channel.send(APNSBulkVerdict(token: text, index: index, outcome: outcome))
+            }
+        }
+    }
+}
+
+/// The token sequence, shared by a bulk send's workers: one reads at a time (an iterator is not
+/// concurrent), a few tokens per turn; the coordinator hears about progress to add workers.
+final class TokenFeed: Sendable {
+    private struct State {
+        var reading = false
+        var readers: [CheckedContinuation<Void, Never>] = []
+        var done = false
+        var taken = 0
+        var inputError: String?
+        var progressWaiter: CheckedContinuation<Bool, Never>?
+        var reported = 0
+    }
+
+    private let state = LockedBox(State())
+    // Touched only by the worker holding the reading turn.
+    private nonisolated(unsafe) var next: () async throws -> String?
+
+    init<Iterator: AsyncIteratorProtocol>(_ iterator: Iterator) where Iterator.Element == String {
+        nonisolated(unsafe) var iterator = iterator
+        self.next = { try await iterator.next() }
+    }
+
+    var taken: Int { self.state.withLock { $0.taken } }
+    var inputError: String? { self.state.withLock { $0.inputError } }
+
+    /// Up to `count` tokens with their positions, or `nil` when the sequence is over.
+    func take(_ count: Int) async -> [(Int, String)]? {
+        await self.acquireTurn()
+        var batch: [(Int, String)] = []
+        let done = self.state.withLock { $0.done }
+        var ended = done
+        var failure: String?
+        if !done {
+            batch.reserveCapacity(count)
+            let first = self.state.withLock { $0.taken }
+            while batch.count < count {
+                do {
+                    guard let text = try await self.next() else {
+                        ended = true
+                        break
+                    }
+                    batch.append((first + batch.count, text))
+                } catch {
+                    failure = "\(error)"
+                    ended = true
+                    break
+                }
+            }
+        }
+        let (reader, progress) = self.state.withLock { state -> (CheckedContinuation<Void, Never>?, CheckedContinuation<Bool, Never>?) in
+            state.taken += batch.count
+            if ended { state.done = true }
+            if let failure, state.inputError == nil { state.inputError = failure }
+            var progress: CheckedContinuation<Bool, Never>?
+            if state.done || state.taken - state.reported >= 64 {
+                state.reported = state.taken
+                progress = state.progressWaiter
+                state.progressWaiter = nil
+            }
+            let reader = state.readers.isEmpty ? nil : state.readers.removeFirst()
+            if reader == nil { state.reading = false }
+            return (reader, progress)
+        }
+        reader?.resume()
+        progress?.resume(returning: !ended)
+        return batch.isEmpty && ended ? nil : batch
+    }
+
+    /// Returns `true` after more tokens were taken, `false` once the sequence is over.
+    func waitForProgress() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let now = self.state.withLock { state -> Bool? in
+                if state.done { return false }
+                state.progressWaiter = continuation
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    private func acquireTurn() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = self.state.withLock { state -> Bool in
+                if state.reading {
+                    state.readers.append(continuation)
+                    return false
+                }
+                state.reading = true
+                return true
+            }
+            if now { continuation.resume() }
+        }
     }
 }
 
