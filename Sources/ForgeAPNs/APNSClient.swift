@@ -19,6 +19,8 @@ public final class APNSClient: Sendable {
     /// The configuration it was made with.
     public let configuration: Configuration
     let transport: any APNSTransport
+    /// The channel management endpoint's transport (the same one when the endpoint is the same).
+    let channelTransport: any APNSTransport
     let tokens: APNSProviderTokenManager?
     let logger: Logger
     let metrics = ClientMetrics()
@@ -28,19 +30,30 @@ public final class APNSClient: Sendable {
     /// - Throws: ``APNSError`` of kind `invalidNotification` for a bad configuration (a refresh
     ///   age outside 20-55 minutes, cleartext or an insecure mode for a non-loopback host).
     public convenience init(configuration: Configuration) throws {
-        let http2 = try Self.http2Configuration(configuration)
+        let http2 = try Self.http2Configuration(configuration, endpoint: configuration.environment)
         let pool = ConnectionPool(
             configuration: http2, connections: configuration.pool.connections,
             maxStreams: configuration.pool.maxStreamsPerConnection, idleTimeout: configuration.timeouts.idle,
             logger: configuration.logger
         )
-        try self.init(configuration: configuration, transport: pool)
+        var channels: (any APNSTransport)?
+        let channelEndpoint = configuration.environment.channelManagement
+        if channelEndpoint != configuration.environment {
+            channels = ConnectionPool(
+                configuration: try Self.http2Configuration(configuration, endpoint: channelEndpoint), connections: 1,
+                maxStreams: configuration.pool.maxStreamsPerConnection, idleTimeout: configuration.timeouts.idle,
+                logger: configuration.logger
+            )
+        }
+        try self.init(configuration: configuration, transport: pool, channelTransport: channels)
     }
 
     /// Creates a client over another transport, such as ``APNSInProcessTransport`` in unit tests.
-    public init(configuration: Configuration, transport: any APNSTransport) throws {
+    /// - Parameter channelTransport: the channel API's transport; `transport` by default.
+    public init(configuration: Configuration, transport: any APNSTransport, channelTransport: (any APNSTransport)? = nil) throws {
         self.configuration = configuration
         self.transport = transport
+        self.channelTransport = channelTransport ?? transport
         self.logger = configuration.logger
         switch configuration.authentication.base {
         case .jwt(let key, let keyID, let teamID, let refreshAge):
@@ -55,8 +68,7 @@ public final class APNSClient: Sendable {
         }
     }
 
-    static func http2Configuration(_ configuration: Configuration) throws -> HTTP2ClientConfiguration {
-        let environment = configuration.environment
+    static func http2Configuration(_ configuration: Configuration, endpoint environment: APNSEnvironment) throws -> HTTP2ClientConfiguration {
         let loopback = ["127.0.0.1", "::1", "localhost"].contains(environment.host) || environment.host.hasPrefix("127.")
         var tls: HTTP2TLSConfiguration?
         if configuration.tls.cleartextLoopbackOnly {
@@ -100,6 +112,9 @@ public final class APNSClient: Sendable {
         }
         guard first else { return }
         await self.transport.shutdown(gracePeriod: gracePeriod)
+        if self.channelTransport as AnyObject !== self.transport as AnyObject {
+            await self.channelTransport.shutdown(gracePeriod: gracePeriod)
+        }
         self.logger.debug("APNs client shut down")
     }
 
@@ -144,10 +159,20 @@ public final class APNSClient: Sendable {
                                       deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 
-    /// Sends one request with the retry policy. Everything goes through here.
+    /// Sends one request with the retry policy.
     func execute(
         _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant
     ) async throws(APNSError) -> APNSSendResult {
+        try await self.executeRaw(request, pushType: pushType, token: token, deadline: deadline).result
+    }
+
+    /// Sends one request with the retry policy and returns the response too. Everything goes through here.
+    func executeRaw(
+        _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant,
+        channelAPI: Bool = false
+    ) async throws(APNSError) -> (result: APNSSendResult, response: HTTP2Response) {
+        let transport = channelAPI ? self.channelTransport : self.transport
+        let authority = channelAPI ? self.configuration.environment.channelManagement.authority : self.configuration.environment.authority
         let policy = self.configuration.retry
         var attempt = 0
         var refreshed = false
@@ -173,18 +198,19 @@ public final class APNSClient: Sendable {
             }
             for header in request.headers { headers.append(HTTP2HeaderField(header.name, header.value)) }
             let http2 = HTTP2Request(
-                method: request.method, authority: self.configuration.environment.authority, path: request.path,
+                method: request.method, authority: authority, path: request.path,
                 headers: headers, body: request.body
             )
             var failure: APNSError
             do {
-                let response = try await self.transport.send(http2, deadline: deadline)
+                let response = try await transport.send(http2, deadline: deadline)
                 let parsed = APNSResponse(status: response.status, headers: response.headers.lazy.map { (name: $0.name, value: $0.value) })
                 if (200..<300).contains(response.status) {
                     let id = parsed.apnsID ?? parsed.apnsRequestID ?? ""
                     self.metrics.accepted(pushType: pushType, latency: .now - started)
-                    return APNSSendResult(apnsID: id, apnsUniqueID: parsed.apnsUniqueID, attempts: attempt,
-                                          mayHaveBeenDeliveredTwice: possiblyDelivered, duration: .now - started)
+                    let result = APNSSendResult(apnsID: id, apnsUniqueID: parsed.apnsUniqueID, attempts: attempt,
+                                                mayHaveBeenDeliveredTwice: possiblyDelivered, duration: .now - started)
+                    return (result, response)
                 }
                 let rejection = APNSErrorResponse(
                     status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body

@@ -28,6 +28,18 @@ public struct APNSEnvironment: Hashable, Sendable, CustomStringConvertible {
         APNSEnvironment(name: nil, host: host, port: port)
     }
 
+    /// Where the broadcast channel API is: `api-manage-broadcast.push.apple.com:2196` for
+    /// production, `api-manage-broadcast.sandbox.push.apple.com:2195` for sandbox, the same endpoint
+    /// for a custom one (the local server serves both).
+    public var channelManagement: APNSEnvironment {
+        switch self.name {
+        case "production": return APNSEnvironment(name: "production channels", host: "api-manage-broadcast.push.apple.com", port: 2196)
+        case "sandbox":
+            return APNSEnvironment(name: "sandbox channels", host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195)
+        default: return self
+        }
+    }
+
     /// The `:authority` value: the host, with the port when it is not 443 (IPv6 literals in brackets).
     public var authority: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
