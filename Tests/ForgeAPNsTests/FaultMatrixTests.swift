@@ -131,6 +131,24 @@ struct FaultMatrixTests {
         }
     }
 
+    @Test("Unanswered PING: the connection is declared dead and replaced; the next send goes on a new one")
+    func unansweredPing() async throws {
+        let loopback = try Loopback.start(answersPings: false, timeouts: APNSClient.Timeouts(ping: .milliseconds(50)))
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            #expect(try await client.send(alert(), to: token(0)).attempts == 1)
+            #expect(try await client.send(alert(), to: token(1)).attempts == 1)
+            #expect(client.window > 1)  // the server raised the stream limit after the first push
+            // Bounded wait for the keep-alive to give up on the silent peer (one stream again: a fresh slot).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while client.window > 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(client.window == 1)
+            #expect(try await client.send(alert(), to: token(2)).attempts == 1)
+        }
+        let connections = loopback.server.accepted.map(\.connectionID)
+        #expect(connections.count == 3 && connections[0] == connections[1] && connections[2] != connections[0])
+        await loopback.server.shutdown()
+    }
+
     @Test("Idle close between sends: the next send opens a new connection")
     func idleClose() async throws {
         let loopback = try Loopback.start(LocalAPNsConfiguration(idleTimeout: .milliseconds(30)))
