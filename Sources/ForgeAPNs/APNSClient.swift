@@ -4,6 +4,7 @@ internal import ForgeHTTP2
 internal import Logging
 internal import Metrics
 internal import ForgeSupport
+internal import Synchronization
 public import ServiceLifecycle
 
 /// Sends pushes to APNs over a pool of HTTP/2 connections: one provider token shared by the pool,
@@ -24,7 +25,7 @@ public final class APNSClient: Sendable {
     let tokens: APNSProviderTokenManager?
     let logger: Logger
     let metrics = ClientMetrics()
-    private let shutdownState = LockedBox(false)
+    private let shutdownState = Atomic<Bool>(false)
 
     /// Creates a client over a pool of connections to `configuration.environment`.
     /// - Throws: ``APNSError`` of kind `invalidNotification` for a bad configuration (a refresh
@@ -106,11 +107,7 @@ public final class APNSClient: Sendable {
     /// Closes every connection; sends in flight finish or fail within `gracePeriod`. Later sends
     /// fail with ``APNSError/Kind/shutdown``.
     public func shutdown(gracePeriod: Duration = .seconds(5)) async {
-        let first = self.shutdownState.withLock { closed -> Bool in
-            defer { closed = true }
-            return !closed
-        }
-        guard first else { return }
+        guard !self.shutdownState.exchange(true, ordering: .acquiringAndReleasing) else { return }
         await self.transport.shutdown(gracePeriod: gracePeriod)
         if self.channelTransport as AnyObject !== self.transport as AnyObject {
             await self.channelTransport.shutdown(gracePeriod: gracePeriod)
@@ -182,7 +179,7 @@ public final class APNSClient: Sendable {
         defer { self.metrics.inFlight.decrement() }
         while true {
             attempt += 1
-            if self.shutdownState.withLock({ $0 }) {
+            if self.shutdownState.load(ordering: .acquiring) {
                 throw APNSError(kind: .shutdown, attempts: attempt - 1, mayHaveBeenDelivered: possiblyDelivered, detail: "the client is shut down")
             }
             var headers: [HTTP2HeaderField] = []
@@ -204,11 +201,15 @@ public final class APNSClient: Sendable {
             var failure: APNSError
             do {
                 let response = try await transport.send(http2, deadline: deadline)
-                let parsed = APNSResponse(status: response.status, headers: response.headers.lazy.map { (name: $0.name, value: $0.value) })
                 if (200..<300).contains(response.status) {
-                    let id = parsed.apnsID ?? parsed.apnsRequestID ?? ""
+                    // Two headers are all a success carries: read them without building an APNSResponse.
+                    var id = "", unique: String?
+                    for header in response.headers {
+                        if header.name == "apns-id" || (id.isEmpty && header.name == "apns-request-id") { id = header.value }
+                        if header.name == "apns-unique-id" { unique = header.value }
+                    }
                     self.metrics.accepted(pushType: pushType, latency: .now - started)
-                    let result = APNSSendResult(apnsID: id, apnsUniqueID: parsed.apnsUniqueID, attempts: attempt,
+                    let result = APNSSendResult(apnsID: id, apnsUniqueID: unique, attempts: attempt,
                                                 mayHaveBeenDeliveredTwice: possiblyDelivered, duration: .now - started)
                     return (result, response)
                 }

@@ -11,16 +11,32 @@ struct ClientMetrics: Sendable {
     /// Provider tokens signed again after `ExpiredProviderToken` (`apns_token_refreshes_total`).
     let tokenRefreshes = Counter(label: "apns_token_refreshes_total")
 
+    /// Per push type, made once: creating a swift-metrics handle takes the metrics system's lock
+    /// and allocates, which cost more than the send's own bookkeeping when done per push.
+    private let acceptedCounters: [APNSPushType: Counter]
+    private let durations: [APNSPushType: Timer]
+
+    init() {
+        var counters: [APNSPushType: Counter] = [:]
+        var timers: [APNSPushType: Timer] = [:]
+        for type in APNSPushType.allCases {
+            counters[type] = Counter(label: "apns_notifications_total", dimensions: [("push_type", type.rawValue), ("result", "accepted")])
+            timers[type] = Timer(label: "apns_send_duration", dimensions: [("push_type", type.rawValue)])
+        }
+        self.acceptedCounters = counters
+        self.durations = timers
+    }
+
     func accepted(pushType: APNSPushType, latency: Duration) {
-        Counter(label: "apns_notifications_total", dimensions: [("push_type", pushType.rawValue), ("result", "accepted")]).increment()
-        Timer(label: "apns_send_duration", dimensions: [("push_type", pushType.rawValue)]).recordNanoseconds(Self.nanoseconds(latency))
+        self.acceptedCounters[pushType]?.increment()
+        self.durations[pushType]?.recordNanoseconds(Self.nanoseconds(latency))
     }
 
     func rejected(pushType: APNSPushType, reason: String, latency: Duration) {
         Counter(label: "apns_notifications_total", dimensions: [
             ("push_type", pushType.rawValue), ("result", "rejected"), ("reason", reason),
         ]).increment()
-        Timer(label: "apns_send_duration", dimensions: [("push_type", pushType.rawValue)]).recordNanoseconds(Self.nanoseconds(latency))
+        self.durations[pushType]?.recordNanoseconds(Self.nanoseconds(latency))
     }
 
     func failed(pushType: APNSPushType) {

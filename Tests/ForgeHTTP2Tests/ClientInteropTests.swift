@@ -16,7 +16,7 @@ struct ClientInteropTests {
     @Test("h2c with prior knowledge")
     func h2c() async throws {
         let server = try ExternalProcess("/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "--no-tls", "0"])
-        let port = try server.listeningPort()
+        let port = try await server.listeningPort()
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil))
         let response = try await connection.send(HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/3/device/abc", body: Array("{}".utf8)))
         #expect(response.status == 200)
@@ -33,7 +33,7 @@ struct ClientInteropTests {
         let server = try ExternalProcess(
             "/usr/sbin/nghttpd", ["-a", address, "-d", try documentRoot(), "0", KeysExample.path("server.key"), KeysExample.path("server.pem")]
         )
-        let port = try server.listeningPort()
+        let port = try await server.listeningPort()
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: host, port: port, tls: KeysExample.clientTLS))
         let response = try await connection.send(HTTP2Request(authority: host, path: "/3/device/abc", body: Array("{}".utf8)))
         #expect(response.status == 200)
@@ -45,7 +45,7 @@ struct ClientInteropTests {
         let server = try ExternalProcess(
             "/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "0", KeysExample.path("server.key"), KeysExample.path("server.pem")]
         )
-        let port = try server.listeningPort()
+        let port = try await server.listeningPort()
         do {
             _ = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "localhost", port: port))
             Issue.record("connected")
@@ -60,7 +60,7 @@ struct ClientInteropTests {
         let server = try ExternalProcess(
             "/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "0", KeysExample.path("server.key"), KeysExample.path("server.pem")]
         )
-        let port = try server.listeningPort()
+        let port = try await server.listeningPort()
         let insecure = HTTP2TLSConfiguration(verification: .insecureLoopbackOnly)
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: insecure))
         #expect(try await connection.send(HTTP2Request(authority: "x", path: "/3/device/abc")).status == 200)
@@ -76,7 +76,7 @@ struct ClientInteropTests {
     @Test("Many requests over nghttpd's limit of 100 streams: every one answered, by send and by batch")
     func manyInFlight() async throws {
         let server = try ExternalProcess("/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "--no-tls", "0"])
-        let port = try server.listeningPort()
+        let port = try await server.listeningPort()
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil))
         let request = HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/3/device/abc", body: Array("{}".utf8))
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -100,7 +100,7 @@ struct ClientInteropTests {
             "/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:0", "-cert", KeysExample.path("server.pem"),
                                  "-key", KeysExample.path("server.key"), "-quiet", "-naccept", "1"]
         )
-        let port = try server.listeningPort()
+        let port = try await server.listeningPort()
         do {
             _ = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "localhost", port: port, tls: KeysExample.clientTLS))
             Issue.record("connected without h2")

@@ -27,27 +27,35 @@ final class ExternalProcess {
     }
 
     /// The TCP port the process listens on, read from /proc once its listening socket appears.
-    /// Waits at most `timeout` seconds, checking every few milliseconds (a readiness wait).
-    func listeningPort(timeout: TimeInterval = 10) throws -> Int {
-        let start = Date()
-        while Date().timeIntervalSince(start) < timeout {
+    /// Waits at most `timeout` seconds, checking every few milliseconds without holding a thread of
+    /// the cooperative pool (a blocked pool thread stalls every other test on a 2-core machine).
+    func listeningPort(timeout: Duration = .seconds(30)) async throws -> Int {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
             if let port = Self.listeningPort(pid: self.process.processIdentifier) { return port }
             guard self.process.isRunning else { break }
-            usleep(5_000)
+            try await Task.sleep(for: .milliseconds(5))
         }
+        // Ended (or killed here) first, so reading its output to the end cannot block.
+        self.kill()
         throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "no listening socket: \(self.readOutput())"])
     }
 
     /// Waits for the process to exit and returns its status and output (bounded by `timeout`).
-    func finish(timeout: TimeInterval = 60) -> (status: Int32, output: String) {
-        let start = Date()
-        while self.process.isRunning && Date().timeIntervalSince(start) < timeout { usleep(5_000) }
+    func finish(timeout: Duration = .seconds(60)) async -> (status: Int32, output: String) {
+        // Drain the output meanwhile: a process blocked on a full pipe would never exit.
+        let output = self.output.fileHandleForReading
+        let reader = Task.detached { output.readDataToEndOfFile() }
+        let deadline = ContinuousClock.now + timeout
+        while self.process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         self.kill()
-        return (self.process.terminationStatus, self.readOutput())
+        let data = await reader.value
+        return (self.process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
+    /// Everything the process wrote; call only once it has ended.
     private func readOutput() -> String {
-        String(decoding: self.output.fileHandleForReading.availableData, as: UTF8.self)
+        String(decoding: self.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
     private static func listeningPort(pid: Int32) -> Int? {

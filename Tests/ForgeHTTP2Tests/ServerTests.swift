@@ -100,25 +100,25 @@ struct ServerTests {
         try Data(#"{"aps":{"alert":"hi"}}"#.utf8).write(to: body)
         defer { try? FileManager.default.removeItem(at: body) }
 
-        let nghttp = try ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
+        let nghttp = try await ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
         #expect(nghttp.status == 0 && nghttp.output.contains(#"{"aps":{"alert":"hi"}}"#), "\(nghttp.output)")
 
-        let curl = try ExternalProcess(
+        let curl = try await ExternalProcess(
             "/usr/bin/curl", ["-sS", "--http2-prior-knowledge", "--data-binary", "@\(body.path)", "http://127.0.0.1:\(plain.port)/3/device/abc"]
         ).finish()
         #expect(curl.status == 0 && curl.output == #"{"aps":{"alert":"hi"}}"#, "\(curl.output)")
 
-        let h2load = try ExternalProcess("/usr/bin/h2load", ["-n", "2000", "-c", "1", "-m", "50", "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
+        let h2load = try await ExternalProcess("/usr/bin/h2load", ["-n", "2000", "-c", "1", "-m", "50", "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
         #expect(h2load.status == 0 && h2load.output.contains("2000 succeeded"), "\(h2load.output)")
         await plain.shutdown()
 
         let secure = try echoServer(HTTP2ServerConfiguration(tls: KeysExample.serverTLS))
-        let secureCurl = try ExternalProcess(
+        let secureCurl = try await ExternalProcess(
             "/usr/bin/curl", ["-sS", "--http2", "--cacert", KeysExample.path("ca.pem"), "--data-binary", "@\(body.path)",
                               "https://localhost:\(secure.port)/3/device/abc"]
         ).finish()
         #expect(secureCurl.status == 0 && secureCurl.output == #"{"aps":{"alert":"hi"}}"#, "\(secureCurl.output)")
-        let secureNghttp = try ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "https://localhost:\(secure.port)/3/device/abc"]).finish()
+        let secureNghttp = try await ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "https://localhost:\(secure.port)/3/device/abc"]).finish()
         #expect(secureNghttp.status == 0 && secureNghttp.output.contains("alert"), "\(secureNghttp.output)")
         await secure.shutdown()
     }
@@ -126,7 +126,7 @@ struct ServerTests {
     @Test("A client that does not offer h2 is refused by the server")
     func noALPN() async throws {
         let secure = try echoServer(HTTP2ServerConfiguration(tls: KeysExample.serverTLS))
-        let curl = try ExternalProcess(
+        let curl = try await ExternalProcess(
             "/usr/bin/curl", ["-sS", "--http1.1", "--cacert", KeysExample.path("ca.pem"), "https://localhost:\(secure.port)/"]
         ).finish()
         #expect(curl.status != 0)
