@@ -50,8 +50,8 @@ final class ConnectionPool: APNSTransport {
         self.state.withLock { state in
             var total = 0
             for slot in state.slots {
-                if let connection = slot.connection, case .active = connection.state {
-                    total += min(Int(connection.peerMaxConcurrentStreams), self.maxStreams)
+                if let usage = slot.connection?.load, usage.isActive {
+                    total += min(Int(usage.peerMaxConcurrentStreams), self.maxStreams)
                 } else {
                     total += 1  // an empty slot: one request opens it
                 }
@@ -100,17 +100,18 @@ final class ConnectionPool: APNSTransport {
                 var idleToClose: [HTTP2Connection] = []
                 for index in state.slots.indices {
                     guard let connection = state.slots[index].connection else { continue }
-                    guard case .active = connection.state else {
+                    let usage = connection.load
+                    guard usage.isActive else {
                         state.slots[index].connection = nil
                         continue
                     }
-                    let outstanding = connection.outstandingCount
+                    let outstanding = usage.outstanding
                     if let idle = self.idleTimeout, outstanding == 0, now - state.slots[index].lastUsed > idle {
                         idleToClose.append(connection)
                         state.slots[index].connection = nil
                         continue
                     }
-                    let limit = max(1, min(Int(connection.peerMaxConcurrentStreams), self.maxStreams))
+                    let limit = max(1, min(Int(usage.peerMaxConcurrentStreams), self.maxStreams))
                     let load = Double(outstanding) / Double(limit)
                     if best == nil || load < best!.load { best = (index, load) }
                 }

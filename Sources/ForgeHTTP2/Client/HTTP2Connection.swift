@@ -140,6 +140,16 @@ public final class HTTP2Connection: Sendable {
     /// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS`.
     public var peerMaxConcurrentStreams: UInt32 { self.inbox.withLock { $0.peerMaxConcurrentStreams } }
 
+    /// Whether it is active, with its outstanding count and the peer's stream limit, read together
+    /// under one lock (a pool picking a connection per request reads all three).
+    public var load: HTTP2ConnectionLoad {
+        self.inbox.withLock { inbox in
+            let active: Bool
+            if case .active = inbox.state { active = true } else { active = false }
+            return HTTP2ConnectionLoad(isActive: active, outstanding: inbox.outstanding, peerMaxConcurrentStreams: inbox.peerMaxConcurrentStreams)
+        }
+    }
+
     // MARK: Shutdown
 
     /// Stops taking requests, lets open streams finish for up to `gracePeriod`, then closes; what is
@@ -230,6 +240,16 @@ public final class HTTP2Connection: Sendable {
 }
 
 /// What callers hand to the I/O thread, under the lock.
+/// A snapshot of a connection's usage, for load balancing.
+public struct HTTP2ConnectionLoad: Hashable, Sendable {
+    /// Whether new requests may start (no GOAWAY, not closed).
+    public var isActive: Bool
+    /// Streams open plus requests queued.
+    public var outstanding: Int
+    /// The peer's current stream limit.
+    public var peerMaxConcurrentStreams: UInt32
+}
+
 struct Inbox {
     enum Command {
         case shutdown(deadline: UInt64)
