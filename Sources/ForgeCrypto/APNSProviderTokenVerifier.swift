@@ -84,6 +84,9 @@ public struct APNSProviderTokenVerifier: Sendable {
     /// Whether DER signatures are accepted besides the raw `r‖s` form (default: strict, raw only).
     /// APNs has been seen accepting DER; ForgePush never signs that way.
     public var acceptsDERSignatures: Bool
+    /// Whether an `iat` written as a string of digits is accepted (default: strict). APNs has been
+    /// seen accepting it, and APNSwift up to 6.4 sends it.
+    public var acceptsStringIssuedAt: Bool = false
 
     /// Creates a verifier.
     public init(
@@ -101,7 +104,7 @@ public struct APNSProviderTokenVerifier: Sendable {
     /// Checks `jwt` at time `now`.
     /// - Throws: ``APNSProviderTokenError`` saying what failed.
     public func verify(_ jwt: String, now: Date) throws(APNSProviderTokenError) -> APNSVerifiedProviderToken {
-        let parsed = try Self.parse(jwt)
+        let parsed = try Self.parse(jwt, acceptingStringIssuedAt: self.acceptsStringIssuedAt)
         guard parsed.algorithm == "ES256" else {
             throw APNSProviderTokenError(.unsupportedAlgorithm, detail: "alg is '\(parsed.algorithm)'; APNs accepts ES256 only")
         }
@@ -126,7 +129,7 @@ public struct APNSProviderTokenVerifier: Sendable {
 
     /// Splits and decodes `jwt` without checking its signature.
     /// - Throws: ``APNSProviderTokenError/Code/malformed`` naming the part at fault.
-    public static func parse(_ jwt: String) throws(APNSProviderTokenError) -> APNSParsedProviderToken {
+    public static func parse(_ jwt: String, acceptingStringIssuedAt: Bool = false) throws(APNSProviderTokenError) -> APNSParsedProviderToken {
         let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             throw APNSProviderTokenError(.malformed, detail: "has \(parts.count) segments; a JWT has 3")
@@ -141,6 +144,7 @@ public struct APNSProviderTokenVerifier: Sendable {
             throw APNSProviderTokenError(.malformed, detail: "the signature is not base64url")
         }
         let decoder = JSONDecoder()
+        decoder.userInfo[Claims.lenientIssuedAt] = acceptingStringIssuedAt
         guard let header = try? decoder.decode(Header.self, from: Data(headerBytes)) else {
             throw APNSProviderTokenError(.malformed, detail: "the header is not a JSON object of strings")
         }
@@ -177,6 +181,7 @@ public struct APNSProviderTokenVerifier: Sendable {
         var iat: Int64
 
         enum CodingKeys: String, CodingKey { case iss, iat }
+        static let lenientIssuedAt = CodingUserInfoKey(rawValue: "forgepush.lenientIssuedAt")!
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -186,7 +191,11 @@ public struct APNSProviderTokenVerifier: Sendable {
             self.iss = iss
             if let iat = try? container.decode(Int64.self, forKey: .iat) {
                 self.iat = iat
-            } else if (try? container.decode(String.self, forKey: .iat)) != nil {
+            } else if let text = try? container.decode(String.self, forKey: .iat) {
+                if decoder.userInfo[Self.lenientIssuedAt] as? Bool == true, let value = Int64(text) {
+                    self.iat = value
+                    return
+                }
                 throw APNSProviderTokenError(.malformed, detail: "iat is a string; it must be an integer number of seconds")
             } else {
                 throw APNSProviderTokenError(.malformed, detail: "iat is missing or not an integer number of seconds")

@@ -58,15 +58,21 @@ public final class TokenAuthenticator: Sendable {
     public static let tokenUpdateInterval: Double = 20 * 60
 
     /// Creates an authenticator.
-    /// - Parameter badEnvironmentKeyReason: A7's reason: the spelling APNs was seen sending by default.
+    /// - Parameters:
+    ///   - badEnvironmentKeyReason: A7's reason: the spelling APNs was seen sending by default.
+    ///   - lenient: also accept what APNs was seen accepting but no client should send (A3): DER
+    ///     signatures and a string `iat` (APNSwift 6.4 sends one). Strict by default.
     public init(
         keys: [LocalAPNsKey],
         environment: LocalAPNsConfiguration.Environment,
         clock: any APNSWallClock = .system,
-        badEnvironmentKeyReason: APNSErrorReason = .badEnvironmentKeyInToken
+        badEnvironmentKeyReason: APNSErrorReason = .badEnvironmentKeyInToken,
+        lenient: Bool = false
     ) {
         self.keys = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last })
-        self.verifier = APNSProviderTokenVerifier(keys: self.keys.mapValues(\.verificationKey))
+        var verifier = APNSProviderTokenVerifier(keys: self.keys.mapValues(\.verificationKey), acceptsDERSignatures: lenient)
+        verifier.acceptsStringIssuedAt = lenient
+        self.verifier = verifier
         self.environment = environment
         self.clock = clock
         self.badEnvironmentKeyReason = badEnvironmentKeyReason

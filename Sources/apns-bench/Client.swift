@@ -315,6 +315,9 @@ extension APNSBench {
         @Flag(name: .long, help: "Serve cleartext h2c.")
         var h2c = false
 
+        @Flag(name: .customLong("lenient-tokens"), help: "Accept DER signatures and a string iat (APNSwift 6.4 sends one).")
+        var lenientTokens = false
+
         func run() async throws {
             let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
             let tls = self.h2c ? nil : HTTP2ServerTLSConfiguration(certificateChainFile: "keys-example/server.pem",
@@ -324,7 +327,7 @@ extension APNSBench {
                 authenticator: TokenAuthenticator(
                     keys: [LocalAPNsKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"),
                                         verificationKey: key.publicKey)],
-                    environment: .sandbox
+                    environment: .sandbox, lenient: self.lenientTokens
                 )
             )
             print(server.port)

@@ -157,4 +157,24 @@ struct TokenAuthenticationTests {
                                     headers: [(name: "authorization", value: bearer)], body: [])
         #expect(judge.judge(own, connectionID: 4).status == 200)
     }
+
+    @Test("A3: a DER signature or a string iat is refused by default and accepted when lenient")
+    func leniency() throws {
+        // A token as APNSwift 6.4 writes it: "typ":"JWT" and "iat" as a string.
+        func encode(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let input = encode(#"{"alg":"ES256","kid":"FORGEKEY01","typ":"JWT"}"#) + "."
+            + encode(#"{"iss":"FORGETEAM1","iat":"\#(Int(self.clock.now.timeIntervalSince1970))"}"#)
+        let signature = Data(try self.key1.signature(for: Array(input.utf8)))
+        let raw = input + "." + signature.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        #expect(self.authenticator().check(authorization: "bearer " + raw, bundleID: "b", connectionID: 1) == .invalidProviderToken)
+        let lenient = TokenAuthenticator(
+            keys: [LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey)],
+            environment: .sandbox, clock: self.clock, lenient: true
+        )
+        #expect(lenient.check(authorization: "bearer " + raw, bundleID: "b", connectionID: 1) == nil)
+    }
 }

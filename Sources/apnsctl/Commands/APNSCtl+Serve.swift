@@ -46,6 +46,9 @@ extension APNSCtl {
         @Option(name: .customLong("register-key"), help: "A provider-token key, as FILE:KEYID:TEAMID (a .p8 or a public key PEM). Repeatable.")
         var registerKey: [String] = []
 
+        @Flag(name: .customLong("lenient-tokens"), help: "Also accept DER signatures and a string iat, as APNs was seen doing (default: strict).")
+        var lenientTokens = false
+
         @Option(name: .customLong("client-ca"), help: "Ask clients for a certificate and check it against this CA (PEM).")
         var clientCA: String?
 
@@ -127,7 +130,7 @@ extension APNSCtl {
                 maxConcurrentStreams: self.maxStreams, idleTimeout: self.idleTimeout.map { .milliseconds(Int($0 * 1000)) },
                 keepsHistory: false
             )
-            let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local)
+            let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local, lenient: self.lenientTokens)
             var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
             if !self.quiet {
                 let printer = JudgementPrinter(json: self.json)
