@@ -1,6 +1,8 @@
 public import ForgeAPNsCore
 internal import ForgeSupport
 internal import Logging
+internal import ForgeHTTP2
+internal import ForgeCrypto
 
 /// What happened to one token of a bulk send. Every token gets exactly one.
 public struct APNSBulkVerdict: Sendable {
@@ -226,7 +228,9 @@ final class VerdictChannel: Sendable {
 
 extension APNSClient {
     /// The most sends one bulk keeps in flight, whatever the pool offers.
-    static let maximumBulkWindow = 128
+    static let maximumBulkWindow = 256
+    /// Tokens a bulk worker sends together (one wake-up per batch).
+    static let bulkBatchSize = 16
 
     /// Sends `notification` to every token of `tokens` (hex strings, read lazily), as many at once
     /// as the pool's open streams allow, and reports one verdict per token.
@@ -271,7 +275,9 @@ extension APNSClient {
             }
             spawn()
             while await feed.waitForProgress() {
-                let target = min(max(self.window, 1), Self.maximumBulkWindow)
+                // Requests in flight follow the pool's open streams, up to the cap; a worker keeps a batch in flight.
+                let inFlight = min(max(self.window, 1), Self.maximumBulkWindow)
+                let target = max(1, (inFlight + Self.bulkBatchSize - 1) / Self.bulkBatchSize)
                 while workers < target { spawn() }
             }
         }
@@ -286,31 +292,125 @@ extension APNSClient {
         channel.finish(summary)
     }
 
+    /// Sends the feed's tokens in batches of 16 over one connection each (one wake-up per batch);
+    /// what a batch does not settle (retryable rejections, an expired provider token, a dead
+    /// connection) goes through ``executeRaw`` with what was already tried, so the retry rules are
+    /// the same as for a single send.
     private func bulkWorker(
         _ prepared: APNSPreparedNotification, feed: TokenFeed, deadline: ContinuousClock.Instant?, channel: VerdictChannel,
         tally: LockedBox<APNSBulkSummary>
     ) async {
-        while let batch = await feed.take(16) {
-            for (index, text) in batch {
-                let outcome: APNSBulkVerdict.Outcome
+        let policy = self.configuration.retry
+        let authority = self.configuration.environment.authority
+        let preparedHeaders = prepared.headers.map { HTTP2HeaderField($0.name, $0.value) }
+        while let batch = await feed.take(Self.bulkBatchSize) {
+            var outcomes = [APNSBulkVerdict.Outcome?](repeating: nil, count: batch.count)
+            var tokens = [DeviceToken?](repeating: nil, count: batch.count)
+            for (slot, item) in batch.enumerated() {
                 if Task.isCancelled {
-                    outcome = .notSent(APNSError(kind: .cancelled, detail: "the bulk send was cancelled"))
-                } else {
-                    do throws(APNSValidationError) {
-                        let token = try DeviceToken(text)
-                        do throws(APNSError) {
-                            outcome = .accepted(try await self.send(prepared, to: token, deadline: deadline))
-                        } catch {
-                            switch error.kind {
-                            case .rejected: outcome = .rejected(error)
-                            case .cancelled, .shutdown: outcome = .notSent(error)
-                            default: outcome = .failed(error)
+                    outcomes[slot] = .notSent(APNSError(kind: .cancelled, detail: "the bulk send was cancelled"))
+                    continue
+                }
+                do throws(APNSValidationError) {
+                    tokens[slot] = try DeviceToken(item.1)
+                } catch {
+                    outcomes[slot] = .rejected(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
+                }
+            }
+            let sendable = tokens.indices.filter { outcomes[$0] == nil && tokens[$0] != nil }
+            if !sendable.isEmpty {
+                let end = deadline ?? .now + self.configuration.timeouts.request
+                var providerToken: APNSProviderToken?
+                var headers = preparedHeaders
+                if let manager = self.tokens, let current = try? manager.currentToken() {
+                    providerToken = current
+                    headers.insert(HTTP2HeaderField("authorization", current.authorizationHeaderValue), at: 0)
+                }
+                let requests = sendable.map { slot in
+                    HTTP2Request(authority: authority, path: APNSPreparedNotification.devicePathPrefix + tokens[slot]!.hexString,
+                                 headers: headers, body: prepared.body)
+                }
+                let started = ContinuousClock.now
+                let results = (self.tokens != nil && providerToken == nil)
+                    ? []  // signing failed: every token takes the full path, which reports it
+                    : await self.transport.sendBatch(requests, deadline: end)
+                for (position, slot) in sendable.enumerated() {
+                    let token = tokens[slot]!
+                    var prior = PriorAttempt()
+                    if position < results.count {
+                        switch results[position] {
+                        case .success(let response) where (200..<300).contains(response.status):
+                            var id = "", unique: String?
+                            for header in response.headers {
+                                if header.name == "apns-id" { id = header.value }
+                                if header.name == "apns-unique-id" { unique = header.value }
+                            }
+                            self.metrics.accepted(pushType: prepared.pushType, latency: .now - started)
+                            outcomes[slot] = .accepted(APNSSendResult(
+                                apnsID: id, apnsUniqueID: unique, attempts: 1, mayHaveBeenDeliveredTwice: false, duration: .now - started
+                            ))
+                            continue
+                        case .success(let response):
+                            let rejection = APNSErrorResponse(
+                                status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body
+                            )
+                            let error = APNSError(
+                                kind: .rejected, status: rejection.status, reason: rejection.reason, timestamp: rejection.timestamp,
+                                apnsID: rejection.apnsID, attempts: 1, detail: rejection.reason.rawValue
+                            )
+                            if rejection.reason == .expiredProviderToken, let providerToken {
+                                prior.expiredToken = providerToken  // renewed once; that retry is not an attempt
+                            } else if rejection.disposition == .retryLater {
+                                prior = PriorAttempt(attempts: 1, retryableFailure: error)
+                            } else {
+                                self.metrics.rejected(pushType: prepared.pushType, reason: rejection.reason.rawValue, latency: .now - started)
+                                outcomes[slot] = .rejected(error)
+                                continue
+                            }
+                        case .failure(let failure):
+                            let error = failure as? HTTP2ClientError
+                            switch error?.code {
+                            case .some(.cancelled), .some(.shutdown):
+                                outcomes[slot] = .notSent(APNSError(
+                                    kind: error?.code == .cancelled ? .cancelled : .shutdown, attempts: 1,
+                                    mayHaveBeenDelivered: error?.mayHaveBeenProcessed ?? false, detail: error?.detail ?? ""
+                                ))
+                                continue
+                            case .some(.deadlineExceeded):
+                                outcomes[slot] = .failed(APNSError(
+                                    kind: .deadlineExceeded, attempts: 1, mayHaveBeenDelivered: error?.mayHaveBeenProcessed ?? false
+                                ))
+                                continue
+                            default:
+                                if let error, error.mayHaveBeenProcessed {
+                                    let failed = APNSError(kind: .transport, attempts: 1, mayHaveBeenDelivered: true, detail: "\(error)")
+                                    guard policy.retriesPossiblyDelivered else {
+                                        self.metrics.failed(pushType: prepared.pushType)
+                                        outcomes[slot] = .failed(failed)
+                                        continue
+                                    }
+                                    prior = PriorAttempt(attempts: 1, possiblyDelivered: true, retryableFailure: failed)
+                                }
+                                // Not processed (refused, above a GOAWAY, no connection): replayed, not counted.
                             }
                         }
+                    }
+                    do throws(APNSError) {
+                        let result = try await self.executeRaw(
+                            prepared.request(to: token), pushType: prepared.pushType, token: token.hexString, deadline: end, prior: prior
+                        ).result
+                        outcomes[slot] = .accepted(result)
                     } catch {
-                        outcome = .rejected(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
+                        switch error.kind {
+                        case .rejected: outcomes[slot] = .rejected(error)
+                        case .cancelled, .shutdown: outcomes[slot] = .notSent(error)
+                        default: outcomes[slot] = .failed(error)
+                        }
                     }
                 }
+            }
+            for (slot, item) in batch.enumerated() {
+                let outcome = outcomes[slot] ?? .failed(APNSError(kind: .transport, detail: "no outcome"))
                 tally.withLock { summary in
                     switch outcome {
                     case .accepted(let result):
@@ -324,7 +424,7 @@ extension APNSClient {
                         summary.notSent += 1
                     }
                 }
-                await channel.send(APNSBulkVerdict(token: text, index: index, outcome: outcome))
+                await channel.send(APNSBulkVerdict(token: item.1, index: item.0, outcome: outcome))
             }
         }
     }

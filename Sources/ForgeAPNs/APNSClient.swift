@@ -101,6 +101,9 @@ public final class APNSClient: Sendable {
     /// How many sends may usefully be in flight now: the pool's open streams.
     public var window: Int { self.transport.window }
 
+    /// Connections of the pool that are open and usable now (0 for other transports).
+    public var openConnections: Int { (self.transport as? ConnectionPool)?.openConnections ?? 0 }
+
     /// How many provider tokens were signed so far (one per refresh, never one per push).
     public var providerTokenSignings: Int { self.tokens?.signingCount ?? 0 }
 
@@ -164,19 +167,45 @@ public final class APNSClient: Sendable {
     }
 
     /// Sends one request with the retry policy and returns the response too. Everything goes through here.
+    /// What an earlier try (the bulk sender's batch) already did for a request that now takes the
+    /// full path: attempts made, whether one may have been delivered, and what to do first.
+    struct PriorAttempt {
+        var attempts = 0
+        var possiblyDelivered = false
+        /// The provider token APNs called expired: renew it once, then send (not an attempt).
+        var expiredToken: APNSProviderToken?
+        /// The last attempt's retryable failure (429, 500, 503, or a connection that died): back
+        /// off before the next, or throw it when the policy or the deadline leaves no room.
+        var retryableFailure: APNSError?
+    }
+
     func executeRaw(
         _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant,
-        channelAPI: Bool = false
+        channelAPI: Bool = false, prior: PriorAttempt = PriorAttempt()
     ) async throws(APNSError) -> (result: APNSSendResult, response: HTTP2Response) {
         let transport = channelAPI ? self.channelTransport : self.transport
         let authority = channelAPI ? self.configuration.environment.channelManagement.authority : self.configuration.environment.authority
         let policy = self.configuration.retry
-        var attempt = 0
+        var attempt = prior.attempts
         var refreshed = false
-        var possiblyDelivered = false
+        var possiblyDelivered = prior.possiblyDelivered
         let started = ContinuousClock.now
         self.metrics.inFlight.increment()
         defer { self.metrics.inFlight.decrement() }
+        if let expired = prior.expiredToken, let tokens = self.tokens {
+            refreshed = true
+            _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
+            self.metrics.tokenRefreshes.increment()
+        }
+        if let failure = prior.retryableFailure {
+            let wait = policy.backoff(retry: attempt)
+            guard attempt < policy.attempts, ContinuousClock.now + wait < deadline else { throw failure }
+            do {
+                try await Task.sleep(for: wait)
+            } catch {
+                throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered)
+            }
+        }
         while true {
             attempt += 1
             if self.shutdownState.load(ordering: .acquiring) {

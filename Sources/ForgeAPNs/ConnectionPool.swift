@@ -14,6 +14,9 @@ final class ConnectionPool: APNSTransport {
         var failures = 0
         var retryAt: ContinuousClock.Instant?
         var lastUsed = ContinuousClock.now
+        /// Requests handed to this slot's connection and not finished: counted here when handed
+        /// over, so concurrent picks see each other at once (the connection's own count lags).
+        var inFlight = 0
     }
 
     private struct State {
@@ -53,7 +56,8 @@ final class ConnectionPool: APNSTransport {
                 if let usage = slot.connection?.load, usage.isActive {
                     total += min(Int(usage.peerMaxConcurrentStreams), self.maxStreams)
                 } else {
-                    total += 1  // an empty slot: one request opens it
+                    // An empty slot offers what a new connection will: enough demand to open it.
+                    total += self.maxStreams
                 }
             }
             return max(total, 1)
@@ -73,7 +77,8 @@ final class ConnectionPool: APNSTransport {
     func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant) async throws -> HTTP2Response {
         var replayed = 0
         while true {
-            let connection = try await self.acquire(deadline: deadline)
+            let connection = try await self.acquire(deadline: deadline, count: 1)
+            defer { self.release(connection, count: 1) }
             do {
                 return try await connection.send(request, deadline: deadline)
             } catch let error as HTTP2ClientError {
@@ -89,8 +94,30 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
-    /// A connection with room for one more request, opening one if needed.
-    private func acquire(deadline: ContinuousClock.Instant) async throws -> HTTP2Connection {
+    func sendBatch(_ requests: [HTTP2Request], deadline: ContinuousClock.Instant) async -> [Result<HTTP2Response, any Error>] {
+        let connection: HTTP2Connection
+        do {
+            connection = try await self.acquire(deadline: deadline, count: requests.count)
+        } catch {
+            return Array(repeating: .failure(error), count: requests.count)
+        }
+        let results = await connection.sendBatch(requests, deadline: deadline)
+        self.release(connection, count: requests.count)
+        if !connection.load.isActive { self.retire(connection) }
+        return results.map { result in result.mapError { $0 as any Error } }
+    }
+
+    private func release(_ connection: HTTP2Connection, count: Int) {
+        self.state.withLock { state in
+            if let index = state.slots.firstIndex(where: { $0.connection === connection }) {
+                state.slots[index].inFlight = max(0, state.slots[index].inFlight - count)
+            }
+        }
+    }
+
+    /// A connection with room for `count` more requests, opening one if needed; the requests are
+    /// counted against it until ``release(_:count:)``.
+    private func acquire(deadline: ContinuousClock.Instant, count: Int) async throws -> HTTP2Connection {
         while true {
             try Task.checkCancellation()
             let step = try self.state.withLock { state -> Step in
@@ -103,12 +130,14 @@ final class ConnectionPool: APNSTransport {
                     let usage = connection.load
                     guard usage.isActive else {
                         state.slots[index].connection = nil
+                        state.slots[index].inFlight = 0
                         continue
                     }
-                    let outstanding = usage.outstanding
+                    let outstanding = max(usage.outstanding, state.slots[index].inFlight)
                     if let idle = self.idleTimeout, outstanding == 0, now - state.slots[index].lastUsed > idle {
                         idleToClose.append(connection)
                         state.slots[index].connection = nil
+                        state.slots[index].inFlight = 0
                         continue
                     }
                     let limit = max(1, min(Int(usage.peerMaxConcurrentStreams), self.maxStreams))
@@ -119,6 +148,7 @@ final class ConnectionPool: APNSTransport {
                 // Use the least loaded connection unless it is full and a slot is free to open another.
                 if let best, best.load < 1 || !state.slots.contains(where: { $0.connection == nil }) {
                     state.slots[best.index].lastUsed = now
+                    state.slots[best.index].inFlight += count
                     return .use(state.slots[best.index].connection!)
                 }
                 if let connecting = state.slots.first(where: { $0.connecting != nil })?.connecting {
@@ -126,11 +156,17 @@ final class ConnectionPool: APNSTransport {
                 }
                 guard let free = state.slots.firstIndex(where: { $0.connection == nil && $0.connecting == nil }) else {
                     // Every slot is busy connecting or full: queue on the least loaded (the transport queues).
-                    if let best { return .use(state.slots[best.index].connection!) }
+                    if let best {
+                        state.slots[best.index].inFlight += count
+                        return .use(state.slots[best.index].connection!)
+                    }
                     throw HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: false, detail: "no connection available")
                 }
                 if let retryAt = state.slots[free].retryAt, retryAt > now {
-                    if let best { return .use(state.slots[best.index].connection!) }
+                    if let best {
+                        state.slots[best.index].inFlight += count
+                        return .use(state.slots[best.index].connection!)
+                    }
                     return .sleep(until: retryAt)
                 }
                 let task = Task { try await self.connect(slot: free) }
@@ -158,6 +194,7 @@ final class ConnectionPool: APNSTransport {
                 state.slots[index].connecting = nil
                 if state.closed { return true }
                 state.slots[index].connection = connection
+                state.slots[index].inFlight = 0
                 state.slots[index].failures = 0
                 state.slots[index].retryAt = nil
                 state.slots[index].lastUsed = .now
@@ -189,6 +226,7 @@ final class ConnectionPool: APNSTransport {
         let removed = self.state.withLock { state -> Bool in
             guard let index = state.slots.firstIndex(where: { $0.connection === connection }) else { return false }
             state.slots[index].connection = nil
+            state.slots[index].inFlight = 0
             return true
         }
         if removed {
@@ -205,6 +243,7 @@ final class ConnectionPool: APNSTransport {
             let tasks = state.slots.compactMap(\.connecting)
             for index in state.slots.indices {
                 state.slots[index].connection = nil
+                state.slots[index].inFlight = 0
             }
             return (connections, tasks)
         }

@@ -96,6 +96,9 @@ public final class HTTP2Connection: Sendable {
                     continuation.resume(with: result.mapError { $0 as any Error })
                 }
                 self.submit([pending])
+                // A task cancelled before this point ran its cancellation handler before the
+                // request existed; cancel again now that it does.
+                if Task.isCancelled { self.cancel([id]) }
             }
         } onCancel: {
             self.cancel([id])
@@ -125,6 +128,7 @@ public final class HTTP2Connection: Sendable {
                     }
                 }
                 self.submit(pending)
+                if Task.isCancelled { self.cancel(ids) }
             }
         } onCancel: {
             self.cancel(ids)
