@@ -89,6 +89,12 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
     /// Stops sending: tokens not sent yet get ``APNSBulkVerdict/Outcome/notSent(_:)``.
     public func cancel() { self.producer.withLock { $0 }?.cancel() }
 
+    /// A bulk send nobody holds any more is cancelled, and its workers stop waiting for a reader.
+    deinit {
+        self.producer.withLock { $0 }?.cancel()
+        self.channel.abandon()
+    }
+
     /// The counts, once the last verdict is out (nil before).
     public var summary: APNSBulkSummary? { self.channel.finishedSummary }
 
@@ -98,19 +104,21 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
         return self.channel.finishedSummary ?? APNSBulkSummary()
     }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(channel: self.channel) }
+    public func makeAsyncIterator() -> Iterator { Iterator(owner: self) }
 
     /// Reads verdicts; cancelling the reading task cancels the bulk send.
     public struct Iterator: AsyncIteratorProtocol {
-        let channel: VerdictChannel
+        /// Keeps the bulk send alive while its verdicts are read (`for await v in try client.sendBulk(…)`
+        /// holds nothing else).
+        let owner: APNSBulkSend
         private var batch: [APNSBulkVerdict] = []
         private var position = 0
 
-        init(channel: VerdictChannel) { self.channel = channel }
+        init(owner: APNSBulkSend) { self.owner = owner }
 
         public mutating func next() async -> APNSBulkVerdict? {
             if self.position == self.batch.count {
-                guard let batch = await self.channel.nextBatch() else { return nil }
+                guard let batch = await self.owner.channel.nextBatch() else { return nil }
                 self.batch = batch
                 self.position = 0
             }
@@ -127,7 +135,10 @@ final class VerdictChannel: Sendable {
         var head = 0
         var summary: APNSBulkSummary?
         var reader: CheckedContinuation<APNSBulkVerdict?, Never>?
-        var writer: CheckedContinuation<Void, Never>?
+        /// Every worker waiting for room (several wait at once when the reader falls behind).
+        var writers: [CheckedContinuation<Void, Never>] = []
+        /// The reader is gone (the bulk send was released): verdicts are dropped, nobody waits.
+        var abandoned = false
     }
 
     private let state = LockedBox(State())
@@ -146,6 +157,7 @@ final class VerdictChannel: Sendable {
                     state.reader = nil
                     return .delivered(reader)
                 }
+                if state.abandoned { return .buffered }
                 if state.buffer.count - state.head < self.capacity {
                     state.buffer.append(verdict)
                     return .buffered
@@ -161,14 +173,26 @@ final class VerdictChannel: Sendable {
             case .full:
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = self.state.withLock { state -> Bool in
-                        if state.buffer.count - state.head < self.capacity { return true }
-                        state.writer = continuation
+                        if state.abandoned || state.buffer.count - state.head < self.capacity { return true }
+                        state.writers.append(continuation)
                         return false
                     }
                     if resumeNow { continuation.resume() }
                 }
             }
         }
+    }
+
+    /// The reader went away: drop what is buffered and release every waiting worker.
+    func abandon() {
+        let writers = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.abandoned = true
+            state.buffer.removeAll()
+            state.head = 0
+            defer { state.writers.removeAll() }
+            return state.writers
+        }
+        for writer in writers { writer.resume() }
     }
 
     /// Ends the stream with the counts.
@@ -184,22 +208,22 @@ final class VerdictChannel: Sendable {
     /// Every verdict buffered now (at least one), or `nil` at the end: a reader woken once takes
     /// all that accumulated meanwhile, instead of one wake-up per verdict.
     func nextBatch() async -> [APNSBulkVerdict]? {
-        enum Take { case values([APNSBulkVerdict], CheckedContinuation<Void, Never>?), end, wait }
+        enum Take { case values([APNSBulkVerdict], [CheckedContinuation<Void, Never>]), end, wait }
         func take(_ state: inout State) -> Take {
             if state.head < state.buffer.count {
                 let values = Array(state.buffer[state.head...])
                 state.buffer.removeAll(keepingCapacity: true)
                 state.head = 0
-                let writer = state.writer
-                state.writer = nil
-                return .values(values, writer)
+                let writers = state.writers
+                state.writers.removeAll()
+                return .values(values, writers)
             }
             return state.summary == nil ? .wait : .end
         }
         while true {
             switch self.state.withLock({ take(&$0) }) {
-            case .values(let values, let writer):
-                writer?.resume()
+            case .values(let values, let writers):
+                for writer in writers { writer.resume() }
                 return values
             case .end:
                 return nil
@@ -215,8 +239,8 @@ final class VerdictChannel: Sendable {
                 if let verdict {
                     // Handed over directly; add whatever else is buffered.
                     var values = [verdict]
-                    if case .values(let more, let writer) = self.state.withLock({ take(&$0) }) {
-                        writer?.resume()
+                    if case .values(let more, let writers) = self.state.withLock({ take(&$0) }) {
+                        for writer in writers { writer.resume() }
                         values += more
                     }
                     return values
@@ -236,8 +260,10 @@ extension APNSClient {
     /// as the pool's open streams allow, and reports one verdict per token.
     /// - Throws: ``APNSError`` of kind `invalidNotification` before anything is sent, when the
     ///   notification breaks a rule.
+    /// - Parameter bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
-        _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil
+        _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
+        bufferedVerdicts: Int = 2048
     ) throws(APNSError) -> APNSBulkSend where Tokens.Element == String {
         let prepared: APNSPreparedNotification
         do {
@@ -245,7 +271,7 @@ extension APNSClient {
         } catch {
             throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
         }
-        return APNSBulkSend(channel: VerdictChannel(capacity: 2048)) { channel in
+        return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts))) { channel in
             await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel)
         }
     }

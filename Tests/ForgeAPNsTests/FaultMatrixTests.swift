@@ -173,6 +173,23 @@ struct FaultMatrixTests {
         #expect(Set(server.accepted.map(\.connectionID)).count >= 2)
     }
 
+    @Test("A reader slower than the workers: they all wait for room and every verdict arrives")
+    func slowReader() async throws {
+        let loopback = try Loopback.start()
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            // A buffer of 4 verdicts and up to 16 workers: most of them wait for room at once.
+            let bulk = try client.sendBulk(alert(), to: tokens.async, bufferedVerdicts: 4)
+            var verdicts: [APNSBulkVerdict] = []
+            for await verdict in bulk {
+                verdicts.append(verdict)
+                await Task.yield()
+            }
+            #expect(verdicts.count == tokens.count && Set(verdicts.map(\.index)).count == tokens.count)
+            #expect(bulk.summary?.accepted == tokens.count)
+        }
+        await loopback.server.shutdown()
+    }
+
     @Test("Cancelling a bulk reports what was not sent; every token still gets its verdict")
     func poolAndCancel() async throws {
         let loopback = try Loopback.start(pool: APNSClient.Pool(connections: 3))
