@@ -148,25 +148,27 @@ final class VerdictChannel: Sendable {
 
     var finishedSummary: APNSBulkSummary? { self.state.withLock { $0.summary } }
 
-    /// Hands a verdict to the reader, waiting while the buffer is full.
-    func send(_ verdict: APNSBulkVerdict) async {
+    /// Hands verdicts to the reader, waiting while the buffer is full (a batch may overfill it by
+    /// less than one batch: the bound is the capacity plus one batch per worker).
+    func send(_ verdicts: [APNSBulkVerdict]) async {
+        guard !verdicts.isEmpty else { return }
         enum Action { case delivered(CheckedContinuation<APNSBulkVerdict?, Never>), buffered, full }
         while true {
             let action = self.state.withLock { state -> Action in
+                if state.abandoned { return .buffered }
+                guard state.buffer.count - state.head < self.capacity else { return .full }
                 if let reader = state.reader {
+                    // The waiting reader takes the first; the rest wait in the buffer for its next call.
                     state.reader = nil
+                    state.buffer.append(contentsOf: verdicts.dropFirst())
                     return .delivered(reader)
                 }
-                if state.abandoned { return .buffered }
-                if state.buffer.count - state.head < self.capacity {
-                    state.buffer.append(verdict)
-                    return .buffered
-                }
-                return .full
+                state.buffer.append(contentsOf: verdicts)
+                return .buffered
             }
             switch action {
             case .delivered(let reader):
-                reader.resume(returning: verdict)
+                reader.resume(returning: verdicts[0])
                 return
             case .buffered:
                 return
@@ -435,10 +437,16 @@ extension APNSClient {
                     }
                 }
             }
+            // Counted and handed over once per batch: one lock each, not one per token.
+            var verdicts: [APNSBulkVerdict] = []
+            verdicts.reserveCapacity(batch.count)
             for (slot, item) in batch.enumerated() {
                 let outcome = outcomes[slot] ?? .failed(APNSError(kind: .transport, detail: "no outcome"))
-                tally.withLock { summary in
-                    switch outcome {
+                verdicts.append(APNSBulkVerdict(token: item.1, index: item.0, outcome: outcome))
+            }
+            tally.withLock { summary in
+                for verdict in verdicts {
+                    switch verdict.outcome {
                     case .accepted(let result):
                         summary.accepted += 1
                         if result.mayHaveBeenDeliveredTwice { summary.possiblyDeliveredTwice += 1 }
@@ -450,8 +458,8 @@ extension APNSClient {
                         summary.notSent += 1
                     }
                 }
-                await channel.send(APNSBulkVerdict(token: item.1, index: item.0, outcome: outcome))
             }
+            await channel.send(verdicts)
         }
     }
 }
