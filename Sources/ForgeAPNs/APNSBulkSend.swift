@@ -368,11 +368,9 @@ extension APNSClient {
                     if position < results.count {
                         switch results[position] {
                         case .success(let response) where (200..<300).contains(response.status):
-                            var id = "", unique: String?
-                            for header in response.headers {
-                                if header.name == "apns-id" { id = header.value }
-                                if header.name == "apns-unique-id" { unique = header.value }
-                            }
+                            // Read in place: materializing the header list allocates per response.
+                            let id = response[header: "apns-id"] ?? ""
+                            let unique = response[header: "apns-unique-id"]
                             self.metrics.accepted(pushType: prepared.pushType, latency: .now - started)
                             outcomes[slot] = .accepted(APNSSendResult(
                                 apnsID: id, apnsUniqueID: unique, attempts: 1, mayHaveBeenDeliveredTwice: false, duration: .now - started

@@ -232,11 +232,9 @@ public final class APNSClient: Sendable {
                 let response = try await transport.send(http2, deadline: deadline)
                 if (200..<300).contains(response.status) {
                     // Two headers are all a success carries: read them without building an APNSResponse.
-                    var id = "", unique: String?
-                    for header in response.headers {
-                        if header.name == "apns-id" || (id.isEmpty && header.name == "apns-request-id") { id = header.value }
-                        if header.name == "apns-unique-id" { unique = header.value }
-                    }
+                    // Read in place: materializing the header list allocates per response.
+                    let id = response[header: "apns-id"] ?? response[header: "apns-request-id"] ?? ""
+                    let unique = response[header: "apns-unique-id"]
                     self.metrics.accepted(pushType: pushType, latency: .now - started)
                     let result = APNSSendResult(apnsID: id, apnsUniqueID: unique, attempts: attempt,
                                                 mayHaveBeenDeliveredTwice: possiblyDelivered, duration: .now - started)
