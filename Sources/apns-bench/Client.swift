@@ -69,7 +69,7 @@ extension APNSBench {
                 guard let parsed = URL(string: url), parsed.host != nil else { throw ValidationError("--url must be http(s)://HOST:PORT") }
                 target = parsed
             } else {
-                let (process, port) = try APNSServerChild.start(h2c: self.h2c)
+                let (process, port) = try ServerChild.start(["apns-server"] + (self.h2c ? ["--h2c"] : []))
                 child = process
                 target = URL(string: "\(self.h2c ? "http" : "https")://localhost:\(port)")!
             }
@@ -216,7 +216,7 @@ extension APNSBench {
 
         func run() async throws {
             Bench.warnIfDebug()
-            let (child, port) = try APNSServerChild.start(h2c: self.h2c)
+            let (child, port) = try ServerChild.start(["apns-server"] + (self.h2c ? ["--h2c"] : []))
             defer { child.terminate() }
             let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
             let configuration = APNSClient.Configuration(
@@ -283,13 +283,13 @@ struct GeneratedTokens: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(next: self.offset, end: self.offset + self.count) }
 }
 
-/// The local APNs server in a child process (`apns-bench apns-server`), so its CPU and memory are
-/// not the client's.
-enum APNSServerChild {
-    static func start(h2c: Bool) throws -> (Process, Int) {
+/// A benchmark server in a child process (this executable with a hidden subcommand that prints its
+/// port on the first line), so its CPU and memory are not counted as the client's.
+enum ServerChild {
+    static func start(_ arguments: [String]) throws -> (Process, Int) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["apns-server"] + (h2c ? ["--h2c"] : [])
+        process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
@@ -299,7 +299,10 @@ enum APNSServerChild {
             if byte.isEmpty || byte == Data([0x0a]) { break }
             line.append(byte)
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else { throw ValidationError("the local APNs server did not start") }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            process.terminate()
+            throw ValidationError("the benchmark server (\(arguments.joined(separator: " "))) did not start")
+        }
         return (process, port)
     }
 }

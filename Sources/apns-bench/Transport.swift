@@ -67,7 +67,7 @@ extension APNSBench {
                 guard let parsed = URL(string: url), parsed.host != nil else { throw ValidationError("--url must be http(s)://HOST:PORT/PATH") }
                 target = parsed
             } else {
-                let (process, port) = try Self.startServer(h2c: self.h2c)
+                let (process, port) = try ServerChild.start(["transport-server"] + (self.h2c ? ["--h2c"] : []))
                 child = process
                 target = URL(string: "\(self.h2c ? "http" : "https")://127.0.0.1:\(port)/3/device/\(String(repeating: "ab", count: 32))")!
             }
@@ -198,27 +198,6 @@ extension APNSBench {
 
         private func runH2Load(_ target: URL) throws -> H2Load.Result {
             try H2Load.run(target: target, requests: self.requests, inFlight: self.inFlight, headers: [])
-        }
-
-        // MARK: The server child
-
-        static func startServer(h2c: Bool) throws -> (Process, Int) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["transport-server"] + (h2c ? ["--h2c"] : [])
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            var line = Data()
-            while true {
-                let byte = pipe.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data([0x0a]) { break }
-                line.append(byte)
-            }
-            guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-                throw ValidationError("the benchmark server did not start")
-            }
-            return (process, port)
         }
 
         // MARK: Report
