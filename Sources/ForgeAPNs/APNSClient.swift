@@ -245,7 +245,7 @@ public final class APNSClient: Sendable {
                 )
                 failure = APNSError(
                     kind: .rejected, status: rejection.status, reason: rejection.reason, timestamp: rejection.timestamp,
-                    apnsID: rejection.apnsID ?? rejection.apnsRequestID, attempts: attempt, mayHaveBeenDelivered: false,
+                    apnsID: rejection.apnsID ?? rejection.apnsRequestID, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered,
                     detail: rejection.reason.rawValue
                 )
                 // One refresh and one retry for an expired provider token.
@@ -269,7 +269,8 @@ public final class APNSClient: Sendable {
                 case .cancelled:
                     throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered || error.mayHaveBeenProcessed)
                 case .shutdown:
-                    throw APNSError(kind: .shutdown, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered, detail: error.detail)
+                    throw APNSError(kind: .shutdown, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered || error.mayHaveBeenProcessed,
+                                    detail: error.detail)
                 default:
                     break
                 }

@@ -82,7 +82,7 @@ final class ConnectionPool: APNSTransport {
             do {
                 return try await connection.send(request, deadline: deadline)
             } catch let error as HTTP2ClientError {
-                if case .active = connection.state {} else { self.retire(connection) }
+                if case .closed = connection.state { self.retire(connection) }  // a GOAWAY connection drains; acquire drops it
                 let replayable: Set<HTTP2ClientError.Code> = [.refusedStream, .goingAway, .connectionClosed, .peerUnresponsive]
                 guard !error.mayHaveBeenProcessed, replayable.contains(error.code), replayed < Self.maximumReplays,
                     ContinuousClock.now < deadline, !Task.isCancelled
@@ -103,7 +103,7 @@ final class ConnectionPool: APNSTransport {
         }
         let results = await connection.sendBatch(requests, deadline: deadline)
         self.release(connection, count: requests.count)
-        if !connection.load.isActive { self.retire(connection) }
+        if case .closed = connection.state { self.retire(connection) }
         return results.map { result in result.mapError { $0 as any Error } }
     }
 
