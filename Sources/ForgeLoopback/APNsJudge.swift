@@ -349,15 +349,9 @@ public struct APNsJudge: Sendable {
         guard request.method == "POST" else { return reject(405, .methodNotAllowed) }
         guard !bundle.isEmpty, !bundle.contains("/") else { return reject(404, .badPath) }
         target = .broadcast(bundleID: bundle, channelID: channelHeader ?? "")
-        if let id = echoedID, (try? APNSID(id)) == nil { return reject(400, .badMessageID) }
-        if let reason = Self.duplicateHeaders(request) { return reject(400, reason) }
-        // B5: the path names a bundle id, never a topic with a push-type suffix.
-        if Self.hasPushTypeSuffix(bundle) { return reject(400, .topicDisallowed) }
-        if let reason = self.authenticateApp(request, bundle: bundle, connectionID: connectionID, now: now) {
-            return reject(reason.status ?? 403, reason)
+        if let reason = self.appChecks(request, requestID: echoedID, bundle: bundle, connectionID: connectionID, now: now) {
+            return reject(reason.status ?? 400, reason)
         }
-        // B1
-        if let app = self.apps[bundle], !app.broadcastEnabled { return reject(400, .featureNotEnabled) }
         // B3 (case-insensitive: Apple's page writes both "Liveactivity" and "LiveActivity")
         guard let type = request.value("apns-push-type") else { return reject(400, .missingPushType) }
         guard type.lowercased() == "liveactivity" else { return reject(400, .invalidPushType) }
@@ -380,6 +374,19 @@ public struct APNsJudge: Sendable {
             apnsUniqueID: GeneratedID.lower(), headers: [], body: [], target: target, pushType: .liveactivity,
             lint: APNSPayloadLint.problem(in: request.body)
         )
+    }
+
+    /// The checks broadcasts and the channel API share: request id, duplicate headers, a bundle id
+    /// without a push-type suffix (B5), credentials covering it, and the Broadcast capability (B1).
+    private mutating func appChecks(
+        _ request: Request, requestID: String?, bundle: String, connectionID: UInt64, now: Date
+    ) -> APNSErrorReason? {
+        if let id = requestID, (try? APNSID(id)) == nil { return .badMessageID }
+        if let reason = Self.duplicateHeaders(request) { return reason }
+        if Self.hasPushTypeSuffix(bundle) { return .topicDisallowed }
+        if let reason = self.authenticateApp(request, bundle: bundle, connectionID: connectionID, now: now) { return reason }
+        if let app = self.apps[bundle], !app.broadcastEnabled { return .featureNotEnabled }
+        return nil
     }
 
     static func hasPushTypeSuffix(_ bundle: String) -> Bool {
@@ -417,13 +424,9 @@ public struct APNsJudge: Sendable {
         let allowed = listing ? ["GET"] : ["POST", "GET", "DELETE"]
         guard allowed.contains(request.method) else { return reject(405, .methodNotAllowed) }
         target = .channels(bundleID: bundle)
-        if let id = echoedID, (try? APNSID(id)) == nil { return reject(400, .badMessageID) }
-        if let reason = Self.duplicateHeaders(request) { return reject(400, reason) }
-        if Self.hasPushTypeSuffix(bundle) { return reject(400, .topicDisallowed) }
-        if let reason = self.authenticateApp(request, bundle: bundle, connectionID: connectionID, now: now) {
-            return reject(reason.status ?? 403, reason)
+        if let reason = self.appChecks(request, requestID: echoedID, bundle: bundle, connectionID: connectionID, now: now) {
+            return reject(reason.status ?? 400, reason)
         }
-        if let app = self.apps[bundle], !app.broadcastEnabled { return reject(400, .featureNotEnabled) }
         if listing {
             let ids = self.channels.values.filter { $0.bundleID == bundle }.map(\.id).sorted()
             return succeed(200, body: Array(Self.json(["channels": ids]).utf8))
