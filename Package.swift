@@ -134,11 +134,13 @@ let package = Package(
         .executableTarget(
             name: "apnsctl",
             dependencies: [
+                "ForgeAPNs",
                 "ForgeAPNsCore",
                 "ForgeCrypto",
                 "ForgeHTTP2",
                 "ForgeLoopback",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

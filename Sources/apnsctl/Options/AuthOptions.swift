@@ -1,9 +1,12 @@
 import ArgumentParser
+import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCrypto
 import Foundation
 
-/// Token-authentication flags, shared by every command that talks to APNs.
+/// Authentication flags, shared by every command that talks to APNs: a provider-token key
+/// (`--key-file`, `--key-id`, `--team-id`) or a client certificate (`--cert` + `--cert-key`, or
+/// `--p12` with its password in an environment variable).
 struct AuthOptions: ParsableArguments {
     @Option(
         name: .customLong("key-file"),
@@ -17,12 +20,61 @@ struct AuthOptions: ParsableArguments {
     @Option(name: .customLong("team-id"), help: "The 10-character team id (or APNS_TEAM_ID).")
     var teamID: String?
 
+    @Option(name: .customLong("cert"), help: ArgumentHelp("A client certificate (PEM) instead of a key; needs --cert-key.", valueName: "path"))
+    var certificate: String?
+
+    @Option(name: .customLong("cert-key"), help: ArgumentHelp("The private key (PEM) of --cert.", valueName: "path"))
+    var certificateKey: String?
+
+    @Option(name: .customLong("p12"), help: ArgumentHelp("A client certificate and key as PKCS#12 instead of a key.", valueName: "path"))
+    var pkcs12: String?
+
+    @Option(
+        name: .customLong("p12-password-env"),
+        help: ArgumentHelp("The environment variable holding the --p12 password (never the password itself).", valueName: "name")
+    )
+    var pkcs12PasswordVariable: String?
+
     var resolvedKeyFile: String? { EnvironmentFallback.value(self.keyFile, "APNS_KEY_FILE") }
     var resolvedKeyID: String? { EnvironmentFallback.value(self.keyID, "APNS_KEY_ID") }
     var resolvedTeamID: String? { EnvironmentFallback.value(self.teamID, "APNS_TEAM_ID") }
 
     /// Whether any token-authentication input was given.
     var isPresent: Bool { self.resolvedKeyFile != nil || self.resolvedKeyID != nil || self.resolvedTeamID != nil }
+
+    /// Whether a client certificate was given.
+    var usesCertificate: Bool { self.certificate != nil || self.certificateKey != nil || self.pkcs12 != nil }
+
+    /// The client's authentication: a certificate when `--cert` or `--p12` is given, else the key.
+    /// - Throws: `ValidationError` (64) for missing or conflicting flags, ``CLIFailure`` (65, 66) for bad data.
+    func authentication() throws -> APNSClient.Authentication {
+        guard self.usesCertificate else {
+            let credentials = try self.load()
+            return .jwt(key: credentials.key, keyID: credentials.keyID, teamID: credentials.teamID)
+        }
+        if self.keyFile != nil || self.keyID != nil || self.teamID != nil {
+            throw ValidationError("Give a provider-token key (--key-file, --key-id, --team-id) or a client certificate (--cert/--p12), not both.")
+        }
+        if let pkcs12 = self.pkcs12 {
+            guard self.certificate == nil, self.certificateKey == nil else {
+                throw ValidationError("--p12 holds the certificate and its key; it cannot be combined with --cert or --cert-key.")
+            }
+            guard let variable = self.pkcs12PasswordVariable else {
+                throw ValidationError("--p12 needs --p12-password-env NAME: the environment variable that holds its password.")
+            }
+            guard let password = ProcessInfo.processInfo.environment[variable] else {
+                throw ValidationError("--p12-password-env: the environment variable \(variable) is not set.")
+            }
+            try InputFiles.requireReadable(pkcs12, flag: "--p12")
+            return .certificate(pkcs12Path: pkcs12, password: password)
+        }
+        guard let certificate = self.certificate, let key = self.certificateKey else {
+            throw ValidationError("--cert and --cert-key go together: the certificate (PEM) and its private key (PEM).")
+        }
+        try InputFiles.requireReadable(certificate, flag: "--cert")
+        try InputFiles.requireReadable(key, flag: "--cert-key")
+        return .certificate(certificateFile: certificate, privateKeyFile: key)
+    }
 
     /// Loads and checks the credentials: ids first (cheap), then the key.
     /// - Throws: `ValidationError` (exit 64) for a missing flag, ``CLIFailure`` with 65 or 66 for bad data.

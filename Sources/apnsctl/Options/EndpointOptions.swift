@@ -1,7 +1,10 @@
 import ArgumentParser
+import ForgeAPNs
 import ForgeAPNsCore
+import Foundation
 
-/// Which APNs environment to talk to.
+/// Where requests go: Apple's environment, or any APNs-compatible server by URL, and how its
+/// certificate is checked.
 struct EndpointOptions: ParsableArguments {
     enum Environment: String, CaseIterable, ExpressibleByArgument {
         case production, sandbox
@@ -10,14 +13,55 @@ struct EndpointOptions: ParsableArguments {
     @Option(name: .long, help: "production or sandbox (or APNS_ENVIRONMENT); production when unset.")
     var environment: Environment?
 
-    /// The chosen environment.
-    /// - Throws: `ValidationError` for an unknown `APNS_ENVIRONMENT`.
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Any other APNs-compatible endpoint, such as the local server: https://127.0.0.1:2197 (TLS) or http://127.0.0.1:2197 (cleartext h2c, loopback only).",
+            valueName: "url"
+        )
+    )
+    var url: String?
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust this CA (PEM) instead of the system's.", valueName: "path"))
+    var caFile: String?
+
+    @Flag(name: .customLong("insecure-loopback"), help: "Skip certificate verification; refused unless the host is 127.0.0.1, ::1 or localhost.")
+    var insecureLoopback = false
+
+    /// The chosen environment: `--url` when given, else `--environment` / `APNS_ENVIRONMENT`.
+    /// - Throws: `ValidationError` for an unknown `APNS_ENVIRONMENT` or a URL that is not http(s)://host:port.
     func resolved() throws -> APNSEnvironment {
+        if let url = self.url {
+            return try Self.parse(url: url).environment
+        }
         let text = EnvironmentFallback.value(self.environment?.rawValue, "APNS_ENVIRONMENT") ?? "production"
         switch Environment(rawValue: text) {
         case .production: return .production
         case .sandbox: return .sandbox
         case nil: throw ValidationError("APNS_ENVIRONMENT must be production or sandbox (got '\(text)').")
         }
+    }
+
+    /// The TLS options: the CA file, the loopback-only insecure mode, cleartext for `http://` URLs.
+    /// - Throws: ``CLIFailure`` (66) for a CA file that does not exist.
+    func tls() throws -> APNSClient.TLS {
+        if let caFile = self.caFile { try InputFiles.requireReadable(caFile, flag: "--ca-file") }
+        let cleartext = try self.url.map { try Self.parse(url: $0).cleartext } ?? false
+        return APNSClient.TLS(caFile: self.caFile, insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: cleartext)
+    }
+
+    /// `https://host[:port]` or `http://host:port`; IPv6 hosts in brackets.
+    static func parse(url text: String) throws -> (environment: APNSEnvironment, cleartext: Bool) {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", let host = components.host, !host.isEmpty
+        else {
+            throw ValidationError("--url must be https://host[:port] or http://host:port (got '\(text)').")
+        }
+        guard components.path.isEmpty || components.path == "/", components.query == nil else {
+            throw ValidationError("--url names the server only, without a path (got '\(text)'); apnsctl adds /3/device/….")
+        }
+        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        return (.custom(host: bareHost, port: port), scheme == "http")
     }
 }

@@ -11,6 +11,8 @@ enum CLIExit {
     static let unavailable: Int32 = 69
     /// A bug in apnsctl or the library.
     static let software: Int32 = 70
+    /// Stopped by SIGINT (Ctrl-C), as shells report it: 128 + 2.
+    static let interrupted: Int32 = 130
 }
 
 /// An error apnsctl reports itself: a message for stderr and an exit code.

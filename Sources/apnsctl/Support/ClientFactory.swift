@@ -1,0 +1,47 @@
+import ArgumentParser
+import ForgeAPNs
+import ForgeAPNsCore
+import Foundation
+import Logging
+
+/// Builds the library's client from apnsctl's flags, so every command authenticates and connects
+/// the same way.
+enum ClientFactory {
+    /// A client configuration from the credential and endpoint flags.
+    /// - Throws: `ValidationError` (64) for missing or conflicting flags, ``CLIFailure`` (65, 66) for bad data.
+    static func configuration(
+        auth: AuthOptions, endpoint: EndpointOptions, concurrency: Int? = nil, verbose: Bool = false
+    ) throws -> APNSClient.Configuration {
+        let environment = try endpoint.resolved()
+        let tls = try endpoint.tls()
+        let authentication = try auth.authentication()
+        var logger = Logger(label: "apnsctl")
+        logger.logLevel = verbose ? .debug : .warning
+        var pool = APNSClient.Pool()
+        if let concurrency { pool.maxStreamsPerConnection = max(1, concurrency) }
+        return APNSClient.Configuration(
+            authentication: authentication, environment: environment, tls: tls, pool: pool, logger: logger
+        )
+    }
+
+    /// A client, or a ``CLIFailure`` naming the configuration problem.
+    static func client(_ configuration: APNSClient.Configuration) throws -> APNSClient {
+        do {
+            return try APNSClient(configuration: configuration)
+        } catch let error as APNSError {
+            throw CLIFailure(message: error.detail.isEmpty ? "\(error)" : error.detail, exitCode: CLIExit.dataError)
+        }
+    }
+
+    /// The exit code an error that ended a send maps to: 69 when nothing could reach the endpoint
+    /// (refused, unresolvable, TLS failure), 65 for data the client refused, 1 for a rejection.
+    static func exitCode(for error: APNSError) -> Int32 {
+        switch error.kind {
+        case .rejected: return 1
+        case .invalidNotification, .credentials: return CLIExit.dataError
+        case .transport, .deadlineExceeded: return CLIExit.unavailable
+        case .cancelled: return CLIExit.interrupted
+        case .shutdown: return CLIExit.software
+        }
+    }
+}
