@@ -50,6 +50,9 @@ public struct APNSBulkSummary: Sendable, CustomStringConvertible {
     public var duration: Duration = .zero
     /// Set when the token sequence itself threw: tokens after that point were never read.
     public var inputError: String?
+    /// Set when the bulk send was cancelled before the token sequence ended: ``total`` tokens
+    /// were read (each has its verdict), the rest never were.
+    public var stoppedReading = false
 
     /// Creates empty counts.
     public init() {}
@@ -64,6 +67,7 @@ public struct APNSBulkSummary: Sendable, CustomStringConvertible {
         }
         text += ", \(self.failed) failed, \(self.notSent) not sent"
         if let inputError = self.inputError { text += "; input stopped: \(inputError)" }
+        if self.stoppedReading { text += "; cancelled: tokens after the first \(self.total) were not read" }
         return text
     }
 }
@@ -99,8 +103,13 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
     public var summary: APNSBulkSummary? { self.channel.finishedSummary }
 
     /// Waits for the end, discarding verdicts not read, and returns the counts.
+    /// Cancelling the waiting task cancels the bulk send (the summary then counts what was not sent).
     public func summary() async -> APNSBulkSummary {
-        while await self.channel.nextBatch() != nil {}
+        await withTaskCancellationHandler {
+            while await self.channel.nextBatch() != nil {}
+        } onCancel: {
+            self.cancel()
+        }
         return self.channel.finishedSummary ?? APNSBulkSummary()
     }
 
@@ -118,7 +127,13 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
 
         public mutating func next() async -> APNSBulkVerdict? {
             if self.position == self.batch.count {
-                guard let batch = await self.owner.channel.nextBatch() else { return nil }
+                let owner = self.owner
+                let next = await withTaskCancellationHandler {
+                    await owner.channel.nextBatch()
+                } onCancel: {
+                    owner.cancel()
+                }
+                guard let batch = next else { return nil }
                 self.batch = batch
                 self.position = 0
             }
@@ -312,12 +327,19 @@ extension APNSClient {
         var summary = tally.withLock { $0 }
         summary.total = feed.taken
         summary.inputError = feed.inputError
+        summary.stoppedReading = feed.stoppedReading
         summary.duration = .now - started
         self.logger.info("bulk send finished", metadata: [
             "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
             "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
         ])
         channel.finish(summary)
+    }
+
+    /// A push stopped by cancellation or shutdown: not sent, unless it may have reached APNs
+    /// before the connection went away; then it failed, and the error says it may have been delivered.
+    private static func stopped(_ error: APNSError) -> APNSBulkVerdict.Outcome {
+        error.mayHaveBeenDelivered ? .failed(error) : .notSent(error)
     }
 
     /// Sends the feed's tokens in batches of 16 over one connection each (one wake-up per batch);
@@ -397,7 +419,7 @@ extension APNSClient {
                             let error = failure as? HTTP2ClientError
                             switch error?.code {
                             case .some(.cancelled), .some(.shutdown):
-                                outcomes[slot] = .notSent(APNSError(
+                                outcomes[slot] = Self.stopped(APNSError(
                                     kind: error?.code == .cancelled ? .cancelled : .shutdown, attempts: 1,
                                     mayHaveBeenDelivered: error?.mayHaveBeenProcessed ?? false, detail: error?.detail ?? ""
                                 ))
@@ -408,8 +430,9 @@ extension APNSClient {
                                 ))
                                 continue
                             default:
-                                if let error, error.mayHaveBeenProcessed {
-                                    let failed = APNSError(kind: .transport, attempts: 1, mayHaveBeenDelivered: true, detail: "\(error)")
+                                // An error the transport does not describe may have come after the request left.
+                                if error?.mayHaveBeenProcessed ?? true {
+                                    let failed = APNSError(kind: .transport, attempts: 1, mayHaveBeenDelivered: true, detail: "\(failure)")
                                     guard policy.retriesPossiblyDelivered else {
                                         self.metrics.failed(pushType: prepared.pushType)
                                         outcomes[slot] = .failed(failed)
@@ -429,7 +452,7 @@ extension APNSClient {
                     } catch {
                         switch error.kind {
                         case .rejected: outcomes[slot] = .rejected(error)
-                        case .cancelled, .shutdown: outcomes[slot] = .notSent(error)
+                        case .cancelled, .shutdown: outcomes[slot] = Self.stopped(error)
                         default: outcomes[slot] = .failed(error)
                         }
                     }
@@ -473,6 +496,8 @@ final class TokenFeed: Sendable {
         var inputError: String?
         var progressWaiter: CheckedContinuation<Bool, Never>?
         var reported = 0
+        /// The bulk was cancelled before the sequence ended: the rest was never read.
+        var stoppedReading = false
     }
 
     private let state = LockedBox(State())
@@ -486,6 +511,7 @@ final class TokenFeed: Sendable {
 
     var taken: Int { self.state.withLock { $0.taken } }
     var inputError: String? { self.state.withLock { $0.inputError } }
+    var stoppedReading: Bool { self.state.withLock { $0.stoppedReading } }
 
     /// Up to `count` tokens with their positions, or `nil` when the sequence is over.
     func take(_ count: Int) async -> [(Int, String)]? {
@@ -494,10 +520,17 @@ final class TokenFeed: Sendable {
         let done = self.state.withLock { $0.done }
         var ended = done
         var failure: String?
+        var cancelled = false
         if !done {
             batch.reserveCapacity(count)
             let first = self.state.withLock { $0.taken }
             while batch.count < count {
+                // A cancelled bulk reads no further: the tokens already read get their verdicts.
+                if Task.isCancelled {
+                    cancelled = true
+                    ended = true
+                    break
+                }
                 do {
                     guard let text = try await self.next() else {
                         ended = true
@@ -515,6 +548,7 @@ final class TokenFeed: Sendable {
             state.taken += batch.count
             if ended { state.done = true }
             if let failure, state.inputError == nil { state.inputError = failure }
+            if cancelled { state.stoppedReading = true }
             var progress: CheckedContinuation<Bool, Never>?
             if state.done || state.taken - state.reported >= 64 {
                 state.reported = state.taken

@@ -283,8 +283,14 @@ public final class APNSClient: Sendable {
             } catch let error as APNSError {
                 throw error  // a final rejection from the block above
             } catch {
+                // A transport that does not say whether the request left may have delivered it.
+                possiblyDelivered = true
                 if Task.isCancelled { throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered) }
                 failure = APNSError(kind: .transport, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered, detail: "\(error)")
+                if !policy.retriesPossiblyDelivered {
+                    self.metrics.failed(pushType: pushType)
+                    throw failure
+                }
             }
             // Retry what the policy allows, within the deadline.
             let wait = policy.backoff(retry: attempt)

@@ -128,9 +128,11 @@ public final class TokenAuthenticator: Sendable {
                 if state.keyID != verified.keyID { return .unrelatedKeyIDInToken }
             }
             if let reason = self.keyRules(key, bundleID: bundleID, topicNotCoveredReason: topicNotCoveredReason) { return reason }
-            // A5: a new token on a bound connection.
-            if let state = connections[connectionID], now.timeIntervalSince(state.changedAt) < Self.tokenUpdateInterval {
-                return .tooManyProviderTokenUpdates
+            if let state = connections[connectionID] {
+                // Another request verified the same token first: it is this connection's token, not a new one.
+                if state.authorization == authorization { return nil }
+                // A5: a new token on a bound connection.
+                if now.timeIntervalSince(state.changedAt) < Self.tokenUpdateInterval { return .tooManyProviderTokenUpdates }
             }
             connections[connectionID] = ConnectionState(
                 teamID: verified.teamID, keyID: verified.keyID, authorization: authorization, key: key,

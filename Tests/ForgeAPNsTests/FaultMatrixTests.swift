@@ -208,9 +208,11 @@ struct FaultMatrixTests {
             for await verdict in bulk { verdicts.append(verdict) }
             await canceller.value
             let summary = try #require(bulk.summary)
-            #expect(summary.total == tokens.count && verdicts.count == tokens.count)
-            #expect(summary.accepted + summary.notSent + summary.failed == tokens.count)
-            #expect(summary.notSent > 0)
+            // Tokens read before the cancel get a verdict each; the rest are never read.
+            #expect(summary.total == verdicts.count && Set(verdicts.map(\.index)) == Set(0..<summary.total))
+            #expect(summary.total == tokens.count || summary.stoppedReading)
+            #expect(summary.accepted + summary.notSent + summary.failed == summary.total)
+            #expect(summary.notSent > 0 || summary.total < tokens.count)
             checkDeliveries(verdicts, server: loopback.server)
         }
         await loopback.server.shutdown()

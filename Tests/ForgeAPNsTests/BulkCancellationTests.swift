@@ -1,0 +1,172 @@
+import ForgeAPNs
+import ForgeAPNsCore
+import ForgeHTTP2
+import Foundation
+import Synchronization
+import Testing
+
+/// Counts what a test's fake transport or token sequence saw, from any task.
+private final class Count: Sendable {
+    private let value = Mutex(0)
+    @discardableResult func increment() -> Int { self.value.withLock { $0 += 1; return $0 } }
+    var current: Int { self.value.withLock { $0 } }
+}
+
+/// Tokens made up on demand, counting how many were read.
+private struct CountedTokens: AsyncSequence, Sendable {
+    typealias Element = String
+    let limit: Int
+    let read: Count
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let limit: Int
+        let read: Count
+        mutating func next() async -> String? {
+            let n = self.read.increment()
+            return n > self.limit ? nil : String(format: "%064x", n)
+        }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(limit: self.limit, read: self.read) }
+}
+
+private let accepted = HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "00000000-0000-0000-0000-000000000001")])
+
+private func inProcessClient(
+    window: Int = 16, _ handler: @escaping @Sendable (HTTP2Request) async throws -> HTTP2Response
+) throws -> APNSClient {
+    let configuration = APNSClient.Configuration(
+        authentication: .jwt(key: signingKey, keyID: keyID, teamID: teamID), environment: .sandbox,
+        retry: APNSClient.RetryPolicy(attempts: 3, backoffBase: .milliseconds(1), backoffCap: .milliseconds(2))
+    )
+    return try APNSClient(configuration: configuration, transport: APNSInProcessTransport(window: window, handler: handler))
+}
+
+@Suite("Bulk cancellation and what may have been delivered", .timeLimit(.minutes(1)))
+struct BulkCancellationTests {
+    @Test("cancel() stops reading the token sequence: the tokens read get a verdict each, the rest are never read")
+    func cancelStopsReading() async throws {
+        let client = try inProcessClient { _ in accepted }
+        let read = Count()
+        let bulk = try client.sendBulk(alert(), to: CountedTokens(limit: 1_000_000, read: read), bufferedVerdicts: 16)
+        bulk.cancel()
+        var verdicts = 0
+        for await _ in bulk { verdicts += 1 }
+        let summary = try #require(bulk.summary)
+        // A few batches may have been read before the cancel landed; a full buffer stops the rest.
+        #expect(read.current < 1_000, "cancel() went on reading: \(read.current) tokens")
+        #expect(summary.stoppedReading)
+        #expect(summary.total == verdicts)
+        #expect(summary.accepted + summary.notSent == summary.total)
+        #expect(summary.description.contains("were not read"))
+        await client.shutdown()
+    }
+
+    @Test("Cancelling the task that reads the verdicts cancels the bulk send")
+    func readerCancellationCancelsTheBulk() async throws {
+        let client = try inProcessClient { _ in accepted }
+        let read = Count()
+        let bulk = try client.sendBulk(alert(), to: CountedTokens(limit: 100_000, read: read), bufferedVerdicts: 16)
+        let reader = Task { () -> (indices: [Int], accepted: Int) in
+            var indices: [Int] = []
+            var accepted = 0
+            for await verdict in bulk {
+                withUnsafeCurrentTask { $0?.cancel() }
+                indices.append(verdict.index)
+                if verdict.isAccepted { accepted += 1 }
+            }
+            return (indices, accepted)
+        }
+        let (indices, acceptedCount) = await reader.value
+        let summary = try #require(bulk.summary)
+        #expect(acceptedCount < 100_000 && summary.stoppedReading)
+        #expect(indices.sorted() == Array(0..<summary.total), "every token read has exactly one verdict")
+        await client.shutdown()
+    }
+
+    @Test("Cancelling the task waiting in summary() cancels the bulk send")
+    func summaryCancellation() async throws {
+        let client = try inProcessClient { _ in accepted }
+        let read = Count()
+        let bulk = try client.sendBulk(alert(), to: CountedTokens(limit: 1_000_000, read: read), bufferedVerdicts: 16)
+        let waiter = Task { await bulk.summary() }
+        waiter.cancel()
+        let summary = await waiter.value
+        #expect(summary.stoppedReading && summary.total < 1_000_000)
+        await client.shutdown()
+    }
+
+    @Test("A push stopped by a shutdown after it left is 'failed, may have been delivered', not 'not sent'")
+    func stoppedAfterSendingIsNotNotSent() async throws {
+        let client = try inProcessClient { _ in
+            throw HTTP2ClientError(.shutdown, mayHaveBeenProcessed: true, detail: "the connection was shut down")
+        }
+        let bulk = try client.sendBulk(alert(), to: (0..<20).map { token($0) })
+        let (verdicts, summary) = await collect(bulk, expected: 20)
+        #expect(summary.failed == 20 && summary.notSent == 0)
+        for verdict in verdicts {
+            guard case .failed(let error) = verdict.outcome else {
+                Issue.record("token \(verdict.index): \(verdict.outcome)")
+                continue
+            }
+            #expect(error.mayHaveBeenDelivered)
+        }
+        do {
+            _ = try await client.send(alert(), to: token(0))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.kind == .shutdown && error.mayHaveBeenDelivered)
+        }
+        await client.shutdown()
+    }
+
+    @Test("A shutdown before the request left is 'not sent'")
+    func stoppedBeforeSendingIsNotSent() async throws {
+        let client = try inProcessClient { _ in
+            throw HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the connection was shut down")
+        }
+        let (_, summary) = await collect(try client.sendBulk(alert(), to: (0..<20).map { token($0) }), expected: 20)
+        #expect(summary.notSent == 20)
+        await client.shutdown()
+    }
+
+    @Test("A possibly delivered first attempt followed by 429s: the final rejection still says it may have been delivered")
+    func possiblyDeliveredSurvivesRejection() async throws {
+        let calls = Count()
+        let client = try inProcessClient { _ in
+            if calls.increment() == 1 {
+                throw HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "died after sending")
+            }
+            return HTTP2Response(status: 429, headers: [], body: Array(#"{"reason":"TooManyRequests"}"#.utf8))
+        }
+        do {
+            _ = try await client.send(alert(), to: token(0))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.reason == .tooManyRequests && error.mayHaveBeenDelivered && error.attempts == 3)
+        }
+        await client.shutdown()
+    }
+
+    @Test("An error the transport does not describe counts as possibly delivered, in send and in bulk")
+    func unknownErrorsMayHaveBeenDelivered() async throws {
+        struct Opaque: Error {}
+        let calls = Count()
+        let client = try inProcessClient { _ in
+            calls.increment()
+            throw Opaque()
+        }
+        do {
+            _ = try await client.send(alert(), to: token(0))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.kind == .transport && error.mayHaveBeenDelivered && error.attempts == 3)
+        }
+        let (verdicts, summary) = await collect(try client.sendBulk(alert(), to: (0..<5).map { token($0) }), expected: 5)
+        #expect(summary.failed == 5)
+        for verdict in verdicts {
+            if case .failed(let error) = verdict.outcome { #expect(error.mayHaveBeenDelivered) }
+        }
+        // 3 attempts each, the policy's limit: none replayed as if it had never left.
+        #expect(calls.current == 3 + 5 * 3)
+        await client.shutdown()
+    }
+}
