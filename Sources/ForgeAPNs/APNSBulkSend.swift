@@ -431,7 +431,7 @@ extension APNSClient {
                                 continue
                             default:
                                 // An error the transport does not describe may have come after the request left.
-                                if error?.mayHaveBeenProcessed ?? true {
+                                if error?.mayHaveBeenProcessed ?? !(failure is CancellationError) {
                                     let failed = APNSError(kind: .transport, attempts: 1, mayHaveBeenDelivered: true, detail: "\(failure)")
                                     guard policy.retriesPossiblyDelivered else {
                                         self.metrics.failed(pushType: prepared.pushType)

@@ -283,6 +283,9 @@ public final class APNSClient: Sendable {
             } catch let error as APNSError {
                 throw error  // a final rejection from the block above
             } catch {
+                if error is CancellationError {
+                    throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered)
+                }
                 // A transport that does not say whether the request left may have delivered it.
                 possiblyDelivered = true
                 if Task.isCancelled { throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered) }

@@ -119,7 +119,7 @@ final class ConnectionPool: APNSTransport {
     /// counted against it until ``release(_:count:)``.
     private func acquire(deadline: ContinuousClock.Instant, count: Int) async throws -> HTTP2Connection {
         while true {
-            try Task.checkCancellation()
+            if Task.isCancelled { throw HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled before sending") }
             let step = try self.state.withLock { state -> Step in
                 guard !state.closed else { throw HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the client is shut down") }
                 let now = ContinuousClock.now
@@ -177,13 +177,60 @@ final class ConnectionPool: APNSTransport {
             case .use(let connection):
                 return connection
             case .wait(let task):
-                _ = try await task.value
+                try await Self.wait(for: task, deadline: deadline)
             case .sleep(let until):
                 guard until < deadline else {
                     throw HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false, detail: "the endpoint is backing off after failed connects")
                 }
-                try await Task.sleep(until: until, clock: .continuous)
+                do {
+                    try await Task.sleep(until: until, clock: .continuous)
+                } catch {
+                    throw HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled while the endpoint was backing off")
+                }
             }
+        }
+    }
+
+    /// Waits for a connect that others may share, giving up at the caller's deadline or
+    /// cancellation (the connect itself goes on for the other waiters). Its failure is rethrown.
+    private static func wait(for task: Task<HTTP2Connection, any Error>, deadline: ContinuousClock.Instant) async throws {
+        let outcome = LockedBox<(continuation: CheckedContinuation<Void, any Error>?, result: Result<Void, any Error>?)>((nil, nil))
+        @Sendable func finish(_ result: Result<Void, any Error>) {
+            let continuation = outcome.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard state.result == nil else { return nil }
+                state.result = result
+                defer { state.continuation = nil }
+                return state.continuation
+            }
+            continuation?.resume(with: result)
+        }
+        let connected = Task {
+            do {
+                _ = try await task.value
+                finish(.success(()))
+            } catch {
+                finish(.failure(error))
+            }
+        }
+        let timer = Task {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            finish(.failure(HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false, detail: "still connecting at the deadline")))
+        }
+        defer {
+            timer.cancel()
+            connected.cancel()
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let ready = outcome.withLock { state -> Result<Void, any Error>? in
+                    if let result = state.result { return result }
+                    state.continuation = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            finish(.failure(HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled while connecting")))
         }
     }
 
