@@ -138,9 +138,10 @@ public final class LocalAPNsServer: Sendable {
             }
         }
         var started = [watcher]
-        if let idle = configuration.idleTimeout {
-            started.append(Task { await Self.closeIdleConnections(after: idle, state: state, authenticator: authenticator) })
-        }
+        // Closed connections are forgotten (and their provider-token state with them) whether or
+        // not idle connections are closed: a long-running server must not grow with every client.
+        let idle = configuration.idleTimeout
+        started.append(Task { await Self.sweepConnections(idleTimeout: idle, state: state, authenticator: authenticator) })
         tasks.withLock { $0 = started }
         return local
     }
@@ -287,8 +288,10 @@ public final class LocalAPNsServer: Sendable {
         )
     }
 
-    private static func closeIdleConnections(after timeout: Duration, state: LockedBox<State>, authenticator: TokenAuthenticator?) async {
-        let tick = max(timeout / 4, .milliseconds(5))
+    /// Every few seconds (or a quarter of the idle timeout): drops closed connections, and sends
+    /// GOAWAY {"reason":"IdleTimeout"} to those idle for `idleTimeout`.
+    private static func sweepConnections(idleTimeout timeout: Duration?, state: LockedBox<State>, authenticator: TokenAuthenticator?) async {
+        let tick = timeout.map { max($0 / 4, .milliseconds(5)) } ?? .seconds(5)
         while !Task.isCancelled {
             try? await Task.sleep(for: tick)
             let now = ContinuousClock.now
@@ -298,7 +301,7 @@ public final class LocalAPNsServer: Sendable {
                 for (id, entry) in state.connections {
                     if entry.handle.isClosed {
                         closed.append(id)
-                    } else if !entry.closing, now - entry.lastActivity >= timeout {
+                    } else if let timeout, !entry.closing, now - entry.lastActivity >= timeout {
                         state.connections[id]?.closing = true
                         idle.append(entry.handle)
                     }
