@@ -198,6 +198,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ReadmeTests",
+            dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "ForgeCryptoTests",
             dependencies: ["ForgeCrypto", "ForgeAPNsCore"],
             exclude: ["Fixtures"],
