@@ -352,7 +352,11 @@ extension APNSClient {
     ) async {
         let policy = self.configuration.retry
         let authority = self.configuration.environment.authority
-        let preparedHeaders = prepared.headers.map { HTTP2HeaderField($0.name, $0.value) }
+        // Checked once here, not byte by byte for every request that carries them.
+        let preparedHeaders = prepared.headers.map { header in
+            let field = HTTP2HeaderField(header.name, header.value)
+            return (try? field.checked()) ?? field
+        }
         while let batch = await feed.take(Self.bulkBatchSize) {
             var outcomes = [APNSBulkVerdict.Outcome?](repeating: nil, count: batch.count)
             var tokens = [DeviceToken?](repeating: nil, count: batch.count)
@@ -374,7 +378,8 @@ extension APNSClient {
                 var headers = preparedHeaders
                 if let manager = self.tokens, let current = try? manager.currentToken() {
                     providerToken = current
-                    headers.insert(HTTP2HeaderField("authorization", current.authorizationHeaderValue), at: 0)
+                    let authorization = HTTP2HeaderField("authorization", current.authorizationHeaderValue)
+                    headers.insert((try? authorization.checked()) ?? authorization, at: 0)
                 }
                 let requests = sendable.map { slot in
                     HTTP2Request(authority: authority, path: APNSPreparedNotification.devicePathPrefix + tokens[slot]!.hexString,

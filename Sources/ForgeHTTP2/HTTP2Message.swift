@@ -9,11 +9,14 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The name, lower case.
-    public var name: String
+    public var name: String { didSet { self.isChecked = false } }
     /// The value.
-    public var value: String
+    public var value: String { didSet { self.isChecked = false } }
     /// The HPACK treatment.
     public var indexing: Indexing
+
+    /// Set by ``checked()``: the name and value passed the rules below, so sending skips them.
+    private(set) var isChecked = false
 
     /// Creates a field.
     public init(_ name: String, _ value: String, indexing: Indexing = .indexable) {
@@ -23,6 +26,37 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(self.name): \(self.value)" }
+
+    /// The field, checked once against what a peer accepts (a non-empty lower-case token name, not
+    /// connection-specific; no CR, LF or NUL in the value), so the many requests that reuse it
+    /// are not checked again byte by byte. Changing the name or value undoes it.
+    /// - Throws: ``HTTP2ClientError`` of code `invalidRequest`, naming the field.
+    public func checked() throws(HTTP2ClientError) -> HTTP2HeaderField {
+        let badName = self.name.utf8.isEmpty || self.name.utf8.contains { byte in
+            (byte >= 0x41 && byte <= 0x5a) || byte <= 0x20 || byte == 0x3a || byte >= 0x7f
+        }
+        if badName || ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"].contains(self.name) {
+            throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
+                                   detail: "header name '\(self.name)' is not allowed in HTTP/2")
+        }
+        if self.value.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0x00 }) {
+            throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
+                                   detail: "the value of header '\(self.name)' contains CR, LF or NUL")
+        }
+        var field = self
+        field.isChecked = true
+        return field
+    }
+
+    public static func == (lhs: HTTP2HeaderField, rhs: HTTP2HeaderField) -> Bool {
+        lhs.name == rhs.name && lhs.value == rhs.value && lhs.indexing == rhs.indexing
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.name)
+        hasher.combine(self.value)
+        hasher.combine(self.indexing)
+    }
 }
 
 /// A request: pseudo-headers, headers and a body.
@@ -159,15 +193,27 @@ struct RawHeaders: Sendable {
         return fields
     }
 
+    /// The first value of `name` (lower-case), found without allocating anything but the result.
     func value(of name: String) -> String? {
-        var found: String?
-        let wanted = Array(name.utf8)
-        self.forEach { candidate, value in
-            guard candidate.elementsEqual(wanted) else { return true }
-            found = String(decoding: value, as: UTF8.self)
-            return false
+        var name = name
+        return name.withUTF8 { wanted in
+            self.bytes.withUnsafeBufferPointer { bytes -> String? in
+                var index = 0
+                while index + 6 <= bytes.count {
+                    let nameCount = Int(bytes[index]) << 8 | Int(bytes[index + 1])
+                    let valueCount = Int(bytes[index + 2]) << 24 | Int(bytes[index + 3]) << 16
+                        | Int(bytes[index + 4]) << 8 | Int(bytes[index + 5])
+                    let nameStart = index + 6
+                    let valueStart = nameStart + nameCount
+                    index = valueStart + valueCount
+                    guard nameCount == wanted.count,
+                          UnsafeBufferPointer(rebasing: bytes[nameStart..<valueStart]).elementsEqual(wanted)
+                    else { continue }
+                    return String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
+                }
+                return nil
+            }
         }
-        return found
     }
 }
 

@@ -199,6 +199,26 @@ struct SessionTests {
         #expect(pair.server.awaitingResponse.count == 1)  // `later` took the freed stream
     }
 
+    @Test("checked() refuses what sending would refuse; a checked field sent as is; changing it undoes the check", arguments: [
+        HTTP2HeaderField("x-bad", "a\r\nb"), HTTP2HeaderField("Upper", "v"), HTTP2HeaderField("connection", "close"),
+        HTTP2HeaderField("", "v"), HTTP2HeaderField("x-nul", "a\u{0}b"),
+    ])
+    func checkedHeaders(_ field: HTTP2HeaderField) throws {
+        #expect(throws: HTTP2ClientError.self) { try field.checked() }
+        var good = try HTTP2HeaderField("apns-topic", "com.example.app").checked()
+        #expect(good.isChecked && good == HTTP2HeaderField("apns-topic", "com.example.app"))
+        let pair = try InMemoryPair()
+        let accepted = pair.send(request(headers: [good]))
+        // A checked field whose value is then changed to a bad one is checked again when sent.
+        good.value = "a\r\nb"
+        #expect(!good.isChecked)
+        let refused = pair.send(request(headers: [good]))
+        try pair.pump()
+        guard case .failure(let error) = pair.results[refused] else { Issue.record("accepted"); return }
+        #expect(error.code == .invalidRequest)
+        #expect(pair.results[accepted] == nil && pair.server.awaitingResponse.count == 1)
+    }
+
     @Test("Invalid headers are refused before anything is sent", arguments: [
         HTTP2HeaderField("x-bad", "a\r\nb"), HTTP2HeaderField("Upper", "v"), HTTP2HeaderField("connection", "close"),
         HTTP2HeaderField("", "v"),

@@ -21,22 +21,16 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     public init(_ hexString: String, allowedLengths: ClosedRange<Int> = Self.defaultAllowedLengths)
         throws(APNSValidationError)
     {
-        var needsLowering = false
-        var count = 0
-        for byte in hexString.utf8 {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
-                break
-            case UInt8(ascii: "A")...UInt8(ascii: "F"):
-                needsLowering = true
-            default:
-                throw APNSValidationError(
-                    .badDeviceToken,
-                    field: "device token",
-                    rule: "must contain only hex digits 0-9 and a-f (found \(Self.describe(byte)) at position \(count + 1))"
-                )
-            }
-            count += 1
+        // A bulk send parses every token: scan the contiguous UTF-8 directly when there is one.
+        let scanned = hexString.utf8.withContiguousStorageIfAvailable { Self.scan($0) } ?? Self.scan(hexString.utf8)
+        let needsLowering = scanned.needsLowering
+        let count = scanned.count
+        if let (position, byte) = scanned.firstBad {
+            throw APNSValidationError(
+                .badDeviceToken,
+                field: "device token",
+                rule: "must contain only hex digits 0-9 and a-f (found \(Self.describe(byte)) at position \(position + 1))"
+            )
         }
         guard count % 2 == 0 else {
             throw APNSValidationError(
@@ -72,6 +66,25 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { self.hexString }
+
+    /// The byte count, whether upper-case digits occur, and the first byte that is not a hex digit.
+    @inline(__always)
+    private static func scan<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> (needsLowering: Bool, count: Int, firstBad: (Int, UInt8)?) {
+        var needsLowering = false
+        var count = 0
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
+                break
+            case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                needsLowering = true
+            default:
+                return (needsLowering, count, (count, byte))
+            }
+            count += 1
+        }
+        return (needsLowering, count, nil)
+    }
 
     static func describe(_ byte: UInt8) -> String {
         if byte >= 0x21 && byte < 0x7f {

@@ -17,7 +17,19 @@ import Glibc
 /// thread, once per request; the table of open streams and the queue are the only owners of
 /// completion closures, and every path that removes an entry calls it.
 final class HTTP2ClientCore: NGHTTP2SessionDelegate {
-    typealias Completion = (Result<HTTP2Response, HTTP2ClientError>) -> Void
+    /// Who hears about a request's result: a closure, or a slot of a batch (no closure context
+    /// to allocate per request of a batch).
+    enum Completion {
+        case single((Result<HTTP2Response, HTTP2ClientError>) -> Void)
+        case batch(BatchCollector, index: Int)
+
+        func callAsFunction(_ result: Result<HTTP2Response, HTTP2ClientError>) {
+            switch self {
+            case .single(let body): body(result)
+            case .batch(let collector, let index): collector.complete(index, with: result)
+            }
+        }
+    }
 
     struct Pending {
         var id: UInt64
@@ -25,6 +37,18 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
         /// Monotonic nanoseconds; `nil` for none.
         var deadline: UInt64?
         var completion: Completion
+
+        init(id: UInt64, request: HTTP2Request, deadline: UInt64?, completion: Completion) {
+            self.id = id
+            self.request = request
+            self.deadline = deadline
+            self.completion = completion
+        }
+
+        init(id: UInt64, request: HTTP2Request, deadline: UInt64?,
+             completion: @escaping (Result<HTTP2Response, HTTP2ClientError>) -> Void) {
+            self.init(id: id, request: request, deadline: deadline, completion: .single(completion))
+        }
     }
 
     private struct OpenStream {

@@ -123,9 +123,8 @@ public final class HTTP2Connection: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<[Result<HTTP2Response, HTTP2ClientError>], Never>) in
                 let collector = BatchCollector(count: requests.count) { continuation.resume(returning: $0) }
                 let pending = requests.enumerated().map { index, request in
-                    HTTP2ClientCore.Pending(id: ids[index], request: request, deadline: monotonicDeadline) { result in
-                        collector.complete(index, with: result)
-                    }
+                    HTTP2ClientCore.Pending(id: ids[index], request: request, deadline: monotonicDeadline,
+                                            completion: .batch(collector, index: index))
                 }
                 self.submit(pending)
                 if Task.isCancelled { self.cancel(ids) }

@@ -162,7 +162,11 @@ final class NGHTTP2Session {
                 try writer.add(":authority", request.authority, neverIndexed: false)
                 try writer.add(":path", request.path, neverIndexed: true, isPath: true)
                 for field in request.headers {
-                    try writer.add(field.name, field.value, neverIndexed: field.indexing == .neverIndexed, checkName: true)
+                    if field.isChecked {
+                        writer.addChecked(field.name, field.value, neverIndexed: field.indexing == .neverIndexed)
+                    } else {
+                        try writer.add(field.name, field.value, neverIndexed: field.indexing == .neverIndexed, checkName: true)
+                    }
                 }
                 guard let source else {
                     return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, nil, nil)
@@ -327,6 +331,37 @@ struct NVWriter {
             flags: UInt8(neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
         )
         self.count += 1
+    }
+
+    /// Adds a field that ``HTTP2HeaderField/checked()`` already checked: a plain copy.
+    mutating func addChecked(_ name: String, _ value: String, neverIndexed: Bool) {
+        let nameStart = self.offset
+        self.copy(name)
+        let valueStart = self.offset
+        self.copy(value)
+        let base = self.storage.baseAddress!
+        self.nva[self.count] = nghttp2_nv(
+            name: base + nameStart, value: base + valueStart, namelen: valueStart - nameStart, valuelen: self.offset - valueStart,
+            flags: UInt8(neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
+        )
+        self.count += 1
+    }
+
+    private mutating func copy(_ string: String) {
+        let copied: Int? = string.utf8.withContiguousStorageIfAvailable { bytes in
+            if bytes.count > 0 {
+                (self.storage.baseAddress! + self.offset).update(from: bytes.baseAddress!, count: bytes.count)
+            }
+            return bytes.count
+        }
+        if let copied {
+            self.offset += copied
+        } else {
+            for byte in string.utf8 {
+                self.storage[self.offset] = byte
+                self.offset += 1
+            }
+        }
     }
 
     private mutating func copy(_ string: String, checking check: (UInt8) -> Void) {
