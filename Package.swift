@@ -138,6 +138,15 @@ let package = Package(
                 "ForgeCrypto",
                 "ForgeHTTP2",
                 "ForgeLoopback",
+                // `apnsctl demo`: the client, the simulated device and its app's routers, in one process.
+                "ForgeAPNs",
+                "ForgeSimulatedDevice",
+                "ForgeNotificationTypes",
+                "ForgeSilentPush",
+                "ForgeVisiblePush",
+                "ForgeNotificationService",
+                "ForgeSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
