@@ -65,9 +65,9 @@ private struct DemoRun {
 
     /// Runs everything; returns how many checks failed.
     func run() async throws -> Int {
-        let tls = LoopbackMode.TLS.files(
-            chain: try KeysExample.path("server.pem"), key: try KeysExample.path("server.key"), ca: try KeysExample.path("ca.pem")
-        )
+        let ca = try KeysExample.path("ca.pem")
+        let tls = LoopbackMode.TLS.files(chain: try KeysExample.path("server.pem"), key: try KeysExample.path("server.key"), ca: ca)
+        let environment = LocalAPNsConfiguration.Environment.sandbox
         let recorder = DemoRecorder()
         // Limits only as a safety net: the app's handlers and extension complete at once.
         let device = SimulatedDevice(backgroundBudget: .seconds(10))
@@ -78,17 +78,23 @@ private struct DemoRun {
         do {
             // No history: the bulk send's pushes only pass through to the device.
             loopback = try LoopbackMode.start(
-                device: device, tls: tls, configuration: LocalAPNsConfiguration(keepsHistory: false),
+                device: device, tls: tls, environment: environment, configuration: LocalAPNsConfiguration(keepsHistory: false),
                 observer: { recorder.judged($0) }
             )
         } catch {
             throw CLIFailure(message: "cannot start the local APNs server: \(error)", exitCode: CLIExit.unavailable)
         }
         let report = DemoReport(start: start, recorder: recorder, device: device)
-        Output.result("apnsctl demo: local APNs (sandbox) on localhost:\(loopback.server.port) over TLS, CA keys-example/ca.pem")
-        Output.result("device: \(DemoApp.bundleID), token \(self.deviceToken.hexString.prefix(8))…, handlers "
-                      + (device.app(DemoApp.bundleID).map { ($0.visibleRouter.handlerIDs + $0.silentRouter.handlerIDs).joined(separator: ", ") } ?? "-")
-                      + ", a service extension, Live Activity type \(DeliveryAttributes.typeName)")
+        let cwd = FileManager.default.currentDirectoryPath + "/"
+        Output.result("apnsctl demo: local APNs (\(environment.rawValue)) on localhost:\(loopback.server.port) over TLS, "
+                      + "trusting \(ca.hasPrefix(cwd) ? String(ca.dropFirst(cwd.count)) : ca)")
+        for app in device.apps {
+            Output.result("device: \(app.bundleID) (\(app.state)), token \(app.deviceTokens[.sandbox]?.prefix(8) ?? "none")…; "
+                          + "visible: \(app.visibleRouter.handlerIDs.joined(separator: ", ")); "
+                          + "silent: \(app.silentRouter.handlerIDs.joined(separator: ", ")); "
+                          + "service extension: \(app.serviceExtension == nil ? "none" : "yes"); "
+                          + "Live Activity push-to-start token \(app.pushToStartToken?.prefix(8) ?? "none")…")
+        }
         var bulk: BulkOutcome?
         do {
             var configuration = loopback.clientConfiguration
@@ -232,8 +238,14 @@ private struct DemoRun {
                 ),
                 to: self.pushToStartToken
             )
-            let started = try await report.device.awaitEvent { if case .liveActivityStarted = $0 { true } else { false } }
-            guard case .liveActivityStarted(let activityID, _, _, let updateToken) = started.event else { return }
+            let started = try await report.device.awaitEvent { event in
+                if case .liveActivityStarted = event { return true }
+                if case .liveActivityPushRejected = event { return true }
+                return false
+            }
+            guard case .liveActivityStarted(let activityID, _, _, let updateToken) = started.event else {
+                throw DemoStepFailure(description: "no Live Activity started: \(started.event)")
+            }
             let token = try DeviceToken(updateToken)
             for (timestamp, state) in states[1...2] {
                 _ = try await client.send(
@@ -385,6 +397,11 @@ private struct DemoRun {
             return nil
         }
     }
+}
+
+/// A step could not go on (the device did something else than the step needs next).
+private struct DemoStepFailure: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// Device tokens for the demo: 64 hex digits from a seed and an index (SplitMix64), so every run
