@@ -63,11 +63,14 @@ public final class LoopbackMode: Sendable {
     /// - Parameters:
     ///   - environment: the environment the server plays; apps' tokens for it are registered.
     ///   - configuration: the server's judging rules (its `environment` is replaced by `environment`).
+    ///   - observer: called with every judged request, accepted or not, on the connection's thread
+    ///     (see ``LocalAPNsServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:observer:)``); keep it short.
     public static func start(
         device: SimulatedDevice,
         tls: TLS,
         environment: LocalAPNsConfiguration.Environment = .sandbox,
-        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration()
+        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
+        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
     ) throws -> LoopbackMode {
         let key = try APNSSigningKey.generate()
         let keyID = try APNSKeyID("LOOPBACK01")
@@ -89,7 +92,8 @@ public final class LoopbackMode: Sendable {
             tokens: tokens,
             authenticator: TokenAuthenticator(
                 keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: environment
-            )
+            ),
+            observer: observer
         )
         let pushes = server.acceptedPushes()
         let delivery = Task {

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+@Suite("apnsctl demo: the whole push path in one process", .timeLimit(.minutes(1)))
+struct DemoTests {
+    @Test("--help describes the demo and its --tokens option")
+    func help() throws {
+        let result = try CommandRunner.run(["demo", "--help"])
+        #expect(result.exitCode == 0)
+        #expect(result.stdout.contains("USAGE: apnsctl demo"))
+        #expect(result.stdout.contains("--tokens"))
+        // The help text is wrapped to the terminal: compare with single spaces.
+        let words = result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(words.contains("no Apple account, no network"))
+        #expect(words.contains("every 100th is unregistered"))
+        let root = try CommandRunner.run(["--help"])
+        #expect(root.stdout.contains("demo"))
+    }
+
+    @Test("A bad --tokens is a usage error, before anything starts")
+    func badTokens() throws {
+        let result = try CommandRunner.run(["demo", "--tokens", "0"])
+        #expect(result.exitCode == 64)
+        #expect(result.stderr.contains("--tokens"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("demo --tokens 500 exits 0 and its timeline reaches every milestone, in order")
+    func run() throws {
+        let result = try CommandRunner.run(["demo", "--tokens", "500"])
+        #expect(result.exitCode == 0, "stderr: \(result.stderr)")
+        #expect(result.stderr.isEmpty)
+        let out = result.stdout
+        // Each milestone is a device event, a handler's note, a server verdict or a passed check.
+        let milestones = [
+            "200 alert apns-id",
+            "app     open-message: opened message M-1001 (tap)",
+            "handled the response to",
+            "ok     tap handled by open-message",
+            "200 background apns-id",
+            "app     inbox-sync: fetched 3 new messages",
+            "with newData",
+            "ok     silent handlers inbox-sync + badge-count returned newData",
+            "service extension of com.example.forgepush completed for",
+            #"added to the notification list: "From Bob" "The keys are under the mat""#,
+            #"ok     rewritten title "From Bob" shown"#,
+            "(DeliveryAttributes) started for com.example.forgepush",
+            "ignored: timestamp",
+            "Live Activity activity-1 ended",
+            "ok     stale update ignored; applied states preparing -> on the way -> delivered",
+            "ok     Live Activity ended",
+            "410 Unregistered alert apns-id",
+            "judged 500 requests: 495 x 200, 5 x 410 Unregistered",
+            "bulk summary: 500 tokens: 495 accepted, 5 rejected (Unregistered 5), 0 failed, 0 not sent",
+            "notifications/s, elapsed",
+            "ok     bulk: 495 accepted + 5 Unregistered",
+            "demo: all 8 checks passed",
+        ]
+        var from = out.startIndex
+        for milestone in milestones {
+            guard let found = out.range(of: milestone, range: from..<out.endIndex) else {
+                Issue.record("missing, or out of order: \(milestone)\n\(out)")
+                return
+            }
+            from = found.upperBound
+        }
+        #expect(!out.contains("FAILED"))
+        // Every timeline line carries its offset.
+        let lines = out.split(separator: "\n").filter { $0.contains(" server  ") || $0.contains(" device  ") || $0.contains(" app     ") }
+        #expect(lines.count > 20)
+        #expect(lines.allSatisfy { $0.trimmingCharacters(in: .whitespaces).hasPrefix("+") && $0.contains(" ms  ") })
+        // No secret leaks: no provider token (a JWT starts with eyJ) and no key.
+        #expect(!out.contains("eyJ"))
+        #expect(!out.contains("PRIVATE KEY"))
+    }
+}
