@@ -6,6 +6,9 @@ extension APNSClient {
     /// Everything a client needs, with documented defaults. A value type: build one, pass it to
     /// ``withAPNSClient(configuration:_:)`` or ``APNSClient/init(configuration:)``.
     public struct Configuration: Sendable {
+        /// The default logger: logs nothing, as a library should until its user passes one.
+        public static let silentLogger = Logger(label: "forgepush.apns", factory: { _ in SwiftLogNoOpLogHandler() })
+
         /// How the client proves who it is.
         public var authentication: Authentication
         /// Where pushes go: `.production`, `.sandbox`, or `.custom(host:port:)` (the local server).
@@ -18,7 +21,7 @@ extension APNSClient {
         public var pool: Pool
         /// Which failures are retried, how often and how far apart.
         public var retry: RetryPolicy
-        /// Where the client logs (`apns.` metadata; never a key or a provider token).
+        /// Where the client logs (`apns.` metadata; never a key or a provider token); nothing by default.
         public var logger: Logger
         /// The clock provider tokens are dated by.
         public var clock: any APNSWallClock
@@ -31,7 +34,7 @@ extension APNSClient {
             timeouts: Timeouts = Timeouts(),
             pool: Pool = Pool(),
             retry: RetryPolicy = RetryPolicy(),
-            logger: Logger = Logger(label: "forgepush.apns"),
+            logger: Logger = APNSClient.Configuration.silentLogger,
             clock: any APNSWallClock = .system
         ) {
             self.authentication = authentication
