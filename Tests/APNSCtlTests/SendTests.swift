@@ -288,4 +288,53 @@ struct SendTests {
         #expect(parsed.last?["total"] as? Int == 2000 && parsed.last?["accepted"] as? Int == 2000)
         #expect(!json.stderr.contains("\r"))
     }
+
+    @Test("Ctrl-C stops a bulk send: every token still gets one line, the rest are not sent, exit 130")
+    func interrupt() throws {
+        let all = tokens(200_000)
+        let file = try temporaryFile(all.joined(separator: "\n") + "\n")
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        defer { _ = server.stop() }
+        let process = Process()
+        process.executableURL = CommandRunner.binary
+        process.arguments = send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Bounded: whatever happens, the child is gone within a minute.
+        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
+        nonisolated(unsafe) var errors = Data()
+        let errorsRead = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            errors = err.fileHandleForReading.readDataToEndOfFile()
+            errorsRead.signal()
+        }
+        // Wait for the first results (real output, not a timer), then interrupt.
+        var output = Data()
+        while !output.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            output.append(chunk)
+        }
+        kill(process.processIdentifier, SIGINT)
+        output.append(out.fileHandleForReading.readDataToEndOfFile())
+        errorsRead.wait()
+        process.waitUntilExit()
+        let stdout = String(decoding: output, as: UTF8.self)
+        let stderr = String(decoding: errors, as: UTF8.self)
+        #expect(process.terminationStatus == 130, "\(stderr)")
+        let lines = stdout.split(separator: "\n")
+        #expect(lines.count == all.count + 1)
+        let notSent = lines.filter { $0.hasSuffix(" not sent") }.count
+        #expect(notSent > 0)
+        let summary = try #require(lines.last)
+        #expect(summary.hasPrefix("sent 200000: ") && summary.contains(", \(notSent) not sent in "), "\(summary)")
+        #expect(stderr.contains("interrupted: \(all.count - notSent) sent, \(notSent) not sent"), "\(stderr)")
+    }
 }
