@@ -255,11 +255,17 @@ struct SendTests {
         #expect(result.stdout.isEmpty)
     }
 
-    @Test("An endpoint that is not listening (a port bound, then closed) exits 69 with a plain message")
+    @Test("An endpoint that is not listening (a port bound, then closed) or fails TLS exits 69 with a plain message")
     func unreachable() throws {
         let server = try ServeProcess(["--topic", bundle, "--quiet"])
         let port = server.port
+        // Without --ca-file the test CA is not trusted: the TLS handshake fails.
+        let untrusted = try CommandRunner.run(
+            ["send", "--url", "https://127.0.0.1:\(port)"] + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload]
+        )
         _ = server.stop()
+        #expect(untrusted.exitCode == 69, "\(untrusted.stdout)\(untrusted.stderr)")
+        #expect(untrusted.stderr.contains("error: cannot reach 127.0.0.1:\(port): tlsFailed"), "\(untrusted.stderr)")
         let result = try CommandRunner.run(send(port: port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload])
         #expect(result.exitCode == 69, "\(result.stdout)\(result.stderr)")
         #expect(result.stderr.contains("error: cannot reach 127.0.0.1:\(port)"), "\(result.stderr)")

@@ -26,12 +26,11 @@ final class ResultSink: Sendable {
     private let stopper: InterruptHandler
     private let stdoutIsTerminal = isatty(STDOUT_FILENO) == 1
 
-    init(renderer: ResultRenderer, progressTotal: Int??, stopper: InterruptHandler) {
+    /// - Parameter progress: the bar to keep up to date, if one is shown.
+    init(renderer: ResultRenderer, progress: ProgressBar?, stopper: InterruptHandler) {
         self.renderer = renderer
         self.stopper = stopper
-        var state = State()
-        if let total = progressTotal, ProgressBar.isAvailable { state.progress = ProgressBar(total: total) }
-        self.state = Mutex(state)
+        self.state = Mutex(State(progress: progress))
     }
 
     var counts: SendCounts { self.state.withLock { $0.counts } }

@@ -36,14 +36,17 @@ struct SendSession {
         case .list(let list): total = list.count
         case .file(_, let count): total = count
         }
-        let showProgress = total.map { $0 > 1 } ?? true
-        let sink = ResultSink(renderer: self.renderer, progressTotal: showProgress ? .some(total) : .none, stopper: stopper)
+        // A bar for bulk sends only (one token is done before a bar could help), on a terminal only.
+        let isBulk = total.map { $0 > 1 } ?? true
+        let progress = isBulk && ProgressBar.isAvailable ? ProgressBar(total: total) : nil
+        let sink = ResultSink(renderer: self.renderer, progress: progress, stopper: stopper)
         let started = ContinuousClock.now
 
         switch self.tokens {
         case .list(let list):
-            // validated before: the notification cannot be rejected here
+            // Validated before: sendBulk cannot refuse the notification here.
             guard let shared = self.shared, let bulk = try? self.client.sendBulk(AlreadyPrepared(value: shared), to: list) else {
+                Output.diagnostic("error: internal: the bulk send refused a notification that was validated")
                 return CLIExit.software
             }
             stopper.onStop { bulk.cancel() }
