@@ -169,7 +169,7 @@ struct SendTests {
         #expect(try objects(served.stdout).filter { $0["status"] as? Int == 200 }.count == 4)
     }
 
-    @Test("Tokens from standard input, --strict included")
+    @Test("Tokens from standard input: plain, --strict, and NDJSON lines that each carry their payload")
     func tokensFromStandardInput() throws {
         let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
         let input = Array("\(good)\n\(other)\n".utf8)
@@ -178,8 +178,17 @@ struct SendTests {
         let strict = try CommandRunner.run(
             send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi", "--strict"], stdin: input
         )
+        // Every line with its own payload and no shared one: a plain token line has nothing to send.
+        let ndjson = #"{"token":"\#(good)","payload":{"aps":{"alert":"one"}}}"# + "\n" + other + "\n"
+            + #"{"token":"\#(other)","payload":{"aps":{"alert":"two"},"n":1}}"# + "\n"
+        let perLine = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--json"],
+                                            stdin: Array(ndjson.utf8))
         _ = server.stop()
         #expect(plain.exitCode == 0 && plain.stdout.contains("sent 2: 2 accepted"), "\(plain.stdout)\(plain.stderr)")
+        #expect(perLine.exitCode == 1 && perLine.stderr.contains("stdin:2: no payload for this token"), "\(perLine.stderr)")
+        let results = try objects(perLine.stdout)
+        #expect(results.count == 3 && results.dropLast().allSatisfy { $0["status"] as? Int == 200 }, "\(perLine.stdout)")
+        #expect(results.last?["total"] as? Int == 2 && results.last?["bad_lines"] as? Int == 1)
         #expect(strict.exitCode == 0 && strict.stdout.contains("sent 2: 2 accepted"), "\(strict.stdout)\(strict.stderr)")
     }
 
