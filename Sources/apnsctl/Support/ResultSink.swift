@@ -62,6 +62,15 @@ final class ResultSink: Sendable {
         if let unreachable { self.stopper.stop(.unreachable(unreachable)) }
     }
 
+    /// Writes what is buffered and redraws the bar (called when results stall).
+    func tick() {
+        self.state.withLock { state in
+            self.flush(&state)
+            state.lastFlush = ContinuousClock.now
+            state.progress?.update(done: state.counts.total, errors: state.counts.problems, force: true)
+        }
+    }
+
     /// Writes what is buffered and the summary, and takes the progress bar down.
     func finish(seconds: Double) -> SendCounts {
         self.state.withLock { state in

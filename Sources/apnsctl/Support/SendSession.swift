@@ -42,6 +42,35 @@ struct SendSession {
         let sink = ResultSink(renderer: self.renderer, progress: progress, stopper: stopper)
         let started = ContinuousClock.now
 
+        // Lines wait in a buffer while results arrive; a tick writes them (and redraws the bar)
+        // when the results stall, as during retries.
+        let failure = await withTaskGroup(of: Void.self) { group -> Int32? in
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    sink.tick()
+                }
+            }
+            defer { group.cancelAll() }
+            return await self.sendAll(sink: sink, stopper: stopper)
+        }
+        if let failure { return failure }
+
+        let counts = sink.finish(seconds: ProgressBar.seconds(.now - started))
+        switch stopper.reason {
+        case .interrupted:
+            Output.diagnostic("interrupted: \(counts.total - counts.notSent) sent, \(counts.notSent) not sent")
+            return CLIExit.interrupted
+        case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
+            Output.diagnostic("error: cannot reach \(self.endpoint): \(detail)")
+            return CLIExit.unavailable
+        default:
+            return counts.problems == 0 && counts.badLines == 0 ? 0 : 1
+        }
+    }
+
+    /// Sends every token, recording each result in `sink`; returns an exit code when sending could not start.
+    private func sendAll(sink: ResultSink, stopper: InterruptHandler) async -> Int32? {
         switch self.tokens {
         case .list(let list):
             // Validated before: sendBulk cannot refuse the notification here.
@@ -73,17 +102,6 @@ struct SendSession {
                 }
             }
         }
-
-        let counts = sink.finish(seconds: ProgressBar.seconds(.now - started))
-        switch stopper.reason {
-        case .interrupted:
-            Output.diagnostic("interrupted: \(counts.total - counts.notSent) sent, \(counts.notSent) not sent")
-            return CLIExit.interrupted
-        case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
-            Output.diagnostic("error: cannot reach \(self.endpoint): \(detail)")
-            return CLIExit.unavailable
-        default:
-            return counts.problems == 0 && counts.badLines == 0 ? 0 : 1
-        }
+        return nil
     }
 }
