@@ -223,7 +223,8 @@ struct SendTests {
         var testDescription: String { self.name }
     }
 
-    static let damagedKey: String = (try? temporaryFile("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", name: "AuthKey_BAD.p8")) ?? "/missing"
+    static let damagedKey: String =
+        (try? temporaryFile("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", name: "AuthKey_BAD.p8")) ?? "/missing"
     static let largePayload: String = {
         let prefix = #"{"aps":{"alert":"x"},"pad":""#
         return (try? temporaryFile(prefix + String(repeating: "x", count: 4097 - prefix.utf8.count - 2) + #""}"#, name: "large.json"))

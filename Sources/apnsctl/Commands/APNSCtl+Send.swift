@@ -24,10 +24,10 @@ extension APNSCtl {
                 (the authorization header as 'bearer <redacted>'); nothing is sent.
 
                 Examples:
-                  apnsctl send --token 7c1d… --topic com.example.app --title Hello --body 'From apnsctl'
-                  apnsctl send --tokens-file tokens.txt --payload alert.json --json > results.ndjson
-                  apnsctl send --dry-run --token 7c1d… --topic com.example.app --push-type background \\
-                      --payload background.json --json
+                  apnsctl send --token 7c1d… --topic com.example.app --title Hi --body 'Hello'
+                  apnsctl send --tokens-file tokens.txt --payload alert.json --json
+                  apnsctl send --dry-run --token 7c1d… --topic com.example.app \\
+                      --push-type background --payload background.json --json
                 """
         )
 

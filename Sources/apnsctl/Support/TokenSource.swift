@@ -91,7 +91,8 @@ final class TokenLines {
         let text = Array(bytes[start..<end])
         if text[0] == UInt8(ascii: "{") { return self.judgeObject(text) }
         guard self.hasSharedPayload else {
-            return .bad(line: self.lineNumber, problem: "no payload for this token: give --payload (or --title…), or a line {\"token\":…,\"payload\":{…}}")
+            let problem = "no payload for this token: give --payload (or --title…), or a line {\"token\":…,\"payload\":{…}}"
+            return .bad(line: self.lineNumber, problem: problem)
         }
         do throws(APNSValidationError) {
             let token = try DeviceToken(String(decoding: text, as: UTF8.self))
