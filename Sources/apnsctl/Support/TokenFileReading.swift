@@ -16,7 +16,9 @@ enum TokenFileReading {
     ) throws -> SendSession.Tokens {
         if path != "-" { try InputFiles.requireReadable(path, flag: "--tokens-file") }
         guard strict else {
-            return .file(open: { try TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload) }, count: nil)
+            // The progress bar's total: counted cheaply (no parsing) when a bar will be drawn.
+            let count = path != "-" && ProgressBar.isAvailable ? Self.countTokenLines(path) : nil
+            return .file(open: { try TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload) }, count: count)
         }
         let spooled = path == "-" ? try TokenLines.spoolStandardInput() : nil
         let first = try spooled.map {
@@ -45,5 +47,34 @@ enum TokenFileReading {
             )
         }
         return .file(open: { try TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload) }, count: good)
+    }
+
+    /// Lines that are neither blank nor `#` comments (bad lines included), read in 64 KiB chunks;
+    /// `nil` when the file cannot be read.
+    static func countTokenLines(_ path: String) -> Int? {
+        let descriptor = Glibc.open(path, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var count = 0
+        var atLineStart = true
+        var lineCounts = false
+        while true {
+            let read = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if read < 0, errno == EINTR { continue }
+            if read < 0 { return nil }
+            if read == 0 { break }
+            for byte in chunk[0..<read] {
+                if byte == 0x0a {
+                    if lineCounts { count += 1 }
+                    atLineStart = true
+                    lineCounts = false
+                } else if atLineStart, byte != 0x20, byte != 0x09, byte != 0x0d {
+                    atLineStart = false
+                    lineCounts = byte != UInt8(ascii: "#")
+                }
+            }
+        }
+        return lineCounts ? count + 1 : count
     }
 }
