@@ -50,7 +50,7 @@ final class ResultSink: Sendable {
                 self.flush(&state)
                 state.lastFlush = now
             }
-            state.progress?.update(done: state.counts.total, errors: state.counts.problems)
+            state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines)
             // A transport failure before anything got an answer: the endpoint is unreachable.
             if case .failed(let error) = result.outcome, error.kind == .transport || error.kind == .deadlineExceeded,
                state.counts.accepted == 0, state.counts.rejectedCount == 0, !state.unreachable {
@@ -67,7 +67,7 @@ final class ResultSink: Sendable {
         self.state.withLock { state in
             self.flush(&state)
             state.lastFlush = ContinuousClock.now
-            state.progress?.update(done: state.counts.total, errors: state.counts.problems, force: true)
+            state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines, force: true)
         }
     }
 
