@@ -1,4 +1,5 @@
 import ArgumentParser
+import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCrypto
 import Foundation
@@ -8,12 +9,25 @@ extension APNSCtl {
         static let configuration = CommandConfiguration(
             abstract: "Send a notification to one or more device tokens.",
             discussion: """
+                Results go to stdout, one line a token and a summary (--json: one object a token and a summary \
+                object); diagnostics go to stderr, with a progress bar when stderr is a terminal. Ctrl-C stops \
+                cleanly: tokens not sent yet are reported as not sent, and the exit code is 130.
+
+                A tokens file has one hex token a line, or NDJSON lines {"token":"…","payload":{…}} (a line with its \
+                own payload is sent with it); blank lines and # comments are skipped. A bad line is reported on \
+                stderr as FILE:LINE: problem and skipped (with --strict, nothing is sent and the exit code is 65).
+
+                Exit codes: 0 all accepted; 1 one or more rejected, failed or not sent, or bad lines skipped; \
+                64 usage; 65 bad data; 66 input file missing; 69 endpoint unreachable or TLS failure; 130 Ctrl-C.
+
                 With --dry-run, everything is validated and the HTTP/2 request that would be sent is printed \
                 (the authorization header as 'bearer <redacted>'); nothing is sent.
 
-                Example:
-                  apnsctl send --dry-run --token 7c1d… --topic com.example.app --push-type background \\
-                      --payload background.json --json
+                Examples:
+                  apnsctl send --token 7c1d… --topic com.example.app --title Hi --body 'Hello'
+                  apnsctl send --tokens-file tokens.txt --payload alert.json --json
+                  apnsctl send --dry-run --token 7c1d… --topic com.example.app \\
+                      --push-type background --payload background.json --json
                 """
         )
 
@@ -30,23 +44,49 @@ extension APNSCtl {
         )
         var channelID: String?
 
+        @Option(
+            name: .customLong("tokens-file"),
+            help: ArgumentHelp("A file of tokens, one a line or NDJSON {\"token\":…,\"payload\":…}; - reads stdin.", valueName: "path")
+        )
+        var tokensFile: String?
+
+        @Flag(name: .long, help: "With --tokens-file: send nothing if any line is bad (exit 65).")
+        var strict = false
+
+        @Option(name: .long, help: "The most requests in flight at once.")
+        var concurrency: Int?
+
         @Flag(name: .customLong("dry-run"), help: "Validate and print the request; send nothing.")
         var dryRun = false
 
-        @Flag(name: .long, help: "Print one JSON object per request.")
+        @Flag(name: .long, help: "Print one JSON object per request (per token, then a summary).")
         var json = false
+
+        @Flag(name: .long, help: "Log the client's connections and retries on stderr (never a key or a provider token).")
+        var verbose = false
 
         func validate() throws {
             if self.channelID != nil {
                 guard self.tokens.isEmpty else {
                     throw ValidationError("--channel-id broadcasts to a channel; it cannot be combined with --token.")
                 }
-            } else if self.tokens.isEmpty {
-                throw ValidationError("Missing --token: give at least one device token (or --channel-id for a broadcast).")
+                guard self.dryRun else {
+                    throw ValidationError("--channel-id broadcasts are only rendered (--dry-run) by this build; send them with the library.")
+                }
+            } else if self.tokens.isEmpty && self.tokensFile == nil {
+                throw ValidationError("Missing --token: give at least one device token, or --tokens-file (or --channel-id for a broadcast).")
             }
-            guard self.dryRun else {
-                // The HTTP/2 transport is the next layer of ForgePush; until it lands, only --dry-run works.
-                throw ValidationError("Sending needs the HTTP/2 transport, which this build does not have yet; use --dry-run.")
+            if self.tokensFile != nil {
+                guard self.tokens.isEmpty else { throw ValidationError("Give --token or --tokens-file, not both.") }
+                guard !self.dryRun else { throw ValidationError("--dry-run takes --token; --tokens-file sends.") }
+                if self.tokensFile == "-", self.notification.payload == "-" {
+                    throw ValidationError("--tokens-file - and --payload - cannot both read standard input.")
+                }
+            } else if self.strict {
+                throw ValidationError("--strict applies to --tokens-file.")
+            }
+            if let concurrency = self.concurrency, concurrency < 1 {
+                throw ValidationError("--concurrency must be at least 1 (got \(concurrency)).")
             }
         }
 
@@ -68,6 +108,10 @@ extension APNSCtl {
                         throw CLIFailure.badData("--token", error, value: text)
                     }
                 }
+                guard self.dryRun else {
+                    try await self.send(tokens: tokens)
+                    return
+                }
                 let prepared = try self.notification.prepare()
                 let authorization = try self.dryRunAuthorization()
                 for token in tokens {
@@ -76,6 +120,38 @@ extension APNSCtl {
                     Output.result(self.json ? rendered.json() : rendered.text())
                 }
             }
+        }
+
+        /// Sends for real: validates everything first (64, 65, 66), then sends and exits with the
+        /// code the results call for.
+        private func send(tokens: [DeviceToken]) async throws {
+            let headers = try self.notification.headers()
+            let shared = self.notification.hasSharedPayload || self.tokensFile == nil ? try self.notification.prepare(headers) : nil
+            let source: SendSession.Tokens
+            if let path = self.tokensFile {
+                source = try TokenFileReading.open(
+                    path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil
+                )
+            } else {
+                source = .list(tokens)
+            }
+            guard self.auth.isPresent || self.auth.usesCertificate else {
+                throw ValidationError(
+                    "Sending needs credentials: --key-file, --key-id and --team-id (or APNS_KEY_FILE…), or --cert/--p12; "
+                        + "--dry-run validates without them."
+                )
+            }
+            let configuration = try ClientFactory.configuration(
+                auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose
+            )
+            let client = try ClientFactory.client(configuration)
+            let session = SendSession(
+                client: client, shared: shared, tokens: source, renderer: ResultRenderer(json: self.json),
+                width: self.concurrency ?? 64, endpoint: configuration.environment.authority
+            )
+            let code = await session.run()
+            await client.shutdown(gracePeriod: .seconds(1))
+            if code != 0 { throw ExitCode(code) }
         }
 
         /// Checks the credentials when given, by loading the key and signing a token that is never shown.

@@ -47,9 +47,14 @@ struct NotificationOptions: ParsableArguments {
         return topicText
     }
 
+    @OptionGroup(title: "Payload from flags (instead of --payload; push type alert)") var built: PayloadFlags
+
+    /// Whether a payload for every token was given: `--payload`, or flags that build one.
+    var hasSharedPayload: Bool { self.payload != nil || self.built.isPresent }
+
     private func payloadBytes() throws -> [UInt8] {
         guard let payloadPath = self.payload else {
-            throw ValidationError("Missing --payload: a JSON file, or - for standard input.")
+            throw ValidationError("Missing --payload: a JSON file, or - for standard input (or --title, --body… to build one).")
         }
         return try InputFiles.read(payloadPath, flag: "--payload")
     }
@@ -64,9 +69,37 @@ struct NotificationOptions: ParsableArguments {
         do { return try APNSID(text) } catch { throw CLIFailure.badData("--apns-id", error, value: text) }
     }
 
-    /// Reads the payload and validates every header and the body.
-    /// - Throws: `ValidationError` (64) for a missing flag, ``CLIFailure`` (65, 66) for bad data.
-    func prepare() throws -> APNSPreparedNotification {
+    /// The header flags, validated once; a tokens file's lines with their own payload reuse them.
+    struct Headers: Sendable {
+        var topicText: String
+        var pushType: APNSPushType
+        var topic: APNSTopic
+        var priority: APNSPriority?
+        var expiration: APNSExpiration
+        var collapseID: APNSCollapseID?
+        var apnsID: APNSID?
+
+        /// `body` with these headers.
+        /// - Throws: ``APNSValidationError`` for a body that breaks a rule (size, shape, priority).
+        func prepare(body: [UInt8]) throws(APNSValidationError) -> APNSPreparedNotification {
+            try APNSPayloadNotification(
+                pushType: self.pushType, topic: self.topic, json: body, priority: self.priority, expiration: self.expiration,
+                collapseID: self.collapseID, apnsID: self.apnsID
+            ).prepared()
+        }
+
+        /// `payload` (a JSON object) with these headers.
+        func prepare(payload: JSONValue) throws(APNSValidationError) -> APNSPreparedNotification {
+            try APNSPayloadNotification(
+                pushType: self.pushType, topic: self.topic, payload: payload, priority: self.priority, expiration: self.expiration,
+                collapseID: self.collapseID, apnsID: self.apnsID
+            ).prepared()
+        }
+    }
+
+    /// Validates the header flags.
+    /// - Throws: `ValidationError` (64) for a missing topic, ``CLIFailure`` (65) for bad values.
+    func headers() throws -> Headers {
         let topicText = try self.topicText()
         let pushType = (self.pushType ?? .alert).pushType
         let topic: APNSTopic
@@ -80,18 +113,43 @@ struct NotificationOptions: ParsableArguments {
                 throw CLIFailure.badData("--collapse-id", error)
             }
         }
-        let apnsID = try self.parsedAPNSID()
+        return Headers(
+            topicText: topicText, pushType: pushType, topic: topic, priority: self.priority?.priority, expiration: expiration,
+            collapseID: collapseID, apnsID: try self.parsedAPNSID()
+        )
+    }
+
+    /// Reads the payload (or builds it from flags) and validates every header and the body.
+    /// - Throws: `ValidationError` (64) for a missing flag, ``CLIFailure`` (65, 66) for bad data.
+    func prepare() throws -> APNSPreparedNotification {
+        try self.prepare(self.headers())
+    }
+
+    /// The shared payload with already validated headers.
+    func prepare(_ headers: Headers) throws -> APNSPreparedNotification {
+        if self.built.isPresent {
+            guard self.payload == nil else {
+                throw ValidationError("Give --payload or build the payload with flags (--title, --body, --data…), not both.")
+            }
+            guard headers.pushType == .alert else {
+                throw ValidationError("--title, --body, --data… build alert payloads; for push type \(headers.pushType) give --payload.")
+            }
+            let bundleID: APNSBundleID
+            do { bundleID = try APNSBundleID(headers.topicText) } catch {
+                throw CLIFailure.badData("--topic", error, value: headers.topicText)
+            }
+            let notification = try self.built.alert(
+                topic: bundleID, priority: headers.priority, expiration: headers.expiration, collapseID: headers.collapseID,
+                apnsID: headers.apnsID
+            )
+            do { return try notification.prepared() } catch {
+                let flag = error.code == .badPriority ? "--priority" : "--title/--body/--data"
+                throw CLIFailure.badData(flag, error)
+            }
+        }
         let body = try self.payloadBytes()
         do {
-            return try APNSPayloadNotification(
-                pushType: pushType,
-                topic: topic,
-                json: body,
-                priority: self.priority?.priority,
-                expiration: expiration,
-                collapseID: collapseID,
-                apnsID: apnsID
-            ).prepared()
+            return try headers.prepare(body: body)
         } catch {
             let flag = error.code == .badPriority ? "--priority" : "--payload"
             throw CLIFailure.badData(flag, error)

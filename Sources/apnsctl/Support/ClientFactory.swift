@@ -16,7 +16,8 @@ enum ClientFactory {
         let tls = try endpoint.tls()
         let authentication = try auth.authentication()
         var logger = Logger(label: "apnsctl")
-        logger.logLevel = verbose ? .debug : .warning
+        // Errors only by default: send reports failures itself, per token and with a plain message.
+        logger.logLevel = verbose ? .debug : .error
         var pool = APNSClient.Pool()
         if let concurrency { pool.maxStreamsPerConnection = max(1, concurrency) }
         return APNSClient.Configuration(

@@ -1,0 +1,80 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why a send stopped before its input ended.
+enum StopReason: Sendable, Equatable {
+    /// SIGINT (Ctrl-C): exit 130.
+    case interrupted
+    /// Nothing reached the endpoint: exit 69.
+    case unreachable(String)
+}
+
+/// Stops a send once: on the first SIGINT (a second one exits at once with 130), or when the
+/// endpoint turns out to be unreachable. Whoever started sending registers how to stop it.
+final class InterruptHandler: Sendable {
+    private struct State {
+        var reason: StopReason?
+        var handlers: [@Sendable () -> Void] = []
+        var source: (any DispatchSourceSignal)?
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts listening for SIGINT (instead of the default, which kills the process).
+    func install() {
+        signal(SIGINT, SIG_IGN)
+        self.state.withLock { state in
+            // Made inside the lock: the source is not Sendable, and lives in the state from the start.
+            let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                if self.reason == .interrupted { _exit(CLIExit.interrupted) }
+                self.stop(.interrupted)
+            }
+            source.resume()
+            state.source = source
+        }
+    }
+
+    /// Stops listening; SIGINT kills the process again.
+    func uninstall() {
+        self.state.withLock { state in
+            state.source?.cancel()
+            state.source = nil
+        }
+        signal(SIGINT, SIG_DFL)
+    }
+
+    var reason: StopReason? { self.state.withLock { $0.reason } }
+
+    /// Runs `handler` when the send stops (at once if it already has).
+    func onStop(_ handler: @escaping @Sendable () -> Void) {
+        let now = self.state.withLock { state -> Bool in
+            if state.reason != nil { return true }
+            state.handlers.append(handler)
+            return false
+        }
+        if now { handler() }
+    }
+
+    /// Stops the send; the first reason wins.
+    func stop(_ reason: StopReason) {
+        let handlers = self.state.withLock { state -> [@Sendable () -> Void] in
+            guard state.reason == nil else { return [] }
+            state.reason = reason
+            defer { state.handlers.removeAll() }
+            return state.handlers
+        }
+        if reason == .interrupted, self.reason == .interrupted {
+            Output.diagnostic("\ninterrupted: stopping; tokens not sent yet are reported as not sent (Ctrl-C again quits at once)")
+        }
+        for handler in handlers { handler() }
+    }
+}

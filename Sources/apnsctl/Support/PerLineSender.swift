@@ -1,0 +1,96 @@
+import ForgeAPNs
+import ForgeAPNsCore
+import Synchronization
+
+/// Sends the lines of a tokens file that carry their own payload, each with `client.send`, at most
+/// `width` at a time: the file reader waits for a free slot, so memory stays bounded.
+final class PerLineSender: Sendable {
+    private let client: APNSClient
+    private let sink: ResultSink
+    private let slots: AsyncSemaphore
+    private let stream: AsyncStream<TokenEntry>
+    private let continuation: AsyncStream<TokenEntry>.Continuation
+    private let stopped = Atomic<Bool>(false)
+
+    init(client: APNSClient, width: Int, sink: ResultSink) {
+        self.client = client
+        self.sink = sink
+        self.slots = AsyncSemaphore(max(1, width))
+        (self.stream, self.continuation) = AsyncStream.makeStream(of: TokenEntry.self)
+    }
+
+    /// Queues `entry` once a slot is free.
+    func submit(_ entry: TokenEntry) async {
+        await self.slots.acquire()
+        self.continuation.yield(entry)
+    }
+
+    /// No more entries will come.
+    func finish() { self.continuation.finish() }
+
+    /// Entries not started yet are reported as not sent.
+    func stop() { self.stopped.store(true, ordering: .relaxed) }
+
+    /// Sends every queued entry until ``finish()``.
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            for await entry in self.stream {
+                group.addTask {
+                    let outcome: APNSBulkVerdict.Outcome
+                    if self.stopped.load(ordering: .relaxed) || entry.notification == nil {
+                        outcome = .notSent(APNSError(kind: .cancelled, detail: "the send was stopped"))
+                    } else {
+                        do throws(APNSError) {
+                            outcome = .accepted(try await self.client.send(entry.notification!, to: entry.token))
+                        } catch {
+                            switch error.kind {
+                            case .rejected, .invalidNotification: outcome = .rejected(error)
+                            case .cancelled, .shutdown: outcome = .notSent(error)
+                            default: outcome = .failed(error)
+                            }
+                        }
+                    }
+                    self.sink.record(TokenResult(token: entry.token.hexString, outcome: outcome))
+                    self.slots.release()
+                }
+            }
+        }
+    }
+}
+
+/// A counting semaphore for async code.
+final class AsyncSemaphore: Sendable {
+    private struct State {
+        var available: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(_ count: Int) { self.state = Mutex(State(available: count)) }
+
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = self.state.withLock { state -> Bool in
+                if state.available > 0 {
+                    state.available -= 1
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.available += 1
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        waiter?.resume()
+    }
+}

@@ -1,0 +1,99 @@
+import ForgeAPNs
+import ForgeAPNsCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Collects the results of a send from every sender (the bulk's verdicts and per-line sends):
+/// counts them, writes their lines to stdout in batches, keeps the progress bar up to date, and
+/// notices an endpoint that nothing reaches.
+final class ResultSink: Sendable {
+    private struct State {
+        var counts = SendCounts()
+        var buffer: [UInt8] = []
+        var lastFlush = ContinuousClock.now
+        var progress: ProgressBar?
+        var unreachable = false
+    }
+
+    private let renderer: ResultRenderer
+    private let state: Mutex<State>
+    private let stopper: InterruptHandler
+    private let stdoutIsTerminal = isatty(STDOUT_FILENO) == 1
+
+    /// - Parameter progress: the bar to keep up to date, if one is shown.
+    init(renderer: ResultRenderer, progress: ProgressBar?, stopper: InterruptHandler) {
+        self.renderer = renderer
+        self.stopper = stopper
+        self.state = Mutex(State(progress: progress))
+    }
+
+    var counts: SendCounts { self.state.withLock { $0.counts } }
+
+    func addBadLine() {
+        self.state.withLock { $0.counts.badLines += 1 }
+    }
+
+    func record(_ result: TokenResult) {
+        let line = self.renderer.line(result)
+        let unreachable = self.state.withLock { state -> String? in
+            state.counts.add(result.outcome)
+            state.buffer.append(contentsOf: line.utf8)
+            state.buffer.append(0x0a)
+            let now = ContinuousClock.now
+            if state.buffer.count >= 1 << 16 || now - state.lastFlush >= .milliseconds(100) {
+                self.flush(&state)
+                state.lastFlush = now
+            }
+            state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines)
+            // A transport failure before anything got an answer: the endpoint is unreachable.
+            if case .failed(let error) = result.outcome, error.kind == .transport || error.kind == .deadlineExceeded,
+               state.counts.accepted == 0, state.counts.rejectedCount == 0, !state.unreachable {
+                state.unreachable = true
+                return error.detail.isEmpty ? error.kind.rawValue : error.detail
+            }
+            return nil
+        }
+        if let unreachable { self.stopper.stop(.unreachable(unreachable)) }
+    }
+
+    /// Writes what is buffered and redraws the bar (called when results stall).
+    func tick() {
+        self.state.withLock { state in
+            self.flush(&state)
+            state.lastFlush = ContinuousClock.now
+            state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines, force: true)
+        }
+    }
+
+    /// Writes what is buffered and the summary, and takes the progress bar down.
+    func finish(seconds: Double) -> SendCounts {
+        self.state.withLock { state in
+            self.flush(&state)
+            state.progress?.clear()
+            state.progress = nil
+            Output.result(self.renderer.summary(state.counts, seconds: seconds))
+            return state.counts
+        }
+    }
+
+    private func flush(_ state: inout State) {
+        guard !state.buffer.isEmpty else { return }
+        if self.stdoutIsTerminal { state.progress?.clear() }
+        var offset = 0
+        while offset < state.buffer.count {
+            let written = state.buffer.withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            offset += written
+        }
+        state.buffer.removeAll(keepingCapacity: true)
+    }
+}

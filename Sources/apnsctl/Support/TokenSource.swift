@@ -1,0 +1,215 @@
+import ForgeAPNsCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One usable line of a tokens file: a token, and its own prepared notification when the line
+/// carried a payload.
+struct TokenEntry: Sendable {
+    var line: Int
+    var token: DeviceToken
+    var notification: APNSPreparedNotification?
+}
+
+/// Reads a tokens file line by line (`getline`, so a file of a million lines is never in memory):
+/// one hex token a line, or an NDJSON object `{"token":"…","payload":{…}}`. Blank lines and
+/// `#` comments are skipped; a bad line is reported on stderr as `name:line: problem`.
+final class TokenLines {
+    /// How a line was judged.
+    enum Line {
+        case entry(TokenEntry)
+        case skipped
+        case bad(line: Int, problem: String)
+    }
+
+    private let file: UnsafeMutablePointer<FILE>
+    private let ownsFile: Bool
+    private var buffer: UnsafeMutablePointer<CChar>?
+    private var capacity = 0
+    private var lineNumber = 0
+    let name: String
+    let headers: NotificationOptions.Headers
+    let hasSharedPayload: Bool
+
+    /// Opens `path`, or reads standard input for `-`.
+    /// - Throws: ``CLIFailure`` 66 when the file does not exist.
+    init(path: String, headers: NotificationOptions.Headers, hasSharedPayload: Bool) throws {
+        if path == "-" {
+            guard let file = fdopen(dup(STDIN_FILENO), "r") else {
+                throw CLIFailure(message: "--tokens-file -: cannot read standard input", exitCode: CLIExit.dataError)
+            }
+            self.file = file
+            self.ownsFile = true
+            self.name = "stdin"
+        } else {
+            try InputFiles.requireReadable(path, flag: "--tokens-file")
+            guard let file = fopen(path, "r") else {
+                throw CLIFailure(message: "--tokens-file: file '\(path)' cannot be read", exitCode: CLIExit.dataError)
+            }
+            self.file = file
+            self.ownsFile = true
+            self.name = path
+        }
+        self.headers = headers
+        self.hasSharedPayload = hasSharedPayload
+    }
+
+    /// Reads a spooled copy of standard input from its start.
+    init(spooled descriptor: Int32, name: String, headers: NotificationOptions.Headers, hasSharedPayload: Bool) throws {
+        let copy = dup(descriptor)
+        guard copy >= 0, lseek(copy, 0, SEEK_SET) == 0, let file = fdopen(copy, "r") else {
+            throw CLIFailure(message: "--tokens-file -: cannot read the copy of standard input", exitCode: CLIExit.software)
+        }
+        self.file = file
+        self.ownsFile = true
+        self.name = name
+        self.headers = headers
+        self.hasSharedPayload = hasSharedPayload
+    }
+
+    deinit {
+        free(self.buffer)
+        if self.ownsFile { fclose(self.file) }
+    }
+
+    /// The next line judged, or `nil` at the end of the file.
+    func next() -> Line? {
+        let count = getline(&self.buffer, &self.capacity, self.file)
+        guard count >= 0, let buffer = self.buffer else { return nil }
+        self.lineNumber += 1
+        let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
+        var start = 0
+        var end = count
+        while start < end, Self.isSpace(bytes[start]) { start += 1 }
+        while end > start, Self.isSpace(bytes[end - 1]) { end -= 1 }
+        if start == end || bytes[start] == UInt8(ascii: "#") { return .skipped }
+        let text = Array(bytes[start..<end])
+        if text[0] == UInt8(ascii: "{") { return self.judgeObject(text) }
+        guard self.hasSharedPayload else {
+            let problem = "no payload for this token: give --payload (or --title…), or a line {\"token\":…,\"payload\":{…}}"
+            return .bad(line: self.lineNumber, problem: problem)
+        }
+        do throws(APNSValidationError) {
+            let token = try DeviceToken(String(decoding: text, as: UTF8.self))
+            return .entry(TokenEntry(line: self.lineNumber, token: token, notification: nil))
+        } catch {
+            return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
+        }
+    }
+
+    /// Writes `name:line: problem` on stderr.
+    func report(line: Int, problem: String) {
+        Output.diagnostic("\(self.name):\(line): \(problem)")
+    }
+
+    /// An NDJSON line: `token` (required) and `payload` (optional, a JSON object).
+    private func judgeObject(_ text: [UInt8]) -> Line {
+        let value: JSONValue
+        do { value = try JSONValue(parsing: text) } catch {
+            return .bad(line: self.lineNumber, problem: "not a JSON object: \(Self.describe(error))")
+        }
+        guard case .object(let fields) = value else { return .bad(line: self.lineNumber, problem: "not a JSON object") }
+        if let unknown = fields.keys.sorted().first(where: { $0 != "token" && $0 != "payload" }) {
+            return .bad(line: self.lineNumber, problem: "unknown field '\(unknown)' (a line has \"token\" and \"payload\")")
+        }
+        guard case .string(let tokenText) = fields["token"] else {
+            return .bad(line: self.lineNumber, problem: "\"token\" must be a string of hex digits")
+        }
+        let token: DeviceToken
+        do throws(APNSValidationError) { token = try DeviceToken(tokenText) } catch {
+            return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
+        }
+        guard let payload = fields["payload"] else {
+            guard self.hasSharedPayload else {
+                return .bad(line: self.lineNumber, problem: "no payload for this token: give --payload (or --title…), or a \"payload\" field")
+            }
+            return .entry(TokenEntry(line: self.lineNumber, token: token, notification: nil))
+        }
+        guard case .object = payload else { return .bad(line: self.lineNumber, problem: "\"payload\" must be a JSON object") }
+        do throws(APNSValidationError) {
+            let notification = try self.headers.prepare(payload: payload)
+            return .entry(TokenEntry(line: self.lineNumber, token: token, notification: notification))
+        } catch {
+            return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
+        }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0a || byte == 0x0d }
+
+    private static func describe(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            return (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+        }
+        return "\(error)"
+    }
+
+    /// Copies standard input to an anonymous temporary file, so `--strict` can read it twice;
+    /// returns its descriptor (open until the process ends).
+    static func spoolStandardInput() throws -> Int32 {
+        guard let copy = tmpfile() else {
+            throw CLIFailure(message: "--tokens-file -: cannot create a temporary file", exitCode: CLIExit.software)
+        }
+        let descriptor = fileno(copy)
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 { break }
+            var offset = 0
+            while offset < count {
+                let written = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, count - offset) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw CLIFailure(message: "--tokens-file -: cannot write the temporary copy", exitCode: CLIExit.software)
+                }
+                offset += written
+            }
+        }
+        return descriptor
+    }
+}
+
+/// The tokens of a file as the `AsyncSequence<String>` that `sendBulk` reads lazily: bad lines are
+/// reported and skipped, lines with their own payload go to `perLine`, the rest are yielded.
+struct TokenSource: AsyncSequence, Sendable {
+    typealias Element = String
+
+    /// Opens the file; called once, when sending starts.
+    let open: @Sendable () throws -> TokenLines
+    let tally: ResultSink
+    let perLine: PerLineSender?
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var lines: TokenLines?
+        let source: TokenSource
+
+        mutating func next() async throws -> String? {
+            if self.lines == nil { self.lines = try self.source.open() }
+            guard let lines = self.lines else { return nil }
+            while let line = lines.next() {
+                switch line {
+                case .skipped:
+                    continue
+                case .bad(let number, let problem):
+                    lines.report(line: number, problem: problem)
+                    self.source.tally.addBadLine()
+                case .entry(let entry):
+                    if entry.notification != nil, let perLine = self.source.perLine {
+                        await perLine.submit(entry)
+                        continue
+                    }
+                    return entry.token.hexString
+                }
+            }
+            self.source.perLine?.finish()
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: nil, source: self) }
+}

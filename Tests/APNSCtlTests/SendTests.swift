@@ -1,0 +1,356 @@
+import Foundation
+import Testing
+
+private let bundle = "com.example.forgepush"
+private let keysExample = CommandRunner.keysExample
+private let keyFile = keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
+private let ca = keysExample.appendingPathComponent("ca.pem").path
+private let alertPayload = keysExample.appendingPathComponent("payloads/alert.json").path
+private let credentials = ["--key-file", keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
+private let registerKey = ["--register-key", "\(keyFile):FORGEKEY01:FORGETEAM1"]
+private let good = String(repeating: "ab", count: 32)
+private let other = String(repeating: "cd", count: 32)
+private let gone = String(repeating: "0f", count: 32)
+
+/// Writes `text` to a new temporary file and returns its path.
+private func temporaryFile(_ text: String, name: String = "tokens.txt") throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apnsctl-send-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let url = directory.appendingPathComponent(name)
+    try Data(text.utf8).write(to: url)
+    return url.path
+}
+
+/// `count` distinct 64-digit tokens.
+private func tokens(_ count: Int) -> [String] {
+    (0..<count).map { String(repeating: "0", count: 56) + String(format: "%08x", $0) }
+}
+
+/// `send` to a server on `port` over TLS (trusting the test CA) or h2c.
+private func send(port: Int, h2c: Bool = false) -> [String] {
+    h2c ? ["send", "--url", "http://127.0.0.1:\(port)"] : ["send", "--url", "https://127.0.0.1:\(port)", "--ca-file", ca]
+}
+
+/// The JSON objects of NDJSON output.
+private func objects(_ text: String) throws -> [[String: Any]] {
+    try text.split(separator: "\n").map { line in
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+    }
+}
+
+@Suite("apnsctl send against apnsctl serve", .serialized, .timeLimit(.minutes(3)))
+struct SendTests {
+    @Test("One token over TLS is accepted (exit 0); nothing secret is printed, even with --verbose")
+    func oneTokenTLS() throws {
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let result = try CommandRunner.run(
+            send(port: server.port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload, "--verbose"]
+        )
+        let served = server.stop()
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.first?.hasPrefix("abababab…abab 200 accepted apns-id=") == true, "\(result.stdout)")
+        #expect(lines.last?.hasPrefix("sent 1: 1 accepted, 0 rejected, 0 failed, 0 not sent in ") == true, "\(result.stdout)")
+        let printed = result.stdout + result.stderr
+        #expect(!printed.contains("eyJ") && !printed.contains("PRIVATE KEY"))
+        #expect(try objects(served.stdout).map { $0["status"] as? Int } == [200])
+    }
+
+    @Test("One token over cleartext h2c is accepted")
+    func oneTokenH2C() throws {
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--h2c", "--quiet"])
+        let result = try CommandRunner.run(
+            send(port: server.port, h2c: true) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload]
+        )
+        _ = server.stop()
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("200 accepted apns-id="))
+    }
+
+    @Test("Credentials and topic come from APNS_* environment variables")
+    func environmentCredentials() throws {
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let result = try CommandRunner.run(
+            send(port: server.port) + ["--token", good, "--title", "Hello"],
+            environment: ["APNS_KEY_FILE": keyFile, "APNS_KEY_ID": "FORGEKEY01", "APNS_TEAM_ID": "FORGETEAM1", "APNS_TOPIC": bundle]
+        )
+        _ = server.stop()
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("sent 1: 1 accepted"))
+    }
+
+    @Test("Certificate authentication: --cert with --cert-key, and --p12 with its password from the environment")
+    func certificateAuth() throws {
+        let server = try ServeProcess([
+            "--topic", bundle, "--client-ca", ca, "--register-cert", keysExample.appendingPathComponent("client.pem").path, "--quiet",
+        ])
+        let pem = try CommandRunner.run(
+            send(port: server.port) + [
+                "--cert", keysExample.appendingPathComponent("client.pem").path,
+                "--cert-key", keysExample.appendingPathComponent("client.key").path,
+                "--topic", bundle, "--token", good, "--payload", alertPayload,
+            ]
+        )
+        let p12 = try CommandRunner.run(
+            send(port: server.port) + [
+                "--p12", keysExample.appendingPathComponent("client.p12").path, "--p12-password-env", "FORGE_TEST_P12_PASSWORD",
+                "--topic", bundle, "--token", good, "--payload", alertPayload,
+            ],
+            environment: ["FORGE_TEST_P12_PASSWORD": "forgepush-test"]
+        )
+        _ = server.stop()
+        #expect(pem.exitCode == 0 && pem.stdout.contains("200 accepted"), "\(pem.stdout)\(pem.stderr)")
+        #expect(p12.exitCode == 0 && p12.stdout.contains("200 accepted"), "\(p12.stdout)\(p12.stderr)")
+        #expect(!(p12.stdout + p12.stderr).contains("forgepush-test"))
+    }
+
+    @Test("An unregistered token exits 1 and says Unregistered with its timestamp; --json parses back")
+    func unregistered() throws {
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--unregistered", gone, "--quiet"])
+        let arguments = send(port: server.port) + credentials + ["--topic", bundle, "--token", good, "--token", gone,
+                                                                 "--payload", alertPayload]
+        let human = try CommandRunner.run(arguments)
+        let json = try CommandRunner.run(arguments + ["--json"])
+        _ = server.stop()
+        #expect(human.exitCode == 1, "\(human.stderr)")
+        let line = try #require(human.stdout.split(separator: "\n").first { $0.hasPrefix("0f0f0f0f…0f0f") })
+        #expect(line.hasPrefix("0f0f0f0f…0f0f 410 Unregistered since 20"), "\(line)")
+        #expect(human.stdout.contains("sent 2: 1 accepted, 1 rejected (Unregistered 1), 0 failed, 0 not sent in "))
+
+        #expect(json.exitCode == 1)
+        let parsed = try objects(json.stdout)
+        #expect(parsed.count == 3)
+        let perToken = parsed.filter { $0["summary"] == nil }
+        #expect(Set(perToken.compactMap { $0["token"] as? String }) == [good, gone])
+        for object in perToken {
+            #expect(object.keys.contains("apns-id") && object.keys.contains("reason") && object.keys.contains("timestamp"))
+            #expect(object["attempts"] as? Int == 1)
+        }
+        let rejected = try #require(perToken.first { $0["token"] as? String == gone })
+        #expect(rejected["status"] as? Int == 410 && rejected["reason"] as? String == "Unregistered")
+        #expect((rejected["timestamp"] as? String)?.hasPrefix("20") == true)
+        let summary = try #require(parsed.last)
+        #expect(summary["summary"] as? Bool == true && summary["total"] as? Int == 2)
+        #expect(summary["accepted"] as? Int == 1 && summary["rejected"] as? Int == 1)
+        #expect((summary["rejected_by_reason"] as? [String: Int]) == ["Unregistered": 1])
+    }
+
+    @Test("A tokens file with bad lines: each reported with its line number, the good ones sent; --strict sends nothing (65)")
+    func tokensFileWithBadLines() throws {
+        let lines = [
+            "# two good tokens, one NDJSON line with its own payload, and bad lines",
+            good,
+            "",
+            "xyz",
+            #"{"token":"\#(other)"}"#,
+            #"{"token":"\#(good)","payload":{"aps":{"alert":"own payload"}}}"#,
+            "abc",
+            #"{"token":"\#(good)","payload":[1]}"#,
+            other,
+        ]
+        let file = try temporaryFile(lines.joined(separator: "\n") + "\n")
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let sent = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
+                                                                                  "--payload", alertPayload])
+        let strict = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
+                                                                                    "--payload", alertPayload, "--strict"])
+        let served = server.stop()
+        #expect(sent.stderr.contains("\(file):4: device token must contain only hex digits"), "\(sent.stderr)")
+        #expect(sent.stderr.contains("\(file):7: device token must have an even number of hex digits"), "\(sent.stderr)")
+        #expect(sent.stderr.contains("\(file):8: \"payload\" must be a JSON object"), "\(sent.stderr)")
+        #expect(sent.exitCode == 1)
+        #expect(sent.stdout.contains("sent 4: 4 accepted, 0 rejected, 0 failed, 0 not sent in "), "\(sent.stdout)")
+        #expect(sent.stdout.contains("3 bad input lines skipped"))
+        #expect(strict.exitCode == 65, "\(strict.stderr)")
+        #expect(strict.stderr.contains("\(file):4: ") && strict.stderr.contains("3 bad lines; nothing sent (--strict)"))
+        #expect(strict.stdout.isEmpty)
+        // The server saw the four good lines of the first send only.
+        #expect(try objects(served.stdout).filter { $0["status"] as? Int == 200 }.count == 4)
+    }
+
+    @Test("Tokens from standard input: plain, --strict, and NDJSON lines that each carry their payload")
+    func tokensFromStandardInput() throws {
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let input = Array("\(good)\n\(other)\n".utf8)
+        let plain = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi"],
+                                          stdin: input)
+        let strict = try CommandRunner.run(
+            send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi", "--strict"], stdin: input
+        )
+        // Every line with its own payload and no shared one: a plain token line has nothing to send.
+        let ndjson = #"{"token":"\#(good)","payload":{"aps":{"alert":"one"}}}"# + "\n" + other + "\n"
+            + #"{"token":"\#(other)","payload":{"aps":{"alert":"two"},"n":1}}"# + "\n"
+        let perLine = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--json"],
+                                            stdin: Array(ndjson.utf8))
+        _ = server.stop()
+        #expect(plain.exitCode == 0 && plain.stdout.contains("sent 2: 2 accepted"), "\(plain.stdout)\(plain.stderr)")
+        #expect(perLine.exitCode == 1 && perLine.stderr.contains("stdin:2: no payload for this token"), "\(perLine.stderr)")
+        let results = try objects(perLine.stdout)
+        #expect(results.count == 3 && results.dropLast().allSatisfy { $0["status"] as? Int == 200 }, "\(perLine.stdout)")
+        #expect(results.last?["total"] as? Int == 2 && results.last?["bad_lines"] as? Int == 1)
+        #expect(strict.exitCode == 0 && strict.stdout.contains("sent 2: 2 accepted"), "\(strict.stdout)\(strict.stderr)")
+    }
+
+    @Test("A payload built from flags is the body --dry-run shows, and the server accepts it")
+    func payloadFromFlags() throws {
+        let flags = ["--topic", bundle, "--token", good, "--title", "Build finished", "--subtitle", "main", "--body", "all green",
+                     "--badge", "2", "--sound", "default", "--thread-id", "ci", "--category", "BUILD", "--mutable-content",
+                     "--interruption-level", "time-sensitive", "--relevance-score", "0.5",
+                     "--data", #"build={"number":4711,"url":"https://ci.example.com/4711"}"#, "--data", "retry=false"]
+        let expected = #"{"aps":{"alert":{"body":"all green","subtitle":"main","title":"Build finished"},"badge":2,"#
+            + #""category":"BUILD","interruption-level":"time-sensitive","mutable-content":1,"relevance-score":0.5,"#
+            + #""sound":"default","thread-id":"ci"},"build":{"number":4711,"url":"https://ci.example.com/4711"},"retry":false}"#
+        let dryRun = try CommandRunner.run(["send", "--dry-run"] + flags)
+        #expect(dryRun.exitCode == 0, "\(dryRun.stderr)")
+        #expect(dryRun.stdout.hasSuffix("\n\n" + expected + "\n"), "\(dryRun.stdout)")
+
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let result = try CommandRunner.run(send(port: server.port) + credentials + flags)
+        let served = server.stop()
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        let judged = try objects(served.stdout)
+        #expect(judged.count == 1 && judged.first?["status"] as? Int == 200 && judged.first?["lint"] == nil, "\(served.stdout)")
+        let both = try CommandRunner.run(["send", "--dry-run", "--payload", alertPayload] + flags)
+        #expect(both.exitCode == 64 && both.stderr.contains("not both"), "\(both.stderr)")
+    }
+
+    struct BadInput: Sendable, CustomTestStringConvertible {
+        var name: String
+        var arguments: [String]
+        var exitCode: Int32
+        var message: String
+        var testDescription: String { self.name }
+    }
+
+    static let damagedKey: String =
+        (try? temporaryFile("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", name: "AuthKey_BAD.p8")) ?? "/missing"
+    static let largePayload: String = {
+        let prefix = #"{"aps":{"alert":"x"},"pad":""#
+        return (try? temporaryFile(prefix + String(repeating: "x", count: 4097 - prefix.utf8.count - 2) + #""}"#, name: "large.json"))
+            ?? "/missing"
+    }()
+
+    static let badInputs: [BadInput] = [
+        BadInput(name: "missing key file", arguments: ["--key-file", "/nonexistent.p8", "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"],
+                 exitCode: 66, message: "--key-file"),
+        BadInput(name: "damaged .p8", arguments: ["--key-file", damagedKey, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"],
+                 exitCode: 65, message: "--key-file"),
+        BadInput(name: "key id of the wrong length", arguments: ["--key-file", keyFile, "--key-id", "SHORT", "--team-id", "FORGETEAM1"],
+                 exitCode: 65, message: "--key-id 'SHORT'"),
+        BadInput(name: "bad token", arguments: credentials + ["--token", "abc"], exitCode: 65, message: "--token 'abc': device token"),
+        BadInput(name: "collapse id over 64 bytes", arguments: credentials + ["--collapse-id", String(repeating: "x", count: 65)],
+                 exitCode: 65, message: "--collapse-id: apns-collapse-id must be at most 64 bytes"),
+        BadInput(name: "payload over the limit", arguments: credentials + ["--payload", largePayload], exitCode: 65,
+                 message: "payload is 4097 bytes; the limit for push type alert is 4096 bytes"),
+        BadInput(name: "background with priority 10", arguments: credentials + ["--push-type", "background", "--priority", "10"],
+                 exitCode: 65, message: "--priority: apns-priority must be 5 for push type background"),
+        BadInput(name: "unknown push type", arguments: credentials + ["--push-type", "notification"], exitCode: 64, message: "--push-type"),
+        BadInput(name: "missing tokens file", arguments: credentials + ["--tokens-file", "/nonexistent-tokens.txt"], exitCode: 66,
+                 message: "--tokens-file: file '/nonexistent-tokens.txt' does not exist"),
+        BadInput(name: "bad --data", arguments: credentials + ["--data", "k=not json"], exitCode: 65, message: "--data 'k=not json'"),
+        BadInput(name: "no credentials", arguments: [], exitCode: 64, message: "Sending needs credentials"),
+    ]
+
+    @Test("Bad input exits with the right code before anything is sent", arguments: badInputs)
+    func badInput(_ input: BadInput) throws {
+        // Nothing listens on port 9 of loopback; validation fails before any connection.
+        var arguments = ["send", "--url", "https://127.0.0.1:9", "--topic", bundle] + input.arguments
+        if !arguments.contains("--token") && !arguments.contains("--tokens-file") { arguments += ["--token", good] }
+        if !arguments.contains("--payload") && !arguments.contains("--data") { arguments += ["--payload", alertPayload] }
+        if arguments.contains("--data") { arguments += ["--title", "x"] }
+        let result = try CommandRunner.run(arguments)
+        #expect(result.exitCode == input.exitCode, "\(result.stderr)")
+        #expect(result.stderr.contains(input.message), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("An endpoint that is not listening (a port bound, then closed) or fails TLS exits 69 with a plain message")
+    func unreachable() throws {
+        let server = try ServeProcess(["--topic", bundle, "--quiet"])
+        let port = server.port
+        // Without --ca-file the test CA is not trusted: the TLS handshake fails.
+        let untrusted = try CommandRunner.run(
+            ["send", "--url", "https://127.0.0.1:\(port)"] + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload]
+        )
+        _ = server.stop()
+        #expect(untrusted.exitCode == 69, "\(untrusted.stdout)\(untrusted.stderr)")
+        #expect(untrusted.stderr.contains("error: cannot reach 127.0.0.1:\(port): tlsFailed"), "\(untrusted.stderr)")
+        let result = try CommandRunner.run(send(port: port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload])
+        #expect(result.exitCode == 69, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("error: cannot reach 127.0.0.1:\(port)"), "\(result.stderr)")
+    }
+
+    @Test("2,000 tokens in bulk: exactly 2,000 result lines, a summary of 2,000, and no progress bar into a pipe")
+    func bulk() throws {
+        let all = tokens(2000)
+        let file = try temporaryFile(all.joined(separator: "\n") + "\n")
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let human = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
+                                                                                   "--payload", alertPayload], timeout: 120)
+        let json = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
+                                                                                  "--payload", alertPayload, "--json"], timeout: 120)
+        _ = server.stop()
+        #expect(human.exitCode == 0, "\(human.stderr)")
+        let lines = human.stdout.split(separator: "\n")
+        #expect(lines.count == 2001)
+        #expect(lines.dropLast().allSatisfy { $0.contains(" 200 accepted apns-id=") })
+        #expect(lines.last?.hasPrefix("sent 2000: 2000 accepted, 0 rejected, 0 failed, 0 not sent in ") == true)
+        #expect(!human.stderr.contains("\r"))
+        #expect(json.exitCode == 0)
+        let parsed = try objects(json.stdout)
+        #expect(parsed.count == 2001)
+        #expect(Set(parsed.dropLast().compactMap { $0["token"] as? String }) == Set(all))
+        #expect(parsed.last?["total"] as? Int == 2000 && parsed.last?["accepted"] as? Int == 2000)
+        #expect(!json.stderr.contains("\r"))
+    }
+
+    @Test("Ctrl-C stops a bulk send: every token still gets one line, the rest are not sent, exit 130")
+    func interrupt() throws {
+        let all = tokens(200_000)
+        let file = try temporaryFile(all.joined(separator: "\n") + "\n")
+        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        defer { _ = server.stop() }
+        let process = Process()
+        process.executableURL = CommandRunner.binary
+        process.arguments = send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Bounded: whatever happens, the child is gone within a minute.
+        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
+        nonisolated(unsafe) var errors = Data()
+        let errorsRead = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            errors = err.fileHandleForReading.readDataToEndOfFile()
+            errorsRead.signal()
+        }
+        // Wait for the first results (real output, not a timer), then interrupt.
+        var output = Data()
+        while !output.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            output.append(chunk)
+        }
+        kill(process.processIdentifier, SIGINT)
+        output.append(out.fileHandleForReading.readDataToEndOfFile())
+        errorsRead.wait()
+        process.waitUntilExit()
+        let stdout = String(decoding: output, as: UTF8.self)
+        let stderr = String(decoding: errors, as: UTF8.self)
+        #expect(process.terminationStatus == 130, "\(stderr)")
+        let lines = stdout.split(separator: "\n")
+        #expect(lines.count == all.count + 1)
+        let notSent = lines.filter { $0.hasSuffix(" not sent") }.count
+        #expect(notSent > 0)
+        let summary = try #require(lines.last)
+        #expect(summary.hasPrefix("sent 200000: ") && summary.contains(", \(notSent) not sent in "), "\(summary)")
+        #expect(stderr.contains("interrupted: \(all.count - notSent) sent, \(notSent) not sent"), "\(stderr)")
+    }
+}
