@@ -54,8 +54,8 @@ struct PayloadFlags: ParsableArguments {
 
     /// The custom keys of `--data`, parsed.
     /// - Throws: ``CLIFailure`` (65) for an entry that is not KEY=JSON.
-    func customKeys() throws -> JSONValue {
-        var keys: [String: JSONValue] = [:]
+    func customKeys() throws -> CommandLineJSON {
+        var keys: [String: CommandLineJSON] = [:]
         for entry in self.data {
             guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
                 throw CLIFailure(message: "--data '\(CLIFailure.abbreviate(entry))': expected KEY=JSON", exitCode: CLIExit.dataError)
@@ -63,7 +63,7 @@ struct PayloadFlags: ParsableArguments {
             let key = String(entry[..<equals])
             let text = entry[entry.index(after: equals)...]
             do {
-                keys[key] = try JSONValue(parsing: Array(text.utf8))
+                keys[key] = try CommandLineJSON(parsing: Array(text.utf8))
             } catch {
                 throw CLIFailure(
                     message: "--data '\(CLIFailure.abbreviate(entry))': the value must be JSON (quote text: \(key)='\"text\"')",
@@ -77,7 +77,7 @@ struct PayloadFlags: ParsableArguments {
     /// The alert notification these flags describe, with the header flags' values.
     func alert(
         topic: APNSBundleID, priority: APNSPriority?, expiration: APNSExpiration, collapseID: APNSCollapseID?, apnsID: APNSID?
-    ) throws -> APNSAlertNotification<JSONValue> {
+    ) throws -> APNSAlertNotification<CommandLineJSON> {
         APNSAlertNotification(
             alert: APNSAlert(title: self.title, subtitle: self.subtitle, body: self.body),
             topic: topic,

@@ -17,6 +17,9 @@ struct SendCounts: Sendable {
     var notSent = 0
     /// Lines of the tokens file that were reported and skipped.
     var badLines = 0
+    /// Set when Ctrl-C stopped reading the tokens file: every line after this one was never read
+    /// (so never sent; resume from the next line).
+    var unreadAfterLine: Int?
 
     var rejectedCount: Int { self.rejected.values.reduce(0, +) }
     var problems: Int { self.rejectedCount + self.failed + self.notSent }
@@ -107,6 +110,7 @@ struct ResultRenderer: Sendable {
             return "{\"summary\":true,\"total\":\(counts.total),\"accepted\":\(counts.accepted),"
                 + "\"rejected\":\(counts.rejectedCount),\"rejected_by_reason\":{\(byReason)},\"failed\":\(counts.failed),"
                 + "\"not_sent\":\(counts.notSent),\"bad_lines\":\(counts.badLines),"
+                + (counts.unreadAfterLine.map { "\"unread_after_line\":\($0)," } ?? "")
                 + "\"seconds\":\(String(format: "%.3f", seconds)),\"rate\":\(String(format: "%.1f", rate))}"
         }
         var text = "sent \(counts.total): \(counts.accepted) accepted, \(counts.rejectedCount) rejected"
@@ -114,6 +118,7 @@ struct ResultRenderer: Sendable {
         text += ", \(counts.failed) failed, \(counts.notSent) not sent"
         text += " in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate))/s)"
         if counts.badLines > 0 { text += "; \(counts.badLines) bad input lines skipped" }
+        if let line = counts.unreadAfterLine { text += "; input after line \(line) not read" }
         return text
     }
 }

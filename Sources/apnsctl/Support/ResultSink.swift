@@ -39,6 +39,19 @@ final class ResultSink: Sendable {
         self.state.withLock { $0.counts.badLines += 1 }
     }
 
+    /// The last line of the tokens file handed to a sender, and whether reading stopped there.
+    private let lastLine = Mutex(0)
+
+    func noteLineRead(_ line: Int) {
+        self.lastLine.withLock { $0 = line }
+    }
+
+    /// Reading the tokens file stopped early (Ctrl-C): the lines after the last one read are counted as unread.
+    func markInputStopped() {
+        let line = self.lastLine.withLock { $0 }
+        self.state.withLock { $0.counts.unreadAfterLine = line }
+    }
+
     func record(_ result: TokenResult) {
         let line = self.renderer.line(result)
         let unreachable = self.state.withLock { state -> String? in

@@ -59,7 +59,9 @@ struct SendSession {
         let counts = sink.finish(seconds: ProgressBar.seconds(.now - started))
         switch stopper.reason {
         case .interrupted:
-            Output.diagnostic("interrupted: \(counts.total - counts.notSent) sent, \(counts.notSent) not sent")
+            var note = "interrupted: \(counts.total - counts.notSent) sent, \(counts.notSent) not sent"
+            if let line = counts.unreadAfterLine { note += "; the input after line \(line) was not read (resume from line \(line + 1))" }
+            Output.diagnostic(note)
             return CLIExit.interrupted
         case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
             Output.diagnostic("error: cannot reach \(self.endpoint): \(detail)")
@@ -91,6 +93,8 @@ struct SendSession {
                     stopper.onStop { bulk.cancel() }
                     for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome)) }
                     if let error = bulk.summary?.inputError { Output.diagnostic("error: reading tokens stopped: \(error)") }
+                    // Cancelled: the bulk stops reading, so what follows in the file was never read.
+                    if bulk.summary?.stoppedReading == true { sink.markInputStopped() }
                 } else {
                     // Every usable line carries its own payload: read them all into the per-line sender.
                     var iterator = source.makeAsyncIterator()

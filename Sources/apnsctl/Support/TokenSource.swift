@@ -31,7 +31,7 @@ final class TokenLines {
     private let ownsFile: Bool
     private var buffer: UnsafeMutablePointer<CChar>?
     private var capacity = 0
-    private var lineNumber = 0
+    private(set) var lineNumber = 0
     let name: String
     let headers: NotificationOptions.Headers
     let hasSharedPayload: Bool
@@ -109,8 +109,8 @@ final class TokenLines {
 
     /// An NDJSON line: `token` (required) and `payload` (optional, a JSON object).
     private func judgeObject(_ text: [UInt8]) -> Line {
-        let value: JSONValue
-        do { value = try JSONValue(parsing: text) } catch {
+        let value: CommandLineJSON
+        do { value = try CommandLineJSON(parsing: text) } catch {
             return .bad(line: self.lineNumber, problem: "not a JSON object: \(Self.describe(error))")
         }
         guard case .object(let fields) = value else { return .bad(line: self.lineNumber, problem: "not a JSON object") }
@@ -199,6 +199,7 @@ struct TokenSource: AsyncSequence, Sendable {
                     lines.report(line: number, problem: problem)
                     self.source.tally.addBadLine()
                 case .entry(let entry):
+                    self.source.tally.noteLineRead(entry.line)
                     if entry.notification != nil, let perLine = self.source.perLine {
                         await perLine.submit(entry)
                         continue

@@ -2,31 +2,31 @@ import Foundation
 
 /// Any JSON value, read from the command line (`--data KEY=JSON`) or a tokens file's NDJSON line, and
 /// written back through the library's payload encoder (sorted keys, slashes unescaped).
-enum JSONValue: Codable, Sendable, Equatable {
+enum CommandLineJSON: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
     case double(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([CommandLineJSON])
+    case object([String: CommandLineJSON])
 
     /// Parses one JSON text (a scalar is allowed).
     /// - Throws: the decoder's error when `bytes` is not JSON.
     init(parsing bytes: [UInt8]) throws {
-        self = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        self = try JSONDecoder().decode(CommandLineJSON.self, from: Data(bytes))
     }
 
     init(from decoder: any Decoder) throws {
         if var array = try? decoder.unkeyedContainer() {
-            var values: [JSONValue] = []
-            while !array.isAtEnd { values.append(try array.decode(JSONValue.self)) }
+            var values: [CommandLineJSON] = []
+            while !array.isAtEnd { values.append(try array.decode(CommandLineJSON.self)) }
             self = .array(values)
             return
         }
         if let object = try? decoder.container(keyedBy: DynamicKey.self) {
-            var values: [String: JSONValue] = [:]
-            for key in object.allKeys { values[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
+            var values: [String: CommandLineJSON] = [:]
+            for key in object.allKeys { values[key.stringValue] = try object.decode(CommandLineJSON.self, forKey: key) }
             self = .object(values)
             return
         }
