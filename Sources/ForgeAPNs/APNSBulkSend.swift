@@ -288,7 +288,16 @@ extension APNSClient {
         } catch {
             throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
         }
-        return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts))) { channel in
+        return self.sendBulk(prepared, to: tokens, deadline: deadline, bufferedVerdicts: bufferedVerdicts)
+    }
+
+    /// Sends an already prepared notification (validated and encoded once) to every token of
+    /// `tokens`; see ``sendBulk(_:to:deadline:bufferedVerdicts:)-(_,Tokens,_,_)``.
+    public func sendBulk<Tokens: AsyncSequence & Sendable>(
+        _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
+        bufferedVerdicts: Int = 2048
+    ) -> APNSBulkSend where Tokens.Element == String {
+        APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts))) { channel in
             await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel)
         }
     }
@@ -298,6 +307,13 @@ extension APNSClient {
         _ notification: some APNSNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
     ) throws(APNSError) -> APNSBulkSend {
         try self.sendBulk(notification, to: TokenList(tokens: tokens), deadline: deadline)
+    }
+
+    /// Sends an already prepared notification to an array of tokens.
+    public func sendBulk(
+        _ prepared: APNSPreparedNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
+    ) -> APNSBulkSend {
+        self.sendBulk(prepared, to: TokenList(tokens: tokens), deadline: deadline)
     }
 
     private func runBulk<Tokens: AsyncSequence>(

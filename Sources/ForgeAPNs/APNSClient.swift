@@ -159,6 +159,12 @@ public final class APNSClient: Sendable {
                                       deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 
+    /// Sends an already prepared broadcast (validated and encoded once, as from JSON).
+    public func send(_ prepared: APNSPreparedBroadcast, deadline: ContinuousClock.Instant? = nil) async throws(APNSError) -> APNSSendResult {
+        try await self.execute(prepared.request(), pushType: .liveactivity, token: nil,
+                               deadline: deadline ?? .now + self.configuration.timeouts.request)
+    }
+
     /// Sends one request with the retry policy.
     func execute(
         _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant

@@ -95,7 +95,7 @@ extension APNSCtl {
                 let environment = try self.endpoint.resolved()
                 if let channel = self.channelID {
                     let prepared = try self.notification.prepareBroadcast(channel: channel)
-                    let authorization = try self.dryRunAuthorization()
+                    let authorization = try self.auth.dryRunAuthorization()
                     let rendered = DryRunRenderer(
                         request: prepared.request(), environment: environment, authorization: authorization
                     )
@@ -113,7 +113,7 @@ extension APNSCtl {
                     return
                 }
                 let prepared = try self.notification.prepare()
-                let authorization = try self.dryRunAuthorization()
+                let authorization = try self.auth.dryRunAuthorization()
                 for token in tokens {
                     let request = prepared.request(to: token)
                     let rendered = DryRunRenderer(request: request, environment: environment, authorization: authorization)
@@ -152,25 +152,6 @@ extension APNSCtl {
             let code = await session.run()
             await client.shutdown(gracePeriod: .seconds(1))
             if code != 0 { throw ExitCode(code) }
-        }
-
-        /// Checks the credentials when given, by loading the key and signing a token that is never shown.
-        private func dryRunAuthorization() throws -> String? {
-            guard self.auth.isPresent else {
-                Output.diagnostic(
-                    "note: no --key-file/--key-id/--team-id given: a real send needs them (or a client certificate)."
-                )
-                return nil
-            }
-            let credentials = try self.auth.load()
-            do {
-                _ = try APNSProviderToken.sign(
-                    keyID: credentials.keyID, teamID: credentials.teamID, issuedAt: Date(), key: credentials.key
-                )
-            } catch {
-                throw CLIFailure(message: "--key-file: \(error)", exitCode: CLIExit.dataError)
-            }
-            return "bearer <redacted>"
         }
     }
 }

@@ -107,4 +107,23 @@ struct AuthOptions: ParsableArguments {
             throw CLIFailure(message: "--key-file: \(error)", exitCode: exitCode)
         }
     }
+
+    /// Checks the credentials when given, by loading the key and signing a token that is never shown.
+    func dryRunAuthorization() throws -> String? {
+        guard self.isPresent else {
+            Output.diagnostic(
+                "note: no --key-file/--key-id/--team-id given: a real send needs them (or a client certificate)."
+            )
+            return nil
+        }
+        let credentials = try self.load()
+        do {
+            _ = try APNSProviderToken.sign(
+                keyID: credentials.keyID, teamID: credentials.teamID, issuedAt: Date(), key: credentials.key
+            )
+        } catch {
+            throw CLIFailure(message: "--key-file: \(error)", exitCode: CLIExit.dataError)
+        }
+        return "bearer <redacted>"
+    }
 }

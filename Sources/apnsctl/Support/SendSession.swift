@@ -2,13 +2,6 @@ import ForgeAPNs
 import ForgeAPNsCore
 import Foundation
 
-/// A prepared notification as the `APNSNotification` that `sendBulk` takes (it is already valid).
-struct AlreadyPrepared: APNSNotification {
-    let value: APNSPreparedNotification
-    var pushType: APNSPushType { self.value.pushType }
-    func prepared() throws(APNSValidationError) -> APNSPreparedNotification { self.value }
-}
-
 /// One real send of `apnsctl send`: tokens from flags or a file, results to stdout, the progress
 /// bar and Ctrl-C on stderr; returns the exit code.
 struct SendSession {
@@ -75,11 +68,11 @@ struct SendSession {
     private func sendAll(sink: ResultSink, stopper: InterruptHandler) async -> Int32? {
         switch self.tokens {
         case .list(let list):
-            // Validated before: sendBulk cannot refuse the notification here.
-            guard let shared = self.shared, let bulk = try? self.client.sendBulk(AlreadyPrepared(value: shared), to: list) else {
-                Output.diagnostic("error: internal: the bulk send refused a notification that was validated")
+            guard let shared = self.shared else {
+                Output.diagnostic("error: internal: --token without a shared payload")
                 return CLIExit.software
             }
+            let bulk = self.client.sendBulk(shared, to: list)
             stopper.onStop { bulk.cancel() }
             for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome)) }
         case .file(let open, _):
@@ -89,7 +82,8 @@ struct SendSession {
             await withDiscardingTaskGroup { group in
                 group.addTask { await perLine.run() }
                 defer { perLine.finish() }
-                if let shared = self.shared, let bulk = try? self.client.sendBulk(AlreadyPrepared(value: shared), to: source) {
+                if let shared = self.shared {
+                    let bulk = self.client.sendBulk(shared, to: source)
                     stopper.onStop { bulk.cancel() }
                     for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome)) }
                     if let error = bulk.summary?.inputError { Output.diagnostic("error: reading tokens stopped: \(error)") }

@@ -1,0 +1,170 @@
+import ArgumentParser
+import ForgeAPNs
+import ForgeAPNsCore
+import Foundation
+
+extension APNSCtl {
+    struct Activity: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "activity",
+            abstract: "Start, update or end a Live Activity, by its push token or as a broadcast to a channel.",
+            discussion: """
+                The content state is a JSON object matching the app's ActivityAttributes.ContentState \
+                (--content-state '{"status":"on the way"}' or @state.json); the timestamp defaults to now, and a \
+                device ignores an update older than the last one it applied.
+
+                Examples:
+                  apnsctl activity start --token <push-to-start token> --attributes-type DeliveryAttributes \\
+                      --attributes '{"orderID":"A-17"}' --content-state '{"status":"preparing"}' \\
+                      --alert-title "Order A-17" --alert-body "We are preparing it"
+                  apnsctl activity update --token <activity token> --content-state @state.json --stale-date 2026-11-23T10:00:00Z
+                  apnsctl activity end --channel <channel id> --content-state '{"status":"delivered"}' --dismissal-date 0
+                """,
+            subcommands: [Start.self, Update.self, End.self]
+        )
+
+        /// Prints or sends a prepared token push or broadcast.
+        fileprivate static func deliver(
+            _ prepared: Prepared, options: ActivityOptions, auth: AuthOptions, endpoint: EndpointOptions
+        ) async throws {
+            if options.dryRun {
+                let environment = try endpoint.resolved()
+                let request: APNSHTTPRequest
+                switch prepared {
+                case .token(let notification, let token): request = notification.request(to: token)
+                case .broadcast(let broadcast): request = broadcast.request()
+                }
+                let rendered = DryRunRenderer(request: request, environment: environment, authorization: try auth.dryRunAuthorization())
+                Output.result(options.json ? rendered.json() : rendered.text())
+                return
+            }
+            switch prepared {
+            case .token(let notification, let token):
+                try await OneShot.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
+                                                target: token.hexString) { client throws(APNSError) in
+                    try await client.send(notification, to: token)
+                }
+            case .broadcast(let broadcast):
+                try await OneShot.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
+                                                target: broadcast.channelID.rawValue) { client throws(APNSError) in
+                    try await client.send(broadcast)
+                }
+            }
+        }
+
+        fileprivate enum Prepared {
+            case token(APNSPreparedNotification, DeviceToken)
+            case broadcast(APNSPreparedBroadcast)
+        }
+
+        /// Update and end: to a token or a channel.
+        fileprivate static func prepareEvent(_ event: APNSLiveActivityEvent, _ options: ActivityOptions) throws -> Prepared {
+            let bundleID = try options.bundleID
+            let state = try options.state
+            let timestamp = try options.timestampDate
+            let staleDate = try options.staleDateValue
+            let flagged = { (error: APNSValidationError) -> CLIFailure in
+                CLIFailure.badData(error.code == .badPriority ? "--priority" : "--content-state", error)
+            }
+            if options.channel != nil {
+                let broadcast = APNSBroadcastNotification(
+                    channelID: try options.channelID, bundleID: bundleID, event: event, contentState: state, timestamp: timestamp,
+                    staleDate: staleDate, relevanceScore: options.relevanceScore, alert: options.alert,
+                    priority: options.priority?.priority ?? .immediately, expiration: try options.expirationValue ?? .immediately,
+                    requestID: try options.apnsIDValue
+                )
+                do throws(APNSValidationError) { return .broadcast(try broadcast.prepared()) } catch { throw flagged(error) }
+            }
+            let notification = APNSLiveActivityNotification(
+                event: event, contentState: state, timestamp: timestamp, topic: bundleID, staleDate: staleDate,
+                relevanceScore: options.relevanceScore, alert: options.alert, priority: options.priority?.priority,
+                expiration: try options.expirationValue ?? .none, collapseID: try options.collapseIDValue, apnsID: try options.apnsIDValue
+            )
+            let token = try options.deviceToken
+            do throws(APNSValidationError) { return .token(try notification.prepared(), token) } catch { throw flagged(error) }
+        }
+    }
+}
+
+extension APNSCtl.Activity {
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start a Live Activity with a push-to-start token (needs --attributes-type, --attributes and an alert)."
+        )
+
+        @OptionGroup(title: "Credentials") var auth: AuthOptions
+        @OptionGroup(title: "Endpoint") var endpoint: EndpointOptions
+        @OptionGroup(title: "Live Activity") var options: ActivityOptions
+
+        @Option(name: .customLong("attributes-type"), help: "The ActivityAttributes type's name in the app.")
+        var attributesType: String
+
+        @Option(name: .long, help: ArgumentHelp("The attributes: a JSON object, or @file.", valueName: "json|@file"))
+        var attributes: String
+
+        @Flag(name: .customLong("input-push-token"), help: "Ask the device for the new activity's update token.")
+        var inputPushToken = false
+
+        func validate() throws {
+            if self.options.channel != nil { throw ValidationError("A Live Activity starts with a push-to-start --token; --channel updates or ends one.") }
+            if self.options.alertTitle == nil { throw ValidationError("Missing --alert-title: a push that starts a Live Activity must alert.") }
+        }
+
+        func run() async throws {
+            try await runReportingFailures {
+                let attributes = try ActivityOptions.jsonObject(self.attributes, flag: "--attributes")
+                let notification = APNSLiveActivityStartNotification(
+                    attributesType: self.attributesType, attributes: attributes, contentState: try self.options.state,
+                    alert: self.options.alert!, timestamp: try self.options.timestampDate, topic: try self.options.bundleID,
+                    staleDate: try self.options.staleDateValue, relevanceScore: self.options.relevanceScore,
+                    inputPushToken: self.inputPushToken, priority: self.options.priority?.priority,
+                    expiration: try self.options.expirationValue ?? .none, collapseID: try self.options.collapseIDValue,
+                    apnsID: try self.options.apnsIDValue
+                )
+                let token = try self.options.deviceToken
+                let prepared: APNSPreparedNotification
+                do throws(APNSValidationError) { prepared = try notification.prepared() } catch {
+                    let flag = error.code == .badPriority ? "--priority" : (error.field.contains("attributes") ? "--attributes" : "--content-state")
+                    throw CLIFailure.badData(flag, error)
+                }
+                try await APNSCtl.Activity.deliver(.token(prepared, token), options: self.options, auth: self.auth, endpoint: self.endpoint)
+            }
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Update a Live Activity's content state.")
+
+        @OptionGroup(title: "Credentials") var auth: AuthOptions
+        @OptionGroup(title: "Endpoint") var endpoint: EndpointOptions
+        @OptionGroup(title: "Live Activity") var options: ActivityOptions
+
+        func run() async throws {
+            try await runReportingFailures {
+                let prepared = try APNSCtl.Activity.prepareEvent(.update, self.options)
+                try await APNSCtl.Activity.deliver(prepared, options: self.options, auth: self.auth, endpoint: self.endpoint)
+            }
+        }
+    }
+
+    struct End: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "End a Live Activity, with its final content state.")
+
+        @OptionGroup(title: "Credentials") var auth: AuthOptions
+        @OptionGroup(title: "Endpoint") var endpoint: EndpointOptions
+        @OptionGroup(title: "Live Activity") var options: ActivityOptions
+
+        @Option(name: .customLong("dismissal-date"),
+                help: ArgumentHelp("When to remove it from the Lock Screen: seconds since 1970 or ISO 8601 (0 or a past date: at once).",
+                                   valueName: "date"))
+        var dismissalDate: String?
+
+        func run() async throws {
+            try await runReportingFailures {
+                let dismissal = try self.dismissalDate.map { try ActivityOptions.date($0, flag: "--dismissal-date") }
+                let prepared = try APNSCtl.Activity.prepareEvent(.end(dismissalDate: dismissal), self.options)
+                try await APNSCtl.Activity.deliver(prepared, options: self.options, auth: self.auth, endpoint: self.endpoint)
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import ArgumentParser
+import ForgeAPNsCore
+import Foundation
+
+/// The flags every Live Activity push shares: where it goes, its content state, dates and headers.
+struct ActivityOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The app's bundle id (or APNS_TOPIC); .push-type.liveactivity is added.", valueName: "bundle-id"))
+    var topic: String?
+
+    @Option(name: .long, help: ArgumentHelp("The activity's push token (for start: the push-to-start token).", valueName: "hex"))
+    var token: String?
+
+    @Option(name: .long, help: ArgumentHelp("Broadcast to this channel instead of a token (update and end).", valueName: "channel-id"))
+    var channel: String?
+
+    @Option(name: .customLong("content-state"), help: ArgumentHelp("The content state: a JSON object, or @file.", valueName: "json|@file"))
+    var contentState: String
+
+    @Option(name: .long, help: ArgumentHelp("aps.timestamp: seconds since 1970 or ISO 8601 (default: now).", valueName: "date"))
+    var timestamp: String?
+
+    @Option(name: .customLong("stale-date"), help: ArgumentHelp("aps.stale-date: seconds since 1970 or ISO 8601.", valueName: "date"))
+    var staleDate: String?
+
+    @Option(name: .customLong("relevance-score"), help: "aps.relevance-score.")
+    var relevanceScore: Double?
+
+    @Option(name: .customLong("alert-title"), help: "aps.alert.title (start needs an alert).")
+    var alertTitle: String?
+
+    @Option(name: .customLong("alert-body"), help: "aps.alert.body.")
+    var alertBody: String?
+
+    @Option(name: .customLong("alert-sound"), help: "aps.alert.sound.")
+    var alertSound: String?
+
+    @Option(name: .long, help: "The apns-priority: 10 or 5 (default: 10).")
+    var priority: NotificationOptions.Priority?
+
+    @Option(name: .long, help: ArgumentHelp("The apns-expiration: 0, or seconds since 1970.", valueName: "seconds"))
+    var expiration: String?
+
+    @Option(name: .customLong("collapse-id"), help: "The apns-collapse-id (not for broadcasts).")
+    var collapseID: String?
+
+    @Option(name: .customLong("apns-id"), help: "The apns-id (a UUID); for broadcasts, the apns-request-id.")
+    var apnsID: String?
+
+    @Flag(name: .customLong("dry-run"), help: "Validate and print the request; send nothing.")
+    var dryRun = false
+
+    @Flag(name: .long, help: "Print the result as one JSON object.")
+    var json = false
+
+    @Flag(name: .long, help: "Log the client's connections and retries on stderr (never a key or a provider token).")
+    var verbose = false
+
+    func validate() throws {
+        if self.token != nil, self.channel != nil { throw ValidationError("Give --token or --channel, not both.") }
+        if self.token == nil, self.channel == nil { throw ValidationError("Missing --token (the activity's push token) or --channel.") }
+        if self.channel != nil, self.collapseID != nil { throw ValidationError("--collapse-id does not apply to broadcasts.") }
+        if self.alertBody != nil || self.alertSound != nil, self.alertTitle == nil {
+            throw ValidationError("--alert-body and --alert-sound need --alert-title.")
+        }
+    }
+
+    // MARK: Parsed values
+
+    var bundleID: APNSBundleID {
+        get throws {
+            guard let text = EnvironmentFallback.value(self.topic, "APNS_TOPIC") else {
+                throw ValidationError("Missing --topic (or APNS_TOPIC): the app's bundle id.")
+            }
+            do { return try APNSBundleID(text) } catch { throw CLIFailure.badData("--topic", error, value: text) }
+        }
+    }
+
+    var deviceToken: DeviceToken {
+        get throws {
+            let text = self.token ?? ""
+            do { return try DeviceToken(text) } catch { throw CLIFailure.badData("--token", error, value: text) }
+        }
+    }
+
+    var channelID: APNSChannelID {
+        get throws {
+            let text = self.channel ?? ""
+            do { return try APNSChannelID(text) } catch { throw CLIFailure.badData("--channel", error, value: text) }
+        }
+    }
+
+    var state: CommandLineJSON { get throws { try Self.jsonObject(self.contentState, flag: "--content-state") } }
+
+    var timestampDate: Date { get throws { try self.timestamp.map { try Self.date($0, flag: "--timestamp") } ?? Date() } }
+
+    var staleDateValue: Date? { get throws { try self.staleDate.map { try Self.date($0, flag: "--stale-date") } } }
+
+    var alert: APNSLiveActivityAlert? {
+        guard let title = self.alertTitle else { return nil }
+        return APNSLiveActivityAlert(title: .plain(title), body: .plain(self.alertBody ?? ""), sound: self.alertSound)
+    }
+
+    var expirationValue: APNSExpiration? {
+        get throws {
+            guard let text = self.expiration else { return nil }
+            do { return try APNSExpiration(headerValue: text) } catch { throw CLIFailure.badData("--expiration", error, value: text) }
+        }
+    }
+
+    var collapseIDValue: APNSCollapseID? {
+        get throws {
+            guard let text = self.collapseID else { return nil }
+            do { return try APNSCollapseID(text) } catch { throw CLIFailure.badData("--collapse-id", error) }
+        }
+    }
+
+    var apnsIDValue: APNSID? {
+        get throws {
+            guard let text = self.apnsID else { return nil }
+            do { return try APNSID(text) } catch { throw CLIFailure.badData("--apns-id", error, value: text) }
+        }
+    }
+
+    /// A JSON object given inline or as `@file`.
+    /// - Throws: ``CLIFailure`` (65 not an object, 66 missing file).
+    static func jsonObject(_ text: String, flag: String) throws -> CommandLineJSON {
+        let bytes = text.hasPrefix("@") ? try InputFiles.read(String(text.dropFirst()), flag: flag) : Array(text.utf8)
+        let value: CommandLineJSON
+        do { value = try CommandLineJSON(parsing: bytes) } catch {
+            throw CLIFailure(message: "\(flag): not valid JSON (\(Self.describe(error)))", exitCode: CLIExit.dataError)
+        }
+        guard case .object = value else {
+            throw CLIFailure(message: "\(flag): must be a JSON object ({…})", exitCode: CLIExit.dataError)
+        }
+        return value
+    }
+
+    /// Seconds since 1970 (integer or fractional) or an ISO 8601 date-time.
+    static func date(_ text: String, flag: String) throws -> Date {
+        if let seconds = Double(text), seconds >= 0 { return Date(timeIntervalSince1970: seconds) }
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        throw CLIFailure(message: "\(flag): '\(text)' is neither seconds since 1970 nor an ISO 8601 date (2026-11-23T09:30:00Z)",
+                         exitCode: CLIExit.dataError)
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            return (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import ForgeAPNs
+import ForgeAPNsCore
+
+/// One request (a Live Activity push, a broadcast, a channel call) with a client made from the
+/// flags: shut down on every path, its failure turned into a message and an exit code.
+enum OneShot {
+    /// Runs `body` with a client; an ``APNSError`` becomes a ``CLIFailure`` (1 rejected, 65 bad data,
+    /// 69 unreachable or TLS).
+    static func withClient<Result>(
+        auth: AuthOptions, endpoint: EndpointOptions, verbose: Bool,
+        _ body: (APNSClient) async throws(APNSError) -> Result
+    ) async throws -> Result {
+        let configuration = try ClientFactory.configuration(auth: auth, endpoint: endpoint, verbose: verbose)
+        let client = try ClientFactory.client(configuration)
+        do {
+            let result = try await body(client)
+            await client.shutdown(gracePeriod: .seconds(1))
+            return result
+        } catch {
+            await client.shutdown(gracePeriod: .seconds(1))
+            throw CLIFailure(message: Self.describe(error, endpoint: configuration.environment.authority),
+                             exitCode: ClientFactory.exitCode(for: error))
+        }
+    }
+
+    /// Sends one push and prints its result line (as `send` does); the exit code follows the outcome.
+    static func sendReporting(
+        auth: AuthOptions, endpoint: EndpointOptions, verbose: Bool, json: Bool, target: String,
+        _ body: (APNSClient) async throws(APNSError) -> APNSSendResult
+    ) async throws {
+        let configuration = try ClientFactory.configuration(auth: auth, endpoint: endpoint, verbose: verbose)
+        let client = try ClientFactory.client(configuration)
+        let outcome: APNSBulkVerdict.Outcome
+        do {
+            outcome = .accepted(try await body(client))
+        } catch {
+            outcome = error.kind == .rejected ? .rejected(error) : .failed(error)
+        }
+        await client.shutdown(gracePeriod: .seconds(1))
+        let renderer = ResultRenderer(json: json)
+        Output.result(renderer.line(TokenResult(token: target, outcome: outcome)))
+        switch outcome {
+        case .accepted: return
+        case .rejected: throw ExitCode(1)
+        case .failed(let error), .notSent(let error):
+            if error.kind == .transport {
+                Output.diagnostic("error: \(Self.describe(error, endpoint: configuration.environment.authority))")
+            }
+            throw ExitCode(ClientFactory.exitCode(for: error))
+        }
+    }
+
+    static func describe(_ error: APNSError, endpoint: String) -> String {
+        switch error.kind {
+        case .rejected:
+            return "\(error.status.map(String.init) ?? "-") \(error.reason?.rawValue ?? error.detail)"
+        case .transport, .deadlineExceeded:
+            return "cannot reach \(endpoint): \(error.detail.isEmpty ? error.kind.rawValue : error.detail)"
+        default:
+            return error.detail.isEmpty ? "\(error)" : error.detail
+        }
+    }
+}
