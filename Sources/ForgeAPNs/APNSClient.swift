@@ -1,6 +1,6 @@
 public import ForgeAPNsCore
 internal import ForgeCrypto
-internal import ForgeHTTP2
+public import ForgeHTTP2
 internal import Logging
 internal import Metrics
 internal import ForgeSupport
@@ -67,6 +67,13 @@ public final class APNSClient: Sendable {
         case .certificatePEM, .pkcs12:
             self.tokens = nil
         }
+    }
+
+    /// The HTTP/2 connection settings the client uses for `configuration` (host, TLS with its trust
+    /// and client identity, timeouts), for tools that probe the endpoint step by step.
+    /// - Throws: ``APNSError`` of kind `invalidNotification` for an insecure or cleartext mode off loopback.
+    public static func connectionConfiguration(for configuration: Configuration) throws -> HTTP2ClientConfiguration {
+        try Self.http2Configuration(configuration, endpoint: configuration.environment)
     }
 
     static func http2Configuration(_ configuration: Configuration, endpoint environment: APNSEnvironment) throws -> HTTP2ClientConfiguration {

@@ -218,18 +218,18 @@ public final class LocalAPNsServer: Sendable {
             connection.closeAbruptly()
             return nil
         case .delay(let duration):
-            let response = Self.response(for: verdict!)
+            let response = Self.response(for: verdict!, date: now)
             Task {
                 try? await Task.sleep(for: duration)
                 responder.respond(response)
             }
             return nil
         case .goAway(let code, let reason):
-            responder.respond(Self.response(for: verdict!))
+            responder.respond(Self.response(for: verdict!, date: now))
             connection.goAway(lastStreamID: request.streamID, errorCode: code, debugData: Self.reasonJSON(reason))
             return nil
         default:
-            return Self.response(for: verdict!)
+            return Self.response(for: verdict!, date: now)
         }
     }
 
@@ -272,7 +272,14 @@ public final class LocalAPNsServer: Sendable {
     /// The HTTP/2 response APNs gives for `verdict`: the request id always; `apns-unique-id` on
     /// sandbox and broadcast successes; `content-type: application/json` and `{"reason":…}`
     /// (+ `timestamp` on 410) on errors.
-    static func response(for verdict: APNsVerdict) -> HTTP2Response {
+    static func response(for verdict: APNsVerdict, date: Date? = nil) -> HTTP2Response {
+        var response = Self.response(for: verdict)
+        // `date`, as HTTP servers send it: what `apnsctl doctor` measures clock skew against.
+        if let date { response.headers.append(HTTP2HeaderField("date", HTTPDate.string(date))) }
+        return response
+    }
+
+    private static func response(for verdict: APNsVerdict) -> HTTP2Response {
         guard let reason = verdict.reason else {
             var headers = [HTTP2HeaderField(verdict.idHeader, verdict.apnsID)]
             if let unique = verdict.apnsUniqueID { headers.append(HTTP2HeaderField("apns-unique-id", unique)) }
@@ -392,5 +399,39 @@ public final class LocalAPNsServer: Sendable {
         for task in self.tasks.withLock({ $0 }) { task.cancel() }
         await self.server.shutdown(goAwayDebugData: Self.reasonJSON(.shutdown))
         for subscriber in subscribers { subscriber.finish() }
+    }
+}
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (RFC 9110 IMF-fixdate), formatted once per second.
+enum HTTPDate {
+    private static let cache = LockedBox<(second: Int64, text: String)>((-1, ""))
+
+    static func string(_ date: Date) -> String {
+        let second = Int64(date.timeIntervalSince1970.rounded(.down))
+        if let cached = Self.cache.withLock({ $0.second == second ? $0.text : nil }) { return cached }
+        let text = Self.format(second)
+        Self.cache.withLock { $0 = (second, text) }
+        return text
+    }
+
+    static func format(_ seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = Int((days % 7 + 11) % 7)  // 1970-01-01 was a Thursday
+        let names = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(names[weekday]), \(two(day)) \(months[Int(month) - 1]) \(year) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)) GMT"
     }
 }

@@ -17,6 +17,6 @@ struct APNSCtl: AsyncParsableCommand {
             66 input file missing; 69 endpoint unreachable or TLS failure; 70 internal error.
             """,
         version: "0.1.0",
-        subcommands: [Send.self, Activity.self, Channels.self, JWT.self, Serve.self, Demo.self]
+        subcommands: [Send.self, Activity.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
     )
 }

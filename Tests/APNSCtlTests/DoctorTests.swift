@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+private let bundle = "com.example.forgepush"
+private let keyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
+private let ca = CommandRunner.keysExample.appendingPathComponent("ca.pem").path
+private let registerKey = ["--register-key", "\(keyFile):FORGEKEY01:FORGETEAM1"]
+
+private func doctor(_ port: Int, keyFile: String = keyFile, keyID: String = "FORGEKEY01", caFile: String? = ca) throws -> CommandRunner.Result {
+    try CommandRunner.run(
+        ["doctor", "--url", "https://127.0.0.1:\(port)", "--key-file", keyFile, "--key-id", keyID, "--team-id", "FORGETEAM1",
+         "--topic", bundle] + (caFile.map { ["--ca-file", $0] } ?? [])
+    )
+}
+
+/// The check lines: `ok|warn|FAIL  <check>: …` keyed by check name.
+private func checks(_ output: String) -> [String: String] {
+    var result: [String: String] = [:]
+    for line in output.split(separator: "\n") {
+        let parts = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, ["ok", "warn", "FAIL"].contains(String(parts[0])), let colon = parts[1].firstIndex(of: ":") else { continue }
+        result[String(parts[1][..<colon]).trimmingCharacters(in: .whitespaces)] = String(parts[0])
+    }
+    return result
+}
+
+@Suite("apnsctl doctor", .serialized, .timeLimit(.minutes(2)))
+struct DoctorTests {
+    @Test("Against a healthy local server every check passes, the clock included; nothing secret is printed")
+    func healthy() throws {
+        let server = try ServeProcess(registerKey + ["--quiet"])
+        let result = try doctor(server.port)
+        _ = server.stop()
+        #expect(result.exitCode == 0, "\(result.stdout)\(result.stderr)")
+        let found = checks(result.stdout)
+        for check in ["key file", "key and team ids", "provider token", "name resolution", "TCP", "TLS", "ALPN", "authenticated request", "clock"] {
+            #expect(found[check] == "ok", "\(check): \(result.stdout)")
+        }
+        #expect(result.stdout.hasSuffix("all checks passed\n"))
+        #expect(!(result.stdout + result.stderr).contains("eyJ") && !(result.stdout + result.stderr).contains("PRIVATE KEY"))
+    }
+
+    @Test("A key id the server does not know: the provider token is refused, and the fix names the ids (65)")
+    func wrongKeyID() throws {
+        let server = try ServeProcess(registerKey + ["--quiet"])
+        let result = try doctor(server.port, keyID: "FORGEKEY02")
+        _ = server.stop()
+        #expect(result.exitCode == 65, "\(result.stdout)")
+        #expect(checks(result.stdout)["authenticated request"] == "FAIL")
+        #expect(result.stdout.contains("403 InvalidProviderToken") && result.stdout.contains("--key-id and --team-id do not belong together"))
+        #expect(checks(result.stdout)["TLS"] == "ok")
+    }
+
+    @Test("A damaged key file fails first, before any network check (65)")
+    func damagedKey() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_FORGEKEY01-\(UUID().uuidString).p8")
+        try Data("-----BEGIN PRIVATE KEY-----\nnot base64!\n-----END PRIVATE KEY-----\n".utf8).write(to: file)
+        let result = try doctor(1, keyFile: file.path)
+        #expect(result.exitCode == 65, "\(result.stdout)")
+        #expect(checks(result.stdout)["key file"] == "FAIL" && checks(result.stdout)["TCP"] == nil)
+    }
+
+    @Test("A closed port fails at TCP (69); an untrusted certificate fails at TLS (69)")
+    func network() throws {
+        let server = try ServeProcess(["--quiet"] + registerKey)
+        let untrusted = try doctor(server.port, caFile: nil)
+        let port = server.port
+        _ = server.stop()
+        let closed = try doctor(port)
+        #expect(closed.exitCode == 69 && checks(closed.stdout)["TCP"] == "FAIL", "\(closed.stdout)")
+        #expect(untrusted.exitCode == 69 && checks(untrusted.stdout)["TLS"] == "FAIL", "\(untrusted.stdout)")
+        #expect(untrusted.stdout.contains("--ca-file"))
+    }
+
+    @Test("--help explains the checks and exit codes")
+    func help() throws {
+        let result = try CommandRunner.run(["doctor", "--help"])
+        #expect(result.exitCode == 0 && result.stdout.contains("ALPN") && result.stdout.contains("69"))
+    }
+}
