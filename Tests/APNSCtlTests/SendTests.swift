@@ -305,6 +305,20 @@ struct SendTests {
         #expect(!json.stderr.contains("\r"))
     }
 
+    @Test("A background push from flags: content-available and the --data keys, priority 5; alert flags refused")
+    func backgroundFromFlags() throws {
+        let dry = try CommandRunner.run(["send", "--dry-run", "--json", "--topic", bundle, "--token", good, "--push-type", "background",
+                                         "--content-available", "--data", #"sync={"since":42}"#])
+        #expect(dry.exitCode == 0, "\(dry.stderr)")
+        let request = try #require(try objects(dry.stdout).first)
+        #expect((request["headers"] as? [String: Any])?["apns-priority"] as? String == "5")
+        let body = try #require(request["body"] as? [String: Any])
+        #expect((body["aps"] as? [String: Any])?["content-available"] as? Int == 1)
+        #expect((body["sync"] as? [String: Any])?["since"] as? Int == 42)
+        let withAlert = try CommandRunner.run(["send", "--dry-run", "--topic", bundle, "--token", good, "--push-type", "background", "--title", "x"])
+        #expect(withAlert.exitCode == 64 && withAlert.stderr.contains("carries no alert"))
+    }
+
     @Test("Ctrl-C stops a bulk send: every token read gets one line, the summary says where reading stopped, exit 130")
     func interrupt() throws {
         let all = tokens(200_000)

@@ -131,12 +131,15 @@ struct NotificationOptions: ParsableArguments {
             guard self.payload == nil else {
                 throw ValidationError("Give --payload or build the payload with flags (--title, --body, --data…), not both.")
             }
-            guard headers.pushType == .alert else {
-                throw ValidationError("--title, --body, --data… build alert payloads; for push type \(headers.pushType) give --payload.")
+            guard headers.pushType == .alert || headers.pushType == .background else {
+                throw ValidationError("--title, --body, --data… build alert and background payloads; for push type \(headers.pushType) give --payload.")
             }
             let bundleID: APNSBundleID
             do { bundleID = try APNSBundleID(headers.topicText) } catch {
                 throw CLIFailure.badData("--topic", error, value: headers.topicText)
+            }
+            if headers.pushType == .background {
+                return try self.prepareBackground(headers, bundleID: bundleID)
             }
             let notification = try self.built.alert(
                 topic: bundleID, priority: headers.priority, expiration: headers.expiration, collapseID: headers.collapseID,
@@ -154,6 +157,26 @@ struct NotificationOptions: ParsableArguments {
             let flag = error.code == .badPriority ? "--priority" : "--payload"
             throw CLIFailure.badData(flag, error)
         }
+    }
+
+    /// A background push from flags: `content-available` (implied) and the `--data` keys; the
+    /// alert flags do not apply, and its priority is 5.
+    private func prepareBackground(_ headers: Headers, bundleID: APNSBundleID) throws -> APNSPreparedNotification {
+        let flags = self.built
+        if flags.title != nil || flags.subtitle != nil || flags.body != nil || flags.badge != nil || flags.sound != nil
+            || flags.threadID != nil || flags.category != nil || flags.mutableContent || flags.interruptionLevel != nil
+            || flags.relevanceScore != nil
+        {
+            throw ValidationError("A background push carries no alert, badge or sound: give only --content-available and --data KEY=JSON.")
+        }
+        if let priority = headers.priority, priority != .consideringDevicePower {
+            throw CLIFailure(message: "--priority: a background push must have apns-priority 5", exitCode: CLIExit.dataError)
+        }
+        let notification = APNSBackgroundNotification(
+            topic: bundleID, expiration: headers.expiration, collapseID: headers.collapseID, apnsID: headers.apnsID,
+            payload: try flags.customKeys()
+        )
+        do { return try notification.prepared() } catch { throw CLIFailure.badData("--data", error) }
     }
 
     /// Reads the payload and validates a broadcast to `channel` (`--channel-id`): push type
