@@ -305,6 +305,35 @@ struct SendTests {
         #expect(!json.stderr.contains("\r"))
     }
 
+    @Test("The request the server receives is, byte for byte, the one --dry-run prints for the same flags")
+    func dryRunMatchesTheWire() throws {
+        let flags = ["--topic", bundle, "--token", good, "--title", "Ünïcode ✓", "--body", "line\nbreak", "--badge", "3",
+                     "--sound", "default", "--thread-id", "t-1", "--data", #"order={"id":"A-17","items":[1,2]}"#,
+                     "--collapse-id", "order-A-17", "--expiration", "0", "--priority", "5",
+                     "--apns-id", "0F2E8C5A-3B1D-4E6F-8A9B-1C2D3E4F5A6B"]
+        let dry = try CommandRunner.run(["send", "--dry-run"] + credentials + flags)
+        #expect(dry.exitCode == 0, "\(dry.stderr)")
+        // The text form: pseudo-headers and headers, a blank line, then the body bytes.
+        let parts = dry.stdout.components(separatedBy: "\n\n")
+        let dryHeaders = parts[0].split(separator: "\n").filter { !$0.hasPrefix(":") }.map(String.init)
+        let dryBody = String(parts.dropFirst().joined(separator: "\n\n").dropLast())  // Output adds one newline
+        let server = try ServeProcess(registerKey + ["--quiet", "--print-requests"])
+        let sent = try CommandRunner.run(send(port: server.port) + credentials + flags)
+        let served = try objects(server.stop().stdout)
+        #expect(sent.exitCode == 0, "\(sent.stderr)")
+        let request = try #require(served.first?["request"] as? [String: Any])
+        #expect(request["path"] as? String == "/3/device/\(good)")
+        #expect(request["body"] as? String == dryBody, "server: \(request["body"] ?? "-")\ndry run: \(dryBody)")
+        #expect(request["body_bytes"] as? Int == Array(dryBody.utf8).count)
+        let wireHeaders = try #require(request["headers"] as? [String: String])
+        for line in dryHeaders {
+            let name = String(line[..<line.firstIndex(of: ":")!])
+            let value = String(line[line.index(line.firstIndex(of: ":")!, offsetBy: 2)...])
+            #expect(wireHeaders[name] == value, "\(name): wire \(wireHeaders[name] ?? "-") vs dry run \(value)")
+        }
+        #expect(Set(wireHeaders.keys) == Set(dryHeaders.map { String($0[..<$0.firstIndex(of: ":")!]) }))
+    }
+
     @Test("A background push from flags: content-available and the --data keys, priority 5; alert flags refused")
     func backgroundFromFlags() throws {
         let dry = try CommandRunner.run(["send", "--dry-run", "--json", "--topic", bundle, "--token", good, "--push-type", "background",

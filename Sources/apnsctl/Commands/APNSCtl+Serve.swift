@@ -82,6 +82,10 @@ extension APNSCtl {
         @Flag(help: "Print only the port, not a line per request.")
         var quiet = false
 
+        @Flag(name: .customLong("print-requests"),
+              help: "Also print each accepted push as it arrived: path, headers (authorization redacted) and the exact body, as one JSON object.")
+        var printRequests = false
+
         func validate() throws {
             guard (0...65_535).contains(self.port) else { throw ValidationError("--port must be 0...65535 (got \(self.port)).") }
             guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
@@ -92,12 +96,30 @@ extension APNSCtl {
         func run() async throws {
             try await runReportingFailures {
                 let server = try self.startServer()
+                // Subscribed before the port is printed, so no push can come first.
+                let accepted = self.printRequests ? server.acceptedPushes() : nil
+                let requests = accepted.map { stream in Task { await Self.printAccepted(stream) } }
                 Output.result(String(server.port))
                 let scheme = self.h2c ? "h2c" : "TLS"
                 Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)); Ctrl-C stops")
                 let signal = await Self.waitForTerminationSignal()
                 Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
                 await server.shutdown()
+                await requests?.value  // the server's shutdown ends the stream: every accepted push is printed
+            }
+        }
+
+        /// `{"request":{"path":…,"headers":{…},"body":"…","body_bytes":N}}` for each accepted push.
+        private static func printAccepted(_ pushes: AsyncStream<AcceptedPush>) async {
+            for await push in pushes {
+                let path = push.channelID == nil ? "/3/device/\(push.token)" : "/4/broadcasts/apps/\(push.topic)"
+                let headers = push.headers.map { header in
+                    let value = header.name == "authorization" ? "bearer <redacted>" : header.value
+                    return "\(JSONText.quote(header.name)):\(JSONText.quote(value))"
+                }.joined(separator: ",")
+                let body = String(decoding: push.payload, as: UTF8.self)
+                Output.result("{\"request\":{\"path\":\(JSONText.quote(path)),\"headers\":{\(headers)},"
+                    + "\"body\":\(JSONText.quote(body)),\"body_bytes\":\(push.payload.count)}}")
             }
         }
 
