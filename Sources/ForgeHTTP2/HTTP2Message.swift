@@ -32,14 +32,12 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
     /// are not checked again byte by byte. Changing the name or value undoes it.
     /// - Throws: ``HTTP2ClientError`` of code `invalidRequest`, naming the field.
     public func checked() throws(HTTP2ClientError) -> HTTP2HeaderField {
-        let badName = self.name.utf8.isEmpty || self.name.utf8.contains { byte in
-            (byte >= 0x41 && byte <= 0x5a) || byte <= 0x20 || byte == 0x3a || byte >= 0x7f
-        }
-        if badName || ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"].contains(self.name) {
+        let badName = self.name.utf8.isEmpty || self.name.utf8.contains(where: HeaderRules.isBadNameByte)
+        if badName || HeaderRules.isConnectionSpecific(self.name) {
             throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
                                    detail: "header name '\(self.name)' is not allowed in HTTP/2")
         }
-        if self.value.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0x00 }) {
+        if self.value.utf8.contains(where: HeaderRules.isBadValueByte) {
             throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
                                    detail: "the value of header '\(self.name)' contains CR, LF or NUL")
         }

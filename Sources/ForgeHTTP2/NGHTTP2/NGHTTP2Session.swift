@@ -279,6 +279,24 @@ final class BodySource {
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 }
 
+/// What a peer refuses in a header field (RFC 9113 §8.2): one definition for the check made while
+/// copying a request's headers and for ``HTTP2HeaderField/checked()``.
+enum HeaderRules {
+    /// Upper case, controls, space, `:` and non-ASCII are not allowed in a name.
+    @inline(__always)
+    static func isBadNameByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x41 && byte <= 0x5a) || byte <= 0x20 || byte == 0x3a || byte >= 0x7f
+    }
+
+    /// CR, LF and NUL are not allowed in a value.
+    @inline(__always)
+    static func isBadValueByte(_ byte: UInt8) -> Bool { byte == 0x0d || byte == 0x0a || byte == 0x00 }
+
+    static func isConnectionSpecific(_ name: String) -> Bool {
+        ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"].contains(name)
+    }
+}
+
 /// A header the peer would refuse, found while copying it.
 struct HeaderError: Error, CustomStringConvertible {
     var description: String
@@ -301,23 +319,21 @@ struct NVWriter {
         let nameStart = self.offset
         var badName = false
         self.copy(name) { byte in
-            if checkName, (byte >= 0x41 && byte <= 0x5a) || byte <= 0x20 || byte == 0x3a || byte >= 0x7f { badName = true }
+            if checkName, HeaderRules.isBadNameByte(byte) { badName = true }
         }
         let nameLength = self.offset - nameStart
         if checkName {
             if badName || nameLength == 0 {
                 throw HeaderError(description: "header name '\(name)' must be non-empty lower-case token characters")
             }
-            switch name {
-            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+            if HeaderRules.isConnectionSpecific(name) {
                 throw HeaderError(description: "header '\(name)' is connection-specific and not allowed in HTTP/2")
-            default: break
             }
         }
         let valueStart = self.offset
         var badValue = false
         self.copy(value) { byte in
-            if isPath ? (byte <= 0x20 || byte == 0x7f) : (byte == 0x0d || byte == 0x0a || byte == 0x00) { badValue = true }
+            if isPath ? (byte <= 0x20 || byte == 0x7f) : HeaderRules.isBadValueByte(byte) { badValue = true }
         }
         if badValue || (isPath && self.offset == valueStart) {
             throw HeaderError(

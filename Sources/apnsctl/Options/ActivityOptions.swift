@@ -68,10 +68,7 @@ struct ActivityOptions: ParsableArguments {
 
     var bundleID: APNSBundleID {
         get throws {
-            guard let text = EnvironmentFallback.value(self.topic, "APNS_TOPIC") else {
-                throw ValidationError("Missing --topic (or APNS_TOPIC): the app's bundle id.")
-            }
-            do { return try APNSBundleID(text) } catch { throw CLIFailure.badData("--topic", error, value: text) }
+            try EnvironmentFallback.bundleID(self.topic)
         }
     }
 
