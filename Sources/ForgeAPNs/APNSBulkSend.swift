@@ -270,8 +270,17 @@ final class VerdictChannel: Sendable {
 extension APNSClient {
     /// The most sends one bulk keeps in flight, whatever the pool offers.
     static let maximumBulkWindow = 256
-    /// Tokens a bulk worker sends together (one wake-up per batch).
-    static let bulkBatchSize = 16
+    /// The most tokens a bulk worker sends together (one wake-up of the connection and one of the
+    /// worker per batch).
+    static let maximumBulkBatch = 64
+
+    /// The window a bulk send fills now, and the batch its workers take: a quarter of the window,
+    /// so that about four batches are in flight and one batch never needs more streams than one
+    /// connection of the pool offers.
+    var bulkWindowAndBatch: (window: Int, batch: Int) {
+        let window = min(max(self.window, 1), Self.maximumBulkWindow)
+        return (window, max(1, min(Self.maximumBulkBatch, window / 4)))
+    }
 
     /// Sends `notification` to every token of `tokens` (hex strings, read lazily), as many at once
     /// as the pool's open streams allow, and reports one verdict per token.
@@ -335,8 +344,8 @@ extension APNSClient {
             spawn()
             while await feed.waitForProgress() {
                 // Requests in flight follow the pool's open streams, up to the cap; a worker keeps a batch in flight.
-                let inFlight = min(max(self.window, 1), Self.maximumBulkWindow)
-                let target = max(1, (inFlight + Self.bulkBatchSize - 1) / Self.bulkBatchSize)
+                let (inFlight, batch) = self.bulkWindowAndBatch
+                let target = max(1, (inFlight + batch - 1) / batch)
                 while workers < target { spawn() }
             }
         }
@@ -352,13 +361,31 @@ extension APNSClient {
         channel.finish(summary)
     }
 
+    /// Sends one token of a batch the full way (retries, token renewal), after what the batch tried.
+    private func settle(
+        _ prepared: APNSPreparedNotification, token: DeviceToken, deadline: ContinuousClock.Instant, prior: PriorAttempt
+    ) async -> APNSBulkVerdict.Outcome {
+        do throws(APNSError) {
+            let result = try await self.executeRaw(
+                prepared.request(to: token), pushType: prepared.pushType, token: token.hexString, deadline: deadline, prior: prior
+            ).result
+            return .accepted(result)
+        } catch {
+            switch error.kind {
+            case .rejected: return .rejected(error)
+            case .cancelled, .shutdown: return Self.stopped(error)
+            default: return .failed(error)
+            }
+        }
+    }
+
     /// A push stopped by cancellation or shutdown: not sent, unless it may have reached APNs
     /// before the connection went away; then it failed, and the error says it may have been delivered.
     private static func stopped(_ error: APNSError) -> APNSBulkVerdict.Outcome {
         error.mayHaveBeenDelivered ? .failed(error) : .notSent(error)
     }
 
-    /// Sends the feed's tokens in batches of 16 over one connection each (one wake-up per batch);
+    /// Sends the feed's tokens in batches (``bulkWindowAndBatch``) over one connection each (one wake-up per batch);
     /// what a batch does not settle (retryable rejections, an expired provider token, a dead
     /// connection) goes through ``executeRaw`` with what was already tried, so the retry rules are
     /// the same as for a single send.
@@ -373,7 +400,7 @@ extension APNSClient {
             let field = HTTP2HeaderField(header.name, header.value)
             return (try? field.checked()) ?? field
         }
-        while let batch = await feed.take(Self.bulkBatchSize) {
+        while let batch = await feed.take(self.bulkWindowAndBatch.batch) {
             var outcomes = [APNSBulkVerdict.Outcome?](repeating: nil, count: batch.count)
             var tokens = [DeviceToken?](repeating: nil, count: batch.count)
             for (slot, item) in batch.enumerated() {
@@ -398,25 +425,28 @@ extension APNSClient {
                     headers.insert((try? authorization.checked()) ?? authorization, at: 0)
                 }
                 let requests = sendable.map { slot in
-                    HTTP2Request(authority: authority, path: APNSPreparedNotification.devicePathPrefix + tokens[slot]!.hexString,
+                    HTTP2Request(authority: authority, pathPrefix: APNSPreparedNotification.devicePathPrefix, pathSuffix: tokens[slot]!.hexString,
                                  headers: headers, body: prepared.body)
                 }
                 let started = ContinuousClock.now
                 let results = (self.tokens != nil && providerToken == nil)
                     ? []  // signing failed: every token takes the full path, which reports it
                     : await self.transport.sendBatch(requests, deadline: end)
+                // The batch's answers arrive together: one clock reading and one metrics lookup for all.
+                let elapsed = ContinuousClock.now - started
+                var acceptedCount = 0
+                var unsettled: [(slot: Int, token: DeviceToken, prior: PriorAttempt)] = []
+                defer { self.metrics.accepted(pushType: prepared.pushType, latency: elapsed, count: acceptedCount) }
                 for (position, slot) in sendable.enumerated() {
                     let token = tokens[slot]!
                     var prior = PriorAttempt()
                     if position < results.count {
                         switch results[position] {
                         case .success(let response) where (200..<300).contains(response.status):
-                            // Read in place: materializing the header list allocates per response.
-                            let id = response[header: "apns-id"] ?? ""
-                            let unique = response[header: "apns-unique-id"]
-                            self.metrics.accepted(pushType: prepared.pushType, latency: .now - started)
+                            // The ids stay in the response until someone reads them.
+                            acceptedCount += 1
                             outcomes[slot] = .accepted(APNSSendResult(
-                                apnsID: id, apnsUniqueID: unique, attempts: 1, mayHaveBeenDeliveredTwice: false, duration: .now - started
+                                response: response, attempts: 1, mayHaveBeenDeliveredTwice: false, duration: elapsed
                             ))
                             continue
                         case .success(let response):
@@ -465,17 +495,17 @@ extension APNSClient {
                             }
                         }
                     }
-                    do throws(APNSError) {
-                        let result = try await self.executeRaw(
-                            prepared.request(to: token), pushType: prepared.pushType, token: token.hexString, deadline: end, prior: prior
-                        ).result
-                        outcomes[slot] = .accepted(result)
-                    } catch {
-                        switch error.kind {
-                        case .rejected: outcomes[slot] = .rejected(error)
-                        case .cancelled, .shutdown: outcomes[slot] = Self.stopped(error)
-                        default: outcomes[slot] = .failed(error)
+                    unsettled.append((slot, token, prior))
+                }
+                // Retried side by side, so one batch's 429s back off together rather than one after another.
+                if unsettled.count == 1, let (slot, token, prior) = unsettled.first {
+                    outcomes[slot] = await self.settle(prepared, token: token, deadline: end, prior: prior)
+                } else if !unsettled.isEmpty {
+                    await withTaskGroup(of: (Int, APNSBulkVerdict.Outcome).self) { group in
+                        for (slot, token, prior) in unsettled {
+                            group.addTask { (slot, await self.settle(prepared, token: token, deadline: end, prior: prior)) }
                         }
+                        for await (slot, outcome) in group { outcomes[slot] = outcome }
                     }
                 }
             }

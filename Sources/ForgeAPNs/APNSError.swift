@@ -1,5 +1,6 @@
 public import ForgeAPNsCore
 public import struct Foundation.Date
+internal import ForgeHTTP2
 
 /// Why a send failed: APNs' rejection (status, reason, timestamp, apns-id), or the transport,
 /// the deadline, cancellation, bad input or credentials. Never carries a key or a provider token.
@@ -73,13 +74,68 @@ public struct APNSError: Error, Hashable, Sendable, CustomStringConvertible {
 /// A push APNs accepted.
 public struct APNSSendResult: Hashable, Sendable {
     /// The `apns-id` (or a broadcast's `apns-request-id`).
-    public var apnsID: String
+    public var apnsID: String {
+        get {
+            switch self.identifiers {
+            case .strings(let id, _): return id
+            case .response(let response): return response[header: "apns-id"] ?? response[header: "apns-request-id"] ?? ""
+            }
+        }
+        set { self.identifiers = .strings(newValue, self.apnsUniqueID) }
+    }
+
     /// The `apns-unique-id` (sandbox, broadcasts).
-    public var apnsUniqueID: String?
+    public var apnsUniqueID: String? {
+        get {
+            switch self.identifiers {
+            case .strings(_, let unique): return unique
+            case .response(let response): return response[header: "apns-unique-id"]
+            }
+        }
+        set { self.identifiers = .strings(self.apnsID, newValue) }
+    }
+
     /// Attempts it took.
     public var attempts: Int
     /// Whether an earlier attempt may also have been delivered (its connection died after sending).
     public var mayHaveBeenDeliveredTwice: Bool
     /// From the first attempt to APNs' answer, retries included.
     public var duration: Duration
+
+    /// The ids as strings, or the response they are read from when asked for: a bulk send of a
+    /// million tokens whose ids nobody reads then builds no strings for them.
+    private var identifiers: Identifiers
+
+    private enum Identifiers: Sendable {
+        case strings(String, String?)
+        case response(HTTP2Response)
+    }
+
+    init(apnsID: String, apnsUniqueID: String?, attempts: Int, mayHaveBeenDeliveredTwice: Bool, duration: Duration) {
+        self.identifiers = .strings(apnsID, apnsUniqueID)
+        self.attempts = attempts
+        self.mayHaveBeenDeliveredTwice = mayHaveBeenDeliveredTwice
+        self.duration = duration
+    }
+
+    /// A result whose ids stay in `response` until read.
+    init(response: HTTP2Response, attempts: Int, mayHaveBeenDeliveredTwice: Bool, duration: Duration) {
+        self.identifiers = .response(response)
+        self.attempts = attempts
+        self.mayHaveBeenDeliveredTwice = mayHaveBeenDeliveredTwice
+        self.duration = duration
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.apnsID == rhs.apnsID && lhs.apnsUniqueID == rhs.apnsUniqueID && lhs.attempts == rhs.attempts
+            && lhs.mayHaveBeenDeliveredTwice == rhs.mayHaveBeenDeliveredTwice && lhs.duration == rhs.duration
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.apnsID)
+        hasher.combine(self.apnsUniqueID)
+        hasher.combine(self.attempts)
+        hasher.combine(self.mayHaveBeenDeliveredTwice)
+        hasher.combine(self.duration)
+    }
 }

@@ -32,6 +32,15 @@ struct ClientMetrics: Sendable {
         self.durations[pushType]?.recordNanoseconds(Self.nanoseconds(latency))
     }
 
+    /// `count` pushes of one bulk batch, answered together after `latency`.
+    func accepted(pushType: APNSPushType, latency: Duration, count: Int) {
+        guard count > 0 else { return }
+        self.acceptedCounters[pushType]?.increment(by: count)
+        guard let timer = self.durations[pushType] else { return }
+        let nanoseconds = Self.nanoseconds(latency)
+        for _ in 0..<count { timer.recordNanoseconds(nanoseconds) }
+    }
+
     func rejected(pushType: APNSPushType, reason: String, latency: Duration) {
         Counter(label: "apns_notifications_total", dimensions: [
             ("push_type", pushType.rawValue), ("result", "rejected"), ("reason", reason),

@@ -66,11 +66,22 @@ public struct HTTP2Request: Hashable, Sendable {
     /// `:authority`.
     public var authority: String
     /// `:path` (sent never-indexed, as APNs asks).
-    public var path: String
+    public var path: String {
+        get { self.pathSuffix.isEmpty ? self.pathPrefix : self.pathPrefix + self.pathSuffix }
+        set {
+            self.pathPrefix = newValue
+            self.pathSuffix = ""
+        }
+    }
     /// The regular headers, in order.
     public var headers: [HTTP2HeaderField]
     /// The body.
     public var body: [UInt8]
+
+    /// `:path` in two parts, sent one after the other: a bulk send's requests share the prefix and
+    /// differ in the suffix, so building each request joins no strings.
+    private(set) var pathPrefix: String
+    private(set) var pathSuffix: String
 
     /// Creates a request.
     public init(
@@ -81,12 +92,40 @@ public struct HTTP2Request: Hashable, Sendable {
         headers: [HTTP2HeaderField] = [],
         body: [UInt8] = []
     ) {
+        self.init(method: method, scheme: scheme, authority: authority, pathPrefix: path, pathSuffix: "", headers: headers, body: body)
+    }
+
+    /// Creates a request whose `:path` is `pathPrefix` followed by `pathSuffix`, without joining them.
+    package init(
+        method: String = "POST",
+        scheme: String = "https",
+        authority: String,
+        pathPrefix: String,
+        pathSuffix: String,
+        headers: [HTTP2HeaderField] = [],
+        body: [UInt8] = []
+    ) {
         self.method = method
         self.scheme = scheme
         self.authority = authority
-        self.path = path
+        self.pathPrefix = pathPrefix
+        self.pathSuffix = pathSuffix
         self.headers = headers
         self.body = body
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.method == rhs.method && lhs.scheme == rhs.scheme && lhs.authority == rhs.authority && lhs.path == rhs.path
+            && lhs.headers == rhs.headers && lhs.body == rhs.body
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.method)
+        hasher.combine(self.scheme)
+        hasher.combine(self.authority)
+        hasher.combine(self.path)
+        hasher.combine(self.headers)
+        hasher.combine(self.body)
     }
 }
 

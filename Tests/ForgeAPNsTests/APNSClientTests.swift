@@ -47,6 +47,36 @@ struct APNSClientTests {
         await loopback.server.shutdown()
     }
 
+    @Test("Bulk verdicts carry each push's apns-id and apns-unique-id as the server answered them")
+    func bulkVerdictIDs() async throws {
+        let loopback = try Loopback.start()
+        let devices = (0..<300).map(token)
+        var accepted: [String: APNSSendResult] = [:]
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            for await verdict in try client.sendBulk(alert(), to: devices) {
+                guard case .accepted(let result) = verdict.outcome else {
+                    Issue.record("\(verdict.token): \(verdict.outcome)")
+                    continue
+                }
+                accepted[verdict.token] = result
+            }
+        }
+        let answered = Dictionary(uniqueKeysWithValues: loopback.server.accepted.map { ($0.token, $0.apnsID) })
+        #expect(accepted.count == devices.count)
+        for (device, result) in accepted {
+            #expect(result.apnsID == answered[device])
+            #expect(result.apnsUniqueID?.count == 36)
+        }
+        // Results read from a response and results built from strings compare by their values.
+        let first = try #require(accepted[devices[0].hexString])
+        var copy = first
+        copy.apnsID = first.apnsID
+        #expect(copy == first && copy.hashValue == first.hashValue)
+        copy.apnsUniqueID = nil
+        #expect(copy != first && copy.apnsID == first.apnsID)
+        await loopback.server.shutdown()
+    }
+
     @Test("Permanent rejections are thrown at once with status, reason, timestamp and apns-id; never retried")
     func permanentRejections() async throws {
         let gone = token(9)

@@ -232,6 +232,45 @@ struct SessionTests {
         #expect(pair.received.isEmpty)
     }
 
+    @Test("Bodies of later requests on the same session arrive whole and their own (body buffers are reused)")
+    func reusedBodySources() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { request in HTTP2Response(status: 200, body: request.body) }
+        for wave in 0..<3 {
+            let bodies = (0..<20).map { index in Array(repeating: UInt8(truncatingIfNeeded: wave * 20 + index), count: 1 + (index * 997) % 40_000) }
+            let ids = bodies.map { pair.send(HTTP2Request(authority: "localhost", path: "/3/device/abc", body: $0)) }
+            try pair.pump()
+            for (id, body) in zip(ids, bodies) {
+                #expect(try pair.results[id]?.get().body == body)
+            }
+        }
+        #expect(pair.duplicateCompletions == 0)
+    }
+
+    @Test("A path given in two parts goes out joined; a bad byte in either part is refused before sending")
+    func pathInTwoParts() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { _ in HTTP2Response(status: 200) }
+        let split = HTTP2Request(authority: "localhost", pathPrefix: "/3/device/", pathSuffix: "abc", body: Array("{}".utf8))
+        #expect(split.path == "/3/device/abc")
+        #expect(split == HTTP2Request(authority: "localhost", path: "/3/device/abc", body: Array("{}".utf8)))
+        #expect(split.hashValue == HTTP2Request(authority: "localhost", path: "/3/device/abc", body: Array("{}".utf8)).hashValue)
+        let good = pair.send(split)
+        let badSuffix = pair.send(HTTP2Request(authority: "localhost", pathPrefix: "/3/device/", pathSuffix: "a c", body: [1]))
+        let badPrefix = pair.send(HTTP2Request(authority: "localhost", pathPrefix: "/3/de\u{7f}vice/", pathSuffix: "abc", body: [1]))
+        let empty = pair.send(HTTP2Request(authority: "localhost", pathPrefix: "", pathSuffix: "", body: [1]))
+        try pair.pump()
+        #expect(try pair.results[good]?.get().status == 200)
+        for id in [badSuffix, badPrefix, empty] {
+            guard case .failure(let error) = pair.results[id] else { Issue.record("request \(id) was sent"); continue }
+            #expect(error.code == .invalidRequest && !error.mayHaveBeenProcessed)
+        }
+        #expect(pair.received.map(\.path) == ["/3/device/abc"])
+        var renamed = split
+        renamed.path = "/3/device/def"
+        #expect(renamed.path == "/3/device/def")
+    }
+
     @Test("A failed connection fails every request exactly once")
     func failAll() throws {
         let pair = try InMemoryPair(serverSettings: HTTP2Settings(maxConcurrentStreams: 2))

@@ -149,18 +149,34 @@ final class NGHTTP2Session {
     /// - Returns: the stream id.
     /// - Throws: ``HeaderError`` for a header the peer would refuse, ``NGHTTP2SessionError`` otherwise.
     func submitRequest(_ request: HTTP2Request) throws -> Int32 {
+        let source = request.body.isEmpty ? nil : self.bodySource(request.body)
+        let streamID: Int32
+        do {
+            streamID = try self.submit(request, source: source)
+        } catch {
+            if let source { self.recycle(source) }
+            throw error
+        }
+        guard streamID > 0 else {
+            if let source { self.recycle(source) }
+            throw NGHTTP2SessionError(code: streamID, operation: "submit_request")
+        }
+        if let source { self.bodies[streamID] = source }
+        return streamID
+    }
+
+    private func submit(_ request: HTTP2Request, source: BodySource?) throws -> Int32 {
         var byteCount = 7 + 7 + 10 + 5 + request.method.utf8.count + request.scheme.utf8.count
-            + request.authority.utf8.count + request.path.utf8.count
+            + request.authority.utf8.count + request.pathPrefix.utf8.count + request.pathSuffix.utf8.count
         for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
         let fieldCount = 4 + request.headers.count
-        let source = request.body.isEmpty ? nil : BodySource(request.body)
-        let streamID: Int32 = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
             try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: fieldCount) { nva in
                 var writer = NVWriter(storage: storage, nva: nva)
                 try writer.add(":method", request.method, neverIndexed: false)
                 try writer.add(":scheme", request.scheme, neverIndexed: false)
                 try writer.add(":authority", request.authority, neverIndexed: false)
-                try writer.add(":path", request.path, neverIndexed: true, isPath: true)
+                try writer.addPath(request.pathPrefix, request.pathSuffix)
                 for field in request.headers {
                     if field.isChecked {
                         writer.addChecked(field.name, field.value, neverIndexed: field.indexing == .neverIndexed)
@@ -178,9 +194,22 @@ final class NGHTTP2Session {
                 return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, &provider, nil)
             }
         }
-        guard streamID > 0 else { throw NGHTTP2SessionError(code: streamID, operation: "submit_request") }
-        if let source { self.bodies[streamID] = source }
-        return streamID
+    }
+
+    /// Body sources of closed streams, reused: a bulk send would otherwise allocate one per request.
+    private var spareBodySources: [BodySource] = []
+
+    private func bodySource(_ bytes: [UInt8]) -> BodySource {
+        guard let source = self.spareBodySources.popLast() else { return BodySource(bytes) }
+        source.bytes = bytes
+        return source
+    }
+
+    private func recycle(_ source: BodySource) {
+        guard self.spareBodySources.count < 256 else { return }
+        source.bytes = []
+        source.offset = 0
+        self.spareBodySources.append(source)
     }
 
     /// Queues a response on `streamID`, its headers copied and checked as for requests.
@@ -189,7 +218,7 @@ final class NGHTTP2Session {
         let headers = response.headers
         var byteCount = 7 + status.utf8.count
         for field in headers { byteCount += field.name.utf8.count + field.value.utf8.count }
-        let source = response.body.isEmpty ? nil : BodySource(response.body)
+        let source = response.body.isEmpty ? nil : self.bodySource(response.body)
         let result: Int32 = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
             try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: 1 + headers.count) { nva in
                 var writer = NVWriter(storage: storage, nva: nva)
@@ -207,7 +236,10 @@ final class NGHTTP2Session {
                 return nghttp2_submit_response(self.session, streamID, nva.baseAddress, writer.count, &provider)
             }
         }
-        guard result == 0 else { throw NGHTTP2SessionError(code: result, operation: "submit_response") }
+        guard result == 0 else {
+            if let source { self.recycle(source) }
+            throw NGHTTP2SessionError(code: result, operation: "submit_response")
+        }
         if let source { self.bodies[streamID] = source }
     }
 
@@ -265,7 +297,7 @@ final class NGHTTP2Session {
     // MARK: Callback entry points
 
     fileprivate func streamClosed(_ streamID: Int32, errorCode: UInt32) {
-        self.bodies.removeValue(forKey: streamID)
+        if let source = self.bodies.removeValue(forKey: streamID) { self.recycle(source) }
         self.delegate.session(self, didCloseStream: streamID, errorCode: HTTP2ErrorCode(errorCode))
     }
 }
@@ -273,7 +305,7 @@ final class NGHTTP2Session {
 /// A body being sent: read by nghttp2's data provider through an unretained pointer; the session's
 /// `bodies` table keeps it alive until the stream closes.
 final class BodySource {
-    let bytes: [UInt8]
+    var bytes: [UInt8]
     var offset = 0
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -315,7 +347,7 @@ struct NVWriter {
         self.nva = nva
     }
 
-    mutating func add(_ name: String, _ value: String, neverIndexed: Bool, checkName: Bool = false, isPath: Bool = false) throws {
+    mutating func add(_ name: String, _ value: String, neverIndexed: Bool, checkName: Bool = false) throws {
         let nameStart = self.offset
         var badName = false
         self.copy(name) { byte in
@@ -333,17 +365,30 @@ struct NVWriter {
         let valueStart = self.offset
         var badValue = false
         self.copy(value) { byte in
-            if isPath ? (byte <= 0x20 || byte == 0x7f) : HeaderRules.isBadValueByte(byte) { badValue = true }
+            if HeaderRules.isBadValueByte(byte) { badValue = true }
         }
-        if badValue || (isPath && self.offset == valueStart) {
-            throw HeaderError(
-                description: isPath ? "the path must be non-empty, with no spaces or control characters"
-                    : "the value of header '\(name)' contains CR, LF or NUL"
-            )
+        if badValue { throw HeaderError(description: "the value of header '\(name)' contains CR, LF or NUL") }
+        self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed)
+    }
+
+    /// Adds `:path` (never indexed) from two parts copied back to back.
+    mutating func addPath(_ prefix: String, _ suffix: String) throws {
+        let nameStart = self.offset
+        self.copy(":path")
+        let valueStart = self.offset
+        var badValue = false
+        self.copy(prefix) { byte in if byte <= 0x20 || byte == 0x7f { badValue = true } }
+        self.copy(suffix) { byte in if byte <= 0x20 || byte == 0x7f { badValue = true } }
+        if badValue || self.offset == valueStart {
+            throw HeaderError(description: "the path must be non-empty, with no spaces or control characters")
         }
+        self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: true)
+    }
+
+    private mutating func appendField(nameStart: Int, valueStart: Int, neverIndexed: Bool) {
         let base = self.storage.baseAddress!
         self.nva[self.count] = nghttp2_nv(
-            name: base + nameStart, value: base + valueStart, namelen: nameLength, valuelen: self.offset - valueStart,
+            name: base + nameStart, value: base + valueStart, namelen: valueStart - nameStart, valuelen: self.offset - valueStart,
             flags: UInt8(neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
         )
         self.count += 1
@@ -355,12 +400,7 @@ struct NVWriter {
         self.copy(name)
         let valueStart = self.offset
         self.copy(value)
-        let base = self.storage.baseAddress!
-        self.nva[self.count] = nghttp2_nv(
-            name: base + nameStart, value: base + valueStart, namelen: valueStart - nameStart, valuelen: self.offset - valueStart,
-            flags: UInt8(neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
-        )
-        self.count += 1
+        self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed)
     }
 
     private mutating func copy(_ string: String) {
