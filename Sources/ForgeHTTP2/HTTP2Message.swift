@@ -197,12 +197,12 @@ struct RawHeaders: Sendable {
         if self.bytes.capacity == 0 { self.bytes.reserveCapacity(256) }
         let nameCount = min(name.count, Int(UInt16.max))
         let valueCount = min(value.count, Int(UInt32.max))
-        self.bytes.append(UInt8(truncatingIfNeeded: nameCount >> 8))
-        self.bytes.append(UInt8(truncatingIfNeeded: nameCount))
-        self.bytes.append(UInt8(truncatingIfNeeded: valueCount >> 24))
-        self.bytes.append(UInt8(truncatingIfNeeded: valueCount >> 16))
-        self.bytes.append(UInt8(truncatingIfNeeded: valueCount >> 8))
-        self.bytes.append(UInt8(truncatingIfNeeded: valueCount))
+        let lengths = (
+            UInt8(truncatingIfNeeded: nameCount >> 8), UInt8(truncatingIfNeeded: nameCount),
+            UInt8(truncatingIfNeeded: valueCount >> 24), UInt8(truncatingIfNeeded: valueCount >> 16),
+            UInt8(truncatingIfNeeded: valueCount >> 8), UInt8(truncatingIfNeeded: valueCount)
+        )
+        withUnsafeBytes(of: lengths) { self.bytes.append(contentsOf: $0) }
         self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: name[0..<nameCount]))
         self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[0..<valueCount]))
     }

@@ -112,22 +112,34 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
             pending.completion(.failure(error))
             return
         }
+        // Nothing waiting and a stream free: start it now, without a trip through the queue.
+        if self.queue.count == 0, self.openStreamCount < self.streamLimit {
+            self.start(pending)
+            return
+        }
         self.queue.append(pending)
         self.startQueuedRequests()
     }
 
+    /// The most streams open at once now: the peer's limit and the local cap.
+    private var streamLimit: Int { min(Int(self.session.peerMaxConcurrentStreams), self.localStreamCap) }
+
+    private func start(_ pending: Pending) {
+        do {
+            let streamID = try self.session.submitRequest(pending.request)
+            self.streams[streamID] = OpenStream(id: pending.id, deadline: pending.deadline, completion: pending.completion)
+        } catch {
+            // A header the peer would refuse, found while copying it: nothing was sent.
+            pending.completion(.failure(HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false, detail: "\(error)")))
+        }
+    }
+
     /// Submits queued requests while the peer's limit and the local cap allow.
     func startQueuedRequests() {
-        guard self.terminalError == nil, self.goAway == nil else { return }
-        let limit = min(Int(self.session.peerMaxConcurrentStreams), self.localStreamCap)
+        guard self.terminalError == nil, self.goAway == nil, self.queue.count > 0 else { return }
+        let limit = self.streamLimit
         while self.openStreamCount < limit, let pending = self.queue.popFirst() {
-            do {
-                let streamID = try self.session.submitRequest(pending.request)
-                self.streams[streamID] = OpenStream(id: pending.id, deadline: pending.deadline, completion: pending.completion)
-            } catch {
-                // A header the peer would refuse, found while copying it: nothing was sent.
-                pending.completion(.failure(HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false, detail: "\(error)")))
-            }
+            self.start(pending)
         }
     }
 

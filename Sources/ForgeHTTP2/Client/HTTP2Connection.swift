@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 internal import ForgeSupport
+internal import Synchronization
 
 /// One HTTP/2 client connection over nghttp2 and OpenSSL, with its own I/O thread.
 ///
@@ -289,28 +290,47 @@ struct Inbox {
 }
 
 /// Gathers the results of a batch and delivers them once, in order.
+///
+/// Each result goes straight into its own slot; the atomic count of slots still empty tells the
+/// last completion that it may hand over the whole array. Completions normally all come from the
+/// I/O thread, but nothing here depends on it.
 final class BatchCollector: @unchecked Sendable {
-    // @unchecked Sendable: `results` and `remaining` are only touched under `lock` (completions come
-    // from the I/O thread, or from the caller's thread when a closed connection rejects the batch).
-    private var results: [Result<HTTP2Response, HTTP2ClientError>?]
-    private var remaining: Int
-    private let done: ([Result<HTTP2Response, HTTP2ClientError>]) -> Void
-    private let lock = LockedBox(())
+    // @unchecked Sendable: each slot is written once, by its request's completion, and read only by
+    // the completion that brings `remaining` to zero; the atomic orders those accesses.
+    typealias Outcome = Result<HTTP2Response, HTTP2ClientError>
+    private let slots: UnsafeMutableBufferPointer<Outcome>
+    private let filled: UnsafeMutableBufferPointer<Bool>
+    private let remaining: Atomic<Int>
+    private let done: ([Outcome]) -> Void
 
-    init(count: Int, done: @escaping ([Result<HTTP2Response, HTTP2ClientError>]) -> Void) {
-        self.results = Array(repeating: nil, count: count)
-        self.remaining = count
+    init(count: Int, done: @escaping ([Outcome]) -> Void) {
+        self.slots = .allocate(capacity: count)
+        self.filled = .allocate(capacity: count)
+        self.filled.initialize(repeating: false)
+        self.remaining = Atomic(count)
         self.done = done
     }
 
-    func complete(_ index: Int, with result: Result<HTTP2Response, HTTP2ClientError>) {
-        let finished = self.lock.withLock { _ -> Bool in
-            precondition(self.results[index] == nil, "a request completed twice")
-            self.results[index] = result
-            self.remaining -= 1
-            return self.remaining == 0
+    deinit {
+        // Delivered results were moved out; anything left (a batch that never finished) is released here.
+        if self.remaining.load(ordering: .acquiring) > 0 {
+            for index in self.slots.indices where self.filled[index] { (self.slots.baseAddress! + index).deinitialize(count: 1) }
         }
-        if finished { self.done(self.results.map { $0! }) }
+        self.slots.deallocate()
+        self.filled.deallocate()
+    }
+
+    func complete(_ index: Int, with result: Outcome) {
+        precondition(!self.filled[index], "a request completed twice")
+        self.filled[index] = true
+        (self.slots.baseAddress! + index).initialize(to: result)
+        guard self.remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        let count = self.slots.count
+        let results = [Outcome](unsafeUninitializedCapacity: count) { buffer, initialized in
+            _ = buffer.moveInitialize(fromContentsOf: self.slots)
+            initialized = count
+        }
+        self.done(results)
     }
 }
 
