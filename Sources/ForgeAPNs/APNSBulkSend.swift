@@ -144,12 +144,15 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
 }
 
 /// A bounded hand-off from the bulk producer to one reader, with back-pressure both ways.
+///
+/// Verdicts move in whole batches: a worker's array goes to the waiting reader, or into the buffer
+/// (as is when the buffer is empty), and the reader takes the whole buffer. No verdict is copied
+/// one by one on the way.
 final class VerdictChannel: Sendable {
     private struct State {
         var buffer: [APNSBulkVerdict] = []
-        var head = 0
         var summary: APNSBulkSummary?
-        var reader: CheckedContinuation<APNSBulkVerdict?, Never>?
+        var reader: CheckedContinuation<[APNSBulkVerdict]?, Never>?
         /// Every worker waiting for room (several wait at once when the reader falls behind).
         var writers: [CheckedContinuation<Void, Never>] = []
         /// The reader is gone (the bulk send was released): verdicts are dropped, nobody waits.
@@ -167,30 +170,29 @@ final class VerdictChannel: Sendable {
     /// less than one batch: the bound is the capacity plus one batch per worker).
     func send(_ verdicts: [APNSBulkVerdict]) async {
         guard !verdicts.isEmpty else { return }
-        enum Action { case delivered(CheckedContinuation<APNSBulkVerdict?, Never>), buffered, full }
+        enum Action { case delivered(CheckedContinuation<[APNSBulkVerdict]?, Never>), buffered, full }
         while true {
             let action = self.state.withLock { state -> Action in
                 if state.abandoned { return .buffered }
-                guard state.buffer.count - state.head < self.capacity else { return .full }
+                guard state.buffer.count < self.capacity else { return .full }
                 if let reader = state.reader {
-                    // The waiting reader takes the first; the rest wait in the buffer for its next call.
+                    // A reader waits only on an empty buffer: the batch goes to it whole.
                     state.reader = nil
-                    state.buffer.append(contentsOf: verdicts.dropFirst())
                     return .delivered(reader)
                 }
-                state.buffer.append(contentsOf: verdicts)
+                if state.buffer.isEmpty { state.buffer = verdicts } else { state.buffer.append(contentsOf: verdicts) }
                 return .buffered
             }
             switch action {
             case .delivered(let reader):
-                reader.resume(returning: verdicts[0])
+                reader.resume(returning: verdicts)
                 return
             case .buffered:
                 return
             case .full:
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = self.state.withLock { state -> Bool in
-                        if state.abandoned || state.buffer.count - state.head < self.capacity { return true }
+                        if state.abandoned || state.buffer.count < self.capacity { return true }
                         state.writers.append(continuation)
                         return false
                     }
@@ -204,8 +206,7 @@ final class VerdictChannel: Sendable {
     func abandon() {
         let writers = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.abandoned = true
-            state.buffer.removeAll()
-            state.head = 0
+            state.buffer = []
             defer { state.writers.removeAll() }
             return state.writers
         }
@@ -214,10 +215,10 @@ final class VerdictChannel: Sendable {
 
     /// Ends the stream with the counts.
     func finish(_ summary: APNSBulkSummary) {
-        let reader = self.state.withLock { state -> CheckedContinuation<APNSBulkVerdict?, Never>? in
+        let reader = self.state.withLock { state -> CheckedContinuation<[APNSBulkVerdict]?, Never>? in
             state.summary = summary
             defer { state.reader = nil }
-            return state.buffer.count > state.head ? nil : state.reader
+            return state.buffer.isEmpty ? state.reader : nil
         }
         reader?.resume(returning: nil)
     }
@@ -226,43 +227,35 @@ final class VerdictChannel: Sendable {
     /// all that accumulated meanwhile, instead of one wake-up per verdict.
     func nextBatch() async -> [APNSBulkVerdict]? {
         enum Take { case values([APNSBulkVerdict], [CheckedContinuation<Void, Never>]), end, wait }
-        func take(_ state: inout State) -> Take {
-            if state.head < state.buffer.count {
-                let values = Array(state.buffer[state.head...])
-                state.buffer.removeAll(keepingCapacity: true)
-                state.head = 0
+        let taken = self.state.withLock { state -> Take in
+            if !state.buffer.isEmpty {
+                let values = state.buffer
+                state.buffer = []
                 let writers = state.writers
                 state.writers.removeAll()
                 return .values(values, writers)
             }
             return state.summary == nil ? .wait : .end
         }
-        while true {
-            switch self.state.withLock({ take(&$0) }) {
-            case .values(let values, let writers):
-                for writer in writers { writer.resume() }
-                return values
-            case .end:
-                return nil
-            case .wait:
-                let verdict = await withCheckedContinuation { (continuation: CheckedContinuation<APNSBulkVerdict?, Never>) in
-                    let ready = self.state.withLock { state -> Bool in
-                        if state.head < state.buffer.count || state.summary != nil { return true }
-                        state.reader = continuation
-                        return false
-                    }
-                    if ready { continuation.resume(returning: nil) }
+        switch taken {
+        case .values(let values, let writers):
+            for writer in writers { writer.resume() }
+            return values
+        case .end:
+            return nil
+        case .wait:
+            // Resumed with a worker's batch, or with nil at the end (or when something arrived
+            // between the check above and this registration: then look again).
+            let handed = await withCheckedContinuation { (continuation: CheckedContinuation<[APNSBulkVerdict]?, Never>) in
+                let ready = self.state.withLock { state -> Bool in
+                    if !state.buffer.isEmpty || state.summary != nil { return true }
+                    state.reader = continuation
+                    return false
                 }
-                if let verdict {
-                    // Handed over directly; add whatever else is buffered.
-                    var values = [verdict]
-                    if case .values(let more, let writers) = self.state.withLock({ take(&$0) }) {
-                        for writer in writers { writer.resume() }
-                        values += more
-                    }
-                    return values
-                }
+                if ready { continuation.resume(returning: nil) }
             }
+            if let handed { return handed }
+            return await self.nextBatch()
         }
     }
 }
@@ -512,24 +505,28 @@ extension APNSClient {
             // Counted and handed over once per batch: one lock each, not one per token.
             var verdicts: [APNSBulkVerdict] = []
             verdicts.reserveCapacity(batch.count)
+            var counts = APNSBulkSummary()
             for (slot, item) in batch.enumerated() {
-                let outcome = outcomes[slot] ?? .failed(APNSError(kind: .transport, detail: "no outcome"))
+                let outcome = outcomes[slot].take() ?? .failed(APNSError(kind: .transport, detail: "no outcome"))
+                switch outcome {
+                case .accepted(let result):
+                    counts.accepted += 1
+                    if result.mayHaveBeenDeliveredTwice { counts.possiblyDeliveredTwice += 1 }
+                case .rejected(let error):
+                    counts.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
+                case .failed:
+                    counts.failed += 1
+                case .notSent:
+                    counts.notSent += 1
+                }
                 verdicts.append(APNSBulkVerdict(token: item.1, index: item.0, outcome: outcome))
             }
             tally.withLock { summary in
-                for verdict in verdicts {
-                    switch verdict.outcome {
-                    case .accepted(let result):
-                        summary.accepted += 1
-                        if result.mayHaveBeenDeliveredTwice { summary.possiblyDeliveredTwice += 1 }
-                    case .rejected(let error):
-                        summary.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
-                    case .failed:
-                        summary.failed += 1
-                    case .notSent:
-                        summary.notSent += 1
-                    }
-                }
+                summary.accepted += counts.accepted
+                summary.possiblyDeliveredTwice += counts.possiblyDeliveredTwice
+                summary.failed += counts.failed
+                summary.notSent += counts.notSent
+                summary.rejected.merge(counts.rejected, uniquingKeysWith: +)
             }
             await channel.send(verdicts)
         }

@@ -260,11 +260,13 @@ struct GeneratedTokens: AsyncSequence, Sendable {
     }
 
     static func hex(_ index: Int) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 64) { buffer in
+        // Computed digits, no table: the generator stands for the application's token source and
+        // should cost little next to the send it feeds.
+        String(unsafeUninitializedCapacity: 64) { buffer in
             for position in 0..<64 {
                 let shift = (63 - position) * 4
-                buffer[position] = shift < 64 ? digits[(index >> shift) & 0xF] : UInt8(ascii: "a")
+                let nibble = shift < 64 ? UInt8(truncatingIfNeeded: (index >> shift) & 0xF) : 0xA
+                buffer[position] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
             }
             return 64
         }
