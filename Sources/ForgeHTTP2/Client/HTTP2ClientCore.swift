@@ -70,11 +70,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
 
     private var session: NGHTTP2Session!
     private var queue = PendingQueue()
-    private var streams: [Int32: OpenStream] = [:]
-    /// The stream whose header block is arriving, out of `streams`: HTTP/2 never interleaves header
-    /// blocks, so its header callbacks need no hash lookups. It returns to `streams` when its HEADERS
-    /// frame ends without END_STREAM, or completes from here when the stream closes.
-    private var headerSlot: (id: Int32, stream: OpenStream)?
+    private var streams = StreamTable<OpenStream>()
     private(set) var goAway: GoAway?
     /// The most streams this side opens at once, whatever the peer allows.
     var localStreamCap: Int
@@ -93,7 +89,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     // MARK: State
 
     /// Streams open now.
-    var openStreamCount: Int { self.streams.count + (self.headerSlot == nil ? 0 : 1) }
+    var openStreamCount: Int { self.streams.count }
     /// Requests waiting for a stream.
     var queuedCount: Int { self.queue.count }
     /// The peer's current stream limit.
@@ -127,7 +123,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     private func start(_ pending: Pending) {
         do {
             let streamID = try self.session.submitRequest(pending.request)
-            self.streams[streamID] = OpenStream(id: pending.id, deadline: pending.deadline, completion: pending.completion)
+            self.streams.insert(OpenStream(id: pending.id, deadline: pending.deadline, completion: pending.completion), for: streamID)
         } catch {
             // A header the peer would refuse, found while copying it: nothing was sent.
             pending.completion(.failure(HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false, detail: "\(error)")))
@@ -157,9 +153,8 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
             return
         }
         // Cancellation is rare: a scan of the open streams costs less than a second table kept for it.
-        self.returnHeaderSlot()
-        guard let streamID = self.streams.first(where: { $0.value.id == requestID })?.key,
-            let stream = self.streams.removeValue(forKey: streamID)
+        guard let streamID = self.streams.all.first(where: { $0.value.id == requestID })?.id,
+            let stream = self.streams.removeValue(for: streamID)
         else { return }
         self.session.submitReset(streamID: streamID, errorCode: .cancel)
         stream.completion(.failure(error))
@@ -178,8 +173,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
         guard let known = self.earliestDeadline, known <= now else { return self.earliestDeadline }
         var earliest: UInt64?
         var expired: [UInt64] = []
-        self.returnHeaderSlot()
-        for stream in self.streams.values {
+        for (_, stream) in self.streams.all {
             guard let deadline = stream.deadline else { continue }
             if deadline <= now { expired.append(stream.id) } else { earliest = min(earliest ?? deadline, deadline) }
         }
@@ -203,10 +197,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     /// Fails everything, queued and open, with `error` (open streams: may have been processed).
     func fail(with error: HTTP2ClientError) {
         if self.terminalError == nil { self.terminalError = error }
-        self.returnHeaderSlot()
-        let streams = self.streams
-        self.streams.removeAll()
-        for stream in streams.values {
+        for (_, stream) in self.streams.removeAll() {
             var streamError = error
             streamError.mayHaveBeenProcessed = true
             stream.completion(.failure(streamError))
@@ -256,49 +247,23 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
 
     // MARK: NGHTTP2SessionDelegate
 
-    func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32) {
-        self.returnHeaderSlot()
-        if let stream = self.streams.removeValue(forKey: streamID) { self.headerSlot = (streamID, stream) }
-    }
-
-    /// Puts the header slot's stream back into `streams` (before anything walks or counts them by key).
-    private func returnHeaderSlot() {
-        guard let slot = self.headerSlot else { return }
-        self.headerSlot = nil
-        self.streams[slot.id] = slot.stream
-    }
+    func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32) {}
 
     func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
                  value: UnsafeBufferPointer<UInt8>, neverIndexed: Bool, on streamID: Int32) {
-        // One hash lookup per callback: optional chaining mutates the stored stream in place.
-        let isStatus = name.count == 7 && name.elementsEqual(":status".utf8)
-        if self.headerSlot?.id == streamID {
-            if isStatus { self.headerSlot!.stream.status = Self.parseStatus(value) } else {
-                self.headerSlot!.stream.headers.append(name: name, value: value)
-            }
-            return
-        }
-        if isStatus {
-            self.streams[streamID]?.status = Self.parseStatus(value)
+        if name.count == 7 && name.elementsEqual(":status".utf8) {
+            self.streams.modify(streamID) { $0.status = Self.parseStatus(value) }
         } else {
-            self.streams[streamID]?.headers.append(name: name, value: value)
+            self.streams.modify(streamID) { $0.headers.append(name: name, value: value) }
         }
     }
 
     func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32) {
-        if self.headerSlot?.id == streamID {
-            self.headerSlot!.stream.body.append(contentsOf: data)
-        } else {
-            self.streams[streamID]?.body.append(contentsOf: data)
-        }
+        self.streams.modify(streamID) { $0.body.append(contentsOf: data) }
     }
 
     func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame) {
         switch frame {
-        case .headers(let streamID, let endStream):
-            // The block is complete. With END_STREAM the close follows at once and takes the stream
-            // from the slot; otherwise DATA may interleave with other streams, so it goes back.
-            if !endStream, self.headerSlot?.id == streamID { self.returnHeaderSlot() }
         case .settings(isAck: false):
             self.onSettings?()
             self.startQueuedRequests()
@@ -313,15 +278,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     }
 
     func session(_ session: NGHTTP2Session, didCloseStream streamID: Int32, errorCode: HTTP2ErrorCode) {
-        let stream: OpenStream
-        if let slot = self.headerSlot, slot.id == streamID {
-            self.headerSlot = nil
-            stream = slot.stream
-        } else if let found = self.streams.removeValue(forKey: streamID) {
-            stream = found
-        } else {
-            return
-        }
+        guard let stream = self.streams.removeValue(for: streamID) else { return }
         if errorCode == .noError, let status = stream.status {
             stream.completion(.success(HTTP2Response(status: status, rawHeaders: stream.headers, body: stream.body)))
         } else if errorCode == .refusedStream, let goAway, goAway.receivedFromPeer, streamID > goAway.lastStreamID {

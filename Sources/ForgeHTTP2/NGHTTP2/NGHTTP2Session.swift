@@ -44,7 +44,7 @@ final class NGHTTP2Session {
     unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
     let role: Role
     /// Request and response bodies being sent, by stream, kept alive until the stream closes.
-    private var bodies: [Int32: BodySource] = [:]
+    private var bodies = StreamTable<BodySource>()
 
     /// Creates a session and queues its connection preface and SETTINGS.
     ///
@@ -161,7 +161,7 @@ final class NGHTTP2Session {
             if let source { self.recycle(source) }
             throw NGHTTP2SessionError(code: streamID, operation: "submit_request")
         }
-        if let source { self.bodies[streamID] = source }
+        if let source { self.bodies.insert(source, for: streamID) }
         return streamID
     }
 
@@ -240,7 +240,7 @@ final class NGHTTP2Session {
             if let source { self.recycle(source) }
             throw NGHTTP2SessionError(code: result, operation: "submit_response")
         }
-        if let source { self.bodies[streamID] = source }
+        if let source { self.bodies.insert(source, for: streamID) }
     }
 
     /// Queues SETTINGS.
@@ -297,7 +297,7 @@ final class NGHTTP2Session {
     // MARK: Callback entry points
 
     fileprivate func streamClosed(_ streamID: Int32, errorCode: UInt32) {
-        if let source = self.bodies.removeValue(forKey: streamID) { self.recycle(source) }
+        if let source = self.bodies.removeValue(for: streamID) { self.recycle(source) }
         self.delegate.session(self, didCloseStream: streamID, errorCode: HTTP2ErrorCode(errorCode))
     }
 }
