@@ -56,3 +56,42 @@ struct StreamTableTests {
         #expect(table.removeValue(for: 33) == 2 && table.removeValue(for: 65) == 3 && table.isEmpty)
     }
 }
+
+@Suite("SessionAllocator: nghttp2's small blocks reused")
+struct SessionAllocatorTests {
+    @Test("Blocks keep their contents through realloc, come back for reuse, and big ones pass through")
+    func reuseAndRealloc() throws {
+        let allocator = SessionAllocator()
+        var blocks: [UnsafeMutableRawPointer] = []
+        for size in [1, 64, 65, 200, 1024, 1025, 70_000] {
+            let block = try #require(allocator.allocate(size))
+            block.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: size), count: size)
+            blocks.append(block)
+        }
+        // Growing keeps the bytes; shrinking or staying within the class keeps the block.
+        let grown = try #require(allocator.reallocate(blocks[1], to: 3_000))
+        #expect((0..<64).allSatisfy { grown.load(fromByteOffset: $0, as: UInt8.self) == 64 })
+        #expect(allocator.reallocate(grown, to: 10) == grown)
+        blocks[1] = grown
+        for block in blocks { allocator.free(block) }
+        allocator.free(nil)
+        // 1 and the 64 that grew (freed by the realloc) -> class 0; 65 -> 1; 200 -> 2; 1024 -> 4;
+        // 1025, 70 000 and the grown block are big and go back to malloc.
+        #expect(allocator.cachedBlocks == [2, 1, 1, 0, 1])
+        let again = try #require(allocator.allocate(30))
+        #expect(allocator.cachedBlocks == [1, 1, 1, 0, 1])
+        allocator.free(again)
+    }
+
+    @Test("A session's requests run on reused blocks after the first burst")
+    func sessionReuses() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { request in HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "\(request.streamID)")]) }
+        for _ in 0..<3 {
+            let ids = (0..<50).map { _ in pair.send(request()) }
+            try pair.pump()
+            #expect(ids.allSatisfy { (try? pair.results[$0]?.get().status) == 200 })
+        }
+        #expect(pair.client.sessionAllocator.cachedBlocks.reduce(0, +) > 0)
+    }
+}

@@ -96,6 +96,8 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     var peerMaxConcurrentStreams: UInt32 { self.session.peerMaxConcurrentStreams }
     /// Whether the session can go on reading or writing.
     var isActive: Bool { self.terminalError == nil && (self.session.wantsRead || self.session.wantsWrite) }
+    /// The session's allocator (for tests).
+    var sessionAllocator: SessionAllocator { self.session.allocator }
     /// Whether nothing is open or queued.
     var isIdle: Bool { self.openStreamCount == 0 && self.queue.count == 0 }
 

@@ -43,6 +43,8 @@ final class NGHTTP2Session {
     /// The owner; it keeps this session alive, so the reference is unowned.
     unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
     let role: Role
+    /// Where nghttp2 allocates; released after the session (stored properties outlive `deinit`'s body).
+    let allocator = SessionAllocator()
     /// Request and response bodies being sent, by stream, kept alive until the stream closes.
     private var bodies = StreamTable<BodySource>()
 
@@ -84,10 +86,11 @@ final class NGHTTP2Session {
 
         var created: OpaquePointer? = nil
         let userData = Unmanaged.passUnretained(self).toOpaque()
+        var memory = self.allocator.nghttp2Memory
         let result: Int32
         switch role {
-        case .client: result = nghttp2_session_client_new2(&created, callbacks, userData, option)
-        case .server: result = nghttp2_session_server_new2(&created, callbacks, userData, option)
+        case .client: result = nghttp2_session_client_new3(&created, callbacks, userData, option, &memory)
+        case .server: result = nghttp2_session_server_new3(&created, callbacks, userData, option, &memory)
         }
         guard result == 0, let created else { throw NGHTTP2SessionError(code: result, operation: "session_new") }
         self.session = created
