@@ -75,6 +75,7 @@ struct SessionAllocatorTests {
         blocks[1] = grown
         for block in blocks { allocator.free(block) }
         allocator.free(nil)
+        guard SessionAllocator.cachedPerClass > 0 else { return }  // AddressSanitizer: nothing is kept
         // 1 and the 64 that grew (freed by the realloc) -> class 0; 65 -> 1; 200 -> 2; 1024 -> 4;
         // 1025, 70 000 and the grown block are big and go back to malloc.
         #expect(allocator.cachedBlocks == [2, 1, 1, 0, 1])
@@ -92,6 +93,6 @@ struct SessionAllocatorTests {
             try pair.pump()
             #expect(ids.allSatisfy { (try? pair.results[$0]?.get().status) == 200 })
         }
-        #expect(pair.client.sessionAllocator.cachedBlocks.reduce(0, +) > 0)
+        #expect(pair.client.sessionAllocator.cachedBlocks.reduce(0, +) > 0 || SessionAllocator.cachedPerClass == 0)
     }
 }

@@ -18,12 +18,15 @@ import Glibc
 /// and the usable size, which `free` and `realloc` read back. Sizes up to 1 KiB fall into five
 /// classes; larger ones go straight to `malloc`. Each class keeps at most `cachedPerClass` free
 /// blocks, about 2 MiB per session at most. A session is used on one thread only (nghttp2 is not
-/// thread-safe), so neither are the stacks; they live in raw memory, so no access needs an exclusivity check.
+/// thread-safe), so neither are the stacks; they live in raw memory, so no access needs an
+/// exclusivity check.
 final class SessionAllocator {
     private static let classSizes = [64, 128, 256, 512, 1024]
     private static let headerSize = 16
     private static let bigBlock = -1
-    static let cachedPerClass = 1024
+    /// Free blocks kept per class; none under AddressSanitizer, so that it still sees nghttp2's
+    /// every use of a freed block.
+    static let cachedPerClass = dlsym(nil, "__asan_init") == nil ? 1024 : 0
 
     /// `classSizes.count` stacks of `cachedPerClass` block pointers each, and their depths.
     private let stacks: UnsafeMutablePointer<UnsafeMutableRawPointer>
