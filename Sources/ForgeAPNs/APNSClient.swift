@@ -244,13 +244,11 @@ public final class APNSClient: Sendable {
             do {
                 let response = try await transport.send(http2, deadline: deadline)
                 if (200..<300).contains(response.status) {
-                    // Two headers are all a success carries: read them without building an APNSResponse.
-                    // Read in place: materializing the header list allocates per response.
-                    let id = response[header: "apns-id"] ?? response[header: "apns-request-id"] ?? ""
-                    let unique = response[header: "apns-unique-id"]
-                    self.metrics.accepted(pushType: pushType, latency: .now - started)
-                    let result = APNSSendResult(apnsID: id, apnsUniqueID: unique, attempts: attempt,
-                                                mayHaveBeenDeliveredTwice: possiblyDelivered, duration: .now - started)
+                    // The ids stay in the response until someone reads them.
+                    let elapsed = ContinuousClock.now - started
+                    self.metrics.accepted(pushType: pushType, latency: elapsed)
+                    let result = APNSSendResult(response: response, attempts: attempt,
+                                                mayHaveBeenDeliveredTwice: possiblyDelivered, duration: elapsed)
                     return (result, response)
                 }
                 let rejection = APNSErrorResponse(

@@ -111,13 +111,6 @@ public struct APNSSendResult: Hashable, Sendable {
         case response(HTTP2Response)
     }
 
-    init(apnsID: String, apnsUniqueID: String?, attempts: Int, mayHaveBeenDeliveredTwice: Bool, duration: Duration) {
-        self.identifiers = .strings(apnsID, apnsUniqueID)
-        self.attempts = attempts
-        self.mayHaveBeenDeliveredTwice = mayHaveBeenDeliveredTwice
-        self.duration = duration
-    }
-
     /// A result whose ids stay in `response` until read.
     init(response: HTTP2Response, attempts: Int, mayHaveBeenDeliveredTwice: Bool, duration: Duration) {
         self.identifiers = .response(response)
