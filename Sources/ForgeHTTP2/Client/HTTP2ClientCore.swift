@@ -21,11 +21,14 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     /// to allocate per request of a batch).
     enum Completion {
         case single((Result<HTTP2Response, HTTP2ClientError>) -> Void)
+        /// A caller suspended on the request (no closure context to allocate per request).
+        case continuation(UnsafeContinuation<HTTP2Response, any Error>)
         case batch(BatchCollector, index: Int)
 
         func callAsFunction(_ result: Result<HTTP2Response, HTTP2ClientError>) {
             switch self {
             case .single(let body): body(result)
+            case .continuation(let continuation): continuation.resume(with: result.mapError { $0 as any Error })
             case .batch(let collector, let index): collector.complete(index, with: result)
             }
         }

@@ -92,11 +92,13 @@ public final class HTTP2Connection: Sendable {
         }
         let monotonicDeadline = deadline.map(Self.monotonic)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP2Response, any Error>) in
-                let pending = HTTP2ClientCore.Pending(id: id, request: request, deadline: monotonicDeadline) { result in
-                    continuation.resume(with: result.mapError { $0 as any Error })
-                }
-                self.submit([pending])
+            // Unsafe (unchecked) continuations on the two request paths: the core completes every
+            // request exactly once (SessionTests count duplicate completions), and a checked
+            // continuation costs an allocation and two atomic operations per request.
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<HTTP2Response, any Error>) in
+                let pending = HTTP2ClientCore.Pending(id: id, request: request, deadline: monotonicDeadline,
+                                                      completion: .continuation(continuation))
+                self.submit(CollectionOfOne(pending))
                 // A task cancelled before this point ran its cancellation handler before the
                 // request existed; cancel again now that it does.
                 if Task.isCancelled { self.cancel([id]) }
@@ -121,7 +123,7 @@ public final class HTTP2Connection: Sendable {
         let ids = (0..<UInt64(requests.count)).map { firstID + $0 }
         let monotonicDeadline = deadline.map(Self.monotonic)
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<[Result<HTTP2Response, HTTP2ClientError>], Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<[Result<HTTP2Response, HTTP2ClientError>], Never>) in
                 let collector = BatchCollector(count: requests.count) { continuation.resume(returning: $0) }
                 let pending = requests.enumerated().map { index, request in
                     HTTP2ClientCore.Pending(id: ids[index], request: request, deadline: monotonicDeadline,
@@ -192,7 +194,7 @@ public final class HTTP2Connection: Sendable {
     /// `Task.isCancelled` is read under the same lock that the cancellation handler takes, and the
     /// flag is set before that handler runs: either the request is rejected here, or it reaches the
     /// inbox before its cancellation does, and the I/O thread handles requests before cancellations.
-    private func submit(_ pending: [HTTP2ClientCore.Pending]) {
+    private func submit(_ pending: some Collection<HTTP2ClientCore.Pending>) {
         var failure: HTTP2ClientError?
         let wake = self.inbox.withLock { inbox -> Bool in
             if case .closed(let closedError) = inbox.state {
