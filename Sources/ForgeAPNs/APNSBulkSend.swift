@@ -387,7 +387,7 @@ extension APNSClient {
         tally: LockedBox<APNSBulkSummary>
     ) async {
         let policy = self.configuration.retry
-        let authority = self.configuration.environment.authority
+        let authority = self.pushAuthority
         // Checked once here, not byte by byte for every request that carries them.
         let preparedHeaders = prepared.headers.map { header in
             let field = HTTP2HeaderField(header.name, header.value)

@@ -26,6 +26,9 @@ public final class APNSClient: Sendable {
     let logger: Logger
     let metrics = ClientMetrics()
     private let shutdownState = Atomic<Bool>(false)
+    /// `:authority` of pushes and of the channel API, built once (not per request).
+    let pushAuthority: String
+    let channelAuthority: String
 
     /// Creates a client over a pool of connections to `configuration.environment`.
     /// - Throws: ``APNSError`` of kind `invalidNotification` for a bad configuration (a refresh
@@ -55,6 +58,8 @@ public final class APNSClient: Sendable {
         self.configuration = configuration
         self.transport = transport
         self.channelTransport = channelTransport ?? transport
+        self.pushAuthority = configuration.environment.authority
+        self.channelAuthority = configuration.environment.channelManagement.authority
         self.logger = configuration.logger
         switch configuration.authentication.base {
         case .jwt(let key, let keyID, let teamID, let refreshAge):
@@ -197,7 +202,7 @@ public final class APNSClient: Sendable {
         channelAPI: Bool = false, prior: PriorAttempt = PriorAttempt()
     ) async throws(APNSError) -> (result: APNSSendResult, response: HTTP2Response) {
         let transport = channelAPI ? self.channelTransport : self.transport
-        let authority = channelAPI ? self.configuration.environment.channelManagement.authority : self.configuration.environment.authority
+        let authority = channelAPI ? self.channelAuthority : self.pushAuthority
         let policy = self.configuration.retry
         var attempt = prior.attempts
         var refreshed = false
