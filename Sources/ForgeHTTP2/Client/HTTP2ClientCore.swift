@@ -72,8 +72,12 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     }
 
     private var session: NGHTTP2Session!
-    private var queue = PendingQueue()
-    private var streams = StreamTable<OpenStream>()
+    // The queue and the stream table are touched several times per request, by this thread only,
+    // and never while another access to them is open (completions run after an entry is removed;
+    // a `modify` closure touches only its stream). The runtime's exclusivity check on each access
+    // cost about 3 % of a bulk send's CPU, so it is off for these two.
+    @exclusivity(unchecked) private var queue = PendingQueue()
+    @exclusivity(unchecked) private var streams = StreamTable<OpenStream>()
     private(set) var goAway: GoAway?
     /// The most streams this side opens at once, whatever the peer allows.
     var localStreamCap: Int

@@ -46,7 +46,9 @@ final class NGHTTP2Session {
     /// Where nghttp2 allocates; released after the session (stored properties outlive `deinit`'s body).
     let allocator = SessionAllocator()
     /// Request and response bodies being sent, by stream, kept alive until the stream closes.
-    private var bodies = StreamTable<BodySource>()
+    // Touched once or twice per request, by the session's thread only, never while another access
+    // is open: no runtime exclusivity check (as for HTTP2ClientCore's stream table).
+    @exclusivity(unchecked) private var bodies = StreamTable<BodySource>()
 
     /// Creates a session and queues its connection preface and SETTINGS.
     ///
@@ -200,7 +202,7 @@ final class NGHTTP2Session {
     }
 
     /// Body sources of closed streams, reused: a bulk send would otherwise allocate one per request.
-    private var spareBodySources: [BodySource] = []
+    @exclusivity(unchecked) private var spareBodySources: [BodySource] = []
 
     private func bodySource(_ bytes: [UInt8]) -> BodySource {
         guard let source = self.spareBodySources.popLast() else { return BodySource(bytes) }
