@@ -267,12 +267,19 @@ extension APNSClient {
     /// worker per batch).
     static let maximumBulkBatch = 64
 
-    /// The window a bulk send fills now, and the batch its workers take: a quarter of the window,
-    /// so that about four batches are in flight and one batch never needs more streams than one
-    /// connection of the pool offers.
-    var bulkWindowAndBatch: (window: Int, batch: Int) {
+    /// The batch each of `workers` bulk workers takes now: the window (up to the cap) shared by at
+    /// least four, so `workers` batches never exceed it whenever the workers were started; at most
+    /// what one connection of the pool offers, so a batch never waits for streams on its connection.
+    func bulkBatch(workers: Int) -> Int {
         let window = min(max(self.window, 1), Self.maximumBulkWindow)
-        return (window, max(1, min(Self.maximumBulkBatch, window / 4)))
+        let perConnection = (self.transport as? ConnectionPool)?.streamsPerConnection ?? window
+        return max(1, min(Self.maximumBulkBatch, perConnection, window / max(4, workers)))
+    }
+
+    /// How many workers fill the window now, each with one batch in flight.
+    var bulkWorkersWanted: Int {
+        let window = min(max(self.window, 1), Self.maximumBulkWindow)
+        return max(1, window / self.bulkBatch(workers: 4))
     }
 
     /// Sends `notification` to every token of `tokens` (hex strings, read lazily), as many at once
@@ -328,18 +335,20 @@ extension APNSClient {
         let feed = TokenFeed(tokens.makeAsyncIterator())
         let tally = LockedBox(APNSBulkSummary())
         let started = ContinuousClock.now
+        // Workers are only ever added; each sizes its next batch by how many there are now.
+        let workers = LockedBox(0)
         await withTaskGroup(of: Void.self) { group in
-            var workers = 0
             func spawn() {
-                workers += 1
-                group.addTask { await self.bulkWorker(prepared, feed: feed, deadline: deadline, channel: channel, tally: tally) }
+                workers.withLock { $0 += 1 }
+                group.addTask {
+                    await self.bulkWorker(prepared, feed: feed, workers: workers, deadline: deadline, channel: channel, tally: tally)
+                }
             }
             spawn()
             while await feed.waitForProgress() {
                 // Requests in flight follow the pool's open streams, up to the cap; a worker keeps a batch in flight.
-                let (inFlight, batch) = self.bulkWindowAndBatch
-                let target = max(1, (inFlight + batch - 1) / batch)
-                while workers < target { spawn() }
+                let wanted = self.bulkWorkersWanted
+                while workers.withLock({ $0 }) < wanted { spawn() }
             }
         }
         var summary = tally.withLock { $0 }
@@ -378,13 +387,13 @@ extension APNSClient {
         error.mayHaveBeenDelivered ? .failed(error) : .notSent(error)
     }
 
-    /// Sends the feed's tokens in batches (``bulkWindowAndBatch``) over one connection each (one wake-up per batch);
+    /// Sends the feed's tokens in batches (``bulkBatch(workers:)``) over one connection each (one wake-up per batch);
     /// what a batch does not settle (retryable rejections, an expired provider token, a dead
     /// connection) goes through ``executeRaw`` with what was already tried, so the retry rules are
     /// the same as for a single send.
     private func bulkWorker(
-        _ prepared: APNSPreparedNotification, feed: TokenFeed, deadline: ContinuousClock.Instant?, channel: VerdictChannel,
-        tally: LockedBox<APNSBulkSummary>
+        _ prepared: APNSPreparedNotification, feed: TokenFeed, workers: LockedBox<Int>, deadline: ContinuousClock.Instant?,
+        channel: VerdictChannel, tally: LockedBox<APNSBulkSummary>
     ) async {
         let policy = self.configuration.retry
         let authority = self.pushAuthority
@@ -393,7 +402,7 @@ extension APNSClient {
             let field = HTTP2HeaderField(header.name, header.value)
             return (try? field.checked()) ?? field
         }
-        while let batch = await feed.take(self.bulkWindowAndBatch.batch) {
+        while let batch = await feed.take(self.bulkBatch(workers: workers.withLock { $0 })) {
             var outcomes = [APNSBulkVerdict.Outcome?](repeating: nil, count: batch.count)
             var tokens = [DeviceToken?](repeating: nil, count: batch.count)
             for (slot, item) in batch.enumerated() {

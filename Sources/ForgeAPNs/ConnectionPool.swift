@@ -64,6 +64,20 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
+    /// The fewest streams one usable connection offers now (the peer's limit and the local cap);
+    /// the local cap while none is open.
+    var streamsPerConnection: Int {
+        self.state.withLock { state in
+            var fewest: Int?
+            for slot in state.slots {
+                guard let usage = slot.connection?.load, usage.isActive else { continue }
+                let streams = max(1, min(Int(usage.peerMaxConcurrentStreams), self.maxStreams))
+                fewest = min(fewest ?? streams, streams)
+            }
+            return fewest ?? self.maxStreams
+        }
+    }
+
     /// Open connections (for the pool gauge and tests).
     var openConnections: Int {
         self.state.withLock { state in

@@ -96,3 +96,20 @@ struct SessionAllocatorTests {
         #expect(pair.client.sessionAllocator.cachedBlocks.reduce(0, +) > 0 || SessionAllocator.cachedPerClass == 0)
     }
 }
+
+@Suite("StreamTable: walking and searching without copying")
+struct StreamTableWalkTests {
+    @Test("forEach and firstID see slots and the overflow alike")
+    func walk() {
+        var table = StreamTable<Int>(capacity: 16)
+        table.insert(10, for: 1)
+        table.insert(20, for: 33)  // shares stream 1's slot: waits in the overflow
+        table.insert(30, for: 5)
+        var seen: [Int32: Int] = [:]
+        table.forEach { id, value in seen[id] = value }
+        #expect(seen == [1: 10, 33: 20, 5: 30])
+        #expect(table.firstID(where: { $0 == 20 }) == 33)
+        #expect(table.firstID(where: { $0 == 30 }) == 5)
+        #expect(table.firstID(where: { $0 == 40 }) == nil)
+    }
+}

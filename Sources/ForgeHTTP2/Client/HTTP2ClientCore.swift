@@ -162,9 +162,13 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
             return
         }
         // Cancellation is rare: a scan of the open streams costs less than a second table kept for it.
-        guard let streamID = self.streams.all.first(where: { $0.value.id == requestID })?.id,
-            let stream = self.streams.removeValue(for: streamID)
-        else { return }
+        guard let streamID = self.streams.firstID(where: { $0.id == requestID }) else { return }
+        self.reset(streamID, error: error)
+    }
+
+    /// Resets an open stream with CANCEL and fails its request with `error`.
+    private func reset(_ streamID: Int32, error: HTTP2ClientError) {
+        guard let stream = self.streams.removeValue(for: streamID) else { return }
         self.session.submitReset(streamID: streamID, errorCode: .cancel)
         stream.completion(.failure(error))
     }
@@ -181,23 +185,27 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
         // earliest deadline ever enqueued bounds when a scan can find anything.
         guard let known = self.earliestDeadline, known <= now else { return self.earliestDeadline }
         var earliest: UInt64?
-        var expired: [UInt64] = []
-        for (_, stream) in self.streams.all {
-            guard let deadline = stream.deadline else { continue }
-            if deadline <= now { expired.append(stream.id) } else { earliest = min(earliest ?? deadline, deadline) }
+        var expiredStreams: [Int32] = []
+        self.streams.forEach { streamID, stream in
+            guard let deadline = stream.deadline else { return }
+            if deadline <= now { expiredStreams.append(streamID) } else { earliest = min(earliest ?? deadline, deadline) }
         }
-        for pending in self.queue.elements {
-            guard let deadline = pending.deadline else { continue }
-            if deadline <= now { expired.append(pending.id) } else { earliest = min(earliest ?? deadline, deadline) }
+        // One pass over the queue, however many expire at once (a whole bulk batch shares a deadline).
+        let expiredQueued = self.queue.removeAll { pending in
+            guard let deadline = pending.deadline else { return false }
+            if deadline <= now { return true }
+            earliest = min(earliest ?? deadline, deadline)
+            return false
         }
         self.earliestDeadline = earliest
-        guard !expired.isEmpty else { return earliest }
+        guard !expiredStreams.isEmpty || !expiredQueued.isEmpty else { return earliest }
         // Remove them all before starting anything queued, so an expired request never starts.
-        for id in expired {
-            self.remove(
-                requestID: id,
-                error: HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: true, detail: "the request's deadline passed")
-            )
+        let error = HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: true, detail: "the request's deadline passed")
+        for streamID in expiredStreams { self.reset(streamID, error: error) }
+        for pending in expiredQueued {
+            var queuedError = error
+            queuedError.mayHaveBeenProcessed = false
+            pending.completion(.failure(queuedError))
         }
         self.startQueuedRequests()
         return earliest
@@ -355,7 +363,18 @@ struct PendingQueue {
         return element
     }
 
-    var elements: [HTTP2ClientCore.Pending] { self.storage[self.head...].compactMap { $0 } }
+    /// Takes out every waiting request `shouldRemove` picks, in one pass.
+    mutating func removeAll(where shouldRemove: (HTTP2ClientCore.Pending) -> Bool) -> [HTTP2ClientCore.Pending] {
+        var removed: [HTTP2ClientCore.Pending] = []
+        for index in self.head..<self.storage.count {
+            guard let pending = self.storage[index], shouldRemove(pending) else { continue }
+            removed.append(pending)
+            self.storage[index] = nil
+            self.count -= 1
+        }
+        self.compactIfNeeded()
+        return removed
+    }
 
     private mutating func compactIfNeeded() {
         if self.head == self.storage.count {

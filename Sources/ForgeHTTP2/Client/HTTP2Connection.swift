@@ -294,8 +294,9 @@ struct Inbox {
 /// Gathers the results of a batch and delivers them once, in order.
 ///
 /// Each result goes straight into its own slot; the atomic count of slots still empty tells the
-/// last completion that it may hand over the whole array. Completions normally all come from the
-/// I/O thread, but nothing here depends on it.
+/// last completion that it may hand over the whole array. Completions come from the I/O thread (or,
+/// all of them, from the caller when a closed connection refuses the batch); the check against a
+/// second completion of one slot is a plain read, so it relies on that.
 final class BatchCollector: @unchecked Sendable {
     // @unchecked Sendable: each slot is written once, by its request's completion, and read only by
     // the completion that brings `remaining` to zero; the atomic orders those accesses.
@@ -316,6 +317,8 @@ final class BatchCollector: @unchecked Sendable {
     deinit {
         // Delivered results were moved out; anything left (a batch that never finished) is released here.
         if self.remaining.load(ordering: .acquiring) > 0 {
+            // Its caller would wait for ever: every path that drops a request must complete it.
+            assertionFailure("a batch was released before all of its requests completed")
             for index in self.slots.indices where self.filled[index] { (self.slots.baseAddress! + index).deinitialize(count: 1) }
         }
         self.slots.deallocate()

@@ -66,6 +66,8 @@ final class SessionAllocator {
     }
 
     func allocate(_ size: Int) -> UnsafeMutableRawPointer? {
+        // A size_t above Int.max arrives negative; nghttp2 never asks for such sizes, malloc would refuse them.
+        guard size >= 0, size <= Int.max - Self.headerSize else { return nil }
         let sizeClass = Self.sizeClass(for: size)
         if sizeClass != Self.bigBlock, self.depths[sizeClass] > 0 {
             self.depths[sizeClass] -= 1

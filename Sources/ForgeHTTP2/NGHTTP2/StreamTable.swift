@@ -72,6 +72,19 @@ struct StreamTable<Value> {
         return true
     }
 
+    /// Calls `body` with every stream and its value, in no particular order; `body` must not change
+    /// the table.
+    func forEach(_ body: (Int32, Value) -> Void) {
+        for slot in self.ids.indices where self.ids[slot] != 0 { body(self.ids[slot], self.values[slot]!) }
+        for (id, value) in self.overflow { body(id, value) }
+    }
+
+    /// The first stream, in no particular order, whose value `predicate` accepts.
+    func firstID(where predicate: (Value) -> Bool) -> Int32? {
+        for slot in self.ids.indices where self.ids[slot] != 0 && predicate(self.values[slot]!) { return self.ids[slot] }
+        return self.overflow.first(where: { predicate($0.value) })?.key
+    }
+
     /// Every stream and its value, in no particular order.
     var all: [(id: Int32, value: Value)] {
         var result: [(id: Int32, value: Value)] = []
