@@ -387,8 +387,8 @@ extension APNSClient {
         error.mayHaveBeenDelivered ? .failed(error) : .notSent(error)
     }
 
-    /// Sends the feed's tokens in batches (``bulkBatch(workers:)``) over one connection each (one wake-up per batch);
-    /// what a batch does not settle (retryable rejections, an expired provider token, a dead
+    /// Sends the feed's tokens in batches (``bulkBatch(workers:)``), each over one connection with one
+    /// wake-up; what a batch does not settle (retryable rejections, an expired provider token, a dead
     /// connection) goes through ``executeRaw`` with what was already tried, so the retry rules are
     /// the same as for a single send.
     private func bulkWorker(
@@ -427,8 +427,10 @@ extension APNSClient {
                     headers.insert((try? authorization.checked()) ?? authorization, at: 0)
                 }
                 let requests = sendable.map { slot in
-                    HTTP2Request(authority: authority, pathPrefix: APNSPreparedNotification.devicePathPrefix, pathSuffix: tokens[slot]!.hexString,
-                                 headers: headers, body: prepared.body)
+                    HTTP2Request(
+                        authority: authority, pathPrefix: APNSPreparedNotification.devicePathPrefix,
+                        pathSuffix: tokens[slot]!.hexString, headers: headers, body: prepared.body
+                    )
                 }
                 let started = ContinuousClock.now
                 let results = (self.tokens != nil && providerToken == nil)
