@@ -25,6 +25,8 @@ public final class HTTP2Connection: Sendable {
     /// The host and port, for errors and logs.
     public let endpoint: String
     private let connectionExecutor: ConnectionExecutor
+    /// The last request id handed out (ids only need to be unique on this connection).
+    private let nextID = Atomic<UInt64>(0)
 
     /// The connection's I/O thread as a task executor.
     ///
@@ -86,10 +88,7 @@ public final class HTTP2Connection: Sendable {
     /// - Parameter deadline: when to give up; the stream is reset then.
     /// - Throws: ``HTTP2ClientError``.
     public func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
-        let id = self.inbox.withLock { inbox -> UInt64 in
-            inbox.nextID += 1
-            return inbox.nextID
-        }
+        let id = self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
         let monotonicDeadline = deadline.map(Self.monotonic)
         return try await withTaskCancellationHandler {
             // Unsafe (unchecked) continuations on the two request paths: the core completes every
@@ -115,11 +114,7 @@ public final class HTTP2Connection: Sendable {
         deadline: ContinuousClock.Instant? = nil
     ) async -> [Result<HTTP2Response, HTTP2ClientError>] {
         guard !requests.isEmpty else { return [] }
-        let firstID = self.inbox.withLock { inbox -> UInt64 in
-            let first = inbox.nextID + 1
-            inbox.nextID += UInt64(requests.count)
-            return first
-        }
+        let firstID = self.nextID.wrappingAdd(UInt64(requests.count), ordering: .relaxed).newValue - UInt64(requests.count) + 1
         let ids = (0..<UInt64(requests.count)).map { firstID + $0 }
         let monotonicDeadline = deadline.map(Self.monotonic)
         return await withTaskCancellationHandler {
@@ -262,7 +257,6 @@ struct Inbox {
         case close
     }
 
-    var nextID: UInt64 = 0
     var requests: [HTTP2ClientCore.Pending] = []
     var cancellations: [UInt64] = []
     var command: Command?
