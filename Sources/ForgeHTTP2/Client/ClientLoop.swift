@@ -1,5 +1,6 @@
 import Foundation
 internal import ForgeSupport
+internal import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,6 +12,7 @@ final class ClientLoop: @unchecked Sendable {
     // thread starts; everything else is used on that thread alone.
     private let configuration: HTTP2ClientConfiguration
     private let inbox: LockedBox<Inbox>
+    private let gauges: ConnectionGauges
     private let waker: WakePipe
     var connected: ((Result<Void, any Error>) -> Void)?
 
@@ -27,9 +29,10 @@ final class ClientLoop: @unchecked Sendable {
     private var pingPayload: UInt64 = 0
     private var shutdownDeadline: UInt64?
 
-    init(configuration: HTTP2ClientConfiguration, inbox: LockedBox<Inbox>, waker: WakePipe) {
+    init(configuration: HTTP2ClientConfiguration, inbox: LockedBox<Inbox>, gauges: ConnectionGauges, waker: WakePipe) {
         self.configuration = configuration
         self.inbox = inbox
+        self.gauges = gauges
         self.waker = waker
     }
 
@@ -237,27 +240,29 @@ final class ClientLoop: @unchecked Sendable {
         return HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: detail)
     }
 
+    /// Publishes the load for pickers (atomics: no lock on every pass) and, once, the GOAWAY state.
     private func publishState() {
-        let outstanding = self.core.openStreamCount + self.core.queuedCount
-        let peerMax = self.core.peerMaxConcurrentStreams
-        let goAway = self.core.goAway
+        self.gauges.outstanding.store(self.core.openStreamCount + self.core.queuedCount, ordering: .relaxed)
+        self.gauges.peerMaxConcurrentStreams.store(self.core.peerMaxConcurrentStreams, ordering: .relaxed)
+        guard let goAway = self.core.goAway, goAway.receivedFromPeer, self.gauges.isActive.load(ordering: .relaxed) else { return }
         self.inbox.withLock { inbox in
-            inbox.outstanding = outstanding
-            inbox.peerMaxConcurrentStreams = peerMax
-            if let goAway, goAway.receivedFromPeer, case .active = inbox.state {
+            if case .active = inbox.state {
                 inbox.state = .goingAway(lastStreamID: goAway.lastStreamID, errorCode: goAway.errorCode, debugData: goAway.debugData)
             }
         }
+        self.gauges.isActive.store(false, ordering: .releasing)
     }
 
     /// Ends the connection: fails what is left, publishes the closed state, resumes shutdown waiters.
     private func finish(with error: HTTP2ClientError) {
+        // Pickers stop choosing it first; requests that still arrive fail below or in `submit`.
+        self.gauges.isActive.store(false, ordering: .releasing)
+        self.gauges.outstanding.store(0, ordering: .relaxed)
         // Requests that arrived after the last pass fail too; nothing is left waiting.
         let (requests, waiters, jobs) = self.inbox.withLock { inbox in
             inbox.state = .closed(error)
             let jobs = inbox.jobs
             inbox.jobs.removeAll()
-            inbox.outstanding = 0
             defer {
                 inbox.requests.removeAll()
                 inbox.cancellations.removeAll()

@@ -25,6 +25,8 @@ public final class HTTP2Connection: Sendable {
     /// The host and port, for errors and logs.
     public let endpoint: String
     private let connectionExecutor: ConnectionExecutor
+    /// The load the I/O thread publishes.
+    private let gauges: ConnectionGauges
     /// The last request id handed out (ids only need to be unique on this connection).
     private let nextID = Atomic<UInt64>(0)
 
@@ -36,7 +38,8 @@ public final class HTTP2Connection: Sendable {
     /// connection does no I/O. After the connection closes they move to the global executor.
     public var executor: any TaskExecutor { self.connectionExecutor }
 
-    private init(endpoint: String, inbox: LockedBox<Inbox>, waker: WakePipe, executor: ConnectionExecutor) {
+    private init(endpoint: String, inbox: LockedBox<Inbox>, gauges: ConnectionGauges, waker: WakePipe, executor: ConnectionExecutor) {
+        self.gauges = gauges
         self.endpoint = endpoint
         self.inbox = inbox
         self.waker = waker
@@ -59,7 +62,8 @@ public final class HTTP2Connection: Sendable {
         }
         let inbox = LockedBox(Inbox())
         let waker = try Self.makeWaker()
-        let loop = ClientLoop(configuration: configuration, inbox: inbox, waker: waker)
+        let gauges = ConnectionGauges()
+        let loop = ClientLoop(configuration: configuration, inbox: inbox, gauges: gauges, waker: waker)
         let executor = ConnectionExecutor(inbox: inbox, waker: waker)
         loop.executor = executor
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -69,7 +73,7 @@ public final class HTTP2Connection: Sendable {
             thread.start()
         }
         return HTTP2Connection(
-            endpoint: "\(configuration.host):\(configuration.port)", inbox: inbox, waker: waker,
+            endpoint: "\(configuration.host):\(configuration.port)", inbox: inbox, gauges: gauges, waker: waker,
             executor: executor
         )
     }
@@ -135,20 +139,20 @@ public final class HTTP2Connection: Sendable {
     /// The connection's state as its owner sees it.
     public var state: HTTP2ConnectionState { self.inbox.withLock { $0.state } }
 
-    /// Streams open plus requests queued on this connection.
-    public var outstandingCount: Int { self.inbox.withLock { $0.outstanding } }
+    /// Streams open plus requests queued on this connection, as of the I/O thread's last pass.
+    public var outstandingCount: Int { self.gauges.outstanding.load(ordering: .relaxed) }
 
     /// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS`.
-    public var peerMaxConcurrentStreams: UInt32 { self.inbox.withLock { $0.peerMaxConcurrentStreams } }
+    public var peerMaxConcurrentStreams: UInt32 { self.gauges.peerMaxConcurrentStreams.load(ordering: .relaxed) }
 
-    /// Whether it is active, with its outstanding count and the peer's stream limit, read together
-    /// under one lock (a pool picking a connection per request reads all three).
+    /// Whether it is active, with its outstanding count and the peer's stream limit: what a pool
+    /// picking a connection per request reads. Read from atomics the I/O thread publishes each pass,
+    /// so picking takes no lock that the I/O thread also takes; the three may be one pass apart.
     public var load: HTTP2ConnectionLoad {
-        self.inbox.withLock { inbox in
-            let active: Bool
-            if case .active = inbox.state { active = true } else { active = false }
-            return HTTP2ConnectionLoad(isActive: active, outstanding: inbox.outstanding, peerMaxConcurrentStreams: inbox.peerMaxConcurrentStreams)
-        }
+        HTTP2ConnectionLoad(
+            isActive: self.gauges.isActive.load(ordering: .acquiring), outstanding: self.outstandingCount,
+            peerMaxConcurrentStreams: self.peerMaxConcurrentStreams
+        )
     }
 
     // MARK: Shutdown
@@ -263,8 +267,6 @@ struct Inbox {
     /// Whether a wake-up is already on its way: a burst of requests costs one pipe write.
     var wakeArmed = false
     var state: HTTP2ConnectionState = .active
-    var outstanding = 0
-    var peerMaxConcurrentStreams: UInt32 = 1
     var closeWaiters: [() -> Void] = []
 
     /// Jobs of tasks that prefer the connection's executor.
@@ -283,6 +285,14 @@ struct Inbox {
 
     /// Whether anything waits for the I/O thread.
     var hasWork: Bool { !self.requests.isEmpty || !self.cancellations.isEmpty || !self.jobs.isEmpty || self.command != nil }
+}
+
+/// What the I/O thread publishes of a connection's load on every pass, for pool pickers.
+final class ConnectionGauges: Sendable {
+    let outstanding = Atomic<Int>(0)
+    let peerMaxConcurrentStreams = Atomic<UInt32>(1)
+    /// False from the peer's GOAWAY or the close on.
+    let isActive = Atomic<Bool>(true)
 }
 
 /// Gathers the results of a batch and delivers them once, in order.
