@@ -10,8 +10,11 @@ final class ServeProcess: @unchecked Sendable {
     let port: Int
     private let out = Pipe()
     private let err = Pipe()
+    private let exited = DispatchSemaphore(value: 0)
 
     init(_ arguments: [String]) throws {
+        let exited = self.exited
+        self.process.terminationHandler = { _ in exited.signal() }
         self.process.executableURL = CommandRunner.binary
         self.process.arguments = ["serve", "--port", "0"] + arguments
         self.process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
@@ -36,8 +39,13 @@ final class ServeProcess: @unchecked Sendable {
     }
 
     /// Sends `signal` and returns the exit code and what was printed after the port line.
+    /// A server that outlives the signal by 30 s is killed, and the test fails instead of hanging.
     func stop(signal: Int32 = SIGTERM) -> (exitCode: Int32, stdout: String, stderr: String) {
         kill(self.process.processIdentifier, signal)
+        if self.exited.wait(timeout: .now() + 30) == .timedOut {
+            Issue.record("apnsctl serve was still running 30 s after signal \(signal); killed")
+            kill(self.process.processIdentifier, SIGKILL)
+        }
         let stdout = self.out.fileHandleForReading.readDataToEndOfFile()
         let stderr = self.err.fileHandleForReading.readDataToEndOfFile()
         self.process.waitUntilExit()
@@ -163,6 +171,18 @@ struct ServeTests {
             #expect(bad.output.contains(":status: 400") && bad.output.contains(#"{"reason":"BadPriority"}"#), "\(bad.output)")
             let stopped = server.stop(signal: SIGINT)
             #expect(stopped.exitCode == 0 && stopped.stderr.contains("SIGINT"))
+        }
+    }
+
+    @Test("A signal sent the moment the port is printed stops the server (SIGTERM and SIGINT, 10 rounds each)")
+    func signalRightAfterPort() throws {
+        for signal in [SIGTERM, SIGINT] {
+            for _ in 0..<10 {
+                let server = try ServeProcess(["--quiet", "--h2c"])
+                let stopped = server.stop(signal: signal)
+                #expect(stopped.exitCode == 0, "\(stopped.stderr)")
+                #expect(stopped.stderr.contains(signal == SIGTERM ? "SIGTERM, shutting down" : "SIGINT, shutting down"), "\(stopped.stderr)")
+            }
         }
     }
 

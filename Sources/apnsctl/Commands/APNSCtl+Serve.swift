@@ -99,10 +99,13 @@ extension APNSCtl {
                 // Subscribed before the port is printed, so no push can come first.
                 let accepted = self.printRequests ? server.acceptedPushes() : nil
                 let requests = accepted.map { stream in Task { await Self.printAccepted(stream) } }
+                // Caught before the port is printed: a supervisor that stops the server as soon as it
+                // has read the port must not find the signal ignored while the handler is set up.
+                let signals = await TerminationSignals.install()
                 Output.result(String(server.port))
                 let scheme = self.h2c ? "h2c" : "TLS"
                 Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)); Ctrl-C stops")
-                let signal = await Self.waitForTerminationSignal()
+                let signal = await signals.next()
                 Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
                 await server.shutdown()
                 await requests?.value  // the server's shutdown ends the stream: every accepted push is printed
@@ -218,40 +221,48 @@ extension APNSCtl {
             }
             return (token.hexString, bundle)
         }
-
-        /// Waits for SIGINT or SIGTERM and returns its name.
-        private static func waitForTerminationSignal() async -> String {
-            await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-                let resumed = SignalLatch(continuation)
-                for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-                    signal(number, SIG_IGN)
-                    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                    source.setEventHandler { resumed.resume(name) }
-                    source.resume()
-                    resumed.keep(source)
-                }
-            }
-        }
     }
 }
 
-/// Resumes a continuation once, and keeps the signal sources alive meanwhile.
-private final class SignalLatch: @unchecked Sendable {
+/// SIGINT and SIGTERM, caught once ``install()`` returns (``SignalSources``); ``next()`` returns the
+/// first one's name, even one that arrived before it was called.
+private final class TerminationSignals: @unchecked Sendable {
     // @unchecked Sendable: every field is touched under `lock`.
     private let lock = NSLock()
-    private var continuation: CheckedContinuation<String, Never>?
+    private var received: String?
+    private var waiter: CheckedContinuation<String, Never>?
     private var sources: [any DispatchSourceSignal] = []
 
-    init(_ continuation: CheckedContinuation<String, Never>) { self.continuation = continuation }
+    private init() {}
 
-    func keep(_ source: any DispatchSourceSignal) { self.lock.withLock { self.sources.append(source) } }
+    static func install() async -> TerminationSignals {
+        let signals = TerminationSignals()
+        let sources = await SignalSources.install([
+            (SIGINT, { @Sendable [weak signals] in signals?.deliver("SIGINT") }),
+            (SIGTERM, { @Sendable [weak signals] in signals?.deliver("SIGTERM") }),
+        ])
+        signals.lock.withLock { signals.sources = sources }
+        return signals
+    }
 
-    func resume(_ name: String) {
-        let continuation = self.lock.withLock { () -> CheckedContinuation<String, Never>? in
-            defer { self.continuation = nil }
-            return self.continuation
+    func next() async -> String {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            let already = self.lock.withLock { () -> String? in
+                if let received = self.received { return received }
+                self.waiter = continuation
+                return nil
+            }
+            if let already { continuation.resume(returning: already) }
         }
-        continuation?.resume(returning: name)
+    }
+
+    private func deliver(_ name: String) {
+        let waiter = self.lock.withLock { () -> CheckedContinuation<String, Never>? in
+            if self.received == nil { self.received = name }
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume(returning: name)
     }
 }
 

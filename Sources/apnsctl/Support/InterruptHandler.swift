@@ -22,32 +22,27 @@ final class InterruptHandler: Sendable {
     private struct State {
         var reason: StopReason?
         var handlers: [@Sendable () -> Void] = []
-        var source: (any DispatchSourceSignal)?
     }
 
     private let state = Mutex(State())
+    private let sources = LockedSources()
 
-    /// Starts listening for SIGINT (instead of the default, which kills the process).
-    func install() {
-        signal(SIGINT, SIG_IGN)
-        self.state.withLock { state in
-            // Made inside the lock: the source is not Sendable, and lives in the state from the start.
-            let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-            source.setEventHandler { [weak self] in
-                guard let self else { return }
-                if self.reason == .interrupted { _exit(CLIExit.interrupted) }
-                self.stop(.interrupted)
-            }
-            source.resume()
-            state.source = source
-        }
+    /// Starts listening for SIGINT (instead of the default, which kills the process); returns once
+    /// a Ctrl-C would be seen.
+    func install() async {
+        let sources = await SignalSources.install([(SIGINT, { @Sendable [weak self] in
+            guard let self else { return }
+            if self.reason == .interrupted { _exit(CLIExit.interrupted) }
+            self.stop(.interrupted)
+        })])
+        self.sources.withLock { $0 = sources }
     }
 
     /// Stops listening; SIGINT kills the process again.
     func uninstall() {
-        self.state.withLock { state in
-            state.source?.cancel()
-            state.source = nil
+        self.sources.withLock { sources in
+            for source in sources { source.cancel() }
+            sources = []
         }
         signal(SIGINT, SIG_DFL)
     }
@@ -76,5 +71,16 @@ final class InterruptHandler: Sendable {
             Output.diagnostic("\ninterrupted: stopping; tokens not sent yet are reported as not sent (Ctrl-C again quits at once)")
         }
         for handler in handlers { handler() }
+    }
+}
+
+/// The signal sources of a handler: not `Sendable` themselves, so kept behind a lock of their own.
+private final class LockedSources: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched under `lock`.
+    private let lock = Mutex(())
+    private var value: [any DispatchSourceSignal] = []
+
+    func withLock<Result>(_ body: (inout [any DispatchSourceSignal]) -> Result) -> Result {
+        self.lock.withLock { _ in body(&self.value) }
     }
 }

@@ -22,7 +22,7 @@ struct SendSession {
 
     func run() async -> Int32 {
         let stopper = InterruptHandler()
-        stopper.install()
+        await stopper.install()
         defer { stopper.uninstall() }
         let total: Int?
         switch self.tokens {
