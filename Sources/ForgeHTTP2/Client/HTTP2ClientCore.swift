@@ -22,7 +22,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     enum Completion {
         case single((Result<HTTP2Response, HTTP2ClientError>) -> Void)
         /// A caller suspended on the request (no closure context to allocate per request).
-        case continuation(UnsafeContinuation<HTTP2Response, any Error>)
+        case continuation(CheckedContinuation<HTTP2Response, any Error>)
         case batch(BatchCollector, index: Int)
 
         func callAsFunction(_ result: Result<HTTP2Response, HTTP2ClientError>) {
