@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -77,10 +78,10 @@ final class InterruptHandler: Sendable {
 /// The signal sources of a handler: not `Sendable` themselves, so kept behind a lock of their own.
 private final class LockedSources: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = Mutex(())
+    private let lock = NSLock()
     private var value: [any DispatchSourceSignal] = []
 
     func withLock<Result>(_ body: (inout [any DispatchSourceSignal]) -> Result) -> Result {
-        self.lock.withLock { _ in body(&self.value) }
+        self.lock.withLock { body(&self.value) }
     }
 }
