@@ -2,7 +2,6 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeHTTP2
 import Foundation
-import Synchronization
 import Testing
 
 /// Counts what a test's fake transport or token sequence saw, from any task.
