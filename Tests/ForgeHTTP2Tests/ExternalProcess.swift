@@ -18,13 +18,18 @@ final class ExternalProcess {
 
     deinit { self.kill() }
 
-    /// Ends the process at once (nghttpd ignores SIGTERM while it has connections).
+    /// Ends the process at once (nghttpd ignores SIGTERM while it has connections), waiting at most
+    /// 10 s for Foundation to see it exit. Not `waitUntilExit()`: when Foundation misses a child's
+    /// exit (seen once under AddressSanitizer), that spins its run loop for ever.
     func kill() {
-        if self.process.isRunning {
-            Glibc.kill(self.process.processIdentifier, SIGKILL)
-            self.process.waitUntilExit()
-        }
+        guard self.process.isRunning else { return }
+        Glibc.kill(self.process.processIdentifier, SIGKILL)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while self.process.isRunning, ContinuousClock.now < deadline { usleep(1_000) }
     }
+
+    /// The exit status, or -1 while Foundation still reports the process running.
+    private var status: Int32 { self.process.isRunning ? -1 : self.process.terminationStatus }
 
     /// The TCP port the process listens on, read from /proc once its listening socket appears.
     /// Waits at most `timeout` seconds, checking every few milliseconds without holding a thread of
@@ -50,7 +55,7 @@ final class ExternalProcess {
         while self.process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         self.kill()
         let data = await reader.value
-        return (self.process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return (self.status, String(decoding: data, as: UTF8.self))
     }
 
     /// Everything the process wrote; call only once it has ended.
