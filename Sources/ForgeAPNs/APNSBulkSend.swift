@@ -7,15 +7,50 @@ internal import ForgeCrypto
 /// What happened to one token of a bulk send. Every token gets exactly one.
 public struct APNSBulkVerdict: Sendable {
     /// The outcome.
+    ///
+    /// | outcome | meaning | ``mayHaveBeenDelivered`` |
+    /// |---|---|---|
+    /// | `accepted` | APNs answered 2xx | an earlier copy may have been delivered too |
+    /// | `rejected` | APNs' final answer was an error (or the token was malformed) | an earlier copy may have been delivered |
+    /// | `failed` | no answer, and a copy left that APNs may have processed | always |
+    /// | `notSent` | APNs certainly processed no copy: a resend cannot deliver it twice | never |
     public enum Outcome: Sendable {
         /// APNs accepted the push.
         case accepted(APNSSendResult)
         /// APNs rejected it (reason and timestamp in the error), or the token was malformed.
         case rejected(APNSError)
-        /// Sending failed after the retries the policy allows (transport, deadline).
+        /// No answer, after the retries the policy allows, and a copy may have reached APNs
+        /// (its connection died after sending it, or its deadline passed while it was out).
         case failed(APNSError)
-        /// Not sent: the bulk send was cancelled or the client shut down first.
+        /// APNs processed no copy: the endpoint could not be reached, every copy was refused
+        /// unprocessed, or the send was cancelled or shut down before it left.
         case notSent(APNSError)
+
+        /// The verdict of a push that APNs did not accept: its rejection, or `failed` / `notSent`
+        /// as the error says whether a copy may have been delivered.
+        public init(_ error: APNSError) {
+            switch error.kind {
+            case .rejected, .invalidNotification: self = .rejected(error)
+            default: self = error.mayHaveBeenDelivered ? .failed(error) : .notSent(error)
+            }
+        }
+
+        /// The error of a push APNs did not accept (`failed` or `notSent`); `nil` otherwise.
+        public var failure: APNSError? {
+            switch self {
+            case .failed(let error), .notSent(let error): return error
+            case .accepted, .rejected: return nil
+            }
+        }
+
+        /// Whether a copy may have reached APNs without its answer being known: for an accepted
+        /// push, a second delivery is possible.
+        public var mayHaveBeenDelivered: Bool {
+            switch self {
+            case .accepted(let result): return result.mayHaveBeenDeliveredTwice
+            case .rejected(let error), .failed(let error), .notSent(let error): return error.mayHaveBeenDelivered
+            }
+        }
     }
 
     /// The token as given.
@@ -24,6 +59,9 @@ public struct APNSBulkVerdict: Sendable {
     public var index: Int
     /// The outcome.
     public var outcome: Outcome
+
+    /// Whether a copy may have reached APNs without its answer being known (see ``Outcome``).
+    public var mayHaveBeenDelivered: Bool { self.outcome.mayHaveBeenDelivered }
 
     /// Whether APNs accepted it.
     public var isAccepted: Bool {
@@ -40,12 +78,14 @@ public struct APNSBulkSummary: Sendable, CustomStringConvertible {
     public var accepted = 0
     /// Rejected, by reason (`BadDeviceToken`, `Unregistered`, … and `InvalidToken` for malformed input).
     public var rejected: [String: Int] = [:]
-    /// Failed after retries.
+    /// No answer, and a copy may have been delivered.
     public var failed = 0
-    /// Not sent (cancelled or shut down).
+    /// Certainly not processed by APNs (unreachable, refused, cancelled or shut down first).
     public var notSent = 0
-    /// Accepted after a retry whose earlier attempt may also have been delivered.
-    public var possiblyDeliveredTwice = 0
+    /// Verdicts of any outcome whose push may have been delivered without its answer being known
+    /// (``APNSBulkVerdict/mayHaveBeenDelivered``): every `failed` one, and accepted or rejected
+    /// ones that an earlier lost copy may have duplicated.
+    public var mayHaveBeenDelivered = 0
     /// Wall time from start to the last verdict.
     public var duration: Duration = .zero
     /// Set when the token sequence itself threw: tokens after that point were never read.
@@ -66,6 +106,7 @@ public struct APNSBulkSummary: Sendable, CustomStringConvertible {
             text += " (" + self.rejected.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         }
         text += ", \(self.failed) failed, \(self.notSent) not sent"
+        if self.mayHaveBeenDelivered > 0 { text += "; \(self.mayHaveBeenDelivered) may have been delivered" }
         if let inputError = self.inputError { text += "; input stopped: \(inputError)" }
         if self.stoppedReading { text += "; cancelled: tokens after the first \(self.total) were not read" }
         return text
@@ -363,7 +404,7 @@ extension APNSClient {
         channel.finish(summary)
     }
 
-    /// Sends one token of a batch the full way (retries, token renewal), after what the batch tried.
+    /// Sends one token of a batch the full way (retries, replays, token renewal), after what the batch tried.
     private func settle(
         _ prepared: APNSPreparedNotification, token: DeviceToken, deadline: ContinuousClock.Instant, prior: PriorAttempt
     ) async -> APNSBulkVerdict.Outcome {
@@ -373,18 +414,8 @@ extension APNSClient {
             ).result
             return .accepted(result)
         } catch {
-            switch error.kind {
-            case .rejected: return .rejected(error)
-            case .cancelled, .shutdown: return Self.stopped(error)
-            default: return .failed(error)
-            }
+            return APNSBulkVerdict.Outcome(error)
         }
-    }
-
-    /// A push stopped by cancellation or shutdown: not sent, unless it may have reached APNs
-    /// before the connection went away; then it failed, and the error says it may have been delivered.
-    private static func stopped(_ error: APNSError) -> APNSBulkVerdict.Outcome {
-        error.mayHaveBeenDelivered ? .failed(error) : .notSent(error)
     }
 
     /// Sends the feed's tokens in batches (``bulkBatch(workers:)``), each over one connection with one
@@ -443,63 +474,49 @@ extension APNSClient {
                 defer { self.metrics.accepted(pushType: prepared.pushType, latency: elapsed, count: acceptedCount) }
                 for (position, slot) in sendable.enumerated() {
                     let token = tokens[slot]!
-                    var prior = PriorAttempt()
-                    if position < results.count {
-                        switch results[position] {
-                        case .success(let response) where (200..<300).contains(response.status):
-                            // The ids stay in the response until someone reads them.
-                            acceptedCount += 1
-                            outcomes[slot] = .accepted(APNSSendResult(
-                                response: response, attempts: 1, mayHaveBeenDeliveredTwice: false, duration: elapsed
-                            ))
-                            continue
-                        case .success(let response):
-                            let rejection = APNSErrorResponse(
-                                status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body
-                            )
-                            let error = APNSError(
-                                kind: .rejected, status: rejection.status, reason: rejection.reason, timestamp: rejection.timestamp,
-                                apnsID: rejection.apnsID, attempts: 1, detail: rejection.reason.rawValue
-                            )
-                            if rejection.reason == .expiredProviderToken, let providerToken {
-                                prior.expiredToken = providerToken  // renewed once; that retry is not an attempt
-                            } else if rejection.disposition == .retryLater {
-                                prior = PriorAttempt(attempts: 1, retryableFailure: error)
-                            } else {
-                                self.metrics.rejected(pushType: prepared.pushType, reason: rejection.reason.rawValue, latency: .now - started)
-                                outcomes[slot] = .rejected(error)
-                                continue
-                            }
-                        case .failure(let failure):
-                            let error = failure as? HTTP2ClientError
-                            switch error?.code {
-                            case .some(.cancelled), .some(.shutdown):
-                                outcomes[slot] = Self.stopped(APNSError(
-                                    kind: error?.code == .cancelled ? .cancelled : .shutdown, attempts: 1,
-                                    mayHaveBeenDelivered: error?.mayHaveBeenProcessed ?? false, detail: error?.detail ?? ""
-                                ))
-                                continue
-                            case .some(.deadlineExceeded):
-                                outcomes[slot] = .failed(APNSError(
-                                    kind: .deadlineExceeded, attempts: 1, mayHaveBeenDelivered: error?.mayHaveBeenProcessed ?? false
-                                ))
-                                continue
-                            default:
-                                // An error the transport does not describe may have come after the request left.
-                                if error?.mayHaveBeenProcessed ?? !(failure is CancellationError) {
-                                    let failed = APNSError(kind: .transport, attempts: 1, mayHaveBeenDelivered: true, detail: "\(failure)")
-                                    guard policy.retriesPossiblyDelivered else {
-                                        self.metrics.failed(pushType: prepared.pushType)
-                                        outcomes[slot] = .failed(failed)
-                                        continue
-                                    }
-                                    prior = PriorAttempt(attempts: 1, possiblyDelivered: true, retryableFailure: failed)
-                                }
-                                // Not processed (refused, above a GOAWAY, no connection): replayed, not counted.
-                            }
-                        }
+                    // Signing failed: every token takes the full path, which reports it.
+                    guard position < results.count else {
+                        unsettled.append((slot, token, PriorAttempt()))
+                        continue
                     }
-                    unsettled.append((slot, token, prior))
+                    // The same decision as a single send's, on this first try.
+                    var state = SendState()
+                    let outcome: SendTry
+                    var answer: (response: HTTP2Response, rejection: APNSErrorResponse?)?
+                    switch results[position] {
+                    case .success(let response):
+                        let rejection = (200..<300).contains(response.status) ? nil : APNSErrorResponse(response)
+                        answer = (response, rejection)
+                        outcome = .answered(status: response.status, reason: rejection?.reason)
+                    case .failure(let failure):
+                        outcome = SendTry(failure)
+                    }
+                    let decision = SendDecision.after(
+                        outcome, state: &state, policy: policy, renewableToken: providerToken != nil, remaining: (started + elapsed).duration(to: end)
+                    )
+                    switch decision {
+                    case .accept:
+                        // The ids stay in the response until someone reads them.
+                        acceptedCount += 1
+                        outcomes[slot] = .accepted(APNSSendResult(
+                            response: answer!.response, attempts: state.attempts, mayHaveBeenDeliveredTwice: false, duration: elapsed
+                        ))
+                    case .reject:
+                        let rejection = answer!.rejection!
+                        self.metrics.rejected(pushType: prepared.pushType, reason: rejection.reason.rawValue, latency: elapsed)
+                        outcomes[slot] = .rejected(APNSError(rejection, state: state))
+                    case .renewProviderToken:
+                        unsettled.append((slot, token, PriorAttempt(state: state, expiredToken: providerToken)))
+                    case .retry(let wait), .replay(let wait):
+                        self.metrics.count(decision)
+                        unsettled.append((slot, token, PriorAttempt(state: state, wait: wait)))
+                    case .fail(let kind):
+                        self.metrics.failed(pushType: prepared.pushType)
+                        let detail = results[position].failureValue.map { ($0 as? HTTP2ClientError)?.description ?? "\($0)" } ?? ""
+                        outcomes[slot] = APNSBulkVerdict.Outcome(APNSError(
+                            kind: kind, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered, detail: detail
+                        ))
+                    }
                 }
                 // Retried side by side, so one batch's 429s back off together rather than one after another.
                 if unsettled.count == 1, let (slot, token, prior) = unsettled.first {
@@ -518,11 +535,11 @@ extension APNSClient {
             verdicts.reserveCapacity(batch.count)
             var counts = APNSBulkSummary()
             for (slot, item) in batch.enumerated() {
-                let outcome = outcomes[slot].take() ?? .failed(APNSError(kind: .transport, detail: "no outcome"))
+                let outcome = outcomes[slot].take() ?? .failed(APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome"))
+                if outcome.mayHaveBeenDelivered { counts.mayHaveBeenDelivered += 1 }
                 switch outcome {
-                case .accepted(let result):
+                case .accepted:
                     counts.accepted += 1
-                    if result.mayHaveBeenDeliveredTwice { counts.possiblyDeliveredTwice += 1 }
                 case .rejected(let error):
                     counts.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
                 case .failed:
@@ -534,7 +551,7 @@ extension APNSClient {
             }
             tally.withLock { summary in
                 summary.accepted += counts.accepted
-                summary.possiblyDeliveredTwice += counts.possiblyDeliveredTwice
+                summary.mayHaveBeenDelivered += counts.mayHaveBeenDelivered
                 summary.failed += counts.failed
                 summary.notSent += counts.notSent
                 summary.rejected.merge(counts.rejected, uniquingKeysWith: +)

@@ -105,7 +105,8 @@ public final class APNSClient: Sendable {
         }
         return HTTP2ClientConfiguration(
             host: environment.host, port: environment.port, tls: tls, connectTimeout: configuration.timeouts.connect,
-            pingInterval: configuration.timeouts.ping, pingTimeout: configuration.timeouts.ping,
+            pingInterval: configuration.timeouts.ping, stallInterval: configuration.timeouts.stall,
+            pingTimeout: configuration.timeouts.pingTimeout,
             maximumConcurrentStreams: configuration.pool.maxStreamsPerConnection
         )
     }
@@ -184,19 +185,18 @@ public final class APNSClient: Sendable {
         try await self.executeRaw(request, pushType: pushType, token: token, deadline: deadline).result
     }
 
-    /// Sends one request with the retry policy and returns the response too. Everything goes through here.
-    /// What an earlier try (the bulk sender's batch) already did for a request that now takes the
-    /// full path: attempts made, whether one may have been delivered, and what to do first.
+    /// Where a push that an earlier try (the bulk sender's batch) did not settle goes on from.
     struct PriorAttempt {
-        var attempts = 0
-        var possiblyDelivered = false
-        /// The provider token APNs called expired: renew it once, then send (not an attempt).
+        /// What the push has been through.
+        var state = SendState()
+        /// The provider token APNs called expired: renew it once before sending.
         var expiredToken: APNSProviderToken?
-        /// The last attempt's retryable failure (429, 500, 503, or a connection that died): back
-        /// off before the next, or throw it when the policy or the deadline leaves no room.
-        var retryableFailure: APNSError?
+        /// The wait the decision asked for before the next try.
+        var wait: Duration = .zero
     }
 
+    /// Sends one request as ``SendDecision`` says (retries, replays, one provider-token renewal)
+    /// and returns the response too. Every send goes through here.
     func executeRaw(
         _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant,
         channelAPI: Bool = false, prior: PriorAttempt = PriorAttempt()
@@ -204,30 +204,20 @@ public final class APNSClient: Sendable {
         let transport = channelAPI ? self.channelTransport : self.transport
         let authority = channelAPI ? self.channelAuthority : self.pushAuthority
         let policy = self.configuration.retry
-        var attempt = prior.attempts
-        var refreshed = false
-        var possiblyDelivered = prior.possiblyDelivered
+        var state = prior.state
         let started = ContinuousClock.now
         self.metrics.inFlight.increment()
         defer { self.metrics.inFlight.decrement() }
-        if let expired = prior.expiredToken, let tokens = self.tokens {
-            refreshed = true
-            _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
-            self.metrics.tokenRefreshes.increment()
+        if let expired = prior.expiredToken {
+            self.renew(expired)
         }
-        if let failure = prior.retryableFailure {
-            let wait = policy.backoff(retry: attempt)
-            guard attempt < policy.attempts, ContinuousClock.now + wait < deadline else { throw failure }
-            do {
-                try await Task.sleep(for: wait)
-            } catch {
-                throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered)
-            }
+        if prior.wait > .zero {
+            try await self.wait(prior.wait, state: state)
         }
         while true {
-            attempt += 1
             if self.shutdownState.load(ordering: .acquiring) {
-                throw APNSError(kind: .shutdown, attempts: attempt - 1, mayHaveBeenDelivered: possiblyDelivered, detail: "the client is shut down")
+                throw APNSError(kind: .shutdown, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered,
+                                detail: "the client is shut down")
             }
             var headers: [HTTP2HeaderField] = []
             headers.reserveCapacity(request.headers.count + 1)
@@ -236,102 +226,75 @@ public final class APNSClient: Sendable {
                 do {
                     providerToken = try tokens.currentToken()
                 } catch {
-                    throw APNSError(kind: .credentials, attempts: attempt - 1, detail: "\(error)")
+                    throw APNSError(kind: .credentials, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered,
+                                    detail: "\(error)")
                 }
                 headers.append(HTTP2HeaderField("authorization", providerToken!.authorizationHeaderValue))
             }
             for header in request.headers { headers.append(HTTP2HeaderField(header.name, header.value)) }
-            let http2 = HTTP2Request(
-                method: request.method, authority: authority, path: request.path,
-                headers: headers, body: request.body
-            )
-            var failure: APNSError
+            let http2 = HTTP2Request(method: request.method, authority: authority, path: request.path, headers: headers, body: request.body)
+            let outcome: SendTry
+            var answer: (response: HTTP2Response, rejection: APNSErrorResponse?)?
+            var transportError: (any Error)?
             do {
                 let response = try await transport.send(http2, deadline: deadline)
-                if (200..<300).contains(response.status) {
-                    // The ids stay in the response until someone reads them.
-                    let elapsed = ContinuousClock.now - started
-                    self.metrics.accepted(pushType: pushType, latency: elapsed)
-                    let result = APNSSendResult(response: response, attempts: attempt,
-                                                mayHaveBeenDeliveredTwice: possiblyDelivered, duration: elapsed)
-                    return (result, response)
-                }
-                let rejection = APNSErrorResponse(
-                    status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body
-                )
-                failure = APNSError(
-                    kind: .rejected, status: rejection.status, reason: rejection.reason, timestamp: rejection.timestamp,
-                    apnsID: rejection.apnsID ?? rejection.apnsRequestID, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered,
-                    detail: rejection.reason.rawValue
-                )
-                // One refresh and one retry for an expired provider token.
-                if rejection.reason == .expiredProviderToken, !refreshed, let tokens = self.tokens, let providerToken {
-                    refreshed = true
-                    _ = try? tokens.tokenAfterExpiredProviderToken(rejected: providerToken)
-                    self.metrics.tokenRefreshes.increment()
-                    self.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
-                    attempt -= 1  // the refresh's retry is not one of the policy's attempts
-                    continue
-                }
-                guard rejection.disposition == .retryLater else {
-                    self.metrics.rejected(pushType: pushType, reason: rejection.reason.rawValue, latency: .now - started)
-                    throw failure
-                }
-            } catch let error as HTTP2ClientError {
-                switch error.code {
-                case .deadlineExceeded:
-                    throw APNSError(kind: .deadlineExceeded, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered || error.mayHaveBeenProcessed,
-                                    detail: error.detail)
-                case .cancelled:
-                    throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered || error.mayHaveBeenProcessed)
-                case .shutdown:
-                    throw APNSError(kind: .shutdown, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered || error.mayHaveBeenProcessed,
-                                    detail: error.detail)
-                default:
-                    break
-                }
-                possiblyDelivered = possiblyDelivered || error.mayHaveBeenProcessed
-                failure = APNSError(kind: .transport, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered, detail: "\(error)")
-                if error.mayHaveBeenProcessed, !policy.retriesPossiblyDelivered {
-                    self.metrics.failed(pushType: pushType)
-                    throw failure
-                }
-            } catch let error as APNSError {
-                throw error  // a final rejection from the block above
+                let rejection = (200..<300).contains(response.status) ? nil : APNSErrorResponse(response)
+                answer = (response, rejection)
+                outcome = .answered(status: response.status, reason: rejection?.reason)
             } catch {
-                if error is CancellationError {
-                    throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered)
-                }
-                // A transport that does not say whether the request left may have delivered it.
-                possiblyDelivered = true
-                if Task.isCancelled { throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered) }
-                failure = APNSError(kind: .transport, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered, detail: "\(error)")
-                if !policy.retriesPossiblyDelivered {
-                    self.metrics.failed(pushType: pushType)
-                    throw failure
-                }
+                transportError = error
+                outcome = SendTry(error)
             }
-            // Retry what the policy allows, within the deadline.
-            let wait = policy.backoff(retry: attempt)
-            guard attempt < policy.attempts, ContinuousClock.now + wait < deadline, !Task.isCancelled else {
-                if failure.kind == .rejected {
-                    self.metrics.rejected(pushType: pushType, reason: failure.reason?.rawValue ?? "", latency: .now - started)
-                } else {
-                    self.metrics.failed(pushType: pushType)
-                }
-                throw failure
-            }
-            self.metrics.retries.increment()
-            self.logger.debug("retrying", metadata: [
-                "apns.push_type": "\(pushType)", "apns.attempt": "\(attempt)", "apns.reason": "\(failure.reason?.rawValue ?? failure.kind.rawValue)",
-                "apns.token": "\(token.map(Self.abbreviate) ?? "-")",
-            ])
-            do {
-                try await Task.sleep(for: wait)
-            } catch {
-                throw APNSError(kind: .cancelled, attempts: attempt, mayHaveBeenDelivered: possiblyDelivered)
+            let decision = SendDecision.after(
+                outcome, state: &state, policy: policy, renewableToken: self.tokens != nil, remaining: ContinuousClock.now.duration(to: deadline)
+            )
+            switch decision {
+            case .accept:
+                // The ids stay in the response until someone reads them.
+                let elapsed = ContinuousClock.now - started
+                self.metrics.accepted(pushType: pushType, latency: elapsed)
+                let result = APNSSendResult(response: answer!.response, attempts: state.attempts,
+                                            mayHaveBeenDeliveredTwice: state.mayHaveBeenDelivered, duration: elapsed)
+                return (result, answer!.response)
+            case .reject:
+                let rejection = answer!.rejection!
+                self.metrics.rejected(pushType: pushType, reason: rejection.reason.rawValue, latency: .now - started)
+                throw APNSError(rejection, state: state)
+            case .renewProviderToken:
+                self.renew(providerToken!)
+            case .retry(let wait), .replay(let wait):
+                self.metrics.count(decision)
+                self.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
+                    "apns.push_type": "\(pushType)", "apns.attempt": "\(state.attempts)", "apns.replay": "\(state.replays)",
+                    "apns.reason": "\(answer?.rejection?.reason.rawValue ?? transportError.map { "\($0)" } ?? "-")",
+                    "apns.token": "\(token.map(Self.abbreviate) ?? "-")",
+                ])
+                try await self.wait(wait, state: state)
+            case .fail(let kind):
+                self.metrics.failed(pushType: pushType)
+                let detail = transportError.map { ($0 as? HTTP2ClientError)?.description ?? "\($0)" } ?? ""
+                throw APNSError(kind: kind, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered, detail: detail)
             }
         }
+    }
+
+    /// Waits before the next try; cancellation ends the send.
+    private func wait(_ duration: Duration, state: SendState) async throws(APNSError) {
+        guard duration > .zero else { return }
+        do {
+            try await Task.sleep(for: duration)
+        } catch {
+            throw APNSError(kind: .cancelled, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered,
+                            detail: "cancelled while waiting to send again")
+        }
+    }
+
+    /// Signs a new provider token in place of `expired` (others sharing it see the new one).
+    private func renew(_ expired: APNSProviderToken) {
+        guard let tokens = self.tokens else { return }
+        _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
+        self.metrics.tokenRefreshes.increment()
+        self.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
     }
 
     /// The first and last 4 hex digits of a token, for logs.

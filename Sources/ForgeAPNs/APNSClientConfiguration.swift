@@ -111,16 +111,25 @@ extension APNSClient {
         public var request: Duration
         /// A connection with nothing in flight for this long is closed (default 10 minutes; `nil`: never).
         public var idle: Duration?
-        /// A PING after this much silence; no answer within it ends the connection (default 60 s).
+        /// A keep-alive PING after this much silence on an idle connection (default 60 s).
         public var ping: Duration
+        /// With pushes waiting for answers, a PING after this much silence from the server (default
+        /// 3 s): a stalled connection is found in seconds, long before the request deadline.
+        public var stall: Duration
+        /// A PING unanswered for this long declares the connection dead (default 5 s): its queued
+        /// pushes move to another connection, and those in flight may have been delivered, so they
+        /// are retried only if ``RetryPolicy/retriesPossiblyDelivered`` allows.
+        public var pingTimeout: Duration
 
         /// Creates timeouts with the defaults.
         public init(connect: Duration = .seconds(10), request: Duration = .seconds(30), idle: Duration? = .seconds(600),
-                    ping: Duration = .seconds(60)) {
+                    ping: Duration = .seconds(60), stall: Duration = .seconds(3), pingTimeout: Duration = .seconds(5)) {
             self.connect = connect
             self.request = request
             self.idle = idle
             self.ping = ping
+            self.stall = stall
+            self.pingTimeout = pingTimeout
         }
     }
 
@@ -141,7 +150,8 @@ extension APNSClient {
     /// Retries of `429 TooManyRequests`, `500` and `503`, and of sends whose connection died.
     /// Permanent rejections (`BadDeviceToken`, `Unregistered`, `PayloadTooLarge`, …) are never
     /// retried; requests the server never processed (refused streams, streams above a GOAWAY's
-    /// last stream id) are replayed on another connection without counting as an attempt.
+    /// last stream id, requests that found no connection) are replayed without counting as an
+    /// attempt, up to ``replays`` times with a short backoff.
     public struct RetryPolicy: Sendable {
         /// Attempts per push, the first included (default 3; 1 turns retries off).
         public var attempts: Int
@@ -154,26 +164,44 @@ extension APNSClient {
         /// Whether a push whose connection died after sending it (so APNs may have delivered it)
         /// is sent again (default `true`: at least once; its verdict says it may be a duplicate).
         public var retriesPossiblyDelivered: Bool
+        /// How many times one push is replayed after APNs certainly did not process it (default 8).
+        /// The first replay goes at once (to another connection); later ones back off from 10 ms,
+        /// doubling up to 1 s, so a server that refuses everything cannot turn one push into a storm.
+        public var replays: Int
 
         /// Creates a policy with the defaults.
         public init(attempts: Int = 3, backoffBase: Duration = .milliseconds(200), backoffCap: Duration = .seconds(10),
-                    jitter: Double = 0.5, retriesPossiblyDelivered: Bool = true) {
+                    jitter: Double = 0.5, retriesPossiblyDelivered: Bool = true, replays: Int = 8) {
             self.attempts = attempts
             self.backoffBase = backoffBase
             self.backoffCap = backoffCap
             self.jitter = jitter
             self.retriesPossiblyDelivered = retriesPossiblyDelivered
+            self.replays = replays
         }
 
-        /// The wait before retry number `retry` (1-based).
-        func backoff(retry: Int) -> Duration {
-            let factor = Double(1 << min(max(retry - 1, 0), 20))
-            let base = Double(self.backoffBase.components.seconds) + Double(self.backoffBase.components.attoseconds) / 1e18
-            let cap = Double(self.backoffCap.components.seconds) + Double(self.backoffCap.components.attoseconds) / 1e18
-            let full = min(base * factor, cap)
-            let jitter = min(max(self.jitter, 0), 1)
-            let value = full * (1 - jitter * Double.random(in: 0...1))
+        /// The wait before retry number `retry` (1-based); `random` in `0...1` picks the jitter.
+        func backoff(retry: Int, random: Double = .random(in: 0...1)) -> Duration {
+            Self.exponential(step: retry, base: self.backoffBase, cap: self.backoffCap, jitter: self.jitter, random: random)
+        }
+
+        /// The wait before replay number `replay` (1-based): none for the first.
+        func replayBackoff(replay: Int, random: Double = .random(in: 0...1)) -> Duration {
+            guard replay > 1 else { return .zero }
+            return Self.exponential(step: replay - 1, base: .milliseconds(10), cap: .seconds(1), jitter: self.jitter, random: random)
+        }
+
+        /// `base × 2^(step-1)`, at most `cap`, less up to `jitter` of it.
+        static func exponential(step: Int, base: Duration, cap: Duration, jitter: Double, random: Double) -> Duration {
+            let factor = Double(1 << min(max(step - 1, 0), 20))
+            let full = min(base.inSeconds * factor, cap.inSeconds)
+            let value = full * (1 - min(max(jitter, 0), 1) * min(max(random, 0), 1))
             return .nanoseconds(Int64(value * 1e9))
         }
     }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var inSeconds: Double { Double(self.components.seconds) + Double(self.components.attoseconds) / 1e18 }
 }

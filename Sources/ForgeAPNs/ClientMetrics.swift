@@ -8,6 +8,8 @@ struct ClientMetrics: Sendable {
     let inFlight = Meter(label: "apns_in_flight")
     /// Retries made (`apns_retries_total`).
     let retries = Counter(label: "apns_retries_total")
+    /// Replays of pushes APNs did not process (`apns_replays_total`); not attempts.
+    let replays = Counter(label: "apns_replays_total")
     /// Provider tokens signed again after `ExpiredProviderToken` (`apns_token_refreshes_total`).
     let tokenRefreshes = Counter(label: "apns_token_refreshes_total")
 
@@ -15,6 +17,15 @@ struct ClientMetrics: Sendable {
     /// and allocates, which cost more than the send's own bookkeeping when done per push.
     private let acceptedCounters: [APNSPushType: Counter]
     private let durations: [APNSPushType: Timer]
+
+    /// Counts a retry or a replay the send decision asked for.
+    func count(_ decision: SendDecision) {
+        switch decision {
+        case .retry: self.retries.increment()
+        case .replay: self.replays.increment()
+        default: break
+        }
+    }
 
     init() {
         var counters: [APNSPushType: Counter] = [:]

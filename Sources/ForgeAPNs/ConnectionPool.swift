@@ -5,14 +5,27 @@ internal import Metrics
 
 /// A fixed number of connection slots to one endpoint. Connections open lazily, a new one only when
 /// the open ones are full; a connection that goes away (GOAWAY, dead PING, error) leaves its slot
-/// to be refilled, with exponential backoff after failed connects. Requests the server never
-/// processed are replayed on another connection here, so they never count as a retry.
+/// to be refilled.
+///
+/// A connection counts as healthy only once it has brought an answer: a connect that fails, and a
+/// connection that closes before any answer (a server that drops every connection after the
+/// handshake), both add to the slot's failures, and the slot waits `100 ms × 2^(failures-1)` (at most
+/// 30 s, less up to half of it at random) before the next connect. A caller that waits out such a
+/// backoff sees the outcome of the next connect, so one caller never waits through several.
 final class ConnectionPool: APNSTransport {
     private struct Slot {
         var connection: HTTP2Connection?
         var connecting: Task<HTTP2Connection, any Error>?
+        /// Connections in a row that failed: connects that failed, and connections that closed before
+        /// their first answer. Reset by an answer.
         var failures = 0
         var retryAt: ContinuousClock.Instant?
+        /// Why the last connect failed, and how many connects failed so far (callers that waited out
+        /// a backoff compare it to see whether a connect was tried meanwhile).
+        var lastFailure: (any Error)?
+        var failedConnects = 0
+        /// Whether the current connection has brought an answer.
+        var answered = false
         var lastUsed = ContinuousClock.now
         /// Requests handed to this slot's connection and not finished: counted here when handed
         /// over, so concurrent picks see each other at once (the connection's own count lags).
@@ -27,7 +40,7 @@ final class ConnectionPool: APNSTransport {
     private enum Step {
         case use(HTTP2Connection)
         case wait(Task<HTTP2Connection, any Error>)
-        case sleep(until: ContinuousClock.Instant)
+        case sleep(until: ContinuousClock.Instant, slot: Int, failedConnects: Int)
     }
 
     private let state: LockedBox<State>
@@ -36,10 +49,6 @@ final class ConnectionPool: APNSTransport {
     private let idleTimeout: Duration?
     private let logger: Logger
     private let connectionsGauge = Gauge(label: "apns_pool_connections")
-    private let replays = Counter(label: "apns_replays_total")
-
-    /// The most times one request is replayed after the server refused it unprocessed.
-    static let maximumReplays = 16
 
     init(configuration: HTTP2ClientConfiguration, connections: Int, maxStreams: Int, idleTimeout: Duration?, logger: Logger) {
         self.configuration = configuration
@@ -88,23 +97,18 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
+    /// Sends on the least loaded connection, without retries or replays: what to do about a
+    /// failure is ``SendDecision``'s call.
     func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant) async throws -> HTTP2Response {
-        var replayed = 0
-        while true {
-            let connection = try await self.acquire(deadline: deadline, count: 1)
-            defer { self.release(connection, count: 1) }
-            do {
-                return try await connection.send(request, deadline: deadline)
-            } catch let error as HTTP2ClientError {
-                if case .closed = connection.state { self.retire(connection) }  // a GOAWAY connection drains; acquire drops it
-                let replayable: Set<HTTP2ClientError.Code> = [.refusedStream, .goingAway, .connectionClosed, .peerUnresponsive]
-                guard !error.mayHaveBeenProcessed, replayable.contains(error.code), replayed < Self.maximumReplays,
-                    ContinuousClock.now < deadline, !Task.isCancelled
-                else { throw error }
-                replayed += 1
-                self.replays.increment()
-                self.logger.debug("replaying a request the server did not process", metadata: ["apns.transport_error": "\(error.code)"])
-            }
+        let connection = try await self.acquire(deadline: deadline, count: 1)
+        do {
+            let response = try await connection.send(request, deadline: deadline)
+            self.release(connection, count: 1, answered: true)
+            return response
+        } catch {
+            self.release(connection, count: 1, answered: false)
+            if case .closed = connection.state { self.retire(connection) }  // a GOAWAY connection drains; acquire drops it
+            throw error
         }
     }
 
@@ -116,17 +120,44 @@ final class ConnectionPool: APNSTransport {
             return Array(repeating: .failure(error), count: requests.count)
         }
         let results = await connection.sendBatch(requests, deadline: deadline)
-        self.release(connection, count: requests.count)
+        self.release(connection, count: requests.count, answered: results.contains { if case .success = $0 { true } else { false } })
         if case .closed = connection.state { self.retire(connection) }
         return results.map { result in result.mapError { $0 as any Error } }
     }
 
-    private func release(_ connection: HTTP2Connection, count: Int) {
+    /// Ends `count` requests on `connection`; an answer among them proves the connection healthy.
+    private func release(_ connection: HTTP2Connection, count: Int, answered: Bool) {
         self.state.withLock { state in
             if let index = state.slots.firstIndex(where: { $0.connection === connection }) {
                 state.slots[index].inFlight = max(0, state.slots[index].inFlight - count)
+                if answered, !state.slots[index].answered {
+                    state.slots[index].answered = true
+                    state.slots[index].failures = 0
+                }
             }
         }
+    }
+
+    /// Empties a slot whose connection went away; one that never brought an answer is a failure.
+    private static func vacate(_ slot: inout Slot) {
+        if let connection = slot.connection, !slot.answered {
+            // Callers waiting out the backoff take this as the outcome of their connect.
+            slot.lastFailure = HTTP2ClientError(
+                .connectFailed, mayHaveBeenProcessed: false, detail: "\(connection.endpoint) closed the connection before any answer"
+            )
+            slot.failedConnects += 1
+            Self.recordFailure(&slot)
+        }
+        slot.connection = nil
+        slot.inFlight = 0
+        slot.answered = false
+    }
+
+    /// One more failure in a row: the next connect waits the backoff.
+    private static func recordFailure(_ slot: inout Slot) {
+        slot.failures += 1
+        let full = Double(min(100 << min(slot.failures - 1, 9), 30_000))
+        slot.retryAt = .now + .milliseconds(Int64(full * Double.random(in: 0.5...1)))
     }
 
     /// A connection with room for `count` more requests, opening one if needed; the requests are
@@ -143,15 +174,14 @@ final class ConnectionPool: APNSTransport {
                     guard let connection = state.slots[index].connection else { continue }
                     let usage = connection.load
                     guard usage.isActive else {
-                        state.slots[index].connection = nil
-                        state.slots[index].inFlight = 0
+                        Self.vacate(&state.slots[index])
                         continue
                     }
                     let outstanding = max(usage.outstanding, state.slots[index].inFlight)
                     if let idle = self.idleTimeout, outstanding == 0, now - state.slots[index].lastUsed > idle {
                         idleToClose.append(connection)
-                        state.slots[index].connection = nil
-                        state.slots[index].inFlight = 0
+                        state.slots[index].answered = true  // closed by us, not a failure
+                        Self.vacate(&state.slots[index])
                         continue
                     }
                     let limit = max(1, min(Int(usage.peerMaxConcurrentStreams), self.maxStreams))
@@ -181,7 +211,7 @@ final class ConnectionPool: APNSTransport {
                         state.slots[best.index].inFlight += count
                         return .use(state.slots[best.index].connection!)
                     }
-                    return .sleep(until: retryAt)
+                    return .sleep(until: retryAt, slot: free, failedConnects: state.slots[free].failedConnects)
                 }
                 let task = Task { try await self.connect(slot: free) }
                 state.slots[free].connecting = task
@@ -192,14 +222,21 @@ final class ConnectionPool: APNSTransport {
                 return connection
             case .wait(let task):
                 try await Self.wait(for: task, deadline: deadline)
-            case .sleep(let until):
+            case .sleep(let until, let index, let failedConnects):
                 guard until < deadline else {
-                    throw HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false, detail: "the endpoint is backing off after failed connects")
+                    throw self.state.withLock { $0.slots[index].lastFailure }
+                        ?? HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false, detail: "the endpoint is backing off after failed connects")
                 }
                 do {
                     try await Task.sleep(until: until, clock: .continuous)
                 } catch {
                     throw HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled while the endpoint was backing off")
+                }
+                // A connect that failed while this caller slept is its outcome: no second backoff.
+                if let failure = self.state.withLock({ state -> (any Error)? in
+                    state.slots[index].failedConnects != failedConnects ? state.slots[index].lastFailure : nil
+                }) {
+                    throw failure
                 }
             }
         }
@@ -254,9 +291,10 @@ final class ConnectionPool: APNSTransport {
             let closed = self.state.withLock { state -> Bool in
                 state.slots[index].connecting = nil
                 if state.closed { return true }
+                // Not healthy yet: its first answer resets the failures.
                 state.slots[index].connection = connection
                 state.slots[index].inFlight = 0
-                state.slots[index].failures = 0
+                state.slots[index].answered = false
                 state.slots[index].retryAt = nil
                 state.slots[index].lastUsed = .now
                 return false
@@ -271,12 +309,10 @@ final class ConnectionPool: APNSTransport {
         } catch {
             let failures = self.state.withLock { state -> Int in
                 state.slots[index].connecting = nil
-                state.slots[index].failures += 1
-                let failures = state.slots[index].failures
-                // 100 ms, 200 ms, … up to 30 s between attempts on this slot.
-                let delay = Duration.milliseconds(min(100 << min(failures - 1, 9), 30_000))
-                state.slots[index].retryAt = .now + delay
-                return failures
+                state.slots[index].lastFailure = error
+                state.slots[index].failedConnects += 1
+                Self.recordFailure(&state.slots[index])
+                return state.slots[index].failures
             }
             self.logger.warning("connect failed", metadata: ["apns.error": "\(error)", "apns.failures": "\(failures)"])
             throw error
@@ -286,8 +322,7 @@ final class ConnectionPool: APNSTransport {
     private func retire(_ connection: HTTP2Connection) {
         let removed = self.state.withLock { state -> Bool in
             guard let index = state.slots.firstIndex(where: { $0.connection === connection }) else { return false }
-            state.slots[index].connection = nil
-            state.slots[index].inFlight = 0
+            Self.vacate(&state.slots[index])
             return true
         }
         if removed {

@@ -13,7 +13,8 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
-        /// The TCP connection could not be made (name resolution, refused, unreachable).
+        /// The connection could not be made (name resolution, refused, unreachable), or the peer
+        /// closed it before its HTTP/2 preface.
         public static let connectFailed = Code(.connectFailed)
         /// The TLS handshake failed (certificate, host name, protocol version).
         public static let tlsFailed = Code(.tlsFailed)

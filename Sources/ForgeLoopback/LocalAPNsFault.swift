@@ -18,6 +18,9 @@ public enum LocalAPNsFault: Hashable, Sendable {
     /// Closes the TCP connection without answering. With `processed`, the push is judged and
     /// recorded first (the answer is lost, as when APNs crashes after delivery); without, it is not.
     case dropConnection(processed: Bool)
+    /// Judges and records the request, then the connection goes silent with its socket open: it
+    /// reads nothing more, so it answers nothing, PINGs included (a peer that died without a FIN).
+    case stall
     /// Announces a new `SETTINGS_MAX_CONCURRENT_STREAMS` on the request's connection, then judges
     /// it as usual.
     case maxConcurrentStreams(UInt32)

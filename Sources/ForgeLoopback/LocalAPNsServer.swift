@@ -217,6 +217,9 @@ public final class LocalAPNsServer: Sendable {
         case .dropConnection:
             connection.closeAbruptly()
             return nil
+        case .stall:
+            connection.setReading(false)
+            return nil
         case .delay(let duration):
             let response = Self.response(for: verdict!, date: now)
             Task {

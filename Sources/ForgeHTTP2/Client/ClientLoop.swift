@@ -24,7 +24,14 @@ final class ClientLoop: @unchecked Sendable {
     private var takenJobs: [UnownedJob] = []
     /// Set once the connection exists: jobs run on this thread as its task executor.
     var executor: (any TaskExecutor)?
+    /// When the peer last sent anything, or when requests went out on a quiet connection: the
+    /// silence a PING measures starts here.
     private var lastActivity: UInt64 = 0
+    /// Whether the peer sent anything yet: a connection it closes before its preface was never
+    /// established, so it ends as a failed connect.
+    private var peerSpoke = false
+    /// Whether streams were open at the end of the last pass.
+    private var hadOpenStreams = false
     private var pingSentAt: UInt64?
     private var pingPayload: UInt64 = 0
     private var shutdownDeadline: UInt64?
@@ -115,6 +122,10 @@ final class ClientLoop: @unchecked Sendable {
                     return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: true, detail: "the connection was shut down")
                 }
                 try self.flushSession()
+                // Requests on a connection that was quiet: the silence counts from now.
+                let hasOpenStreams = self.core.openStreamCount > 0
+                if hasOpenStreams, !self.hadOpenStreams { self.lastActivity = max(self.lastActivity, now) }
+                self.hadOpenStreams = hasOpenStreams
                 self.publishState()
                 if !self.core.isActive && !self.channel.hasPendingOutput {
                     return self.endedError(detail: "the peer ended the session")
@@ -138,6 +149,7 @@ final class ClientLoop: @unchecked Sendable {
                     self.incoming.removeAll(keepingCapacity: true)
                     let open = try self.channel.read(into: &self.incoming)
                     if !self.incoming.isEmpty {
+                        self.peerSpoke = true
                         self.lastActivity = monotonicNanoseconds()
                         try self.incoming.withUnsafeBytes { try self.core.receive($0) }
                     }
@@ -148,7 +160,7 @@ final class ClientLoop: @unchecked Sendable {
             } catch let error as NGHTTP2SessionError {
                 return HTTP2ClientError(.protocolError, mayHaveBeenProcessed: true, detail: "\(error)")
             } catch {
-                return HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "\(error)")
+                return self.endedError(detail: "\(error)")
             }
         }
     }
@@ -195,10 +207,9 @@ final class ClientLoop: @unchecked Sendable {
         try self.channel.flushFrames { try self.core.drainOutput(into: &$0) }
     }
 
-    /// Sends a keep-alive PING after `pingInterval` of silence; a PING unanswered for `pingTimeout`
-    /// ends the connection.
+    /// Sends a PING after a silence of `pingInterval` (idle) or `stallInterval` (requests out); a
+    /// PING unanswered for `pingTimeout` ends the connection.
     private func checkPing(now: UInt64) -> HTTP2ClientError? {
-        guard let interval = self.configuration.pingInterval else { return nil }
         if let sentAt = self.pingSentAt {
             if now &- sentAt >= UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.pingTimeout))) {
                 return HTTP2ClientError(
@@ -208,7 +219,7 @@ final class ClientLoop: @unchecked Sendable {
             }
             return nil
         }
-        if now &- self.lastActivity >= UInt64(max(0, HTTP2Connection.nanoseconds(interval))) {
+        if let interval = self.silenceBeforePing, now &- self.lastActivity >= interval {
             self.pingPayload &+= 1
             self.pingSentAt = now
             self.core.sendPing(payload: self.pingPayload)
@@ -216,21 +227,30 @@ final class ClientLoop: @unchecked Sendable {
         return nil
     }
 
+    /// How long a silence is allowed now before a PING: shorter while requests wait for answers.
+    private var silenceBeforePing: UInt64? {
+        let idle = self.configuration.pingInterval.map { UInt64(max(0, HTTP2Connection.nanoseconds($0))) }
+        guard self.hadOpenStreams, let stall = self.configuration.stallInterval else { return idle }
+        let busy = UInt64(max(0, HTTP2Connection.nanoseconds(stall)))
+        return min(busy, idle ?? busy)
+    }
+
     private func pollTimeout(now: UInt64, nextDeadline: UInt64?) -> Int32 {
         var wake: UInt64 = now &+ 60_000_000_000
         if let nextDeadline { wake = min(wake, nextDeadline) }
         if let shutdownDeadline { wake = min(wake, shutdownDeadline) }
-        if let interval = self.configuration.pingInterval {
-            if let sentAt = self.pingSentAt {
-                wake = min(wake, sentAt &+ UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.pingTimeout))))
-            } else {
-                wake = min(wake, self.lastActivity &+ UInt64(max(0, HTTP2Connection.nanoseconds(interval))))
-            }
+        if let sentAt = self.pingSentAt {
+            wake = min(wake, sentAt &+ UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.pingTimeout))))
+        } else if let interval = self.silenceBeforePing {
+            wake = min(wake, self.lastActivity &+ interval)
         }
         return wake <= now ? 0 : Int32(clamping: (wake - now + 999_999) / 1_000_000)
     }
 
     private func endedError(detail: String) -> HTTP2ClientError {
+        guard self.peerSpoke else {
+            return HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: true, detail: "\(detail) before its HTTP/2 preface")
+        }
         if let goAway = self.core.goAway, goAway.receivedFromPeer {
             return HTTP2ClientError(
                 .goingAway, mayHaveBeenProcessed: true, http2ErrorCode: goAway.errorCode,

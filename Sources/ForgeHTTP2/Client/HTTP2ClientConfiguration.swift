@@ -11,7 +11,11 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var connectTimeout: Duration
     /// Send a PING after this long without any frame from the peer; `nil` never pings.
     public var pingInterval: Duration?
-    /// A peer that does not acknowledge a PING within this long is declared dead.
+    /// While requests are out, send a PING after this long without any frame from the peer (a
+    /// stalled peer is found in seconds, not after `pingInterval`); `nil` waits for `pingInterval`.
+    public var stallInterval: Duration?
+    /// A peer that does not acknowledge a PING within this long is declared dead: its open streams
+    /// fail as possibly processed, its queued requests as not processed.
     public var pingTimeout: Duration
     /// The most streams this side opens at once, whatever the peer allows.
     public var maximumConcurrentStreams: Int
@@ -25,7 +29,8 @@ public struct HTTP2ClientConfiguration: Sendable {
         tls: HTTP2TLSConfiguration? = HTTP2TLSConfiguration(),
         connectTimeout: Duration = .seconds(10),
         pingInterval: Duration? = .seconds(60),
-        pingTimeout: Duration = .seconds(10),
+        stallInterval: Duration? = .seconds(3),
+        pingTimeout: Duration = .seconds(5),
         maximumConcurrentStreams: Int = 1000,
         settings: HTTP2Settings = HTTP2Settings(initialWindowSize: 1 << 20)
     ) {
@@ -34,6 +39,7 @@ public struct HTTP2ClientConfiguration: Sendable {
         self.tls = tls
         self.connectTimeout = connectTimeout
         self.pingInterval = pingInterval
+        self.stallInterval = stallInterval
         self.pingTimeout = pingTimeout
         self.maximumConcurrentStreams = maximumConcurrentStreams
         self.settings = settings

@@ -35,7 +35,7 @@ enum OneShot {
         do {
             outcome = .accepted(try await body(client))
         } catch {
-            outcome = error.kind == .rejected ? .rejected(error) : .failed(error)
+            outcome = APNSBulkVerdict.Outcome(error)
         }
         await client.shutdown(gracePeriod: .seconds(1))
         let renderer = ResultRenderer(json: json)

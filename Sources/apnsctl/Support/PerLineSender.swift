@@ -43,11 +43,7 @@ final class PerLineSender: Sendable {
                         do throws(APNSError) {
                             outcome = .accepted(try await self.client.send(entry.notification!, to: entry.token))
                         } catch {
-                            switch error.kind {
-                            case .rejected, .invalidNotification: outcome = .rejected(error)
-                            case .cancelled, .shutdown: outcome = .notSent(error)
-                            default: outcome = .failed(error)
-                            }
+                            outcome = APNSBulkVerdict.Outcome(error)
                         }
                     }
                     self.sink.record(TokenResult(token: entry.token.hexString, outcome: outcome))

@@ -15,6 +15,8 @@ struct SendCounts: Sendable {
     var rejected: [String: Int] = [:]
     var failed = 0
     var notSent = 0
+    /// Verdicts whose push may have been delivered without its answer being known.
+    var mayHaveBeenDelivered = 0
     /// Lines of the tokens file that were reported and skipped.
     var badLines = 0
     /// Set when Ctrl-C stopped reading the tokens file: every line after this one was never read
@@ -26,6 +28,7 @@ struct SendCounts: Sendable {
 
     mutating func add(_ outcome: APNSBulkVerdict.Outcome) {
         self.total += 1
+        if outcome.mayHaveBeenDelivered { self.mayHaveBeenDelivered += 1 }
         switch outcome {
         case .accepted: self.accepted += 1
         case .rejected(let error): self.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
@@ -56,19 +59,21 @@ struct ResultRenderer: Sendable {
         switch result.outcome {
         case .accepted(let sent):
             let attempts = sent.attempts > 1 ? " attempts=\(sent.attempts)" : ""
-            return "\(token) 200 accepted apns-id=\(sent.apnsID)\(attempts)"
+            let twice = sent.mayHaveBeenDeliveredTwice ? " (an earlier copy may have been delivered too)" : ""
+            return "\(token) 200 accepted apns-id=\(sent.apnsID)\(attempts)\(twice)"
         case .rejected(let error):
             var text = "\(token) \(error.status.map(String.init) ?? "-") \(error.reason?.rawValue ?? error.detail)"
             if let timestamp = error.timestamp { text += " since \(Self.iso8601(timestamp))" }
             if let id = error.apnsID { text += " apns-id=\(id)" }
             if error.attempts > 1 { text += " attempts=\(error.attempts)" }
+            if error.mayHaveBeenDelivered { text += " (an earlier copy may have been delivered)" }
             return text
         case .failed(let error):
             let attempts = error.attempts > 1 ? " after \(error.attempts) attempts" : ""
             let maybe = error.mayHaveBeenDelivered ? " (may have been delivered)" : ""
             return "\(token) failed \(error.kind.rawValue)\(attempts): \(error.detail.isEmpty ? "no detail" : error.detail)\(maybe)"
-        case .notSent:
-            return "\(token) not sent"
+        case .notSent(let error):
+            return "\(token) not sent: \(error.detail.isEmpty ? error.kind.rawValue : error.detail)"
         }
     }
 
@@ -95,7 +100,8 @@ struct ResultRenderer: Sendable {
             if case .rejected = result.outcome {} else { detail = error.detail }
         }
         var text = "{\"token\":\(JSONText.quote(result.token)),\"outcome\":\"\(outcome)\",\"status\":\(status),"
-            + "\"apns-id\":\(apnsID),\"reason\":\(reason),\"timestamp\":\(timestamp),\"attempts\":\(attempts)"
+            + "\"apns-id\":\(apnsID),\"reason\":\(reason),\"timestamp\":\(timestamp),\"attempts\":\(attempts),"
+            + "\"may_have_been_delivered\":\(result.outcome.mayHaveBeenDelivered)"
         if !detail.isEmpty { text += ",\"detail\":\(JSONText.quote(detail))" }
         return text + "}"
     }
@@ -109,7 +115,8 @@ struct ResultRenderer: Sendable {
             let byReason = reasons.map { "\(JSONText.quote($0.key)):\($0.value)" }.joined(separator: ",")
             return "{\"summary\":true,\"total\":\(counts.total),\"accepted\":\(counts.accepted),"
                 + "\"rejected\":\(counts.rejectedCount),\"rejected_by_reason\":{\(byReason)},\"failed\":\(counts.failed),"
-                + "\"not_sent\":\(counts.notSent),\"bad_lines\":\(counts.badLines),"
+                + "\"not_sent\":\(counts.notSent),\"may_have_been_delivered\":\(counts.mayHaveBeenDelivered),"
+                + "\"bad_lines\":\(counts.badLines),"
                 + (counts.unreadAfterLine.map { "\"unread_after_line\":\($0)," } ?? "")
                 + "\"seconds\":\(String(format: "%.3f", seconds)),\"rate\":\(String(format: "%.1f", rate))}"
         }
@@ -117,6 +124,9 @@ struct ResultRenderer: Sendable {
         if !reasons.isEmpty { text += " (" + reasons.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")" }
         text += ", \(counts.failed) failed, \(counts.notSent) not sent"
         text += " in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate))/s)"
+        if counts.mayHaveBeenDelivered > 0 {
+            text += "; \(counts.mayHaveBeenDelivered) may have been delivered without an answer (a resend may duplicate them)"
+        }
         if counts.badLines > 0 { text += "; \(counts.badLines) bad input lines skipped" }
         if let line = counts.unreadAfterLine { text += "; input after line \(line) not read" }
         return text
