@@ -49,6 +49,22 @@ struct PayloadEncodingTests {
         #expect(text(prepared) == #"{"aps":{"alert":{"body":"Hi"}},"taskID":"t-1","url":"https://example.com/a/b"}"#)
     }
 
+    @Test("Alert and background: custom keys that encode to {} leave the aps dictionary alone, as valid JSON")
+    func emptyCustomKeys() throws {
+        struct NothingSet: Encodable, Sendable { var note: String? = nil }
+        let empty: [String: Int] = [:]
+        let alerts = [
+            try APNSAlertNotification(alert: APNSAlert(title: "Hi"), topic: bundle, payload: empty).prepared(),
+            try APNSAlertNotification(alert: APNSAlert(title: "Hi"), topic: bundle, payload: NothingSet()).prepared(),
+        ]
+        for prepared in alerts {
+            #expect(text(prepared) == #"{"aps":{"alert":{"title":"Hi"}}}"#)
+            #expect(try JSONSerialization.jsonObject(with: Data(prepared.body)) is [String: Any])
+        }
+        let background = try APNSBackgroundNotification(topic: bundle, payload: empty).prepared()
+        #expect(text(background) == #"{"aps":{"content-available":1}}"#)
+    }
+
     @Test("Alert: a custom key named aps is refused")
     func customAPSKey() {
         #expect(throws: APNSValidationError(.badPayload, field: "", rule: "")) {
