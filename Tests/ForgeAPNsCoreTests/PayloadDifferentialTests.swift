@@ -659,4 +659,40 @@ struct PayloadDifferentialTests {
         // Generated payloads are small: nearly every case must have been checked.
         #expect(tooLarge < Self.casesPerFamily / 10, "\(tooLarge) of \(Self.casesPerFamily) cases were over the size limit")
     }
+
+    /// Edits that break JSON in the ways a hand-written or corrupted payload does.
+    private static let fragments: [[UInt8]] = [
+        [0x00], [0x80], [0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0xF0, 0x9F, 0x98],
+        Array(#"\ud800"#.utf8), Array(#"\udc00"#.utf8), Array(#"\ud83d\ude00"#.utf8), Array(#"\u00e9"#.utf8), Array(#"\x"#.utf8),
+        Array("e999".utf8), Array("1e999".utf8), Array("-1e400".utf8), Array("1e-999".utf8), Array(repeating: UInt8(ascii: "9"), count: 320),
+        Array("01".utf8), Array("-".utf8), Array(".5".utf8), Array("1.".utf8), Array("true".utf8), Array("nul".utf8),
+        [UInt8(ascii: "\"")], [UInt8(ascii: "\\")], [UInt8(ascii: "{")], [UInt8(ascii: "}")], [UInt8(ascii: "[")], [UInt8(ascii: "]")],
+        [UInt8(ascii: ",")], [UInt8(ascii: ":")], [UInt8(ascii: " ")], [0x0A], [0x09], Array("é".utf8), Array("😀".utf8),
+    ]
+
+    @Test("The payload check agrees with JSONSerialization on damaged bodies", arguments: [UInt64(1), 2, 3])
+    func damagedBodies(_ seed: UInt64) throws {
+        var generator = PayloadGenerator(seed: seed)
+        var disagreements = 0
+        for index in 0..<700 where disagreements <= 3 {
+            let family = generator.pick(GeneratedFamily.allCases)
+            guard var body = try? generator.makeCase(family).body else { continue }
+            for _ in 0..<generator.int(1...2) {
+                let at = generator.int(0...body.count)
+                let fragment = generator.pick(Self.fragments)
+                switch generator.int(0...2) {
+                case 0: body.insert(contentsOf: fragment, at: at)
+                case 1: body.replaceSubrange(at..<min(body.count, at + fragment.count), with: fragment)
+                default: body.removeSubrange(at..<min(body.count, at + generator.int(1...3)))
+                }
+            }
+            let foundation = (try? JSONSerialization.jsonObject(with: Data(body))) is [String: Any]
+            let problem = APNSPayloadLint.jsonProblem(in: body)
+            if foundation != (problem == nil) {
+                disagreements += 1
+                let text = String(decoding: body, as: UTF8.self)
+                Issue.record("seed \(seed) case \(index): JSONSerialization \(foundation ? "parses" : "refuses"), the check says \(problem ?? "valid"): \(text)")
+            }
+        }
+    }
 }
