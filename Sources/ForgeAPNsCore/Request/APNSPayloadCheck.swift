@@ -44,10 +44,15 @@ public enum APNSPayloadLint {
         }
     }
 
-    /// A description of the first problem, ``jsonProblem(in:)`` or `no "aps" key`; `nil` for a
+    /// A description of the first problem, ``jsonProblem(in:)`` or ``apsProblem(in:)``; `nil` for a
     /// JSON object with an `aps` key.
     public static func problem(in body: [UInt8]) -> String? {
-        if let problem = Self.jsonProblem(in: body) { return problem }
+        Self.jsonProblem(in: body) ?? Self.apsProblem(in: body)
+    }
+
+    /// `no "aps" key` when `body`, a JSON object, has no `aps` key; `nil` otherwise. Call it for a
+    /// body ``jsonProblem(in:)`` found nothing wrong with.
+    public static func apsProblem(in body: [UInt8]) -> String? {
         // A key "aps" at any depth is enough for a lint: the exact position needs a full parse.
         let key = Array(#""aps""#.utf8)
         guard body.count >= key.count else { return "no \"aps\" key" }
