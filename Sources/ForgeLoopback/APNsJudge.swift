@@ -46,9 +46,12 @@ public struct APNsVerdict: Hashable, Sendable {
     public var target: Target
     /// The push type header's value (device pushes: `alert` when absent).
     public var pushType: APNSPushType?
-    /// A lint warning on an accepted payload (P3: malformed JSON or no `aps` is accepted, as APNs
-    /// is not known to refuse it).
+    /// A lint note on an accepted payload that a device can read: no `aps` key (P3).
     public var lint: String?
+    /// A warning on an accepted payload that a device cannot read, as `body is not valid JSON: …`,
+    /// `body is not UTF-8: …` or `body is not a JSON object: …`. P3: APNs is not known to refuse
+    /// such a body, so it is accepted; a device drops it.
+    public var warning: String? = nil
 
     /// A response header.
     public struct Header: Hashable, Sendable {
@@ -246,11 +249,19 @@ public struct APNsJudge: Sendable {
             return reject(429, .tooManyRequests)
         }
         let unique = self.configuration.environment == .sandbox ? GeneratedID.lower() : nil
+        let findings = Self.payloadFindings(request.body)
         return APNsVerdict(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-id",
             apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType,
-            lint: APNSPayloadLint.problem(in: request.body)
+            lint: findings.lint, warning: findings.warning
         )
+    }
+
+    /// P3 on an accepted payload: a warning when a device cannot read it (JSONSerialization's rules:
+    /// UTF-8, valid JSON, one object, numbers that fit a double), else a lint note when it has no `aps`.
+    static func payloadFindings(_ body: [UInt8]) -> (warning: String?, lint: String?) {
+        if let problem = APNSPayloadLint.jsonProblem(in: body) { return ("body is " + problem, nil) }
+        return (nil, APNSPayloadLint.apsProblem(in: body))
     }
 
     /// The bundle id a topic names: without the push type's suffix (MDM topics are not bundle ids).
@@ -369,10 +380,11 @@ public struct APNsJudge: Sendable {
         guard !request.body.isEmpty else { return reject(400, .payloadEmpty) }
         guard request.body.count <= APNSPayloadLimit.broadcast else { return reject(413, .payloadTooLarge) }
         // B7
+        let findings = Self.payloadFindings(request.body)
         return APNsVerdict(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
             apnsUniqueID: GeneratedID.lower(), headers: [], body: [], target: target, pushType: .liveactivity,
-            lint: APNSPayloadLint.problem(in: request.body)
+            lint: findings.lint, warning: findings.warning
         )
     }
 

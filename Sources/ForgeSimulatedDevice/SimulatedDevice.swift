@@ -117,7 +117,17 @@ public final class SimulatedDevice: Sendable {
             group.cancelAll()
             return first
         }
-        guard let entry else { throw SimulatedDeviceError.timedOut.with("no matching event within \(timeout)") }
+        guard let entry else {
+            // Say which pushes never got that far: a dropped push is the usual reason for a wait in vain.
+            let dropped = self.timeline.map(\.event).filter {
+                switch $0 {
+                case .droppedInvalidPayload, .droppedUnknownToken: return true
+                default: return false
+                }
+            }
+            let detail = dropped.isEmpty ? "" : "; pushes dropped: " + dropped.map(\.description).joined(separator: "; ")
+            throw SimulatedDeviceError.timedOut.with("no matching event within \(timeout)\(detail)")
+        }
         return entry
     }
 
@@ -140,7 +150,7 @@ public final class SimulatedDevice: Sendable {
         do {
             payload = try JSONValue(parsing: push.payload)
         } catch {
-            self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: error.description))
+            self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not valid JSON: \(error.reason)"))
             return
         }
         guard payload.objectValue != nil else {

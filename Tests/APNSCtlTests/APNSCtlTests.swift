@@ -267,7 +267,7 @@ struct APNSCtlDryRunTests {
         let path = try temporaryFile(Array(body.utf8))
         let result = try CommandRunner.run(["send", "--dry-run", "--token", token, "--topic", "com.example.forgepush", "--payload", path])
         #expect(result.exitCode == 65)
-        #expect(result.stderr.contains("--payload: payload is 4097 bytes; the limit for push type alert is 4096 bytes"))
+        #expect(result.stderr.contains("--payload '\(path)': payload is 4097 bytes; the limit for push type alert is 4096 bytes"))
     }
 
     @Test("Malformed JSON exits 65 and says where")

@@ -71,6 +71,18 @@ struct JSONEncoderEquivalenceTests {
         #expect(try self.forge(["v": value]) == self.foundation(["v": value]))
     }
 
+    @Test("Floats keep their own shortest form", arguments: [Float(0.1), -69.03051, 1e10, 16_777_216, 3.4028235e38, -0.0, .leastNonzeroMagnitude])
+    func floats(_ value: Float) throws {
+        #expect(try self.forge(["v": value]) == self.foundation(["v": value]))
+        #expect(try self.forge([value]) == self.foundation([value]))
+    }
+
+    @Test("Keys with escapes sort by the characters they stand for, not by their escaped text")
+    func escapedKeyOrder() throws {
+        let dictionary = ["\u{1}": 1, "A": 2, "\"": 3, "\\": 4, "\n": 5, "a\u{1F}": 6, "a": 7, "~": 8, "é": 9]
+        #expect(try self.forge(dictionary) == self.foundation(dictionary))
+    }
+
     @Test("Dictionary order is sorted, whatever the hash seed")
     func dictionaryOrder() throws {
         let dictionary = Dictionary(uniqueKeysWithValues: (0..<50).map { ("key\($0)", $0) })

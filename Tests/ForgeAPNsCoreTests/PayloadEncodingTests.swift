@@ -49,6 +49,22 @@ struct PayloadEncodingTests {
         #expect(text(prepared) == #"{"aps":{"alert":{"body":"Hi"}},"taskID":"t-1","url":"https://example.com/a/b"}"#)
     }
 
+    @Test("Alert and background: custom keys that encode to {} leave the aps dictionary alone, as valid JSON")
+    func emptyCustomKeys() throws {
+        struct NothingSet: Encodable, Sendable { var note: String? = nil }
+        let empty: [String: Int] = [:]
+        let alerts = [
+            try APNSAlertNotification(alert: APNSAlert(title: "Hi"), topic: bundle, payload: empty).prepared(),
+            try APNSAlertNotification(alert: APNSAlert(title: "Hi"), topic: bundle, payload: NothingSet()).prepared(),
+        ]
+        for prepared in alerts {
+            #expect(text(prepared) == #"{"aps":{"alert":{"title":"Hi"}}}"#)
+            #expect(try JSONSerialization.jsonObject(with: Data(prepared.body)) is [String: Any])
+        }
+        let background = try APNSBackgroundNotification(topic: bundle, payload: empty).prepared()
+        #expect(text(background) == #"{"aps":{"content-available":1}}"#)
+    }
+
     @Test("Alert: a custom key named aps is refused")
     func customAPSKey() {
         #expect(throws: APNSValidationError(.badPayload, field: "", rule: "")) {
@@ -276,6 +292,60 @@ struct PayloadEncodingTests {
             pushType: .alert, topic: APNSTopic(bundleID: bundle, pushType: .alert), json: Array(json.utf8)
         )
         #expect(throws: APNSValidationError(.badPayload, field: "", rule: "")) { try notification.prepared() }
+    }
+}
+
+extension PayloadEncodingTests {
+    struct RawBody: Sendable, CustomTestStringConvertible {
+        var name: String
+        var bytes: [UInt8]
+        var rule: String
+        var testDescription: String { self.name }
+    }
+
+    static let unreadableBodies: [RawBody] = [
+        RawBody(name: "a byte that is not UTF-8", bytes: Array(#"{"a":""#.utf8) + [0xFF] + Array(#""}"#.utf8),
+                rule: "must be UTF-8 (byte 0xff at byte 7 is not UTF-8)"),
+        RawBody(name: "an overlong form", bytes: Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8), rule: "must be UTF-8"),
+        RawBody(name: "an encoded surrogate", bytes: Array(#"{"a":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8),
+                rule: "must be UTF-8"),
+        RawBody(name: "a truncated sequence", bytes: Array(#"{"a":""#.utf8) + [0xE2, 0x82] + Array(#""}"#.utf8),
+                rule: "must be UTF-8 (bytes 0xe2 0x82 0x22 at byte 7 are not UTF-8)"),
+        RawBody(name: "Latin-1 outside a string", bytes: Array(#"{"a":1}"#.utf8) + [0xE9], rule: "must be UTF-8"),
+        RawBody(name: "an unpaired high surrogate escape", bytes: Array(#"{"a":"\ud800x"}"#.utf8),
+                rule: #"must be one JSON object: \uD800 at byte 7 is half a surrogate pair"#),
+        RawBody(name: "a lone low surrogate escape", bytes: Array(#"{"a":"\udc00"}"#.utf8), rule: "half a surrogate pair"),
+        RawBody(name: "a badge of 1e999", bytes: Array(#"{"aps":{"badge":1e999}}"#.utf8),
+                rule: "must hold only numbers that fit a 64-bit double (the number 1e999 at byte 17 is too large for a 64-bit double)"),
+        RawBody(name: "minus 1e400", bytes: Array(#"{"v":-1E+400}"#.utf8), rule: "too large for a 64-bit double"),
+        RawBody(name: "an integer of 400 digits", bytes: Array(#"{"v":"#.utf8) + Array(repeating: UInt8(ascii: "9"), count: 400) + [0x7D],
+                rule: "too large for a 64-bit double"),
+        RawBody(name: "an array", bytes: Array("[1]".utf8), rule: "must be one JSON object: the top level is an array, not an object"),
+    ]
+
+    @Test("Raw bodies a device cannot read are refused, naming the rule", arguments: unreadableBodies)
+    func unreadableBody(_ body: RawBody) {
+        let notification = APNSPayloadNotification(
+            pushType: .alert, topic: APNSTopic(bundleID: bundle, pushType: .alert), json: body.bytes
+        )
+        #expect(throws: APNSValidationError(.badPayload, field: "", rule: "")) { try notification.prepared() }
+        do {
+            _ = try notification.prepared()
+        } catch {
+            #expect(error.field == "payload")
+            #expect(error.rule.contains(body.rule), "\(error.rule)")
+        }
+        #expect((try? JSONSerialization.jsonObject(with: Data(body.bytes))) as? [String: Any] == nil, "Foundation refuses it too")
+    }
+
+    @Test(
+        "Raw bodies at the edges that a device reads are accepted",
+        arguments: [#"{"v":1e-999}"#, #"{"v":123456789012345678901234567890}"#, #"{"v":"\ud83d\ude00"}"#, #"{"v":"😀é"}"#, #"{"v":1.7976931348623157e308}"#]
+    )
+    func readableEdges(_ json: String) throws {
+        let notification = APNSPayloadNotification(pushType: .alert, topic: APNSTopic(bundleID: bundle, pushType: .alert), json: Array(json.utf8))
+        _ = try notification.prepared()
+        #expect(try JSONSerialization.jsonObject(with: Data(json.utf8)) is [String: Any])
     }
 }
 

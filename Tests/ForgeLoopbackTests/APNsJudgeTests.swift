@@ -129,12 +129,38 @@ struct APNsJudgeTests {
         #expect(judge.judge(request(path: "/3/device/" + String(repeating: "99", count: 32))).reason == .badDeviceToken)
     }
 
-    @Test("P3: malformed JSON or no aps is accepted, with a lint warning only")
+    @Test("P3: malformed JSON or no aps is accepted, with a lint note only")
     func lint() {
-        let broken = self.judged(request(body: Array("{not json".utf8)))
-        #expect(broken.isAccepted && broken.lint?.contains("not one JSON object") == true)
         let noAPS = self.judged(request(body: Array(#"{"custom":1}"#.utf8)))
-        #expect(noAPS.isAccepted && noAPS.lint == "no \"aps\" key")
-        #expect(self.judged(request()).lint == nil)
+        #expect(noAPS.isAccepted && noAPS.lint == "no \"aps\" key" && noAPS.warning == nil)
+        let accepted = self.judged(request())
+        #expect(accepted.lint == nil && accepted.warning == nil)
+    }
+
+    struct UnreadableBody: Sendable, CustomTestStringConvertible {
+        var bytes: [UInt8]
+        var warning: String
+        var testDescription: String { String(decoding: self.bytes, as: UTF8.self) }
+        init(_ bytes: [UInt8], _ warning: String) {
+            self.bytes = bytes
+            self.warning = warning
+        }
+    }
+
+    @Test(
+        "P3: a body a device cannot read is accepted with a warning that says why",
+        arguments: [
+            UnreadableBody(Array("{not json".utf8), "body is not valid JSON: unexpected 'n' at byte 2 (expected a key)"),
+            UnreadableBody(Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8), "body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"),
+            UnreadableBody(Array(#"{"aps":{"badge":1e999}}"#.utf8), "body is not valid JSON: the number 1e999 at byte 17 is too large for a 64-bit double"),
+            UnreadableBody(Array(#"{"aps":{"alert":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8), "body is not UTF-8: bytes 0xc3 0x28 at byte 18 are not UTF-8"),
+            UnreadableBody(Array(#"[{"aps":{}}]"#.utf8), "body is not a JSON object: the top level is an array, not an object"),
+        ]
+    )
+    func warning(_ body: UnreadableBody) {
+        let verdict = self.judged(request(body: body.bytes))
+        #expect(verdict.isAccepted)
+        #expect(verdict.warning == body.warning)
+        #expect(verdict.lint == nil)
     }
 }

@@ -1,5 +1,6 @@
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeHTTP2
 import ForgeLoopback
 import ForgeNotificationService
 import ForgeNotificationTypes
@@ -114,6 +115,35 @@ struct LoopbackModeTests {
         let ran = try await device.tap(sent.apnsID, in: app)
         #expect(ran == ["task-tapped"])
         #expect(seen.all == ["\(NotificationAction.default.identifier):T-7"])
+        await loopback.shutdown()
+    }
+
+    @Test("A payload a device cannot read: accepted with a warning (P3), dropped by the device, named when a wait fails")
+    func unreadablePayload() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        device.install(makeApp())
+        let warnings = Seen()
+        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS()) { judgement in
+            if let warning = judgement.verdict.warning { warnings.append(warning) }
+        }
+        // The bare transport sends what it is given: the body issue 14 found apnsctl sending.
+        let connection = try await HTTP2Connection.connect(loopback.http2Configuration)
+        let response = try await push(
+            connection, token: sandboxToken, topic: app, headers: [("authorization", try loopback.providerToken())],
+            body: Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8)
+        )
+        await connection.close()
+        #expect(response.status == 200)
+        let dropped = try await event(device) { if case .droppedInvalidPayload = $0 { true } else { false } }
+        guard case .droppedInvalidPayload(let apnsID, let reason) = dropped else { return }
+        #expect(reason.hasPrefix("the payload is not valid JSON: "), "\(reason)")
+        #expect(warnings.all == ["body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"])
+        do {
+            try await device.awaitEvent(timeout: .zero) { if case .addedToNotificationList = $0 { true } else { false } }
+            Issue.record("the alert was shown")
+        } catch {
+            #expect(error.message.contains("push \(apnsID) dropped: the payload is not valid JSON"), "\(error.message)")
+        }
         await loopback.shutdown()
     }
 

@@ -163,10 +163,48 @@ struct AlertDeliveryTests {
         device.install(Fixture.app())
         await device.deliver(Fixture.push("{not json", apnsID: "J-1"))
         let last = device.events.last
-        guard case .droppedInvalidPayload(let apnsID, _) = last else {
+        guard case .droppedInvalidPayload(let apnsID, let reason) = last else {
             Issue.record("expected a dropped payload, got \(String(describing: last))")
             return
         }
         #expect(apnsID == "J-1")
+        #expect(reason.hasPrefix("the payload is not valid JSON: "), "\(reason)")
+    }
+
+    @Test("a payload a device cannot read (trailing brace, bad UTF-8, 1e999, a lone surrogate, an array) shows nothing")
+    func unreadablePayloads() async {
+        let bodies: [[UInt8]] = [
+            Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8),
+            Array(#"{"aps":{"alert":""#.utf8) + [0xFF] + Array(#""}}"#.utf8),
+            Array(#"{"aps":{"alert":"Hi","badge":1e999}}"#.utf8),
+            Array(#"{"aps":{"alert":"\ud800"}}"#.utf8),
+            Array(#"[{"aps":{"alert":"Hi"}}]"#.utf8),
+        ]
+        let device = Fixture.device()
+        device.install(Fixture.app())
+        for (index, body) in bodies.enumerated() {
+            await device.deliver(DevicePush(token: Fixture.sandboxToken, payload: body, apnsID: "U-\(index)", date: Fixture.start))
+        }
+        let dropped = device.events.compactMap { event -> String? in
+            if case .droppedInvalidPayload(let apnsID, _) = event { return apnsID }
+            return nil
+        }
+        #expect(dropped == ["U-0", "U-1", "U-2", "U-3", "U-4"])
+        #expect(device.notificationList(for: Fixture.bundleID).isEmpty)
+    }
+
+    @Test("a wait for an event that a dropped push never produced says which push was dropped and why")
+    func waitNamesDroppedPush() async {
+        let device = Fixture.device()
+        device.install(Fixture.app())
+        await device.deliver(Fixture.push(#"{"aps":{"alert":{"title":"Hi"}}{"#, apnsID: "W-1"))
+        do {
+            // The drop is already recorded; the shortest timeout only ends the wait.
+            try await device.awaitEvent(timeout: .zero) { if case .addedToNotificationList = $0 { true } else { false } }
+            Issue.record("the alert was shown")
+        } catch {
+            #expect(error == .timedOut)
+            #expect(error.message.contains("pushes dropped: push W-1 dropped: the payload is not valid JSON"), "\(error.message)")
+        }
     }
 }

@@ -122,13 +122,9 @@ final class JSONWriterCore {
             index += 1
         }
         let output = self.output
-        func key(_ range: Range<Int>) -> ArraySlice<UInt8> {
-            // The key is the first string of the entry; find its closing quote (skipping escapes).
-            var end = range.lowerBound + 1
-            while output[end] != UInt8(ascii: "\"") { end += output[end] == UInt8(ascii: "\\") ? 2 : 1 }
-            return output[(range.lowerBound + 1)..<end]
-        }
-        let sorted = ranges.sorted { key($0).lexicographicallyPrecedes(key($1)) }
+        let sorted = ranges.map { ($0, Self.unescapedKey(at: $0.lowerBound, in: output)) }
+            .sorted { $0.1.lexicographicallyPrecedes($1.1) }
+            .map(\.0)
         var reordered: [UInt8] = []
         reordered.reserveCapacity(self.output.count - ranges[0].lowerBound)
         for (offset, range) in sorted.enumerated() {
@@ -136,6 +132,49 @@ final class JSONWriterCore {
             reordered.append(contentsOf: output[range])
         }
         self.output.replaceSubrange(ranges[0].lowerBound..<self.output.count, with: reordered)
+    }
+
+    /// The UTF-8 bytes of the key whose opening quote is at `start`, with its escapes undone:
+    /// `JSONEncoder` sorts keys by their own bytes, and an escape (`\u0001`, `\"`) sorts otherwise
+    /// than the character it stands for.
+    private static func unescapedKey(at start: Int, in output: [UInt8]) -> ArraySlice<UInt8> {
+        var end = start + 1
+        while output[end] != UInt8(ascii: "\"") {
+            if output[end] == UInt8(ascii: "\\") { return Self.unescape(from: start + 1, in: output) }
+            end += 1
+        }
+        return output[(start + 1)..<end]
+    }
+
+    /// Undoes the escapes ``writeString(_:)`` writes, up to the closing quote.
+    private static func unescape(from start: Int, in output: [UInt8]) -> ArraySlice<UInt8> {
+        var key: [UInt8] = []
+        var index = start
+        while output[index] != UInt8(ascii: "\"") {
+            guard output[index] == UInt8(ascii: "\\") else {
+                key.append(output[index])
+                index += 1
+                continue
+            }
+            let escape = output[index + 1]
+            index += 2
+            switch escape {
+            case UInt8(ascii: "n"): key.append(0x0a)
+            case UInt8(ascii: "r"): key.append(0x0d)
+            case UInt8(ascii: "t"): key.append(0x09)
+            case UInt8(ascii: "b"): key.append(0x08)
+            case UInt8(ascii: "f"): key.append(0x0c)
+            case UInt8(ascii: "u"):
+                // Only control characters are written as \u00XX.
+                let hex = output[index..<(index + 4)].reduce(0) { value, digit in
+                    value << 4 | Int(digit <= UInt8(ascii: "9") ? digit - UInt8(ascii: "0") : digit - UInt8(ascii: "a") + 10)
+                }
+                key.append(UInt8(truncatingIfNeeded: hex))
+                index += 4
+            default: key.append(escape)  // \" and \\
+            }
+        }
+        return key[...]
     }
 
     /// Whether the entries starting at `starts` are already in key order (each start is an opening quote).
@@ -149,6 +188,8 @@ final class JSONWriterCore {
                 while true {
                     let x = bytes[a]
                     let y = bytes[b]
+                    // An escape sorts as the character it stands for: leave it to the full sort.
+                    if x == UInt8(ascii: "\\") || y == UInt8(ascii: "\\") { return false }
                     if x == y {
                         if x == UInt8(ascii: "\"") { return false }  // equal keys: leave them to the full sort
                         a += 1
@@ -234,6 +275,19 @@ final class JSONWriterCore {
         self.output.append(contentsOf: text.hasSuffix(".0") ? text.utf8.dropLast(2) : text.utf8[...])
     }
 
+    /// A `Float` as `JSONEncoder` writes it: its own shortest description (`0.1`, not the
+    /// `0.10000000149011612` of the `Double` it converts to), without a trailing `.0`.
+    func writeFloat(_ value: Float, codingPath: [any CodingKey]) throws {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(
+                value,
+                .init(codingPath: codingPath, debugDescription: "JSON has no representation for \(value).")
+            )
+        }
+        let text = value.description
+        self.output.append(contentsOf: text.hasSuffix(".0") ? text.utf8.dropLast(2) : text.utf8[...])
+    }
+
     func writeString(_ string: String) {
         self.output.append(UInt8(ascii: "\""))
         var string = string
@@ -303,7 +357,7 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
     mutating func encode(_ value: Float, forKey key: Key) throws {
         try self.begin(key)
-        try self.core.writeDouble(Double(value), codingPath: self.codingPath)
+        try self.core.writeFloat(value, codingPath: self.codingPath)
     }
     mutating func encode(_ value: Int, forKey key: Key) throws { try self.begin(key); self.core.writeInteger(value) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { try self.begin(key); self.core.writeInteger(value) }
@@ -369,7 +423,7 @@ struct JSONUnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: Double) throws { try self.begin(); try self.core.writeDouble(value, codingPath: self.codingPath) }
     mutating func encode(_ value: Float) throws {
         try self.begin()
-        try self.core.writeDouble(Double(value), codingPath: self.codingPath)
+        try self.core.writeFloat(value, codingPath: self.codingPath)
     }
     mutating func encode(_ value: Int) throws { try self.begin(); self.core.writeInteger(value) }
     mutating func encode(_ value: Int8) throws { try self.begin(); self.core.writeInteger(value) }
@@ -411,7 +465,7 @@ struct JSONSingleValueContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: Bool) throws { self.core.writeBool(value) }
     mutating func encode(_ value: String) throws { self.core.writeString(value) }
     mutating func encode(_ value: Double) throws { try self.core.writeDouble(value, codingPath: self.codingPath) }
-    mutating func encode(_ value: Float) throws { try self.core.writeDouble(Double(value), codingPath: self.codingPath) }
+    mutating func encode(_ value: Float) throws { try self.core.writeFloat(value, codingPath: self.codingPath) }
     mutating func encode(_ value: Int) throws { self.core.writeInteger(value) }
     mutating func encode(_ value: Int8) throws { self.core.writeInteger(value) }
     mutating func encode(_ value: Int16) throws { self.core.writeInteger(value) }

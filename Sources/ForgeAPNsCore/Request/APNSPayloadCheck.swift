@@ -17,19 +17,42 @@ enum APNSPayloadCheck {
             throw APNSValidationError(.badPayload, field: field, rule: "must not be empty (APNs answers PayloadEmpty)")
         }
         var scanner = JSONShapeScanner(body)
-        if let problem = scanner.validateObject() {
-            throw APNSValidationError(.badPayload, field: field, rule: "must be one JSON object: \(problem)")
+        guard let problem = scanner.validateObject() else { return }
+        let rule: String
+        switch problem.kind {
+        case .encoding: rule = "must be UTF-8 (\(problem))"
+        case .number: rule = "must hold only numbers that fit a 64-bit double (\(problem))"
+        case .syntax, .notObject: rule = "must be one JSON object: \(problem)"
         }
+        throw APNSValidationError(.badPayload, field: field, rule: rule)
     }
 }
 
 /// What a payload gets wrong that APNs would still accept (checklist row P3): not one JSON
-/// object, or no `aps` key. For lint warnings only; nothing is refused because of it.
+/// object, or no `aps` key. For warnings only; nothing is refused because of it.
 public enum APNSPayloadLint {
-    /// A description of the first problem, or `nil` for a JSON object with an `aps` key.
-    public static func problem(in body: [UInt8]) -> String? {
+    /// Why a device could not read `body` as a payload: `not valid JSON: …`, `not UTF-8: …` or
+    /// `not a JSON object: …`; `nil` for one JSON object. The rules are `JSONSerialization`'s, which
+    /// is what a device parses a payload with.
+    public static func jsonProblem(in body: [UInt8]) -> String? {
         var scanner = JSONShapeScanner(body)
-        if let problem = scanner.validateObject() { return "not one JSON object: \(problem)" }
+        guard let problem = scanner.validateObject() else { return nil }
+        switch problem.kind {
+        case .syntax, .number: return "not valid JSON: \(problem)"
+        case .encoding: return "not UTF-8: \(problem)"
+        case .notObject: return "not a JSON object: \(problem)"
+        }
+    }
+
+    /// A description of the first problem, ``jsonProblem(in:)`` or ``apsProblem(in:)``; `nil` for a
+    /// JSON object with an `aps` key.
+    public static func problem(in body: [UInt8]) -> String? {
+        Self.jsonProblem(in: body) ?? Self.apsProblem(in: body)
+    }
+
+    /// `no "aps" key` when `body`, a JSON object, has no `aps` key; `nil` otherwise. Call it for a
+    /// body ``jsonProblem(in:)`` found nothing wrong with.
+    public static func apsProblem(in body: [UInt8]) -> String? {
         // A key "aps" at any depth is enough for a lint: the exact position needs a full parse.
         let key = Array(#""aps""#.utf8)
         guard body.count >= key.count else { return "no \"aps\" key" }

@@ -43,8 +43,9 @@ enum APNSPayloadEncoder {
             throw APNSValidationError(.badPayload, field: "payload", rule: "could not be encoded as JSON: \(error)")
         }
         try Self.checkCustom(core, from: customStart, reservedKey: "aps")
-        if core.output.count - customStart == 2 {  // "{}": no custom keys after all
-            core.output.removeLast(1)
+        if core.output.count - customStart == 2 {  // "{}": no custom keys after all; close the payload
+            core.output.removeLast(2)
+            core.output.append(UInt8(ascii: "}"))
         } else {
             core.output[customStart] = UInt8(ascii: ",")
         }

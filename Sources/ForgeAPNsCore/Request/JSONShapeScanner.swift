@@ -1,8 +1,30 @@
+/// What is wrong with a JSON text, and where.
+struct JSONShapeProblem: Error, Hashable, CustomStringConvertible {
+    enum Kind: Hashable, Sendable {
+        /// Not JSON: a syntax error, or an escape for half a UTF-16 surrogate pair.
+        case syntax
+        /// Valid JSON, but not an object.
+        case notObject
+        /// A byte sequence that is not UTF-8 (RFC 8259 §8.1: JSON exchanged between systems is UTF-8).
+        case encoding
+        /// A number too large for a 64-bit double: it would be read as infinity, or refused.
+        case number
+    }
+
+    var kind: Kind
+    /// Where and what, for example `unexpected '}' at byte 12`.
+    var detail: String
+
+    var description: String { self.detail }
+}
+
 /// A small, allocation-free JSON validator (RFC 8259).
 ///
 /// Payload bodies are checked before sending (a raw `--payload` file, or the custom keys of a typed
 /// notification); Foundation's `JSONSerialization` would build a whole object graph only to throw it
-/// away, and could not say where the text went wrong.
+/// away, and could not say where the text went wrong. It refuses what `JSONSerialization`, and so a
+/// device, refuses: bytes that are not UTF-8, an escape for half a surrogate pair, and a number that
+/// overflows a double (`1e999`).
 struct JSONShapeScanner {
     private let bytes: [UInt8]
     private var index = 0
@@ -10,17 +32,37 @@ struct JSONShapeScanner {
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    /// Validates that the input is exactly one JSON object; returns a description of the first
-    /// problem, or `nil` when the input is valid.
-    mutating func validateObject() -> String? {
+    /// Validates that the input is exactly one JSON object; returns the first problem, or `nil`
+    /// when the input is valid.
+    mutating func validateObject() -> JSONShapeProblem? {
         self.skipWhitespace()
         guard self.peek() == UInt8(ascii: "{") else {
-            return self.index < self.bytes.count ? "the top level is not an object" : "no JSON value"
+            guard self.index < self.bytes.count else { return JSONShapeProblem(kind: .syntax, detail: "no JSON value") }
+            let start = self.index
+            if let problem = self.value(depth: 0) { return problem }
+            self.skipWhitespace()
+            if self.index != self.bytes.count {
+                return JSONShapeProblem(kind: .syntax, detail: "unexpected text after the value at byte \(self.index + 1)")
+            }
+            return JSONShapeProblem(kind: .notObject, detail: "the top level is \(Self.kindOfValue(self.bytes[start]))")
         }
         if let problem = self.value(depth: 0) { return problem }
         self.skipWhitespace()
-        if self.index != self.bytes.count { return "unexpected text after the object at byte \(self.index + 1)" }
+        if self.index != self.bytes.count {
+            if self.bytes[self.index] >= 0x80, case .failure(let problem) = self.utf8Sequence(at: self.index) { return problem }
+            return JSONShapeProblem(kind: .syntax, detail: "unexpected text after the object at byte \(self.index + 1)")
+        }
         return nil
+    }
+
+    private static func kindOfValue(_ first: UInt8) -> String {
+        switch first {
+        case UInt8(ascii: "["): return "an array, not an object"
+        case UInt8(ascii: "\""): return "a string, not an object"
+        case UInt8(ascii: "n"): return "null, not an object"
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return "a boolean, not an object"
+        default: return "a number, not an object"
+        }
     }
 
     private func peek() -> UInt8? { self.index < self.bytes.count ? self.bytes[self.index] : nil }
@@ -31,15 +73,49 @@ struct JSONShapeScanner {
         }
     }
 
-    private func unexpected() -> String {
-        guard let byte = self.peek() else { return "unexpected end of input" }
-        return "unexpected \(DeviceToken.describe(byte)) at byte \(self.index + 1)"
+    private func syntax(_ detail: String) -> JSONShapeProblem { JSONShapeProblem(kind: .syntax, detail: detail) }
+
+    private func unexpected(_ expected: String = "") -> JSONShapeProblem {
+        guard let byte = self.peek() else { return self.syntax("unexpected end of input" + expected) }
+        if byte >= 0x80, case .failure(let problem) = self.utf8Sequence(at: self.index) { return problem }
+        return self.syntax("unexpected \(DeviceToken.describe(byte)) at byte \(self.index + 1)" + expected)
     }
 
-    private mutating func value(depth: Int) -> String? {
-        guard depth < self.maximumDepth else { return "nested deeper than \(self.maximumDepth) levels" }
+    /// The length of the UTF-8 sequence that starts at `start` (a byte of 0x80 or more), or why it is
+    /// not one (RFC 3629 §4: no overlong forms, no surrogates, nothing above U+10FFFF).
+    private func utf8Sequence(at start: Int) -> Result<Int, JSONShapeProblem> {
+        let lead = self.bytes[start]
+        let length: Int
+        var second: ClosedRange<UInt8> = 0x80...0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; second = 0xA0...0xBF
+        case 0xED: length = 3; second = 0x80...0x9F
+        case 0xE1...0xEF: length = 3
+        case 0xF0: length = 4; second = 0x90...0xBF
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; second = 0x80...0x8F
+        default: return .failure(self.notUTF8(start, count: 1))
+        }
+        for offset in 1..<length {
+            guard start + offset < self.bytes.count else { return .failure(self.notUTF8(start, count: offset)) }
+            guard (offset == 1 ? second : 0x80...0xBF).contains(self.bytes[start + offset]) else {
+                return .failure(self.notUTF8(start, count: offset + 1))
+            }
+        }
+        return .success(length)
+    }
+
+    private func notUTF8(_ start: Int, count: Int) -> JSONShapeProblem {
+        let shown = self.bytes[start..<(start + count)].map { "0x" + String($0, radix: 16) }.joined(separator: " ")
+        let detail = count == 1 ? "byte \(shown) at byte \(start + 1) is not UTF-8" : "bytes \(shown) at byte \(start + 1) are not UTF-8"
+        return JSONShapeProblem(kind: .encoding, detail: detail)
+    }
+
+    private mutating func value(depth: Int) -> JSONShapeProblem? {
+        guard depth < self.maximumDepth else { return self.syntax("nested deeper than \(self.maximumDepth) levels") }
         self.skipWhitespace()
-        guard let byte = self.peek() else { return "unexpected end of input" }
+        guard let byte = self.peek() else { return self.syntax("unexpected end of input") }
         switch byte {
         case UInt8(ascii: "{"): return self.object(depth: depth)
         case UInt8(ascii: "["): return self.array(depth: depth)
@@ -52,7 +128,7 @@ struct JSONShapeScanner {
         }
     }
 
-    private mutating func object(depth: Int) -> String? {
+    private mutating func object(depth: Int) -> JSONShapeProblem? {
         self.index += 1  // {
         self.skipWhitespace()
         if self.peek() == UInt8(ascii: "}") {
@@ -61,10 +137,10 @@ struct JSONShapeScanner {
         }
         while true {
             self.skipWhitespace()
-            guard self.peek() == UInt8(ascii: "\"") else { return self.unexpected() + " (expected a key)" }
+            guard self.peek() == UInt8(ascii: "\"") else { return self.unexpected(" (expected a key)") }
             if let problem = self.string() { return problem }
             self.skipWhitespace()
-            guard self.peek() == UInt8(ascii: ":") else { return self.unexpected() + " (expected ':')" }
+            guard self.peek() == UInt8(ascii: ":") else { return self.unexpected(" (expected ':')") }
             self.index += 1
             if let problem = self.value(depth: depth + 1) { return problem }
             self.skipWhitespace()
@@ -73,12 +149,12 @@ struct JSONShapeScanner {
             case UInt8(ascii: "}"):
                 self.index += 1
                 return nil
-            default: return self.unexpected() + " (expected ',' or '}')"
+            default: return self.unexpected(" (expected ',' or '}')")
             }
         }
     }
 
-    private mutating func array(depth: Int) -> String? {
+    private mutating func array(depth: Int) -> JSONShapeProblem? {
         self.index += 1  // [
         self.skipWhitespace()
         if self.peek() == UInt8(ascii: "]") {
@@ -93,13 +169,13 @@ struct JSONShapeScanner {
             case UInt8(ascii: "]"):
                 self.index += 1
                 return nil
-            default: return self.unexpected() + " (expected ',' or ']')"
+            default: return self.unexpected(" (expected ',' or ']')")
             }
         }
     }
 
-    /// Scans a string, checking its escapes.
-    private mutating func string() -> String? {
+    /// Scans a string, checking its escapes and its UTF-8.
+    private mutating func string() -> JSONShapeProblem? {
         let start = self.index
         self.index += 1  // opening quote
         while let byte = self.peek() {
@@ -108,24 +184,52 @@ struct JSONShapeScanner {
             case UInt8(ascii: "\""):
                 return nil
             case UInt8(ascii: "\\"):
-                guard let escape = self.peek() else { return "unterminated string starting at byte \(start + 1)" }
+                guard let escape = self.peek() else { return self.syntax("unterminated string starting at byte \(start + 1)") }
                 self.index += 1
                 switch escape {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
                     UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     break
                 case UInt8(ascii: "u"):
-                    guard self.hex4() != nil else { return "bad \\u escape at byte \(self.index)" }
+                    let escapeStart = self.index - 1
+                    guard let unit = self.hex4() else { return self.syntax("bad \\u escape at byte \(self.index)") }
+                    if let problem = self.surrogatePair(unit, escapeStart: escapeStart) { return problem }
                 default:
-                    return "bad escape at byte \(self.index - 1)"
+                    return self.syntax("bad escape at byte \(self.index - 1)")
                 }
             case 0x00..<0x20:
-                return "control character in a string at byte \(self.index)"
+                return self.syntax("control character in a string at byte \(self.index)")
+            case 0x80...0xFF:
+                switch self.utf8Sequence(at: self.index - 1) {
+                case .success(let length): self.index += length - 1
+                case .failure(let problem): return problem
+                }
             default:
                 continue
             }
         }
-        return "unterminated string starting at byte \(start + 1)"
+        return self.syntax("unterminated string starting at byte \(start + 1)")
+    }
+
+    /// A `\uD800`-`\uDBFF` escape must be followed by a `\uDC00`-`\uDFFF` one, and a low half must not
+    /// stand alone: a lone surrogate is no character, and `JSONSerialization` refuses it.
+    private mutating func surrogatePair(_ unit: UInt32, escapeStart: Int) -> JSONShapeProblem? {
+        func unpaired() -> JSONShapeProblem {
+            self.syntax("\\u\(String(unit, radix: 16, uppercase: true)) at byte \(escapeStart) is half a surrogate pair")
+        }
+        switch unit {
+        case 0xDC00...0xDFFF:
+            return unpaired()
+        case 0xD800...0xDBFF:
+            guard self.index + 1 < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\\"),
+                self.bytes[self.index + 1] == UInt8(ascii: "u")
+            else { return unpaired() }
+            self.index += 2
+            guard let low = self.hex4(), (0xDC00...0xDFFF).contains(low) else { return unpaired() }
+            return nil
+        default:
+            return nil
+        }
     }
 
     private mutating func hex4() -> UInt32? {
@@ -146,9 +250,9 @@ struct JSONShapeScanner {
         return value
     }
 
-    private mutating func literal(_ word: StaticString) -> String? {
+    private mutating func literal(_ word: StaticString) -> JSONShapeProblem? {
         let count = word.utf8CodeUnitCount
-        guard self.index + count <= self.bytes.count else { return "unexpected end of input" }
+        guard self.index + count <= self.bytes.count else { return self.syntax("unexpected end of input") }
         let matches = word.withUTF8Buffer { expected in
             self.bytes[self.index..<self.index + count].elementsEqual(expected)
         }
@@ -157,7 +261,7 @@ struct JSONShapeScanner {
         return nil
     }
 
-    private mutating func number() -> String? {
+    private mutating func number() -> JSONShapeProblem? {
         let start = self.index
         if self.peek() == UInt8(ascii: "-") { self.index += 1 }
         guard let first = self.peek(), (0x30...0x39).contains(first) else { return self.unexpected() }
@@ -166,16 +270,29 @@ struct JSONShapeScanner {
         } else {
             self.skipDigits()
         }
+        let integerDigits = self.index - start
         if self.peek() == UInt8(ascii: ".") {
             self.index += 1
-            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return "bad number at byte \(start + 1)" }
+            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return self.syntax("bad number at byte \(start + 1)") }
             self.skipDigits()
         }
+        var hasExponent = false
         if let byte = self.peek(), byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
+            hasExponent = true
             self.index += 1
             if let sign = self.peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { self.index += 1 }
-            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return "bad number at byte \(start + 1)" }
+            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return self.syntax("bad number at byte \(start + 1)") }
             self.skipDigits()
+        }
+        // Only an exponent or more than 308 integer digits can overflow: parse just those.
+        if hasExponent || integerDigits > 308 {
+            let text = String(decoding: self.bytes[start..<self.index], as: UTF8.self)
+            if let value = Double(text), !value.isFinite {
+                let shown = text.count > 24 ? String(text.prefix(20)) + "…" : text
+                return JSONShapeProblem(
+                    kind: .number, detail: "the number \(shown) at byte \(start + 1) is too large for a 64-bit double"
+                )
+            }
         }
         return nil
     }

@@ -34,7 +34,7 @@ extension APNSCtl {
                 case .token(let notification, let token): request = notification.request(to: token)
                 case .broadcast(let broadcast): request = broadcast.request()
                 }
-                let rendered = DryRunRenderer(request: request, environment: environment, authorization: try auth.dryRunAuthorization())
+                let rendered = try DryRunRenderer(request: request, environment: environment, authorization: try auth.dryRunAuthorization())
                 Output.result(options.json ? rendered.json() : rendered.text())
                 return
             }

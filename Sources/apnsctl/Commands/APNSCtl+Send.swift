@@ -96,7 +96,7 @@ extension APNSCtl {
                 if let channel = self.channelID {
                     let prepared = try self.notification.prepareBroadcast(channel: channel)
                     let authorization = try self.auth.dryRunAuthorization()
-                    let rendered = DryRunRenderer(
+                    let rendered = try DryRunRenderer(
                         request: prepared.request(), environment: environment, authorization: authorization
                     )
                     Output.result(self.json ? rendered.json() : rendered.text())
@@ -116,7 +116,7 @@ extension APNSCtl {
                 let authorization = try self.auth.dryRunAuthorization()
                 for token in tokens {
                     let request = prepared.request(to: token)
-                    let rendered = DryRunRenderer(request: request, environment: environment, authorization: authorization)
+                    let rendered = try DryRunRenderer(request: request, environment: environment, authorization: authorization)
                     Output.result(self.json ? rendered.json() : rendered.text())
                 }
             }

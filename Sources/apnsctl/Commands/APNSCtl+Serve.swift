@@ -14,7 +14,8 @@ extension APNSCtl {
             discussion: """
                 The first line on stdout is the port (useful with --port 0). Then one line per judged request: \
                 human-readable, or with --json one JSON object (token, push_type, status, reason, apns_id). \
-                Diagnostics go to stderr. SIGINT or SIGTERM stops it: open connections get GOAWAY \
+                A body a device could not read (not valid JSON, not UTF-8, not an object) is answered as APNs is \
+                thought to (accepted), with a warning on its line ("warning" in --json). Diagnostics go to stderr. SIGINT or SIGTERM stops it: open connections get GOAWAY \
                 {"reason":"Shutdown"}.
 
                 With --register-key, requests need a provider token signed by a registered key (as APNs: \
@@ -295,12 +296,13 @@ private struct JudgementPrinter: Sendable {
             fields.append(#""reason":\#(verdict.reason.map { "\"\($0.rawValue)\"" } ?? "null")"#)
             fields.append(#""apns_id":\#(JSONText.quote(verdict.apnsID))"#)
             if let timestamp = verdict.timestamp { fields.append(#""timestamp":\#(Int64((timestamp.timeIntervalSince1970 * 1000).rounded()))"#) }
+            if let warning = verdict.warning { fields.append(#""warning":\#(JSONText.quote(warning))"#) }
             if let lint = verdict.lint { fields.append(#""lint":\#(JSONText.quote(lint))"#) }
             if let fault = judgement.fault { fields.append(#""fault":\#(JSONText.quote(String(describing: fault)))"#) }
             Output.result("{" + fields.joined(separator: ",") + "}")
         } else {
             let reason = verdict.reason.map { " \($0.rawValue)" } ?? ""
-            let lint = verdict.lint.map { " (lint: \($0))" } ?? ""
+            let lint = (verdict.warning.map { " (warning: \($0))" } ?? "") + (verdict.lint.map { " (lint: \($0))" } ?? "")
             Output.result("\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)\(lint)")
         }
     }

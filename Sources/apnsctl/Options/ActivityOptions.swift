@@ -22,7 +22,7 @@ struct ActivityOptions: ParsableArguments {
     @Option(name: .customLong("stale-date"), help: ArgumentHelp("aps.stale-date: seconds since 1970 or ISO 8601.", valueName: "date"))
     var staleDate: String?
 
-    @Option(name: .customLong("relevance-score"), help: "aps.relevance-score.")
+    @Option(name: .customLong("relevance-score"), parsing: .unconditional, help: "aps.relevance-score.")
     var relevanceScore: Double?
 
     @Option(name: .customLong("alert-title"), help: "aps.alert.title (start needs an alert).")
@@ -37,7 +37,10 @@ struct ActivityOptions: ParsableArguments {
     @Option(name: .long, help: "The apns-priority: 10 or 5 (default: 10).")
     var priority: NotificationOptions.Priority?
 
-    @Option(name: .long, help: ArgumentHelp("The apns-expiration: 0, or seconds since 1970.", valueName: "seconds"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("The apns-expiration: 0, or seconds since 1970.", valueName: "seconds")
+    )
     var expiration: String?
 
     @Option(name: .customLong("collapse-id"), help: "The apns-collapse-id (not for broadcasts).")
@@ -124,7 +127,7 @@ struct ActivityOptions: ParsableArguments {
         let bytes = text.hasPrefix("@") ? try InputFiles.read(String(text.dropFirst()), flag: flag) : Array(text.utf8)
         let value: CommandLineJSON
         do { value = try CommandLineJSON(parsing: bytes) } catch {
-            throw CLIFailure(message: "\(flag): not valid JSON (\(Self.describe(error)))", exitCode: CLIExit.dataError)
+            throw CLIFailure(message: "\(flag): not valid JSON (\(CommandLineJSON.describe(error)))", exitCode: CLIExit.dataError)
         }
         guard case .object = value else {
             throw CLIFailure(message: "\(flag): must be a JSON object ({…})", exitCode: CLIExit.dataError)
@@ -138,12 +141,5 @@ struct ActivityOptions: ParsableArguments {
         if let date = try? Date(text, strategy: .iso8601) { return date }
         throw CLIFailure(message: "\(flag): '\(text)' is neither seconds since 1970 nor an ISO 8601 date (2026-11-23T09:30:00Z)",
                          exitCode: CLIExit.dataError)
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            return (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
-        }
-        return "\(error)"
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeCrypto
 import Foundation
 
 /// Where requests go: Apple's environment, or any APNs-compatible server by URL, and how its
@@ -43,9 +44,15 @@ struct EndpointOptions: ParsableArguments {
     }
 
     /// The TLS options: the CA file, the loopback-only insecure mode, cleartext for `http://` URLs.
-    /// - Throws: ``CLIFailure`` (66) for a CA file that does not exist.
+    /// - Throws: ``CLIFailure``: 66 for a CA file that does not exist, 65 for one that holds no PEM
+    ///   certificate (checked here, so it is not reported later as a TLS failure of the endpoint).
     func tls() throws -> APNSClient.TLS {
-        if let caFile = self.caFile { try InputFiles.requireReadable(caFile, flag: "--ca-file") }
+        if let caFile = self.caFile {
+            try InputFiles.requireReadable(caFile, flag: "--ca-file")
+            do { _ = try APNSCertificateInfo(pemFile: caFile) } catch {
+                throw CLIFailure(message: "--ca-file: '\(caFile)' \(error.detail)", exitCode: CLIExit.dataError)
+            }
+        }
         let cleartext = try self.url.map { try Self.parse(url: $0).cleartext } ?? false
         return APNSClient.TLS(caFile: self.caFile, insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: cleartext)
     }
@@ -61,7 +68,25 @@ struct EndpointOptions: ParsableArguments {
             throw ValidationError("--url names the server only, without a path (got '\(text)'); apnsctl adds /3/device/….")
         }
         let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        // Read from the text: URLComponents drops a port too large for an Int, and a port above
+        // 65535 would wrap around when the socket address is made.
+        var port = scheme == "https" ? 443 : 80
+        if let portText = Self.portText(in: text) {
+            guard let number = Int(portText), (1...65_535).contains(number) else {
+                throw ValidationError("--url: the port must be 1-65535 (got '\(portText)' in '\(text)').")
+            }
+            port = number
+        }
         return (.custom(host: bareHost, port: port), scheme == "http")
+    }
+
+    /// The text after the host's `:` in `scheme://[user@]host:port[/…]`, or `nil` when no port is given.
+    private static func portText(in url: String) -> Substring? {
+        guard let schemeEnd = url.range(of: "://") else { return nil }
+        var authority = url[schemeEnd.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if let bracket = authority.lastIndex(of: "]") { authority = authority[authority.index(after: bracket)...] }
+        guard let colon = authority.lastIndex(of: ":") else { return nil }
+        return authority[authority.index(after: colon)...]
     }
 }

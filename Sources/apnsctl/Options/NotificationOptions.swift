@@ -28,7 +28,10 @@ struct NotificationOptions: ParsableArguments {
     @Option(name: .long, help: "The apns-priority: 10, 5 or 1 (background: 5 only).")
     var priority: Priority?
 
-    @Option(name: .long, help: ArgumentHelp("The apns-expiration: 0, or seconds since 1970.", valueName: "seconds"))
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("The apns-expiration: 0, or seconds since 1970.", valueName: "seconds")
+    )
     var expiration: String?
 
     @Option(name: .customLong("collapse-id"), help: "The apns-collapse-id (at most 64 bytes).")
@@ -145,17 +148,28 @@ struct NotificationOptions: ParsableArguments {
                 topic: bundleID, priority: headers.priority, expiration: headers.expiration, collapseID: headers.collapseID,
                 apnsID: headers.apnsID
             )
-            do { return try notification.prepared() } catch {
-                let flag = error.code == .badPriority ? "--priority" : "--title/--body/--data"
-                throw CLIFailure.badData(flag, error)
-            }
+            do { return try notification.prepared() } catch { throw CLIFailure.badData(Self.flag(blamedFor: error), error) }
         }
         let body = try self.payloadBytes()
         do {
             return try headers.prepare(body: body)
         } catch {
-            let flag = error.code == .badPriority ? "--priority" : "--payload"
-            throw CLIFailure.badData(flag, error)
+            if error.code == .badPriority { throw CLIFailure.badData("--priority", error) }
+            throw CLIFailure.badData("--payload", error, value: self.payload)
+        }
+    }
+
+    /// The flag whose value broke the rule of a payload built from flags.
+    static func flag(blamedFor error: APNSValidationError) -> String {
+        switch error.field {
+        case "apns-priority": return "--priority"
+        case "aps.badge": return "--badge"
+        case "aps.relevance-score": return "--relevance-score"
+        case "aps.interruption-level": return "--interruption-level"
+        case let field where field.hasPrefix("aps.sound"): return "--sound"
+        case let field where field.hasPrefix("aps.alert"): return "--title/--subtitle/--body"
+        case let field where field.hasPrefix("payload"): return "--data"
+        default: return "--title/--body/--data"
         }
     }
 
@@ -202,8 +216,8 @@ struct NotificationOptions: ParsableArguments {
                 expiration: expiration, requestID: requestID, body: body
             )
         } catch {
-            let flag = error.code == .badPriority ? "--priority" : "--payload"
-            throw CLIFailure.badData(flag, error)
+            if error.code == .badPriority { throw CLIFailure.badData("--priority", error) }
+            throw CLIFailure.badData("--payload", error, value: self.payload)
         }
     }
 }

@@ -18,7 +18,8 @@ struct PayloadFlags: ParsableArguments {
     @Option(name: .long, help: "aps.alert.body.")
     var body: String?
 
-    @Option(name: .long, help: "aps.badge: the number on the app icon (0 removes it).")
+    // Unconditional: `--badge -1` is a value to refuse by its rule, not a missing value and a flag.
+    @Option(name: .long, parsing: .unconditional, help: "aps.badge: the number on the app icon (0 removes it).")
     var badge: Int?
 
     @Option(name: .long, help: ArgumentHelp("aps.sound: a sound file name, or default.", valueName: "name"))
@@ -39,7 +40,7 @@ struct PayloadFlags: ParsableArguments {
     @Option(name: .customLong("interruption-level"), help: "aps.interruption-level.")
     var interruptionLevel: InterruptionLevel?
 
-    @Option(name: .customLong("relevance-score"), help: "aps.relevance-score: 0 to 1.")
+    @Option(name: .customLong("relevance-score"), parsing: .unconditional, help: "aps.relevance-score: 0 to 1.")
     var relevanceScore: Double?
 
     @Option(name: .customLong("data"), help: ArgumentHelp("A custom key beside aps, as KEY=JSON; repeatable.", valueName: "key=json"))
@@ -66,7 +67,8 @@ struct PayloadFlags: ParsableArguments {
                 keys[key] = try CommandLineJSON(parsing: Array(text.utf8))
             } catch {
                 throw CLIFailure(
-                    message: "--data '\(CLIFailure.abbreviate(entry))': the value must be JSON (quote text: \(key)='\"text\"')",
+                    message: "--data '\(CLIFailure.abbreviate(entry))': the value must be JSON: "
+                        + "\(CommandLineJSON.describe(error)) (quote text: \(key)='\"text\"')",
                     exitCode: CLIExit.dataError
                 )
             }

@@ -6,15 +6,24 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
+    /// An integer above `Int64.max`, kept exact instead of rounded to a double.
+    case uint(UInt64)
     case double(Double)
     case string(String)
     case array([CommandLineJSON])
     case object([String: CommandLineJSON])
 
     /// Parses one JSON text (a scalar is allowed).
-    /// - Throws: the decoder's error when `bytes` is not JSON.
+    /// - Throws: when `bytes` is not JSON, `JSONSerialization`'s error, which says where and why
+    ///   (`Number 1e999 is not representable in Swift.`); `JSONDecoder` on Linux says only that the
+    ///   data is not valid JSON.
     init(parsing bytes: [UInt8]) throws {
-        self = try JSONDecoder().decode(CommandLineJSON.self, from: Data(bytes))
+        do {
+            self = try JSONDecoder().decode(CommandLineJSON.self, from: Data(bytes))
+        } catch {
+            _ = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+            throw error
+        }
     }
 
     init(from decoder: any Decoder) throws {
@@ -37,10 +46,15 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
             self = .bool(value)
         } else if let value = try? single.decode(Int64.self) {
             self = .int(value)
+        } else if let value = try? single.decode(UInt64.self) {
+            self = .uint(value)
         } else if let value = try? single.decode(Double.self) {
             self = .double(value)
+        } else if let value = try? single.decode(String.self) {
+            self = .string(value)
         } else {
-            self = .string(try single.decode(String.self))
+            // Neither: a number that fits nothing (1e999). The Double attempt's error says so.
+            self = .double(try single.decode(Double.self))
         }
     }
 
@@ -61,6 +75,9 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
         case .int(let value):
             var container = encoder.singleValueContainer()
             try container.encode(value)
+        case .uint(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
         case .double(let value):
             var container = encoder.singleValueContainer()
             try container.encode(value)
@@ -68,6 +85,20 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
             var container = encoder.singleValueContainer()
             try container.encode(value)
         }
+    }
+
+    /// What a parser said was wrong with the text (`Number 1e999 is not representable in Swift`),
+    /// without a final period, to fit inside a message.
+    static func describe(_ error: any Error) -> String {
+        let text: String
+        if case DecodingError.dataCorrupted(let context) = error {
+            text = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+        } else if error is DecodingError {
+            text = "\(error)"
+        } else {
+            text = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+        }
+        return text.hasSuffix(".") ? String(text.dropLast()) : text
     }
 
     struct DynamicKey: CodingKey {

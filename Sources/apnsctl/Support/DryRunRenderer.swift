@@ -1,4 +1,5 @@
 import ForgeAPNsCore
+import Foundation
 
 /// Renders the HTTP/2 request a send would make, as text or as one JSON object.
 struct DryRunRenderer {
@@ -6,6 +7,30 @@ struct DryRunRenderer {
     var environment: APNSEnvironment
     /// The redacted authorization value, or `nil` when no credentials were given.
     var authorization: String?
+
+    /// A renderer for `request`, whose body must be one JSON object as a device reads it.
+    /// - Throws: ``CLIFailure`` (65) when `JSONSerialization` does not read the body as one JSON
+    ///   object: a dry run must not show a payload as ready to send when a device would drop it.
+    init(request: APNSHTTPRequest, environment: APNSEnvironment, authorization: String?) throws {
+        try Self.checkBody(request.body)
+        self.request = request
+        self.environment = environment
+        self.authorization = authorization
+    }
+
+    /// Parses `body` with `JSONSerialization`, an oracle independent of the encoder that wrote it.
+    static func checkBody(_ body: [UInt8]) throws {
+        let parsed: Any
+        do { parsed = try JSONSerialization.jsonObject(with: Data(body)) } catch {
+            throw CLIFailure(
+                message: "--dry-run: the body that would be sent is not valid JSON (\(CommandLineJSON.describe(error))); nothing sent",
+                exitCode: CLIExit.dataError
+            )
+        }
+        guard parsed is [String: Any] else {
+            throw CLIFailure(message: "--dry-run: the body that would be sent is not a JSON object; nothing sent", exitCode: CLIExit.dataError)
+        }
+    }
 
     private var pseudoHeaders: [(String, String)] {
         [(":method", self.request.method), (":scheme", "https"), (":authority", self.environment.authority),
@@ -27,7 +52,7 @@ struct DryRunRenderer {
     }
 
     /// `{"method":…,"scheme":…,"authority":…,"path":…,"headers":{…},"body":{…},"body_bytes":N}`;
-    /// the body is embedded as the JSON object it is (it was validated as one).
+    /// the body is embedded as the JSON object it is (``checkBody(_:)`` parsed it as one).
     func json() -> String {
         let headers = self.headers.map { "\(JSONText.quote($0.0)):\(JSONText.quote($0.1))" }.joined(separator: ",")
         return "{\"method\":\(JSONText.quote(self.request.method)),\"scheme\":\"https\","
@@ -39,7 +64,7 @@ struct DryRunRenderer {
 
 /// JSON string literals for hand-written output.
 enum JSONText {
-    /// `json` (already validated) without the whitespace between tokens, so it fits on one line.
+    /// `json` (parsed by ``DryRunRenderer/checkBody(_:)``) without the whitespace between tokens, so it fits on one line.
     static func compact(_ json: [UInt8]) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(json.count)

@@ -3,7 +3,8 @@ import Foundation
 /// Reads the files and streams named on the command line.
 enum InputFiles {
     /// The bytes of `path`, or of standard input for `-`.
-    /// - Throws: a ``CLIFailure`` with exit code 66 when the file does not exist, 65 when it cannot be read.
+    /// - Throws: a ``CLIFailure`` with exit code 66 when the file does not exist or is a directory, 65
+    ///   when it cannot be read.
     static func read(_ path: String, flag: String) throws -> [UInt8] {
         if path == "-" {
             return Array(FileHandle.standardInput.readDataToEndOfFile())
@@ -22,10 +23,15 @@ enum InputFiles {
     }
 
     /// Checks that `path` is a readable file, so a server fails with a message naming the flag.
+    /// - Throws: a ``CLIFailure`` with exit code 66 when it does not exist or is a directory, 65 when
+    ///   it cannot be read.
     static func requireReadable(_ path: String, flag: String) throws {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw CLIFailure(message: "\(flag): file '\(path)' does not exist", exitCode: CLIExit.noInput)
+        }
+        guard !isDirectory.boolValue else {
+            throw CLIFailure(message: "\(flag): '\(path)' is a directory, not a file", exitCode: CLIExit.noInput)
         }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw CLIFailure(message: "\(flag): file '\(path)' cannot be read", exitCode: CLIExit.dataError)

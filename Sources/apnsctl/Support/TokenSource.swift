@@ -109,9 +109,11 @@ final class TokenLines {
 
     /// An NDJSON line: `token` (required) and `payload` (optional, a JSON object).
     private func judgeObject(_ text: [UInt8]) -> Line {
+        // The rules of a --payload file: UTF-8, valid JSON, numbers that fit a double.
+        if let problem = APNSPayloadLint.jsonProblem(in: text) { return .bad(line: self.lineNumber, problem: problem) }
         let value: CommandLineJSON
         do { value = try CommandLineJSON(parsing: text) } catch {
-            return .bad(line: self.lineNumber, problem: "not a JSON object: \(Self.describe(error))")
+            return .bad(line: self.lineNumber, problem: "not valid JSON: \(CommandLineJSON.describe(error))")
         }
         guard case .object(let fields) = value else { return .bad(line: self.lineNumber, problem: "not a JSON object") }
         if let unknown = fields.keys.sorted().first(where: { $0 != "token" && $0 != "payload" }) {
@@ -140,13 +142,6 @@ final class TokenLines {
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0a || byte == 0x0d }
-
-    private static func describe(_ error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            return (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
-        }
-        return "\(error)"
-    }
 
     /// Copies standard input to an anonymous temporary file, so `--strict` can read it twice;
     /// returns its descriptor (open until the process ends).
