@@ -13,9 +13,11 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
-        /// The TCP connection could not be made (name resolution, refused, unreachable).
+        /// The TCP connection could not be made (name resolution, refused, unreachable); see
+        /// ``HTTP2ClientError/isPermanent`` for a name that does not resolve.
         public static let connectFailed = Code(.connectFailed)
-        /// The TLS handshake failed (certificate, host name, protocol version).
+        /// The TLS handshake failed (certificate, host name, protocol version); see
+        /// ``HTTP2ClientError/isPermanent`` for a rejected certificate.
         public static let tlsFailed = Code(.tlsFailed)
         /// The peer did not select `h2` with ALPN.
         public static let alpnMismatch = Code(.alpnMismatch)
@@ -64,6 +66,25 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
 
     /// Whether retrying on another connection cannot deliver the request twice.
     public var isSafeToRetry: Bool { !self.mayHaveBeenProcessed }
+
+    /// Whether the failure cannot heal by trying again within a run, so a retry only wastes time:
+    /// the host name does not resolve (not a temporary resolver failure), or the server's
+    /// certificate was rejected (unknown CA, host name mismatch, expired), or a loopback-only
+    /// insecure mode was asked to reach another host. Never true for a request that may have been
+    /// processed.
+    public var isPermanent: Bool {
+        guard !self.mayHaveBeenProcessed else { return false }
+        // Recognised by the detail that the connection's I/O thread made from the underlying
+        // error ("\(error)"): ClientLoop and HTTP2Connection wrap it as connectFailed/tlsFailed with
+        // that text only. Remove this matching once they pass the classification along (for
+        // example as codes of their own, from SocketError.isNameNotFound and
+        // TLSError.isCertificateRejected).
+        if self.code == .connectFailed { return self.detail.hasPrefix(SocketError.nameNotFoundPrefix) }
+        if self.code == .tlsFailed {
+            return self.detail.hasPrefix(TLSError.certificateRejectedPrefix) || self.detail.hasPrefix("insecureLoopbackOnly refuses")
+        }
+        return false
+    }
 
     public var description: String {
         var text = "\(self.code)"
