@@ -270,7 +270,9 @@ final class ConnectionPool: APNSTransport {
             return connection
         } catch {
             let failures = self.state.withLock { state -> Int in
-                state.slots[index].connecting = nil
+                // A failure no retry heals (name not found, certificate rejected) keeps its failed
+                // connect in the slot: later sends get its error at once instead of connecting again.
+                if (error as? HTTP2ClientError)?.isPermanent != true { state.slots[index].connecting = nil }
                 state.slots[index].failures += 1
                 let failures = state.slots[index].failures
                 // 100 ms, 200 ms, … up to 30 s between attempts on this slot.
