@@ -165,7 +165,7 @@ final class TLSContext: @unchecked Sendable {
             if PKCS12_mac_present(p12) == 1, PKCS12_verify_mac(p12, password, -1) != 1 {
                 ERR_clear_error()  // OpenSSL adds nothing useful to "the MAC does not verify"
                 throw HTTP2TLSConfigurationError(
-                    field: .pkcs12Password, path: path, rule: "must be the password of the file (it does not open it)"
+                    field: .pkcs12Password, path: path, rule: "must open the file: wrong password"
                 )
             }
             var key: OpaquePointer? = nil
