@@ -30,9 +30,13 @@ public final class APNSClient: Sendable {
     let pushAuthority: String
     let channelAuthority: String
 
-    /// Creates a client over a pool of connections to `configuration.environment`.
+    /// Creates a client over a pool of connections to `configuration.environment`. The client
+    /// certificate and the CA file are loaded and checked here, once, and the TLS context they make
+    /// serves every connection.
     /// - Throws: ``APNSError`` of kind `invalidNotification` for a bad configuration (a refresh
-    ///   age outside 20-55 minutes, cleartext or an insecure mode for a non-loopback host).
+    ///   age outside 20-55 minutes, cleartext or an insecure mode for a non-loopback host), of kind
+    ///   `credentials` for a client certificate, key, PKCS#12 file or password, or a CA file that
+    ///   cannot be used (the detail names the field and the rule).
     public convenience init(configuration: Configuration) throws {
         let http2 = try Self.http2Configuration(configuration, endpoint: configuration.environment)
         let pool = ConnectionPool(
@@ -76,7 +80,8 @@ public final class APNSClient: Sendable {
 
     /// The HTTP/2 connection settings the client uses for `configuration` (host, TLS with its trust
     /// and client identity, timeouts), for tools that probe the endpoint step by step.
-    /// - Throws: ``APNSError`` of kind `invalidNotification` for an insecure or cleartext mode off loopback.
+    /// - Throws: ``APNSError`` of kind `invalidNotification` for an insecure or cleartext mode off
+    ///   loopback, `credentials` for a client identity or CA file that cannot be used.
     public static func connectionConfiguration(for configuration: Configuration) throws -> HTTP2ClientConfiguration {
         try Self.http2Configuration(configuration, endpoint: configuration.environment)
     }
@@ -90,6 +95,13 @@ public final class APNSClient: Sendable {
             }
             tls = nil
         } else {
+            if configuration.tls.insecureLoopbackOnly, !loopback {
+                throw APNSError(
+                    kind: .invalidNotification,
+                    detail: "tls.insecureLoopbackOnly skips certificate checks, so it is allowed for loopback hosts only "
+                        + "(127.0.0.0/8, ::1, localhost), not \(environment.host)"
+                )
+            }
             var options = HTTP2TLSConfiguration(
                 trustRoots: configuration.tls.caFile.map { .file($0) } ?? .system,
                 verification: configuration.tls.insecureLoopbackOnly ? .insecureLoopbackOnly : .full
@@ -101,7 +113,13 @@ public final class APNSClient: Sendable {
             case .pkcs12(let path, let password):
                 options.clientIdentity = .pkcs12(path: path, password: password)
             }
-            tls = options
+            // Loaded once, now: a bad file or password is a configuration error, not a connect failure.
+            do {
+                tls = try options.prepared()
+            } catch {
+                let field = error.field == .trustRoots ? "tls.caFile" : "authentication"
+                throw APNSError(kind: .credentials, detail: "\(field): \(error)")
+            }
         }
         return HTTP2ClientConfiguration(
             host: environment.host, port: environment.port, tls: tls, connectTimeout: configuration.timeouts.connect,

@@ -17,7 +17,8 @@ public struct APNSError: Error, Hashable, Sendable, CustomStringConvertible {
         case cancelled
         /// The notification or token broke a rule; nothing was sent.
         case invalidNotification
-        /// The key could not sign a provider token.
+        /// The key could not sign a provider token, or the client certificate (PEM or PKCS#12, with
+        /// its password) or the CA file cannot be used.
         case credentials
         /// The client was shut down.
         case shutdown

@@ -49,6 +49,8 @@ final class ConnectionPool: APNSTransport {
     private let idleTimeout: Duration?
     private let logger: Logger
     private let connectionsGauge = Gauge(label: "apns_pool_connections")
+    /// The least wait before connecting again after a failure that cannot heal by retrying.
+    static let permanentFailureBackoff = Duration.seconds(10)
 
     init(configuration: HTTP2ClientConfiguration, connections: Int, maxStreams: Int, idleTimeout: Duration?, logger: Logger) {
         self.configuration = configuration
@@ -211,6 +213,7 @@ final class ConnectionPool: APNSTransport {
                         state.slots[best.index].inFlight += count
                         return .use(state.slots[best.index].connection!)
                     }
+                    if let failure = state.slots[free].lastFailure as? HTTP2ClientError, failure.isPermanent { throw failure }
                     return .sleep(until: retryAt, slot: free, failedConnects: state.slots[free].failedConnects)
                 }
                 let task = Task { try await self.connect(slot: free) }
@@ -312,6 +315,11 @@ final class ConnectionPool: APNSTransport {
                 state.slots[index].lastFailure = error
                 state.slots[index].failedConnects += 1
                 Self.recordFailure(&state.slots[index])
+                if (error as? HTTP2ClientError)?.isPermanent == true {
+                    // It cannot heal by trying again now (name not found, certificate rejected):
+                    // sends fail at once with it until the next connect, at least 10 s away.
+                    state.slots[index].retryAt = max(state.slots[index].retryAt ?? .now, .now + Self.permanentFailureBackoff)
+                }
                 return state.slots[index].failures
             }
             self.logger.warning("connect failed", metadata: ["apns.error": "\(error)", "apns.failures": "\(failures)"])

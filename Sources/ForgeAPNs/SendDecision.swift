@@ -156,11 +156,6 @@ enum SendDecision: Hashable, Sendable {
     }
 }
 
-extension HTTP2ClientError {
-    /// Whether the failure cannot heal within a run. None is known to be yet.
-    var isPermanent: Bool { false }
-}
-
 extension APNSErrorResponse {
     /// APNs' rejection in `response`: status, reason, timestamp and ids.
     init(_ response: HTTP2Response) {

@@ -14,9 +14,11 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
         private init(_ base: Base) { self.base = base }
 
         /// The connection could not be made (name resolution, refused, unreachable), or the peer
-        /// closed it before its HTTP/2 preface.
+        /// closed it before its HTTP/2 preface; see ``HTTP2ClientError/isPermanent`` for a name
+        /// that does not resolve.
         public static let connectFailed = Code(.connectFailed)
-        /// The TLS handshake failed (certificate, host name, protocol version).
+        /// The TLS handshake failed (certificate, host name, protocol version); see
+        /// ``HTTP2ClientError/isPermanent`` for a rejected certificate.
         public static let tlsFailed = Code(.tlsFailed)
         /// The peer did not select `h2` with ALPN.
         public static let alpnMismatch = Code(.alpnMismatch)
@@ -56,7 +58,9 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
     public var detail: String
 
     /// Creates an error.
-    public init(_ code: Code, mayHaveBeenProcessed: Bool, http2ErrorCode: HTTP2ErrorCode? = nil, detail: String = "") {
+    /// - Parameter permanent: whether it cannot heal within a run (see ``isPermanent``).
+    public init(_ code: Code, mayHaveBeenProcessed: Bool, http2ErrorCode: HTTP2ErrorCode? = nil, detail: String = "", permanent: Bool = false) {
+        self.cannotHeal = permanent
         self.code = code
         self.mayHaveBeenProcessed = mayHaveBeenProcessed
         self.http2ErrorCode = http2ErrorCode
@@ -65,6 +69,16 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
 
     /// Whether retrying on another connection cannot deliver the request twice.
     public var isSafeToRetry: Bool { !self.mayHaveBeenProcessed }
+
+    /// Whether the failure cannot heal by trying again within a run, so a retry only wastes time:
+    /// the host name does not resolve (not a temporary resolver failure), or the server's
+    /// certificate was rejected (unknown CA, host name mismatch, expired), or a loopback-only
+    /// insecure mode was asked to reach another host. Never true for a request that may have been
+    /// processed.
+    public var isPermanent: Bool { self.cannotHeal && !self.mayHaveBeenProcessed }
+
+    /// Set where the failure is made, from the underlying error (never parsed back from text).
+    private var cannotHeal = false
 
     public var description: String {
         var text = "\(self.code)"

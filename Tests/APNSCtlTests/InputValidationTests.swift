@@ -110,7 +110,7 @@ struct InputValidationTests {
                                                                  "--team-id", "FORGETEAM1"], exitCode: 65,
                  message: "--key-file: key file '\(directory)': is a directory"),
         BadInput(name: "a --ca-file that is not PEM", arguments: ["--title", "x", "--ca-file", file("garbage.pem", "not a certificate\n")],
-                 exitCode: 65, message: "--ca-file: '\(scratch.path)/garbage.pem' holds no PEM certificate"),
+                 exitCode: 65, message: "--ca-file '\(scratch.path)/garbage.pem': must be a readable PEM file of CA certificates"),
     ]
 
     @Test("Bad input is refused before anything is sent, naming the flag and the rule", arguments: badInputs)

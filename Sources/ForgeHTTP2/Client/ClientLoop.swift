@@ -70,7 +70,8 @@ final class ClientLoop: @unchecked Sendable {
         do {
             socket = try Socket.connect(host: self.configuration.host, port: self.configuration.port, timeout: self.configuration.connectTimeout)
         } catch {
-            throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+            throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)",
+                                   permanent: (error as? SocketError)?.isNameNotFound ?? false)
         }
         var tls: TLSConnection?
         if let tlsConfiguration = self.configuration.tls {
@@ -90,7 +91,8 @@ final class ClientLoop: @unchecked Sendable {
         } catch let error as TLSError where error.isALPNMismatch {
             throw HTTP2ClientError(.alpnMismatch, mayHaveBeenProcessed: false, detail: error.description)
         } catch {
-            throw HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+            throw HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false, detail: "\(error)",
+                                   permanent: (error as? TLSError)?.isCertificateRejected ?? false)
         }
         do {
             self.core = try HTTP2ClientCore(settings: self.configuration.settings, localStreamCap: self.configuration.maximumConcurrentStreams)

@@ -57,7 +57,8 @@ public final class HTTP2Connection: Sendable {
         if configuration.tls?.verification == .insecureLoopbackOnly, !isLoopbackHost(configuration.host) {
             throw HTTP2ClientError(
                 .tlsFailed, mayHaveBeenProcessed: false,
-                detail: "insecureLoopbackOnly refuses \(configuration.host): it works for 127.0.0.0/8, ::1 and localhost only"
+                detail: "insecureLoopbackOnly refuses \(configuration.host): it works for 127.0.0.0/8, ::1 and localhost only",
+                permanent: true
             )
         }
         let inbox = LockedBox(Inbox())

@@ -2,11 +2,47 @@
 import Glibc
 #endif
 
-/// A socket failure, with the operation and `errno`'s text.
+/// A socket failure, with the operation and `errno`'s text (only when there is an `errno`).
 struct SocketError: Error, CustomStringConvertible {
     var operation: String
+    /// The `errno`, or 0 when the failure has none (name resolution reports its own codes).
     var code: Int32
-    var description: String { "\(self.operation): \(String(cString: strerror(self.code))) (errno \(self.code))" }
+    /// Why, when it is not an `errno` (`gai_strerror`'s text).
+    var reason: String?
+    /// The name does not resolve (`EAI_NONAME`, `EAI_NODATA`): no retry can help within a run.
+    /// A temporary resolver failure (`EAI_AGAIN`) is not one of these.
+    var isNameNotFound = false
+
+    /// What ``description`` starts with for a name that does not resolve.
+    static let nameNotFoundPrefix = "cannot resolve "
+
+    init(operation: String, code: Int32, reason: String? = nil, isNameNotFound: Bool = false) {
+        self.operation = operation
+        self.code = code
+        self.reason = reason
+        self.isNameNotFound = isNameNotFound
+    }
+
+    /// A failed `getaddrinfo` for `host`, with `status` as it returned.
+    static func resolution(host: String, status: Int32) -> SocketError {
+        if status == EAI_SYSTEM {
+            return SocketError(operation: "resolving \(host)", code: errno)
+        }
+        let reason = String(cString: gai_strerror(status))
+        // EAI_NODATA (-5) and EAI_ADDRFAMILY (-9) are GNU extensions the Glibc module does not
+        // export (they need _GNU_SOURCE); glibc's values are stable ABI.
+        let notFound = status == EAI_NONAME || status == -5 || status == -9
+        return SocketError(
+            operation: notFound ? Self.nameNotFoundPrefix + host : "resolving \(host)", code: 0, reason: reason,
+            isNameNotFound: notFound
+        )
+    }
+
+    var description: String {
+        if let reason { return "\(self.operation): \(reason)" }
+        guard self.code != 0 else { return self.operation }
+        return "\(self.operation): \(String(cString: strerror(self.code))) (errno \(self.code))"
+    }
 }
 
 /// Owns one socket descriptor and closes it exactly once.
@@ -34,9 +70,7 @@ final class Socket {
         hints.ai_protocol = Int32(IPPROTO_TCP)
         var list: UnsafeMutablePointer<addrinfo>? = nil
         let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0, let list else {
-            throw SocketError(operation: "resolving \(host): \(String(cString: gai_strerror(status)))", code: 0)
-        }
+        guard status == 0, let list else { throw SocketError.resolution(host: host, status: status) }
         defer { freeaddrinfo(list) }
         var lastError = SocketError(operation: "connecting to \(host):\(port)", code: ECONNREFUSED)
         var entry: UnsafeMutablePointer<addrinfo>? = list

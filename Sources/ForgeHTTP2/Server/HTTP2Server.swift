@@ -13,17 +13,30 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var settings: HTTP2Settings
     /// Whether PINGs are answered (turn off to test a client's dead-peer detection).
     public var answersPings: Bool
-    /// How long a TLS handshake may take.
+    /// How long a new connection may take, from accept, to finish the TLS handshake and send the
+    /// client preface (its magic and first SETTINGS); a connection that has not is closed. Default 10 s.
     public var handshakeTimeout: Duration
+    /// How long a request may take to arrive complete, from its HEADERS to the END_STREAM flag (on
+    /// the headers or on its last DATA); a stream still incomplete then is reset with
+    /// `REFUSED_STREAM`, and the connection goes on. Default 10 s; `nil` waits for ever.
+    ///
+    /// `REFUSED_STREAM` rather than a `408` response: the request was never handed to the handler,
+    /// and this is the one HTTP/2 code that tells the client so (RFC 9113 §8.7), so it knows a retry
+    /// cannot deliver twice; APNs clients know no `408`, and a response sent while the client is
+    /// still sending would need a reset after it anyway. The timer pauses while the server is told
+    /// to stop reading (``HTTP2ServerConnection/setReading(_:)``): the client is not the slow side then.
+    public var requestTimeout: Duration?
 
-    /// Creates a configuration: loopback, a free port, h2c, 1000 streams.
+    /// Creates a configuration: loopback, a free port, h2c, 1000 streams, 10 s for the handshake
+    /// and preface, 10 s for each request to arrive.
     public init(
         host: String = "127.0.0.1",
         port: Int = 0,
         tls: HTTP2ServerTLSConfiguration? = nil,
         settings: HTTP2Settings = HTTP2Settings(maxConcurrentStreams: 1000),
         answersPings: Bool = true,
-        handshakeTimeout: Duration = .seconds(10)
+        handshakeTimeout: Duration = .seconds(10),
+        requestTimeout: Duration? = .seconds(10)
     ) {
         self.host = host
         self.port = port
@@ -31,6 +44,7 @@ public struct HTTP2ServerConfiguration: Sendable {
         self.settings = settings
         self.answersPings = answersPings
         self.handshakeTimeout = handshakeTimeout
+        self.requestTimeout = requestTimeout
     }
 }
 
@@ -58,7 +72,10 @@ public typealias HTTP2RequestHandler = @Sendable (HTTP2ServerRequest, HTTP2Respo
 
 /// An HTTP/2 server over nghttp2 and OpenSSL: loopback tests, the local APNs server, benchmarks.
 ///
-/// One thread accepts; each connection has its own I/O thread. ``connections`` yields every
+/// One thread accepts; each connection has its own I/O thread (streams have none: a stream whose
+/// request stalls costs its buffers only, until ``HTTP2ServerConfiguration/requestTimeout`` resets
+/// it). A connection that never completes its handshake and preface is closed after
+/// ``HTTP2ServerConfiguration/handshakeTimeout``. ``connections`` yields every
 /// accepted connection, whose handle injects faults (GOAWAY, resets, settings, abrupt close,
 /// stopped reading, unanswered PINGs).
 public final class HTTP2Server: Sendable {

@@ -11,6 +11,8 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
         var headers: [HTTP2HeaderField] = []
         var body: [UInt8] = []
         var neverIndexed: [String] = []
+        /// When its HEADERS began, for the request timeout.
+        var began: UInt64
     }
 
     private var session: NGHTTP2Session!
@@ -27,6 +29,11 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
     var onPing: ((UInt64) -> Void)?
     /// Streams opened so far.
     private(set) var streamsOpened = 0
+    /// Whether the client's preface arrived (nghttp2 checks the magic and reports its first
+    /// frame, which must be SETTINGS).
+    private(set) var hasReceivedPreface = false
+    /// The time source for request deadlines (monotonic nanoseconds); tests may replace it.
+    var now: () -> UInt64 = monotonicNanoseconds
 
     init(connectionID: UInt64, settings: HTTP2Settings, answersPings: Bool = true) throws {
         self.connectionID = connectionID
@@ -59,6 +66,25 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
         )
     }
 
+    /// Resets, with `REFUSED_STREAM`, every stream whose request began `timeout` nanoseconds or more
+    /// before `now` and is still incomplete (no END_STREAM yet).
+    /// - Returns: when the next incomplete request expires, or `nil` when none is waiting.
+    func expireIncompleteRequests(now: UInt64, timeout: UInt64) -> UInt64? {
+        var next: UInt64?
+        var expired: [Int32] = []
+        for (streamID, request) in self.incoming {
+            let deadline = request.began &+ timeout
+            if deadline <= now {
+                expired.append(streamID)
+            } else {
+                next = min(next ?? deadline, deadline)
+            }
+        }
+        // The handler never saw these requests: REFUSED_STREAM tells the client it may retry them.
+        for streamID in expired { self.reset(streamID: streamID, errorCode: .refusedStream) }
+        return next
+    }
+
     /// Announces new settings (for example a new stream limit).
     func updateSettings(_ settings: HTTP2Settings) throws { try self.session.submitSettings(settings) }
 
@@ -79,7 +105,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
 
     func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32) {
         if self.incoming[streamID] == nil {
-            self.incoming[streamID] = Incoming()
+            self.incoming[streamID] = Incoming(began: self.now())
             self.streamsOpened += 1
         }
     }
@@ -110,6 +136,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
     }
 
     func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame) {
+        self.hasReceivedPreface = true
         switch frame {
         case .headers(let streamID, true), .data(let streamID, true):
             guard let request = self.incoming.removeValue(forKey: streamID) else { return }

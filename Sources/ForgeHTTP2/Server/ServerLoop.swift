@@ -18,6 +18,8 @@ final class ServerLoop: @unchecked Sendable {
     private var reading = true
     private var incoming: [UInt8] = []
     private var pendingPings: [UInt64] = []
+    /// When a connection that has not sent its preface yet is closed (monotonic nanoseconds).
+    private var prefaceDeadline: UInt64 = 0
 
     init(connection: HTTP2ServerConnection, socket: Socket, context: TLSContext?, configuration: HTTP2ServerConfiguration,
          settings: HTTP2Settings, handler: @escaping HTTP2RequestHandler) {
@@ -38,8 +40,10 @@ final class ServerLoop: @unchecked Sendable {
         do {
             let tls = try self.context.map { try TLSConnection(server: $0) }
             self.channel = Channel(socket: self.socket, tls: tls)
-            let deadline = monotonicNanoseconds() &+ UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.handshakeTimeout)))
-            try self.channel.handshake(deadline: deadline)
+            // One deadline for the TLS handshake and the client preface: a peer that connects and
+            // then says nothing (or stops halfway) is closed after it, whether or not it speaks TLS.
+            self.prefaceDeadline = monotonicNanoseconds() &+ Self.nanoseconds(self.configuration.handshakeTimeout)
+            try self.channel.handshake(deadline: self.prefaceDeadline)
             self.core = try HTTP2ServerCore(connectionID: self.connection.id, settings: self.settings, answersPings: self.configuration.answersPings)
             self.core.peerAddress = self.connection.peerAddress
             if let tls {
@@ -70,14 +74,32 @@ final class ServerLoop: @unchecked Sendable {
             pollfd(fd: self.socket.descriptor, events: Int16(POLLIN), revents: 0),
             pollfd(fd: self.connection.waker.readDescriptor, events: Int16(POLLIN), revents: 0),
         ]
+        let requestTimeout = self.configuration.requestTimeout.map(Self.nanoseconds)
         while true {
             if try self.takeInbox() { return }
+            // Timers: the preface first, then each request still arriving (not while the server
+            // itself stops reading: then the client is not the one stalling).
+            let now = monotonicNanoseconds()
+            var wakeAt: UInt64?
+            if !self.core.hasReceivedPreface {
+                guard now < self.prefaceDeadline else {
+                    try? self.core.goAway(errorCode: .settingsTimeout, debugData: Array("no client preface in time".utf8))
+                    try? self.flush()
+                    return
+                }
+                wakeAt = self.prefaceDeadline
+            }
+            if let requestTimeout, self.reading, let next = self.core.expireIncompleteRequests(now: now, timeout: requestTimeout) {
+                wakeAt = min(wakeAt ?? next, next)
+            }
             try self.flush()
             if !self.core.wantsRead && !self.core.wantsWrite && !self.channel.hasPendingOutput { return }
             descriptors[0].events = (self.reading ? Int16(POLLIN) : 0) | (self.channel.hasPendingOutput ? Int16(POLLOUT) : 0)
             descriptors[0].revents = 0
             descriptors[1].revents = 0
-            if poll(&descriptors, 2, -1) < 0 {
+            // Rounded up to the next millisecond, so a wake-up never comes before its deadline.
+            let timeout = wakeAt.map { Int32(clamping: ($0 &- min($0, now) + 999_999) / 1_000_000) } ?? -1
+            if poll(&descriptors, 2, timeout) < 0 {
                 if errno == EINTR { continue }
                 return
             }
@@ -131,6 +153,11 @@ final class ServerLoop: @unchecked Sendable {
             }
         }
         return false
+    }
+
+    /// A duration as nanoseconds, negative ones as 0.
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        UInt64(max(0, HTTP2Connection.nanoseconds(duration)))
     }
 
     private func flush() throws {

@@ -60,6 +60,8 @@ public struct HTTP2TLSConfiguration: Sendable {
     public var clientIdentity: ClientIdentity?
     /// The name sent as SNI and checked against the certificate; the connect host when `nil`.
     public var serverName: String?
+    /// The TLS context ``prepared()`` built, with the settings it was built from.
+    private var kept: PreparedContext?
 
     /// Creates a configuration; the defaults are the secure ones.
     public init(
@@ -72,6 +74,64 @@ public struct HTTP2TLSConfiguration: Sendable {
         self.verification = verification
         self.clientIdentity = clientIdentity
         self.serverName = serverName
+    }
+
+    /// Loads and checks the trust roots and the client identity now, and keeps the TLS context
+    /// they make: every connection made with the returned configuration reuses that context
+    /// instead of reading the files again. Call it when the configuration is built, so a bad file
+    /// or password is reported before anything connects.
+    ///
+    /// Changing ``trustRoots``, ``verification`` or ``clientIdentity`` afterwards drops the kept
+    /// context (connections then load the files themselves again).
+    /// - Returns: this configuration, carrying the context.
+    /// - Throws: ``HTTP2TLSConfigurationError`` naming the field, the file and the rule it breaks:
+    ///   trust roots that are not PEM certificates, a certificate or key that cannot be read or do
+    ///   not match, a PKCS#12 file that is not one, or a wrong password.
+    public func prepared() throws(HTTP2TLSConfigurationError) -> HTTP2TLSConfiguration {
+        var copy = self
+        copy.kept = nil
+        let context: TLSContext
+        do {
+            context = try TLSContext.client(copy)
+        } catch let error as HTTP2TLSConfigurationError {
+            throw error
+        } catch {
+            // OpenSSL itself failed (out of memory): no field is to blame, but nothing can connect either.
+            throw HTTP2TLSConfigurationError(field: .trustRoots, path: "", rule: "a TLS context must be possible", detail: "\(error)")
+        }
+        copy.kept = PreparedContext(context: context, key: copy.contextKey)
+        return copy
+    }
+
+    /// Whether ``prepared()`` built a context that still matches these settings.
+    public var isPrepared: Bool { self.preparedContext != nil }
+
+    /// The context ``prepared()`` built, if the settings it depends on are unchanged.
+    var preparedContext: TLSContext? {
+        guard let kept = self.kept, kept.key == self.contextKey else { return nil }
+        return kept.context
+    }
+
+    /// What a client context is made of (``serverName`` is per connection, not in the context).
+    private var contextKey: ContextKey {
+        ContextKey(trustRoots: self.trustRoots, verification: self.verification, clientIdentity: self.clientIdentity)
+    }
+
+    struct ContextKey: Hashable, Sendable {
+        var trustRoots: TrustRoots
+        var verification: Verification
+        var clientIdentity: ClientIdentity?
+    }
+
+    /// A context built once and shared, read-only, by every connection of a configuration.
+    final class PreparedContext: Sendable {
+        let context: TLSContext
+        let key: ContextKey
+
+        init(context: TLSContext, key: ContextKey) {
+            self.context = context
+            self.key = key
+        }
     }
 }
 

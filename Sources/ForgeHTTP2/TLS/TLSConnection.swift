@@ -113,9 +113,8 @@ final class TLSConnection {
         default:
             let verify = SSL_get_verify_result(self.ssl)
             if verify != Int(X509_V_OK) {
-                let reason = X509_verify_cert_error_string(verify).map { String(cString: $0) } ?? "error \(verify)"
                 ERR_clear_error()
-                throw TLSError(description: "certificate verification failed: \(reason) (\(verify))")
+                throw TLSError.certificateRejected(verifyResult: verify)
             }
             throw TLSError(description: "TLS handshake failed: \(tlsErrorReasons())")
         }

@@ -5,6 +5,28 @@ struct TLSError: Error, CustomStringConvertible {
     var description: String
     /// The handshake completed but the peer selected no `h2`.
     var isALPNMismatch = false
+    /// The peer's certificate failed verification (unknown CA, host name mismatch, expired): no
+    /// retry can help within a run.
+    var isCertificateRejected = false
+
+    /// What ``description`` starts with for a rejected certificate.
+    static let certificateRejectedPrefix = "certificate verification failed: "
+
+    /// The peer's certificate failed with `verifyResult` (an `X509_V_ERR_*` code).
+    static func certificateRejected(verifyResult: Int) -> TLSError {
+        let reason = X509_verify_cert_error_string(verifyResult).map { String(cString: $0) } ?? "error \(verifyResult)"
+        var description = "\(Self.certificateRejectedPrefix)\(reason) (\(verifyResult))"
+        // Chains that end at a CA the trust roots do not hold: say so in words, since OpenSSL's
+        // "unable to get local issuer certificate" does not tell a user what to change.
+        let untrusted: Set<Int32> = [
+            X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
+            X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE,
+        ]
+        if untrusted.contains(Int32(truncatingIfNeeded: verifyResult)) {
+            description += ": the certificate chain is not trusted (its CA is not among the trust roots)"
+        }
+        return TLSError(description: description, isCertificateRejected: true)
+    }
 }
 
 /// Owns one `SSL_CTX*` and frees it exactly once.
@@ -33,18 +55,27 @@ final class TLSContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(self.pointer) }
 
-    /// A client context: trust roots, verification, ALPN h2, optional client certificate.
+    /// A client context: trust roots, verification, ALPN h2, optional client certificate. Reuses the
+    /// context ``HTTP2TLSConfiguration/prepared()`` built, when `configuration` carries one.
+    /// - Throws: ``HTTP2TLSConfigurationError`` for trust roots or a client identity that cannot be
+    ///   used; ``TLSError`` when OpenSSL itself fails.
     static func client(_ configuration: HTTP2TLSConfiguration) throws -> TLSContext {
+        if let context = configuration.preparedContext { return context }
         let context = try TLSContext(role: .client)
         let ctx = context.pointer
         switch configuration.trustRoots.base {
         case .system:
             guard SSL_CTX_set_default_verify_paths(ctx) == 1 else {
-                throw TLSError(description: "cannot load the system trust store: \(tlsErrorReasons())")
+                throw HTTP2TLSConfigurationError(
+                    field: .trustRoots, path: "", rule: "the system trust store must load", detail: tlsErrorReasons()
+                )
             }
         case .file(let path):
             guard SSL_CTX_load_verify_locations(ctx, path, nil) == 1 else {
-                throw TLSError(description: "cannot load trust roots from '\(path)': \(tlsErrorReasons())")
+                throw HTTP2TLSConfigurationError(
+                    field: .trustRoots, path: path, rule: "must be a readable PEM file of CA certificates",
+                    detail: tlsErrorReasons()
+                )
             }
         }
         let verify = configuration.verification == .full ? SSL_VERIFY_PEER : SSL_VERIFY_NONE
@@ -84,41 +115,79 @@ final class TLSContext: @unchecked Sendable {
         return context
     }
 
-    private func useIdentity(_ identity: HTTP2TLSConfiguration.ClientIdentity) throws {
+    private func useIdentity(_ identity: HTTP2TLSConfiguration.ClientIdentity) throws(HTTP2TLSConfigurationError) {
         switch identity.base {
         case .pem(let certificate, let privateKey):
             guard SSL_CTX_use_certificate_chain_file(self.pointer, certificate) == 1 else {
-                throw TLSError(description: "cannot load the client certificate '\(certificate)': \(tlsErrorReasons())")
+                throw HTTP2TLSConfigurationError(
+                    field: .clientCertificate, path: certificate, rule: "must be a readable PEM certificate (chain)",
+                    detail: tlsErrorReasons()
+                )
             }
-            guard SSL_CTX_use_PrivateKey_file(self.pointer, privateKey, SSL_FILETYPE_PEM) == 1,
-                SSL_CTX_check_private_key(self.pointer) == 1
-            else {
-                throw TLSError(description: "cannot load the client key '\(privateKey)': \(tlsErrorReasons())")
+            // Read apart from SSL_CTX_use_PrivateKey, which would report a key of another certificate
+            // as unreadable; and with a password callback that gives none, so an encrypted key fails
+            // instead of OpenSSL asking for its password on the terminal.
+            guard let file = BIO_new_file(privateKey, "rb") else {
+                throw HTTP2TLSConfigurationError(
+                    field: .clientPrivateKey, path: privateKey, rule: "must be a readable, unencrypted PEM private key",
+                    detail: tlsErrorReasons()
+                )
+            }
+            defer { BIO_free(file) }
+            guard let key = PEM_read_bio_PrivateKey(file, nil, { _, _, _, _ in 0 }, nil) else {
+                throw HTTP2TLSConfigurationError(
+                    field: .clientPrivateKey, path: privateKey, rule: "must be a readable, unencrypted PEM private key",
+                    detail: tlsErrorReasons()
+                )
+            }
+            defer { EVP_PKEY_free(key) }
+            guard SSL_CTX_use_PrivateKey(self.pointer, key) == 1, SSL_CTX_check_private_key(self.pointer) == 1 else {
+                throw HTTP2TLSConfigurationError(
+                    field: .clientPrivateKey, path: privateKey, rule: "must be the private key of the certificate '\(certificate)'",
+                    detail: tlsErrorReasons()
+                )
             }
         case .pkcs12(let path, let password):
             guard let bio = BIO_new_file(path, "rb") else {
-                throw TLSError(description: "cannot open the PKCS#12 file '\(path)': \(tlsErrorReasons())")
+                throw HTTP2TLSConfigurationError(
+                    field: .pkcs12, path: path, rule: "must be a readable PKCS#12 (.p12) file", detail: tlsErrorReasons()
+                )
             }
             defer { BIO_free(bio) }
             guard let p12 = d2i_PKCS12_bio(bio, nil) else {
-                throw TLSError(description: "'\(path)' is not a PKCS#12 file: \(tlsErrorReasons())")
+                throw HTTP2TLSConfigurationError(
+                    field: .pkcs12, path: path, rule: "must be a PKCS#12 (.p12) file", detail: tlsErrorReasons()
+                )
             }
             defer { PKCS12_free(p12) }
+            // Checked on its own first: PKCS12_parse reports a wrong password as "mac verify failure".
+            if PKCS12_mac_present(p12) == 1, PKCS12_verify_mac(p12, password, -1) != 1 {
+                ERR_clear_error()  // OpenSSL adds nothing useful to "the MAC does not verify"
+                throw HTTP2TLSConfigurationError(
+                    field: .pkcs12Password, path: path, rule: "must open the file: wrong password"
+                )
+            }
             var key: OpaquePointer? = nil
             var certificate: OpaquePointer? = nil
             var chain: OpaquePointer? = nil
-            guard PKCS12_parse(p12, password, &key, &certificate, &chain) == 1, let key, let certificate else {
-                throw TLSError(description: "cannot open '\(path)' (wrong password?): \(tlsErrorReasons())")
-            }
+            let parsed = PKCS12_parse(p12, password, &key, &certificate, &chain) == 1
             defer {
-                EVP_PKEY_free(key)
-                X509_free(certificate)
+                if let key { EVP_PKEY_free(key) }
+                if let certificate { X509_free(certificate) }
                 if let chain { OPENSSL_sk_pop_free(chain, { X509_free(OpaquePointer($0)) }) }
+            }
+            guard parsed, let key, let certificate else {
+                throw HTTP2TLSConfigurationError(
+                    field: .pkcs12, path: path, rule: "must hold a certificate and its private key", detail: tlsErrorReasons()
+                )
             }
             guard SSL_CTX_use_certificate(self.pointer, certificate) == 1, SSL_CTX_use_PrivateKey(self.pointer, key) == 1,
                 SSL_CTX_check_private_key(self.pointer) == 1
             else {
-                throw TLSError(description: "cannot use the identity in '\(path)': \(tlsErrorReasons())")
+                throw HTTP2TLSConfigurationError(
+                    field: .pkcs12, path: path, rule: "must hold a certificate and the private key that matches it",
+                    detail: tlsErrorReasons()
+                )
             }
         }
     }

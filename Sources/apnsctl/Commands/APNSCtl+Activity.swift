@@ -29,6 +29,7 @@ extension APNSCtl {
         ) async throws {
             if options.dryRun {
                 let environment = try endpoint.resolved()
+                _ = try endpoint.tls()
                 let request: APNSHTTPRequest
                 switch prepared {
                 case .token(let notification, let token): request = notification.request(to: token)

@@ -93,6 +93,9 @@ extension APNSCtl {
         func run() async throws {
             try await runReportingFailures {
                 let environment = try self.endpoint.resolved()
+                // The TLS flags are checked as a send would (a garbage --ca-file, --insecure-loopback
+                // off loopback), --dry-run included.
+                _ = try self.endpoint.tls()
                 if let channel = self.channelID {
                     let prepared = try self.notification.prepareBroadcast(channel: channel)
                     let authorization = try self.auth.dryRunAuthorization()

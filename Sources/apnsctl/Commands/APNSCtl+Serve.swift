@@ -77,6 +77,18 @@ extension APNSCtl {
         @Option(name: .customLong("idle-timeout"), help: "Seconds without a request before GOAWAY IdleTimeout (default: never).")
         var idleTimeout: Double?
 
+        @Option(
+            name: .customLong("handshake-timeout"),
+            help: "Seconds a new connection has to finish its TLS handshake and send the HTTP/2 preface before it is closed."
+        )
+        var handshakeTimeout: Double = 10
+
+        @Option(
+            name: .customLong("request-timeout"),
+            help: "Seconds a request has to arrive complete (headers and body) before its stream is reset with REFUSED_STREAM; 0: never."
+        )
+        var requestTimeout: Double = 10
+
         @Flag(help: "One JSON object per judged request on stdout.")
         var json = false
 
@@ -92,6 +104,12 @@ extension APNSCtl {
             guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
             if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
             if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together.") }
+            guard self.handshakeTimeout > 0, self.handshakeTimeout <= 86_400 else {
+                throw ValidationError("--handshake-timeout must be more than 0 and at most 86400 seconds (got \(self.handshakeTimeout)).")
+            }
+            guard self.requestTimeout >= 0, self.requestTimeout <= 86_400 else {
+                throw ValidationError("--request-timeout must be 0 (never) to 86400 seconds (got \(self.requestTimeout)).")
+            }
         }
 
         func run() async throws {
@@ -164,7 +182,12 @@ extension APNSCtl {
             }
             do {
                 return try LocalAPNsServer.start(
-                    configuration, http2: HTTP2ServerConfiguration(host: self.host, port: self.port, tls: tls), tokens: records,
+                    configuration,
+                    http2: HTTP2ServerConfiguration(
+                        host: self.host, port: self.port, tls: tls, handshakeTimeout: .milliseconds(Int(self.handshakeTimeout * 1000)),
+                        requestTimeout: self.requestTimeout == 0 ? nil : .milliseconds(Int(self.requestTimeout * 1000))
+                    ),
+                    tokens: records,
                     certificates: certificates, authenticator: authenticator, observer: observer
                 )
             } catch {

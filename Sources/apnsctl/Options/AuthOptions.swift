@@ -2,6 +2,7 @@ import ArgumentParser
 import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCrypto
+import ForgeHTTP2
 import Foundation
 
 /// Authentication flags, shared by every command that talks to APNs: a provider-token key
@@ -66,6 +67,9 @@ struct AuthOptions: ParsableArguments {
                 throw ValidationError("--p12-password-env: the environment variable \(variable) is not set.")
             }
             try InputFiles.requireReadable(pkcs12, flag: "--p12")
+            try ClientFactory.check(
+                HTTP2TLSConfiguration(clientIdentity: .pkcs12(path: pkcs12, password: password)), passwordVariable: variable
+            )
             return .certificate(pkcs12Path: pkcs12, password: password)
         }
         guard let certificate = self.certificate, let key = self.certificateKey else {
@@ -73,6 +77,7 @@ struct AuthOptions: ParsableArguments {
         }
         try InputFiles.requireReadable(certificate, flag: "--cert")
         try InputFiles.requireReadable(key, flag: "--cert-key")
+        try ClientFactory.check(HTTP2TLSConfiguration(clientIdentity: .pem(certificateFile: certificate, privateKeyFile: key)))
         return .certificate(certificateFile: certificate, privateKeyFile: key)
     }
 
@@ -108,8 +113,13 @@ struct AuthOptions: ParsableArguments {
         }
     }
 
-    /// Checks the credentials when given, by loading the key and signing a token that is never shown.
+    /// Checks the credentials when given, by loading the key and signing a token that is never shown,
+    /// or by loading the client certificate (and its password) as a send would.
     func dryRunAuthorization() throws -> String? {
+        if self.usesCertificate {
+            _ = try self.authentication()
+            return nil
+        }
         guard self.isPresent else {
             Output.diagnostic(
                 "note: no --key-file/--key-id/--team-id given: a real send needs them (or a client certificate)."

@@ -1,7 +1,7 @@
 import ArgumentParser
 import ForgeAPNs
 import ForgeAPNsCore
-import ForgeCrypto
+import ForgeHTTP2
 import Foundation
 
 /// Where requests go: Apple's environment, or any APNs-compatible server by URL, and how its
@@ -44,16 +44,22 @@ struct EndpointOptions: ParsableArguments {
     }
 
     /// The TLS options: the CA file, the loopback-only insecure mode, cleartext for `http://` URLs.
-    /// - Throws: ``CLIFailure``: 66 for a CA file that does not exist, 65 for one that holds no PEM
-    ///   certificate (checked here, so it is not reported later as a TLS failure of the endpoint).
+    /// - Throws: ``CLIFailure`` (66) for a CA file that does not exist, (65) for one that holds no
+    ///   certificate; `ValidationError` (64) for `--insecure-loopback` with a host that is not loopback.
     func tls() throws -> APNSClient.TLS {
         if let caFile = self.caFile {
             try InputFiles.requireReadable(caFile, flag: "--ca-file")
-            do { _ = try APNSCertificateInfo(pemFile: caFile) } catch {
-                throw CLIFailure(message: "--ca-file: '\(caFile)' \(error.detail)", exitCode: CLIExit.dataError)
-            }
+            try ClientFactory.check(HTTP2TLSConfiguration(trustRoots: .file(caFile)))
         }
         let cleartext = try self.url.map { try Self.parse(url: $0).cleartext } ?? false
+        if self.insecureLoopback, !cleartext {
+            let host = try self.resolved().host
+            guard host == "localhost" || host == "::1" || host.hasPrefix("127.") else {
+                throw ValidationError(
+                    "--insecure-loopback skips certificate checks, so it is refused for \(host): use it with 127.0.0.1, ::1 or localhost only."
+                )
+            }
+        }
         return APNSClient.TLS(caFile: self.caFile, insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: cleartext)
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeHTTP2
 import Foundation
 import Logging
 
@@ -32,6 +33,37 @@ enum ClientFactory {
         } catch let error as APNSError {
             throw CLIFailure(message: error.detail.isEmpty ? "\(error)" : error.detail, exitCode: CLIExit.dataError)
         }
+    }
+
+    /// Loads a client identity or trust roots as a connection will, so that a corrupt file or a
+    /// wrong password is bad input (65) named by its flag, before anything connects (and in
+    /// `--dry-run`), instead of a TLS failure at every connect.
+    /// - Parameter passwordVariable: the environment variable the `--p12` password came from.
+    static func check(_ tls: HTTP2TLSConfiguration, passwordVariable: String? = nil) throws {
+        do {
+            _ = try tls.prepared()
+        } catch {
+            let flag: String
+            var rule = error.rule
+            switch error.field {
+            case .trustRoots: flag = "--ca-file"
+            case .clientCertificate: flag = "--cert"
+            case .clientPrivateKey: flag = "--cert-key"
+            case .pkcs12Password:
+                flag = "--p12"
+                rule = "cannot be opened with the password in \(passwordVariable ?? "--p12-password-env"): wrong password"
+            default: flag = "--p12"
+            }
+            let path = error.path.isEmpty ? "" : " '\(error.path)'"
+            let detail = error.detail.isEmpty ? "" : " (\(error.detail))"
+            throw CLIFailure(message: "\(flag)\(path): \(rule)\(detail)", exitCode: CLIExit.dataError)
+        }
+    }
+
+    /// A hint for a transport failure's detail, or "" when none applies: an untrusted certificate
+    /// chain usually means a private CA that `--ca-file` should name.
+    static func hint(forTransportDetail detail: String) -> String {
+        detail.contains("certificate chain is not trusted") ? " (if the server uses a private CA, pass it with --ca-file)" : ""
     }
 
     /// The exit code an error that ended a send maps to: 69 when nothing could reach the endpoint

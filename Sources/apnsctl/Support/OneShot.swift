@@ -57,6 +57,7 @@ enum OneShot {
             return "\(error.status.map(String.init) ?? "-") \(error.reason?.rawValue ?? error.detail)"
         case .transport, .deadlineExceeded:
             return "cannot reach \(endpoint): \(error.detail.isEmpty ? error.kind.rawValue : error.detail)"
+                + ClientFactory.hint(forTransportDetail: error.detail)
         default:
             return error.detail.isEmpty ? "\(error)" : error.detail
         }

@@ -57,7 +57,11 @@ struct SendSession {
             Output.diagnostic(note)
             return CLIExit.interrupted
         case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
-            Output.diagnostic("error: cannot reach \(self.endpoint): \(detail)")
+            var note = "error: cannot reach \(self.endpoint): \(detail)\(ClientFactory.hint(forTransportDetail: detail))"
+            if let line = counts.unreadAfterLine {
+                note += "\n\(counts.notSent) not sent; the input after line \(line) was not read (resume from line \(line + 1))"
+            }
+            Output.diagnostic(note)
             return CLIExit.unavailable
         default:
             return counts.problems == 0 && counts.badLines == 0 ? 0 : 1

@@ -1,0 +1,73 @@
+/// Why a TLS configuration cannot be used, found when it is prepared
+/// (``HTTP2TLSConfiguration/prepared()``) rather than at each connect: a trust-roots file that
+/// holds no certificate, a client certificate or key that cannot be read or do not match, a file
+/// that is not PKCS#12, or a password that does not open it.
+///
+/// Errors compare equal when their ``field`` is equal.
+public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which setting is wrong.
+    public struct Field: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case trustRoots, clientCertificate, clientPrivateKey, pkcs12, pkcs12Password
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// ``HTTP2TLSConfiguration/trustRoots``: the CA file (or the system store).
+        public static let trustRoots = Field(.trustRoots)
+        /// The certificate file of a PEM ``HTTP2TLSConfiguration/ClientIdentity``.
+        public static let clientCertificate = Field(.clientCertificate)
+        /// The private key file of a PEM ``HTTP2TLSConfiguration/ClientIdentity``.
+        public static let clientPrivateKey = Field(.clientPrivateKey)
+        /// The file of a PKCS#12 ``HTTP2TLSConfiguration/ClientIdentity``.
+        public static let pkcs12 = Field(.pkcs12)
+        /// The password of a PKCS#12 ``HTTP2TLSConfiguration/ClientIdentity``.
+        public static let pkcs12Password = Field(.pkcs12Password)
+
+        public var description: String {
+            switch self.base {
+            case .trustRoots: return "trustRoots"
+            case .clientCertificate: return "clientIdentity certificate"
+            case .clientPrivateKey: return "clientIdentity private key"
+            case .pkcs12: return "clientIdentity PKCS#12 file"
+            case .pkcs12Password: return "clientIdentity PKCS#12 password"
+            }
+        }
+    }
+
+    /// The setting at fault.
+    public var field: Field
+    /// The file concerned (empty for the system trust store).
+    public var path: String
+    /// The rule it breaks, such as "must be a readable PEM file of CA certificates".
+    public var rule: String
+    /// OpenSSL's reasons.
+    public var detail: String
+    /// Where the error was made.
+    public var file: String
+    /// The line it was made on.
+    public var line: Int
+
+    /// Creates an error.
+    public init(field: Field, path: String, rule: String, detail: String = "", file: String = #fileID, line: Int = #line) {
+        self.field = field
+        self.path = path
+        self.rule = rule
+        self.detail = detail
+        self.file = file
+        self.line = line
+    }
+
+    /// `<field> '<path>' <rule> (<OpenSSL's reasons>)`; never a password.
+    public var description: String {
+        var text = "\(self.field)"
+        if !self.path.isEmpty { text += " '\(self.path)'" }
+        text += " \(self.rule)"
+        if !self.detail.isEmpty { text += " (\(self.detail))" }
+        return text
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.field == rhs.field }
+    public func hash(into hasher: inout Hasher) { hasher.combine(self.field) }
+}
