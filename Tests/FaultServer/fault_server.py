@@ -289,11 +289,11 @@ class Connection:
 
     def complete(self, stream_id):
         options = self.server.options
+        if self.last_stream is not None and stream_id > self.last_stream:
+            self.record(stream_id, "goaway-unprocessed")  # the client knows from the GOAWAY
+            return
         if self.closed_for is not None:
             self.record(stream_id, "closed-unprocessed" if self.closed_for == "closed" else "stalled")
-            return
-        if self.last_stream is not None and stream_id > self.last_stream:
-            self.record(stream_id, "goaway-unprocessed")
             return
         self.requests += 1
         if options.stall_after is not None and self.requests > options.stall_after:
@@ -393,11 +393,22 @@ def main():
     listener.bind(("127.0.0.1", 0))
     listener.listen(512)
     wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
 
     def stop(*_):
-        os.write(wake_write, b"x")
+        try:
+            os.write(wake_write, b"x")
+        except BlockingIOError:
+            pass  # already woken
 
-    signal.signal(signal.SIGTERM, stop)
+    # Any thread may receive SIGTERM, and Python runs handlers on the main thread only when it next
+    # runs Python code, never while it waits in select: the wakeup fd has the C handler write to
+    # the pipe that select waits on.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.set_wakeup_fd(wake_write)
+    # A parent may start us with SIGTERM blocked (swift-testing's Foundation.Process does: the mask
+    # is inherited through posix_spawn). Unblocked before any thread starts, so all inherit it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
     def watch_stdin():
         while sys.stdin.buffer.read1(4096):
