@@ -367,6 +367,22 @@ struct FaultOracleTests {
         #expect(notJSON.isEmpty, "\(notJSON.count) request bodies are not a JSON object")
     }
 
+    @Test("REFUSED_STREAM for ever: a bounded replay budget, then not sent; refused replays are not attempts")
+    func refusedForever() throws {
+        // No fault that closes a connection here, so no copy can be caught by someone else's drop.
+        var tokens = (0..<60).map { token("00", $0) }
+        for slot in [5, 25, 45] { tokens[slot] = token("d2", slot) }
+        for slot in [15, 35] { tokens[slot] = token("d1", n: 3, slot) }
+        let oracle = Oracle(try OracleRun.run(tokens, serverFlags: []))
+        oracle.check()
+        for token in tokens where token.hasPrefix("d2") {
+            let refused = oracle.copies[token]?.refused ?? 0
+            #expect(refused >= 1 && refused <= 16, "\(token) was refused \(refused) times")
+            let verdict = oracle.verdict(token)
+            #expect(verdict?["outcome"] as? String == "not_sent" && verdict?["attempts"] as? Int == 0, "\(verdict ?? [:])")
+        }
+    }
+
     @Test("GOAWAY after each connection's first request: replays are not attempts, every token one truthful verdict")
     func goawayAfterFirstRequest() throws {
         let tokens = (0..<200).map { token("00", $0) }
