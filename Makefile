@@ -4,8 +4,16 @@
 SWIFT        ?= swift
 SWIFT_FLAGS  ?=
 # Debian packages the build, the tests and the demo need. Installed only when missing.
-APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl nghttp2-client nghttp2-server curl
+APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl nghttp2-client nghttp2-server curl python3 python3-venv
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The fault-oracle tests run a Python HTTP/2 server (Tests/FaultServer/fault_server.py) that is not
+# ForgePush's code. Its two packages come from PyPI into a venv (.build-*/ is ignored by git);
+# Debian's python3 needs python3-venv for `-m venv`. The tests find the venv's python through
+# FORGE_TEST_PYTHON (else .build-venv/bin/python) and fail, not skip, without it.
+PYTHON       ?= python3
+VENV         := .build-venv
+PY_PACKAGES  := h2==4.4.1 cryptography==50.0.2
+export FORGE_TEST_PYTHON := $(CURDIR)/$(VENV)/bin/python
 
 # The apnsctl tests wait for child processes (the built binary, apnsctl serve) on their threads; in
 # the same process as the library's tests they would hold the 2-core machine's cooperative threads
@@ -13,7 +21,7 @@ SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SKIP_CLI     := --skip APNSCtlTests
 ONLY_CLI     := --filter APNSCtlTests
 
-.PHONY: all deps build release test demo sanitize bench lint clean
+.PHONY: all deps pydeps build release test demo sanitize bench lint clean
 
 all: build
 
@@ -31,14 +39,25 @@ deps:
 	  echo "deps: all present ($(APT_PACKAGES))"; \
 	fi
 
+## pydeps: the fault server's Python packages in $(VENV)/ (created, and pip run, only when an import fails).
+pydeps: deps
+	@if $(VENV)/bin/python -c 'import h2, cryptography' 2>/dev/null; then \
+	  echo "pydeps: $(VENV) has h2 and cryptography"; \
+	else \
+	  echo "pydeps: installing $(PY_PACKAGES) into $(VENV)"; \
+	  $(PYTHON) -m venv $(VENV) && \
+	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check $(PY_PACKAGES) && \
+	  $(VENV)/bin/python -c 'import h2, cryptography'; \
+	fi
+
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 release: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
-## test: every test (unit, crypto against the openssl tool, apnsctl binary tests).
-test: deps
+## test: every test (unit, crypto against the openssl tool, apnsctl binary tests, the fault oracle).
+test: deps pydeps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(SKIP_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(ONLY_CLI) $(SWIFT_FLAGS)
@@ -50,7 +69,7 @@ demo: deps
 	"$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" demo
 
 ## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer.
-sanitize: deps
+sanitize: deps pydeps
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan $(SKIP_CLI) $(SWIFT_FLAGS)
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan $(ONLY_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan $(SKIP_CLI) $(SWIFT_FLAGS)
@@ -63,4 +82,4 @@ bench: deps
 	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" transport --requests 100000 --in-flight 100 --h2load
 
 clean:
-	rm -rf .build .build-asan .build-tsan
+	rm -rf .build .build-asan .build-tsan $(VENV)

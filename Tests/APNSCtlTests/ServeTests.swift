@@ -2,54 +2,100 @@ import ForgeAPNsCore
 import ForgeHTTP2
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// `apnsctl serve` running in the background, stopped by a signal.
+/// `apnsctl serve` (or another server program, such as Tests/FaultServer/fault_server.py) running
+/// in the background, stopped by a signal.
 final class ServeProcess: @unchecked Sendable {
     // @unchecked Sendable: `process` is started in init and only signalled or awaited afterwards.
     let process = Process()
     let port: Int
     private let out = Pipe()
     private let err = Pipe()
+    /// Held open while the server runs, for servers that stop when their standard input closes
+    /// (then even a test process that dies leaves no server behind).
+    private let input = Pipe()
     private let exited = DispatchSemaphore(value: 0)
 
-    init(_ arguments: [String]) throws {
+    /// `apnsctl serve --port 0` with `arguments`; its first stdout line is the port.
+    convenience init(_ arguments: [String]) throws {
+        try self.init(executable: CommandRunner.binary, arguments: ["serve", "--port", "0"] + arguments)
+    }
+
+    /// Starts `executable` and reads the port from its first stdout line, `<portPrefix><port>`,
+    /// waiting at most `timeout` seconds for it.
+    /// - Parameter keepsInputOpen: gives the server a standard input that stays open until `stop`,
+    ///   instead of /dev/null.
+    init(executable: URL, arguments: [String], portPrefix: String = "", keepsInputOpen: Bool = false,
+         timeout: TimeInterval = 30) throws {
         let exited = self.exited
         self.process.terminationHandler = { _ in exited.signal() }
-        self.process.executableURL = CommandRunner.binary
-        self.process.arguments = ["serve", "--port", "0"] + arguments
+        self.process.executableURL = executable
+        self.process.arguments = arguments
         self.process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
         self.process.standardOutput = self.out
         self.process.standardError = self.err
-        self.process.standardInput = FileHandle.nullDevice
+        self.process.standardInput = keepsInputOpen ? self.input : FileHandle.nullDevice
         try self.process.run()
-        // The first stdout line is the port.
-        var line: [UInt8] = []
+        // The first stdout line is the port, read on another thread so that the wait is bounded.
+        nonisolated(unsafe) var line: [UInt8] = []
+        let lineRead = DispatchSemaphore(value: 0)
         let handle = self.out.fileHandleForReading
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            guard let first = byte.first else { break }
-            if first == UInt8(ascii: "\n") { break }
-            line.append(first)
+        DispatchQueue.global().async {
+            while true {
+                let byte = handle.readData(ofLength: 1)
+                guard let first = byte.first, first != UInt8(ascii: "\n") else { break }
+                line.append(first)
+            }
+            lineRead.signal()
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            self.process.terminate()
-            throw CLIFailureForTests(message: "serve printed no port: '\(String(decoding: line, as: UTF8.self))'")
+        let timedOut = lineRead.wait(timeout: .now() + timeout) == .timedOut
+        if timedOut {
+            Self.kill(self.process, exited)  // its stdout closes, so the reader ends
+            lineRead.wait()
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard !timedOut, text.hasPrefix(portPrefix), let port = Int(text.dropFirst(portPrefix.count)) else {
+            if !timedOut { Self.kill(self.process, exited) }  // printed something else, or exited: gone either way
+            let stderr = String(decoding: self.err.fileHandleForReading.availableDataIfExited(self.process), as: UTF8.self)
+            throw CLIFailureForTests(message: "\(executable.lastPathComponent) printed no port within \(Int(timeout)) s: "
+                                     + "'\(text)'; stderr: \(stderr)")
         }
         self.port = port
     }
 
     /// Sends `signal` and returns the exit code and what was printed after the port line.
-    /// A server that outlives the signal by 30 s is killed, and the test fails instead of hanging.
+    /// A server that outlives the signal by 30 s is killed, and the test fails instead of hanging;
+    /// one that Foundation still calls running 10 s after SIGKILL gives exit code -1 and no output.
+    @discardableResult
     func stop(signal: Int32 = SIGTERM) -> (exitCode: Int32, stdout: String, stderr: String) {
-        kill(self.process.processIdentifier, signal)
+        // The end of its standard input stops a server that watches it, even one started with the
+        // signal blocked (a child of this process may inherit a blocked SIGTERM).
+        try? self.input.fileHandleForWriting.close()
+        Glibc.kill(self.process.processIdentifier, signal)
         if self.exited.wait(timeout: .now() + 30) == .timedOut {
-            Issue.record("apnsctl serve was still running 30 s after signal \(signal); killed")
-            kill(self.process.processIdentifier, SIGKILL)
+            Issue.record("\(self.process.executableURL?.lastPathComponent ?? "server") was still running 30 s after signal \(signal); killed")
+            guard Self.kill(self.process, self.exited) else { return (-1, "", "") }
         }
         let stdout = self.out.fileHandleForReading.readDataToEndOfFile()
         let stderr = self.err.fileHandleForReading.readDataToEndOfFile()
-        self.process.waitUntilExit()
         return (self.process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// SIGKILL, then at most 10 s for `exited`; whether the process exited.
+    @discardableResult
+    private static func kill(_ process: Process, _ exited: DispatchSemaphore) -> Bool {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        return exited.wait(timeout: .now() + 10) == .success
+    }
+}
+
+private extension FileHandle {
+    /// What is left to read, only once `process` has exited (otherwise reading could block).
+    func availableDataIfExited(_ process: Process) -> Data {
+        process.isRunning ? Data() : self.readDataToEndOfFile()
     }
 }
 
