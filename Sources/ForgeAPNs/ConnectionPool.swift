@@ -110,7 +110,7 @@ final class ConnectionPool: APNSTransport {
         } catch {
             self.release(connection, count: 1, answered: false)
             if case .closed = connection.state { self.retire(connection) }  // a GOAWAY connection drains; acquire drops it
-            throw error
+            throw (error as? HTTP2ClientError).map { Self.neverUsable(connection, $0) } ?? error
         }
     }
 
@@ -124,7 +124,20 @@ final class ConnectionPool: APNSTransport {
         let results = await connection.sendBatch(requests, deadline: deadline)
         self.release(connection, count: requests.count, answered: results.contains { if case .success = $0 { true } else { false } })
         if case .closed = connection.state { self.retire(connection) }
-        return results.map { result in result.mapError { $0 as any Error } }
+        return results.map { result in result.mapError { Self.neverUsable(connection, $0) } }
+    }
+
+    /// A request the server did not process because its connection ended before answering
+    /// anything: the endpoint failed as much as a refused connect did, and counts as such
+    /// (``SendDecision``'s connect budget, not its replays).
+    private static func neverUsable(_ connection: HTTP2Connection, _ error: HTTP2ClientError) -> HTTP2ClientError {
+        guard !error.mayHaveBeenProcessed, !connection.hasAnswered, error.code == .connectionClosed || error.code == .goingAway
+            || error.code == .peerUnresponsive
+        else { return error }
+        return HTTP2ClientError(
+            .connectFailed, mayHaveBeenProcessed: false, http2ErrorCode: error.http2ErrorCode,
+            detail: "\(connection.endpoint) ended the connection before any answer: \(error.detail)"
+        )
     }
 
     /// Ends `count` requests on `connection`; an answer among them proves the connection healthy.

@@ -59,6 +59,8 @@ public final class LocalAPNsServer: Sendable {
         var judge: APNsJudge
         var faults = FaultPlan()
         var history: [AcceptedPush] = []
+        /// Connections accepted so far.
+        var acceptedConnections = 0
         var acceptedCount = 0
         var subscribers: [Int: AsyncStream<AcceptedPush>.Continuation] = [:]
         var nextSubscriber = 0
@@ -132,6 +134,7 @@ public final class LocalAPNsServer: Sendable {
             for await connection in server.connections {
                 state.withLock { state in
                     if state.connections[connection.id] == nil, !state.stopping {
+                        state.acceptedConnections += 1
                         state.connections[connection.id] = ConnectionState(handle: connection, lastActivity: .now)
                     }
                 }
@@ -331,6 +334,9 @@ public final class LocalAPNsServer: Sendable {
 
     /// How many pushes were accepted, history or not.
     public var acceptedCount: Int { self.state.withLock { $0.acceptedCount } }
+
+    /// How many connections the server accepted so far.
+    public var acceptedConnections: Int { self.state.withLock { $0.acceptedConnections } }
 
     /// The pushes accepted from now on, as they are accepted (each call makes a new subscription;
     /// the stream ends when the server shuts down).

@@ -34,6 +34,14 @@ enum Bench {
         return Double(usage.ru_maxrss) / 1024  // ru_maxrss is in KiB on Linux
     }
 
+    /// The resident set size now, in MiB (`/proc/self/statm`).
+    static func currentRSSMiB() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+              let pages = text.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        else { return 0 }
+        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    }
+
     /// The result of one named case.
     struct Result {
         var name: String

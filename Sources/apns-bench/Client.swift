@@ -196,6 +196,59 @@ extension APNSBench {
     }
 
     /// 1,000,000 tokens through sendBulk, streamed: rate and peak RSS.
+    struct Reconnect: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send pushes one by one to a local server that ends every connection after one answer; print the RSS as connections come and go.",
+            discussion: """
+                Each send opens a new connection of the pool (TLS handshake, I/O thread, nghttp2 session) and the \
+                old one goes away: memory that a connection leaves behind grows the RSS with the count.
+                Example: swift run -c release apns-bench reconnect --connections 10000
+                """
+        )
+
+        @Option(name: .long, help: "Connections to open and lose, one push each.")
+        var connections = 10_000
+
+        @Flag(name: .long, help: "Print one JSON object.")
+        var json = false
+
+        func run() async throws {
+            Bench.warnIfDebug()
+            let (child, port) = try ServerChild.start(["apns-server", "--goaway-after-each"])
+            defer { child.terminate() }
+            let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
+            let configuration = APNSClient.Configuration(
+                authentication: .jwt(key: key, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
+                environment: .custom(host: "localhost", port: port), tls: APNSClient.TLS(caFile: "keys-example/ca.pem")
+            )
+            let alert = APNSAlertNotification(alert: APNSAlert(title: "Benchmark"), topic: try APNSBundleID("com.example.forgepush"))
+            let warmUp = min(1_000, self.connections / 10)
+            var rssAfterWarmUp = 0.0
+            var accepted = 0
+            let start = ContinuousClock.now
+            try await withAPNSClient(configuration: configuration) { client in
+                for index in 0..<self.connections {
+                    if index == warmUp { rssAfterWarmUp = Bench.currentRSSMiB() }
+                    let token = try DeviceToken(String(format: "%064x", index + 1))
+                    if (try? await client.send(alert, to: token)) != nil { accepted += 1 }
+                }
+            }
+            let seconds = Bench.seconds(.now - start)
+            let rssAtEnd = Bench.currentRSSMiB()
+            let perConnection = (rssAtEnd - rssAfterWarmUp) * 1_048_576 / Double(max(1, self.connections - warmUp))
+            if self.json {
+                print("{\"benchmark\":\"reconnect\",\"connections\":\(self.connections),\"accepted\":\(accepted),"
+                    + "\"rss_after_warm_up_mib\":\(Bench.format(rssAfterWarmUp, digits: 1)),\"rss_at_end_mib\":\(Bench.format(rssAtEnd, digits: 1)),"
+                    + "\"bytes_per_connection\":\(Int(perConnection)),\"peak_rss_mib\":\(Bench.format(Bench.peakRSSMiB(), digits: 1)),"
+                    + "\"seconds\":\(Bench.format(seconds))}")
+                return
+            }
+            print(String(format: "reconnect: %d connections (%d accepted) in %.1f s; RSS %.1f MiB after %d, %.1f MiB at the end "
+                         + "(%.0f bytes per connection after the warm-up); peak %.1f MiB",
+                         self.connections, accepted, seconds, rssAfterWarmUp, warmUp, rssAtEnd, perConnection, Bench.peakRSSMiB()))
+        }
+    }
+
     struct Bulk: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stream generated tokens through sendBulk to the local server (child process); print rate and peak RSS.",
@@ -323,6 +376,9 @@ extension APNSBench {
         @Flag(name: .customLong("lenient-tokens"), help: "Accept DER signatures and a string iat (APNSwift 6.4 sends one).")
         var lenientTokens = false
 
+        @Flag(name: .customLong("goaway-after-each"), help: "Answer each request, then GOAWAY: every request needs a new connection.")
+        var goAwayAfterEach = false
+
         func run() async throws {
             let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
             let tls = self.h2c ? nil : HTTP2ServerTLSConfiguration(certificateChainFile: "keys-example/server.pem",
@@ -335,6 +391,9 @@ extension APNSBench {
                     environment: .sandbox, lenient: self.lenientTokens
                 )
             )
+            if self.goAwayAfterEach {
+                server.schedule(.goAway(errorCode: .noError, reason: .shutdown), afterRequests: 0, count: .max)
+            }
             print(server.port)
             fflush(nil)
             while true { try await Task.sleep(for: .seconds(3600)) }

@@ -29,6 +29,12 @@ public final class HTTP2Connection: Sendable {
     private let gauges: ConnectionGauges
     /// The last request id handed out (ids only need to be unique on this connection).
     private let nextID = Atomic<UInt64>(0)
+    /// Set by the first response: the connection has worked at least once.
+    private let answered = Atomic<Bool>(false)
+
+    /// Whether any request got a response on this connection: one that closes before that was
+    /// never usable, whatever its handshake said.
+    public var hasAnswered: Bool { self.answered.load(ordering: .relaxed) }
 
     /// The connection's I/O thread as a task executor.
     ///
@@ -95,7 +101,7 @@ public final class HTTP2Connection: Sendable {
     public func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
         let id = self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
         let monotonicDeadline = deadline.map(Self.monotonic)
-        return try await withTaskCancellationHandler {
+        let response = try await withTaskCancellationHandler {
             // Checked continuations, although the core completes every request exactly once
             // (SessionTests count duplicate completions): with unchecked ones ThreadSanitizer cannot
             // see the runtime's ordering between the resume and the task, and reports a race.
@@ -110,6 +116,8 @@ public final class HTTP2Connection: Sendable {
         } onCancel: {
             self.cancel([id])
         }
+        if !self.hasAnswered { self.answered.store(true, ordering: .relaxed) }
+        return response
     }
 
     /// Sends many requests with one wake-up of the I/O thread and one suspension of the caller.
@@ -122,7 +130,7 @@ public final class HTTP2Connection: Sendable {
         let firstID = self.nextID.wrappingAdd(UInt64(requests.count), ordering: .relaxed).newValue - UInt64(requests.count) + 1
         let ids = (0..<UInt64(requests.count)).map { firstID + $0 }
         let monotonicDeadline = deadline.map(Self.monotonic)
-        return await withTaskCancellationHandler {
+        let results = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<[Result<HTTP2Response, HTTP2ClientError>], Never>) in
                 let collector = BatchCollector(count: requests.count) { continuation.resume(returning: $0) }
                 let pending = requests.enumerated().map { index, request in
@@ -135,6 +143,10 @@ public final class HTTP2Connection: Sendable {
         } onCancel: {
             self.cancel(ids)
         }
+        if !self.hasAnswered, results.contains(where: { if case .success = $0 { true } else { false } }) {
+            self.answered.store(true, ordering: .relaxed)
+        }
+        return results
     }
 
     /// The connection's state as its owner sees it.
