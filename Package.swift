@@ -12,6 +12,7 @@
 //   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush, ForgeNotificationService
 //                                  app-side routers and service-extension helper, portable to Linux
 //   apnsctl, apns-bench            executables
+//   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -160,6 +161,20 @@ let package = Package(
                 "ForgeLoopback",
                 "ForgeAPNs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Test support
+        // One target for what the test targets share, instead of a copy in each: package and
+        // keys-example paths, a manual wall clock, child processes with bounded waits, captured logs
+        // (swift-log's InMemoryLogging). A plain target, not a product, and no test framework in it.
+        .target(
+            name: "ForgeTestSupport",
+            dependencies: [
+                "ForgeAPNsCore", "ForgeSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
