@@ -187,7 +187,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeHTTP2Tests",
-            dependencies: ["ForgeHTTP2"],
+            dependencies: ["ForgeHTTP2", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -206,14 +206,14 @@ let package = Package(
             name: "ForgeLoopbackTests",
             dependencies: [
                 "ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
-                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeAPNsTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -221,12 +221,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ReadmeTests",
-            dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice"],
+            dependencies: [
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice", "ForgeTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeCryptoTests",
-            dependencies: ["ForgeCrypto", "ForgeAPNsCore"],
+            dependencies: ["ForgeCrypto", "ForgeAPNsCore", "ForgeTestSupport"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -6,6 +6,7 @@ import ForgeNotificationService
 import ForgeNotificationTypes
 import ForgeSilentPush
 import ForgeSimulatedDevice
+import ForgeTestSupport
 import ForgeVisiblePush
 import Foundation
 import Testing
@@ -72,7 +73,7 @@ private struct Custom: Encodable, Sendable {
 }
 
 private func loopbackTLS() -> LoopbackMode.TLS {
-    .files(chain: keysExamplePath("server.pem"), key: keysExamplePath("server.key"), ca: keysExamplePath("ca.pem"))
+    .files(chain: KeysExample.path("server.pem"), key: KeysExample.path("server.key"), ca: KeysExample.path("ca.pem"))
 }
 
 private func makeApp(
