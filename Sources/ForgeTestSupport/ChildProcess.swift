@@ -264,12 +264,22 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// Reads `handle` to its end on a thread of its own (not Dispatch's pool, which the tests share).
+    /// Reads `handle` to its end on a thread of its own (not Dispatch's pool, which the tests share),
+    /// keeping each chunk as soon as it arrives. With read(2): `FileHandle.read(upToCount:)` waits
+    /// for the whole count, so a server's port line would only be seen once the server exits.
     private static func startReading(_ handle: FileHandle, isStandardError: Bool, into captured: LockedBox<Captured>) {
         Thread {
-            while let chunk = try? handle.read(upToCount: 65_536), !chunk.isEmpty {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }  // end of file, or an error: nothing more will come
                 captured.withLock { captured in
-                    if isStandardError { captured.stderr += chunk } else { captured.stdout += chunk }
+                    if isStandardError {
+                        captured.stderr += buffer[..<count]
+                    } else {
+                        captured.stdout += buffer[..<count]
+                    }
                 }
             }
             captured.withLock { $0.open -= 1 }
