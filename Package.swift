@@ -235,7 +235,7 @@ let package = Package(
         .testTarget(
             name: "APNSCtlTests",
             // Runs the built apnsctl binary; the libraries are used to check what it printed.
-            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
+            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]
