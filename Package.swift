@@ -192,13 +192,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeRouterTests",
-            dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService"],
+            dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeSimulatedDeviceTests",
             dependencies: [
                 "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                "ForgeSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -206,14 +207,15 @@ let package = Package(
             name: "ForgeLoopbackTests",
             dependencies: [
                 "ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
-                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeTestSupport",
+                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
+                "ForgeTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeAPNsTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeTestSupport",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSupport", "ForgeTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -3,6 +3,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeSupport
 import ForgeTestSupport
 import Foundation
 import Logging
@@ -179,10 +180,8 @@ struct APNSClientTests {
     }
 }
 
-final class LockedPaths: @unchecked Sendable {
-    // @unchecked Sendable: `values` is only touched under `lock`.
-    private let lock = NSLock()
-    private var values: [String] = []
-    func append(_ path: String) { self.lock.withLock { self.values.append(path) } }
-    var paths: [String] { self.lock.withLock { self.values } }
+final class LockedPaths: Sendable {
+    private let values = LockedBox<[String]>([])
+    func append(_ path: String) { self.values.withLock { $0.append(path) } }
+    var paths: [String] { self.values.withLock { $0 } }
 }
