@@ -12,6 +12,7 @@
 //   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush, ForgeNotificationService
 //                                  app-side routers and service-extension helper, portable to Linux
 //   apnsctl, apns-bench            executables
+//   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -164,6 +165,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Test support
+        // One target for what the test targets share, instead of a copy in each: package and
+        // keys-example paths, a manual wall clock, child processes with bounded waits, captured logs
+        // (swift-log's InMemoryLogging). A plain target, not a product, and no test framework in it.
+        .target(
+            name: "ForgeTestSupport",
+            dependencies: [
+                "ForgeAPNsCore", "ForgeSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
         .testTarget(
             name: "ForgeAPNsCoreTests",
@@ -172,18 +187,19 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeHTTP2Tests",
-            dependencies: ["ForgeHTTP2"],
+            dependencies: ["ForgeHTTP2", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeRouterTests",
-            dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService"],
+            dependencies: ["ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeSimulatedDeviceTests",
             dependencies: [
                 "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                "ForgeSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -191,14 +207,15 @@ let package = Package(
             name: "ForgeLoopbackTests",
             dependencies: [
                 "ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
-                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
+                "ForgeTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeAPNsTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSupport", "ForgeTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -206,19 +223,21 @@ let package = Package(
         ),
         .testTarget(
             name: "ReadmeTests",
-            dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice"],
+            dependencies: [
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice", "ForgeTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ForgeCryptoTests",
-            dependencies: ["ForgeCrypto", "ForgeAPNsCore"],
+            dependencies: ["ForgeCrypto", "ForgeAPNsCore", "ForgeTestSupport"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "APNSCtlTests",
             // Runs the built apnsctl binary; the libraries are used to check what it printed.
-            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2"],
+            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,13 +1,14 @@
 import ForgeAPNsCore
 import ForgeCrypto
+import ForgeTestSupport
 import Foundation
 import Testing
 
-private let keyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
-private let publicKeyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.pub.pem").path
+private let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
+private let publicKeyFile = KeysExample.path("AuthKey_FORGEKEY01.pub.pem")
 private let credentials = ["--key-file", keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
 private let token = String(repeating: "0123456789abcdef", count: 4)
-private let payloads = CommandRunner.keysExample.appendingPathComponent("payloads")
+private let payloads = KeysExample.directory.appendingPathComponent("payloads")
 
 private func payload(_ name: String) -> String { payloads.appendingPathComponent(name).path }
 

@@ -1,14 +1,15 @@
+import ForgeTestSupport
 import Foundation
 import Testing
 
 private let bundle = "com.example.forgepush"
-private let keyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
-private let ca = CommandRunner.keysExample.appendingPathComponent("ca.pem").path
+private let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
+private let ca = KeysExample.path("ca.pem")
 private let credentials = ["--key-file", keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1", "--topic", bundle]
 private let registerKey = ["--register-key", "\(keyFile):FORGEKEY01:FORGETEAM1"]
 private let token = String(repeating: "ab", count: 32)
 
-private func endpoint(_ server: ServeProcess) -> [String] { ["--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca] }
+private func endpoint(_ server: ServerProcess) -> [String] { ["--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca] }
 
 /// The JSON objects of NDJSON output.
 private func objects(_ text: String) throws -> [[String: Any]] {
@@ -21,7 +22,7 @@ private func objects(_ text: String) throws -> [[String: Any]] {
 struct ActivityAndChannelsTests {
     @Test("activity start, update and end are accepted as liveactivity pushes, each with its event")
     func startUpdateEnd() throws {
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
         let start = try CommandRunner.run(["activity", "start"] + endpoint(server) + credentials + [
             "--token", token, "--attributes-type", "DeliveryAttributes", "--attributes", #"{"order":"A-17"}"#,
             "--content-state", #"{"status":"preparing"}"#, "--alert-title", "Order A-17", "--alert-body", "Preparing",
@@ -82,7 +83,7 @@ struct ActivityAndChannelsTests {
 
     @Test("channels create, get, list, a broadcast to the channel, delete; then the channel is gone")
     func channelRoundTrip() throws {
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
         let create = try CommandRunner.run(["channels", "create", "--storage-policy", "most-recent"] + endpoint(server) + credentials)
         #expect(create.exitCode == 0, "\(create.stderr)")
         let channel = create.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -105,7 +106,7 @@ struct ActivityAndChannelsTests {
     @Test("A channel command against a closed port is 69, with a plain message")
     func unreachable() throws {
         let closed = try { () -> Int in
-            let server = try ServeProcess(["--quiet"])
+            let server = try ServerProcess(["--quiet"])
             let port = server.port
             _ = server.stop()
             return port

@@ -1,69 +1,59 @@
+import ForgeTestSupport
 import Foundation
+import Testing
 
 /// Runs the built `apnsctl` binary, as a shell user would.
-struct CommandRunner {
-    struct Result {
-        var exitCode: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    /// The folder of the package, for keys-example/ and the fixtures.
-    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static let keysExample = packageRoot.appendingPathComponent("keys-example")
+enum CommandRunner {
+    typealias Result = ChildProcess.Result
 
     /// `apnsctl` sits beside the test bundle in the build products folder.
     static let binary: URL = URL(fileURLWithPath: CommandLine.arguments[0])
         .deletingLastPathComponent().appendingPathComponent("apnsctl")
 
+    /// The test process's environment without APNS_* variables (a developer's own settings must not
+    /// change what a test sees), plus `extra`.
+    static func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }.merging(extra) { $1 }
+    }
+
     /// Runs apnsctl with `arguments`, an environment without APNS_* variables plus `environment`,
-    /// and optional standard input. Bounded: the process is killed after `timeout` seconds.
+    /// and optional standard input. Bounded: the process is terminated after `timeout` seconds.
     static func run(
         _ arguments: [String],
         environment: [String: String] = [:],
         stdin: [UInt8]? = nil,
         timeout: TimeInterval = 30
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
-        env.merge(environment) { $1 }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin)) }
-        try input.fileHandleForWriting.close()
-        // Read both pipes to the end before waiting, so a large output cannot block the child.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var stdoutData = Data()
-        nonisolated(unsafe) var stderrData = Data()
-        group.enter()
-        DispatchQueue.global().async {
-            stdoutData = out.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        group.enter()
-        DispatchQueue.global().async {
-            stderrData = err.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        if group.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            group.wait()
-        }
-        process.waitUntilExit()
-        return Result(
-            exitCode: process.terminationStatus,
-            stdout: String(decoding: stdoutData, as: UTF8.self),
-            stderr: String(decoding: stderrData, as: UTF8.self)
+        try ChildProcess.run(
+            Self.binary, arguments, environment: Self.environment(environment), standardInput: .bytes(stdin ?? []),
+            timeout: .seconds(timeout)
         )
     }
+}
+
+extension ServerProcess {
+    /// `apnsctl serve --port 0` with `arguments`; its first stdout line is the port.
+    convenience init(_ arguments: [String]) throws {
+        try self.init(executable: CommandRunner.binary, arguments: ["serve", "--port", "0"] + arguments)
+    }
+
+    /// `executable` as a server for an apnsctl test: the environment without APNS_* variables, and
+    /// a server that outlives its stop signal fails the test.
+    convenience init(executable: URL, arguments: [String], portPrefix: String = "", keepsInputOpen: Bool = false) throws {
+        try self.init(
+            executable: executable, arguments: arguments, environment: CommandRunner.environment(), portPrefix: portPrefix,
+            keepsInputOpen: keepsInputOpen, reportProblem: { Issue.record(Comment(rawValue: $0)) }
+        )
+    }
+}
+
+struct CLIFailureForTests: Error, CustomStringConvertible {
+    var message: String
+    var description: String { self.message }
+}
+
+/// Runs another program (curl, nghttp) with a bounded time, standard error merged into its output.
+func runTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), arguments, mergesStandardError: true)
+    return (result.exitCode, result.stdout)
 }

@@ -1,8 +1,9 @@
+import ForgeTestSupport
 import Foundation
 import Testing
 
 private let token = String(repeating: "ab", count: 32)
-private func keys(_ name: String) -> String { CommandRunner.keysExample.appendingPathComponent(name).path }
+private func keys(_ name: String) -> String { KeysExample.directory.appendingPathComponent(name).path }
 private let push = ["--token", token, "--topic", "com.example.forgepush", "--payload", keys("payloads/alert.json")]
 private let keyAuth = ["--key-file", keys("AuthKey_FORGEKEY01.p8"), "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
 
@@ -56,7 +57,7 @@ struct CredentialFlagTests {
 
     @Test("A server whose CA is not trusted: the error says the chain is not trusted and hints at --ca-file")
     func untrustedHint() throws {
-        let server = try ServeProcess(["--quiet"])
+        let server = try ServerProcess(["--quiet"])
         let result = try CommandRunner.run(["activity", "end", "--url", "https://127.0.0.1:\(server.port)"] + keyAuth + [
             "--topic", "com.example.forgepush", "--token", token, "--content-state", "{}",
         ])

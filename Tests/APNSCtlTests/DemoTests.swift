@@ -1,3 +1,4 @@
+import ForgeTestSupport
 import Foundation
 import Testing
 

@@ -1,9 +1,10 @@
+import ForgeTestSupport
 import Foundation
 import Testing
 
 private let bundle = "com.example.forgepush"
-private let keyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
-private let ca = CommandRunner.keysExample.appendingPathComponent("ca.pem").path
+private let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
+private let ca = KeysExample.path("ca.pem")
 private let registerKey = ["--register-key", "\(keyFile):FORGEKEY01:FORGETEAM1"]
 
 private func doctor(_ port: Int, keyFile: String = keyFile, keyID: String = "FORGEKEY01", caFile: String? = ca) throws -> CommandRunner.Result {
@@ -28,7 +29,7 @@ private func checks(_ output: String) -> [String: String] {
 struct DoctorTests {
     @Test("Against a healthy local server every check passes, the clock included; nothing secret is printed")
     func healthy() throws {
-        let server = try ServeProcess(registerKey + ["--quiet"])
+        let server = try ServerProcess(registerKey + ["--quiet"])
         let result = try doctor(server.port)
         _ = server.stop()
         #expect(result.exitCode == 0, "\(result.stdout)\(result.stderr)")
@@ -42,7 +43,7 @@ struct DoctorTests {
 
     @Test("A key id the server does not know: the provider token is refused, and the fix names the ids (65)")
     func wrongKeyID() throws {
-        let server = try ServeProcess(registerKey + ["--quiet"])
+        let server = try ServerProcess(registerKey + ["--quiet"])
         let result = try doctor(server.port, keyID: "FORGEKEY02")
         _ = server.stop()
         #expect(result.exitCode == 65, "\(result.stdout)")
@@ -62,7 +63,7 @@ struct DoctorTests {
 
     @Test("A closed port fails at TCP (69); an untrusted certificate fails at TLS (69)")
     func network() throws {
-        let server = try ServeProcess(["--quiet"] + registerKey)
+        let server = try ServerProcess(["--quiet"] + registerKey)
         let untrusted = try doctor(server.port, caFile: nil)
         let port = server.port
         _ = server.stop()

@@ -1,3 +1,4 @@
+import ForgeTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -17,11 +18,10 @@ import Glibc
 // - refused, goaway-unprocessed: the server said it did not process them; never attempts;
 // - partial: the request never arrived whole; the client may count it either way.
 
-private let keysExample = CommandRunner.keysExample
-private let serverScript = CommandRunner.packageRoot.appendingPathComponent("Tests/FaultServer/fault_server.py")
+private let serverScript = PackageRoot.directory.appendingPathComponent("Tests/FaultServer/fault_server.py")
 private let sendFlags = [
-    "--ca-file", keysExample.appendingPathComponent("ca.pem").path,
-    "--key-file", keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path, "--key-id", "FORGEKEY01",
+    "--ca-file", KeysExample.path("ca.pem"),
+    "--key-file", KeysExample.path("AuthKey_FORGEKEY01.p8"), "--key-id", "FORGEKEY01",
     "--team-id", "FORGETEAM1", "--topic", "com.example.forgepush", "--title", "Hi", "--json",
 ]
 
@@ -34,7 +34,7 @@ private func venvPython() throws -> URL {
         if FileManager.default.isExecutableFile(atPath: path) { return URL(fileURLWithPath: path) }
         tried.append("FORGE_TEST_PYTHON=\(path)")
     }
-    let fallback = CommandRunner.packageRoot.appendingPathComponent(".build-venv/bin/python")
+    let fallback = PackageRoot.directory.appendingPathComponent(".build-venv/bin/python")
     if FileManager.default.isExecutableFile(atPath: fallback.path) { return fallback }
     tried.append(fallback.path)
     throw CLIFailureForTests(message: "no Python with h2 and cryptography for the fault server (tried \(tried.joined(separator: ", "))): "
@@ -77,7 +77,7 @@ private struct OracleRun {
             )
             return OracleRun(tokens: tokens, result: result, records: [])
         }
-        let server = try ServeProcess(
+        let server = try ServerProcess(
             executable: try venvPython(), arguments: [serverScript.path, "--record", recordFile.path] + serverFlags,
             portPrefix: "PORT ", keepsInputOpen: true
         )

@@ -1,5 +1,6 @@
 import ForgeAPNsCore
 import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -8,8 +9,8 @@ import Testing
 
 private let bundle = "com.example.forgepush"
 private let token = String(repeating: "ab", count: 32)
-private let keyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
-private let ca = CommandRunner.keysExample.appendingPathComponent("ca.pem").path
+private let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
+private let ca = KeysExample.path("ca.pem")
 private let credentials = ["--key-file", keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
 
 /// A new temporary folder for this test run.
@@ -162,7 +163,7 @@ struct InputValidationTests {
         let broken = Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8)
         let expected = "body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"
         for json in [false, true] {
-            let server = try ServeProcess(["--topic", bundle] + (json ? ["--json"] : []))
+            let server = try ServerProcess(["--topic", bundle] + (json ? ["--json"] : []))
             let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(
                 host: "localhost", port: server.port, tls: HTTP2TLSConfiguration(trustRoots: .file(ca))
             ))

@@ -1,11 +1,11 @@
+import ForgeTestSupport
 import Foundation
 import Testing
 
 private let bundle = "com.example.forgepush"
-private let keysExample = CommandRunner.keysExample
-private let keyFile = keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
-private let ca = keysExample.appendingPathComponent("ca.pem").path
-private let alertPayload = keysExample.appendingPathComponent("payloads/alert.json").path
+private let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
+private let ca = KeysExample.path("ca.pem")
+private let alertPayload = KeysExample.path("payloads/alert.json")
 private let credentials = ["--key-file", keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
 private let registerKey = ["--register-key", "\(keyFile):FORGEKEY01:FORGETEAM1"]
 private let good = String(repeating: "ab", count: 32)
@@ -42,7 +42,7 @@ private func objects(_ text: String) throws -> [[String: Any]] {
 struct SendTests {
     @Test("One token over TLS is accepted (exit 0); nothing secret is printed, even with --verbose")
     func oneTokenTLS() throws {
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
         let result = try CommandRunner.run(
             send(port: server.port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload, "--verbose"]
         )
@@ -59,7 +59,7 @@ struct SendTests {
 
     @Test("One token over cleartext h2c is accepted")
     func oneTokenH2C() throws {
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--h2c", "--quiet"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--h2c", "--quiet"])
         let result = try CommandRunner.run(
             send(port: server.port, h2c: true) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload]
         )
@@ -70,7 +70,7 @@ struct SendTests {
 
     @Test("Credentials and topic come from APNS_* environment variables")
     func environmentCredentials() throws {
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         let result = try CommandRunner.run(
             send(port: server.port) + ["--token", good, "--title", "Hello"],
             environment: ["APNS_KEY_FILE": keyFile, "APNS_KEY_ID": "FORGEKEY01", "APNS_TEAM_ID": "FORGETEAM1", "APNS_TOPIC": bundle]
@@ -82,19 +82,19 @@ struct SendTests {
 
     @Test("Certificate authentication: --cert with --cert-key, and --p12 with its password from the environment")
     func certificateAuth() throws {
-        let server = try ServeProcess([
-            "--topic", bundle, "--client-ca", ca, "--register-cert", keysExample.appendingPathComponent("client.pem").path, "--quiet",
+        let server = try ServerProcess([
+            "--topic", bundle, "--client-ca", ca, "--register-cert", KeysExample.path("client.pem"), "--quiet",
         ])
         let pem = try CommandRunner.run(
             send(port: server.port) + [
-                "--cert", keysExample.appendingPathComponent("client.pem").path,
-                "--cert-key", keysExample.appendingPathComponent("client.key").path,
+                "--cert", KeysExample.path("client.pem"),
+                "--cert-key", KeysExample.path("client.key"),
                 "--topic", bundle, "--token", good, "--payload", alertPayload,
             ]
         )
         let p12 = try CommandRunner.run(
             send(port: server.port) + [
-                "--p12", keysExample.appendingPathComponent("client.p12").path, "--p12-password-env", "FORGE_TEST_P12_PASSWORD",
+                "--p12", KeysExample.path("client.p12"), "--p12-password-env", "FORGE_TEST_P12_PASSWORD",
                 "--topic", bundle, "--token", good, "--payload", alertPayload,
             ],
             environment: ["FORGE_TEST_P12_PASSWORD": "forgepush-test"]
@@ -107,7 +107,7 @@ struct SendTests {
 
     @Test("An unregistered token exits 1 and says Unregistered with its timestamp; --json parses back")
     func unregistered() throws {
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--unregistered", gone, "--quiet"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--unregistered", gone, "--quiet"])
         let arguments = send(port: server.port) + credentials + ["--topic", bundle, "--token", good, "--token", gone,
                                                                  "--payload", alertPayload]
         let human = try CommandRunner.run(arguments)
@@ -150,7 +150,7 @@ struct SendTests {
             other,
         ]
         let file = try temporaryFile(lines.joined(separator: "\n") + "\n")
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
         let sent = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
                                                                                   "--payload", alertPayload])
         let strict = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
@@ -171,7 +171,7 @@ struct SendTests {
 
     @Test("Tokens from standard input: plain, --strict, and NDJSON lines that each carry their payload")
     func tokensFromStandardInput() throws {
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         let input = Array("\(good)\n\(other)\n".utf8)
         let plain = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi"],
                                           stdin: input)
@@ -205,7 +205,7 @@ struct SendTests {
         #expect(dryRun.exitCode == 0, "\(dryRun.stderr)")
         #expect(dryRun.stdout.hasSuffix("\n\n" + expected + "\n"), "\(dryRun.stdout)")
 
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--json"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
         let result = try CommandRunner.run(send(port: server.port) + credentials + flags)
         let served = server.stop()
         #expect(result.exitCode == 0, "\(result.stderr)")
@@ -267,7 +267,7 @@ struct SendTests {
 
     @Test("An endpoint that is not listening (a port bound, then closed) or fails TLS exits 69 with a plain message")
     func unreachable() throws {
-        let server = try ServeProcess(["--topic", bundle, "--quiet"])
+        let server = try ServerProcess(["--topic", bundle, "--quiet"])
         let port = server.port
         // Without --ca-file the test CA is not trusted: the TLS handshake fails.
         let untrusted = try CommandRunner.run(
@@ -285,7 +285,7 @@ struct SendTests {
     func bulk() throws {
         let all = tokens(2000)
         let file = try temporaryFile(all.joined(separator: "\n") + "\n")
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         let human = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
                                                                                    "--payload", alertPayload], timeout: 120)
         let json = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
@@ -317,7 +317,7 @@ struct SendTests {
         let parts = dry.stdout.components(separatedBy: "\n\n")
         let dryHeaders = parts[0].split(separator: "\n").filter { !$0.hasPrefix(":") }.map(String.init)
         let dryBody = String(parts.dropFirst().joined(separator: "\n\n").dropLast())  // Output adds one newline
-        let server = try ServeProcess(registerKey + ["--quiet", "--print-requests"])
+        let server = try ServerProcess(registerKey + ["--quiet", "--print-requests"])
         let sent = try CommandRunner.run(send(port: server.port) + credentials + flags)
         let served = try objects(server.stop().stdout)
         #expect(sent.exitCode == 0, "\(sent.stderr)")
@@ -352,42 +352,21 @@ struct SendTests {
     func interrupt() throws {
         let all = tokens(200_000)
         let file = try temporaryFile(all.joined(separator: "\n") + "\n")
-        let server = try ServeProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         defer { _ = server.stop() }
-        let process = Process()
-        process.executableURL = CommandRunner.binary
-        process.arguments = send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload]
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Bounded: whatever happens, the child is gone within a minute.
-        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        defer { watchdog.cancel() }
-        nonisolated(unsafe) var errors = Data()
-        let errorsRead = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            errors = err.fileHandleForReading.readDataToEndOfFile()
-            errorsRead.signal()
-        }
-        // Wait for the first results (real output, not a timer), then interrupt.
-        var output = Data()
-        while !output.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            output.append(chunk)
-        }
-        kill(process.processIdentifier, SIGINT)
-        output.append(out.fileHandleForReading.readDataToEndOfFile())
-        errorsRead.wait()
-        process.waitUntilExit()
-        let stdout = String(decoding: output, as: UTF8.self)
-        let stderr = String(decoding: errors, as: UTF8.self)
-        #expect(process.terminationStatus == 130, "\(stderr)")
+        let process = try ChildProcess(
+            executable: CommandRunner.binary,
+            arguments: send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload],
+            environment: CommandRunner.environment()
+        )
+        // Wait for the first results (real output, not a timer), then interrupt. Bounded: whatever
+        // happens, the child is gone within a minute of each wait.
+        _ = process.waitForStandardOutput(containing: "\n", timeout: .seconds(60))
+        process.signal(SIGINT)
+        let finished = process.finish(timeout: .seconds(60))
+        let stdout = finished.stdout
+        let stderr = finished.stderr
+        #expect(finished.exitCode == 130, "\(stderr)")
         let lines = stdout.split(separator: "\n")
         let summary = try #require(lines.last)
         // Reading stops at Ctrl-C: each token read has exactly one line, and the summary names the

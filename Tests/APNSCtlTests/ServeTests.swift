@@ -1,123 +1,11 @@
 import ForgeAPNsCore
 import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// `apnsctl serve` (or another server program, such as Tests/FaultServer/fault_server.py) running
-/// in the background, stopped by a signal.
-final class ServeProcess: @unchecked Sendable {
-    // @unchecked Sendable: `process` is started in init and only signalled or awaited afterwards.
-    let process = Process()
-    let port: Int
-    private let out = Pipe()
-    private let err = Pipe()
-    /// Held open while the server runs, for servers that stop when their standard input closes
-    /// (then even a test process that dies leaves no server behind).
-    private let input = Pipe()
-    private let exited = DispatchSemaphore(value: 0)
-
-    /// `apnsctl serve --port 0` with `arguments`; its first stdout line is the port.
-    convenience init(_ arguments: [String]) throws {
-        try self.init(executable: CommandRunner.binary, arguments: ["serve", "--port", "0"] + arguments)
-    }
-
-    /// Starts `executable` and reads the port from its first stdout line, `<portPrefix><port>`,
-    /// waiting at most `timeout` seconds for it.
-    /// - Parameter keepsInputOpen: gives the server a standard input that stays open until `stop`,
-    ///   instead of /dev/null.
-    init(executable: URL, arguments: [String], portPrefix: String = "", keepsInputOpen: Bool = false,
-         timeout: TimeInterval = 30) throws {
-        let exited = self.exited
-        self.process.terminationHandler = { _ in exited.signal() }
-        self.process.executableURL = executable
-        self.process.arguments = arguments
-        self.process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
-        self.process.standardOutput = self.out
-        self.process.standardError = self.err
-        self.process.standardInput = keepsInputOpen ? self.input : FileHandle.nullDevice
-        try self.process.run()
-        // The first stdout line is the port, read on another thread so that the wait is bounded.
-        nonisolated(unsafe) var line: [UInt8] = []
-        let lineRead = DispatchSemaphore(value: 0)
-        let handle = self.out.fileHandleForReading
-        DispatchQueue.global().async {
-            while true {
-                let byte = handle.readData(ofLength: 1)
-                guard let first = byte.first, first != UInt8(ascii: "\n") else { break }
-                line.append(first)
-            }
-            lineRead.signal()
-        }
-        let timedOut = lineRead.wait(timeout: .now() + timeout) == .timedOut
-        if timedOut {
-            Self.kill(self.process, exited)  // its stdout closes, so the reader ends
-            lineRead.wait()
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard !timedOut, text.hasPrefix(portPrefix), let port = Int(text.dropFirst(portPrefix.count)) else {
-            if !timedOut { Self.kill(self.process, exited) }  // printed something else, or exited: gone either way
-            let stderr = String(decoding: self.err.fileHandleForReading.availableDataIfExited(self.process), as: UTF8.self)
-            throw CLIFailureForTests(message: "\(executable.lastPathComponent) printed no port within \(Int(timeout)) s: "
-                                     + "'\(text)'; stderr: \(stderr)")
-        }
-        self.port = port
-    }
-
-    /// Sends `signal` and returns the exit code and what was printed after the port line.
-    /// A server that outlives the signal by 30 s is killed, and the test fails instead of hanging;
-    /// one that Foundation still calls running 10 s after SIGKILL gives exit code -1 and no output.
-    @discardableResult
-    func stop(signal: Int32 = SIGTERM) -> (exitCode: Int32, stdout: String, stderr: String) {
-        // The end of its standard input stops a server that watches it, even one started with the
-        // signal blocked (a child of this process may inherit a blocked SIGTERM).
-        try? self.input.fileHandleForWriting.close()
-        Glibc.kill(self.process.processIdentifier, signal)
-        if self.exited.wait(timeout: .now() + 30) == .timedOut {
-            Issue.record("\(self.process.executableURL?.lastPathComponent ?? "server") was still running 30 s after signal \(signal); killed")
-            guard Self.kill(self.process, self.exited) else { return (-1, "", "") }
-        }
-        let stdout = self.out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = self.err.fileHandleForReading.readDataToEndOfFile()
-        return (self.process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-    }
-
-    /// SIGKILL, then at most 10 s for `exited`; whether the process exited.
-    @discardableResult
-    private static func kill(_ process: Process, _ exited: DispatchSemaphore) -> Bool {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        return exited.wait(timeout: .now() + 10) == .success
-    }
-}
-
-private extension FileHandle {
-    /// What is left to read, only once `process` has exited (otherwise reading could block).
-    func availableDataIfExited(_ process: Process) -> Data {
-        process.isRunning ? Data() : self.readDataToEndOfFile()
-    }
-}
-
-struct CLIFailureForTests: Error, CustomStringConvertible {
-    var message: String
-    var description: String { self.message }
-}
-
-/// Runs another program (curl, nghttp) with a bounded time.
-func runTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
 
 private let bundle = "com.example.forgepush"
 private let good = String(repeating: "ab", count: 32)
@@ -126,8 +14,8 @@ private let payload = #"{"aps":{"alert":"hi"}}"#
 
 @Suite("apnsctl serve: curl, nghttp and the library get the same answers", .serialized, .timeLimit(.minutes(2)))
 struct ServeTests {
-    let keyFile = CommandRunner.keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path
-    let ca = CommandRunner.keysExample.appendingPathComponent("ca.pem").path
+    let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
+    let ca = KeysExample.path("ca.pem")
 
     func jwt() throws -> String {
         let result = try CommandRunner.run(["jwt", "--key-file", self.keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"])
@@ -168,7 +56,7 @@ struct ServeTests {
 
     @Test("Token auth: 200, MissingProviderToken, InvalidProviderToken, Unregistered with timestamp; JSON lines; SIGTERM stops")
     func sameAnswers() async throws {
-        let server = try ServeProcess([
+        let server = try ServerProcess([
             "--register-key", "\(self.keyFile):FORGEKEY01:FORGETEAM1", "--topic", bundle, "--token", good, "--unregistered", gone,
             "--reject-unknown-tokens", "--json",
         ])
@@ -204,7 +92,7 @@ struct ServeTests {
     @Test("nghttp (h2c and TLS) gets Apple's answers; SIGINT stops")
     func nghttp() throws {
         for h2c in [true, false] {
-            let server = try ServeProcess(["--topic", bundle, "--quiet"] + (h2c ? ["--h2c"] : []))
+            let server = try ServerProcess(["--topic", bundle, "--quiet"] + (h2c ? ["--h2c"] : []))
             let scheme = h2c ? "http" : "https"
             let body = FileManager.default.temporaryDirectory.appendingPathComponent("forge-nghttp-\(UUID().uuidString).json")
             try Data(payload.utf8).write(to: body)
@@ -224,7 +112,7 @@ struct ServeTests {
     func signalRightAfterPort() throws {
         for signal in [SIGTERM, SIGINT] {
             for _ in 0..<10 {
-                let server = try ServeProcess(["--quiet", "--h2c"])
+                let server = try ServerProcess(["--quiet", "--h2c"])
                 let stopped = server.stop(signal: signal)
                 #expect(stopped.exitCode == 0, "\(stopped.stderr)")
                 #expect(stopped.stderr.contains(signal == SIGTERM ? "SIGTERM, shutting down" : "SIGINT, shutting down"), "\(stopped.stderr)")

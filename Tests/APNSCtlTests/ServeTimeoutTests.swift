@@ -1,3 +1,4 @@
+import ForgeTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ struct ServeTimeoutTests {
 
     @Test("serve closes a connection that never sends the HTTP/2 preface (--handshake-timeout)")
     func silentConnection() throws {
-        let server = try ServeProcess(["--h2c", "--quiet", "--handshake-timeout", "0.2"])
+        let server = try ServerProcess(["--h2c", "--quiet", "--handshake-timeout", "0.2"])
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #expect(descriptor >= 0)
         defer { close(descriptor) }

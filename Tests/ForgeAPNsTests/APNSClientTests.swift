@@ -3,6 +3,8 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeSupport
+import ForgeTestSupport
 import Foundation
 import Logging
 import Testing
@@ -145,14 +147,14 @@ struct APNSClientTests {
     func expiredProviderToken() async throws {
         // The server's clock runs 20 minutes ahead of the client's (node-apn #590): a 45-minute-old
         // token is 65 minutes old to the server.
-        let clientClock = TestClock(Date(timeIntervalSince1970: 1_760_000_000))
-        let serverClock = TestClock(Date(timeIntervalSince1970: 1_760_000_000 + 20 * 60))
+        let clientClock = ManualWallClock(Date(timeIntervalSince1970: 1_760_000_000))
+        let serverClock = ManualWallClock(Date(timeIntervalSince1970: 1_760_000_000 + 20 * 60))
         let loopback = try Loopback.start(serverClock: serverClock, clientClock: clientClock)
         try await withAPNSClient(configuration: loopback.configuration) { client in
             #expect(try await client.send(alert(), to: token(0)).attempts == 1)
             #expect(try await client.send(alert(), to: token(1)).attempts == 1)
-            clientClock.advance(45 * 60)
-            serverClock.advance(45 * 60)
+            clientClock.advance(by: 45 * 60)
+            serverClock.advance(by: 45 * 60)
             let result = try await client.send(alert(), to: token(2))
             #expect(result.attempts == 1)
             #expect(client.providerTokenSignings == 2)
@@ -178,10 +180,8 @@ struct APNSClientTests {
     }
 }
 
-final class LockedPaths: @unchecked Sendable {
-    // @unchecked Sendable: `values` is only touched under `lock`.
-    private let lock = NSLock()
-    private var values: [String] = []
-    func append(_ path: String) { self.lock.withLock { self.values.append(path) } }
-    var paths: [String] { self.lock.withLock { self.values } }
+final class LockedPaths: Sendable {
+    private let values = LockedBox<[String]>([])
+    func append(_ path: String) { self.values.withLock { $0.append(path) } }
+    var paths: [String] { self.values.withLock { $0 } }
 }

@@ -1,19 +1,18 @@
 import ForgeAPNs
 import ForgeAPNsCore
 import ForgeHTTP2
+import ForgeSupport
 import Foundation
 import Testing
 
 /// Counts what a test's fake transport or token sequence saw, from any task.
 ///
-/// An `NSLock`, not `Synchronization.Mutex`: ThreadSanitizer sees through pthread locks but reports
-/// false races on `Mutex` (see `LockedBox`), and these handlers run concurrently.
-private final class Count: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
-    private var value = 0
-    @discardableResult func increment() -> Int { self.lock.withLock { self.value += 1; return self.value } }
-    var current: Int { self.lock.withLock { self.value } }
+/// A `LockedBox` (a pthread lock), not `Synchronization.Mutex`: ThreadSanitizer sees through pthread
+/// locks but reports false races on `Mutex`, and these handlers run concurrently.
+private final class Count: Sendable {
+    private let value = LockedBox(0)
+    @discardableResult func increment() -> Int { self.value.withLock { $0 += 1; return $0 } }
+    var current: Int { self.value.withLock { $0 } }
 }
 
 /// Tokens made up on demand, counting how many were read.

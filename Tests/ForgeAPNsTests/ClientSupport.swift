@@ -3,32 +3,19 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeTestSupport
 import Foundation
 import Logging
 import Testing
 
-let keysExample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("keys-example")
-func keysExamplePath(_ name: String) -> String { keysExample.appendingPathComponent(name).path }
-
 let bundle = "com.example.forgepush"
 let bundleID = try! APNSBundleID(bundle)
-let signingKey = try! APNSSigningKey(contentsOfFile: keysExamplePath("AuthKey_FORGEKEY01.p8"))
+let signingKey = try! APNSSigningKey(contentsOfFile: KeysExample.path("AuthKey_FORGEKEY01.p8"))
 let keyID = try! APNSKeyID("FORGEKEY01")
 let teamID = try! APNSTeamID("FORGETEAM1")
 
 func token(_ index: Int) -> DeviceToken {
     try! DeviceToken(String(format: "%064x", index + 1))
-}
-
-/// A wall clock that moves only when told.
-final class TestClock: APNSWallClock, @unchecked Sendable {
-    // @unchecked Sendable: `date` is only touched under `lock`.
-    private let lock = NSLock()
-    private var date: Date
-    init(_ date: Date = Date()) { self.date = date }
-    var now: Date { self.lock.withLock { self.date } }
-    func advance(_ seconds: Double) { self.lock.withLock { self.date += seconds } }
 }
 
 /// A local APNs server over TLS with token authentication, and a client configuration for it.
@@ -47,7 +34,7 @@ struct Loopback {
         timeouts: APNSClient.Timeouts = APNSClient.Timeouts(),
         logger: Logger = Logger(label: "test.apns")
     ) throws -> Loopback {
-        let tls = HTTP2ServerTLSConfiguration(certificateChainFile: keysExamplePath("server.pem"), privateKeyFile: keysExamplePath("server.key"))
+        let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
         let server = try LocalAPNsServer.start(
             local, http2: HTTP2ServerConfiguration(tls: tls, answersPings: answersPings), tokens: tokens,
             authenticator: TokenAuthenticator(
@@ -59,7 +46,7 @@ struct Loopback {
         let configuration = APNSClient.Configuration(
             authentication: .jwt(key: signingKey, keyID: keyID, teamID: teamID),
             environment: .custom(host: "localhost", port: server.port),
-            tls: APNSClient.TLS(caFile: keysExamplePath("ca.pem")),
+            tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem")),
             timeouts: timeouts, pool: pool, retry: retry, logger: logger, clock: clientClock
         )
         return Loopback(server: server, configuration: configuration)

@@ -1,6 +1,7 @@
 import ForgeAPNs
 import ForgeAPNsCore
 @testable import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ private func silentEndpoint() throws -> (socket: Socket, configuration: APNSClie
     let configuration = APNSClient.Configuration(
         authentication: .jwt(key: signingKey, keyID: keyID, teamID: teamID),
         environment: .custom(host: "127.0.0.1", port: port),
-        tls: APNSClient.TLS(caFile: keysExamplePath("ca.pem")),
+        tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem")),
         timeouts: APNSClient.Timeouts(connect: .seconds(120)),
         retry: APNSClient.RetryPolicy(attempts: 1)
     )

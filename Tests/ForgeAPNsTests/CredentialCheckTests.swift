@@ -1,11 +1,12 @@
 import ForgeAPNs
 import ForgeAPNsCore
 import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 
 private func configuration(
-    _ authentication: APNSClient.Authentication, tls: APNSClient.TLS = APNSClient.TLS(caFile: keysExamplePath("ca.pem")),
+    _ authentication: APNSClient.Authentication, tls: APNSClient.TLS = APNSClient.TLS(caFile: KeysExample.path("ca.pem")),
     host: String = "localhost", port: Int = 1, retry: APNSClient.RetryPolicy = APNSClient.RetryPolicy()
 ) -> APNSClient.Configuration {
     APNSClient.Configuration(authentication: authentication, environment: .custom(host: host, port: port), tls: tls, retry: retry)
@@ -22,9 +23,9 @@ struct CredentialCheckTests {
         try Data("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: garbage))
         let jwt = APNSClient.Authentication.jwt(key: signingKey, keyID: keyID, teamID: teamID)
         let cases: [(APNSClient.Configuration, String)] = [
-            (configuration(.certificate(pkcs12Path: keysExamplePath("client.p12"), password: "not-the-password")), "authentication: clientIdentity PKCS#12 password"),
-            (configuration(.certificate(certificateFile: garbage, privateKeyFile: keysExamplePath("client.key"))), "authentication: clientIdentity certificate"),
-            (configuration(.certificate(certificateFile: keysExamplePath("client.pem"), privateKeyFile: keysExamplePath("server.key"))),
+            (configuration(.certificate(pkcs12Path: KeysExample.path("client.p12"), password: "not-the-password")), "authentication: clientIdentity PKCS#12 password"),
+            (configuration(.certificate(certificateFile: garbage, privateKeyFile: KeysExample.path("client.key"))), "authentication: clientIdentity certificate"),
+            (configuration(.certificate(certificateFile: KeysExample.path("client.pem"), privateKeyFile: KeysExample.path("server.key"))),
              "must be the private key of the certificate"),
             (configuration(jwt, tls: APNSClient.TLS(caFile: garbage)), "tls.caFile"),
         ]
@@ -60,7 +61,7 @@ struct CredentialCheckTests {
     func unknownCAConnectsOnce() async throws {
         let server = try HTTP2Server.start(
             HTTP2ServerConfiguration(tls: HTTP2ServerTLSConfiguration(
-                certificateChainFile: keysExamplePath("server.pem"), privateKeyFile: keysExamplePath("server.key")
+                certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key")
             ))
         ) { _, _ in HTTP2Response(status: 200) }
         // The system trust store does not know the test CA.

@@ -3,6 +3,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeSupport
 import Foundation
 import Logging
 import Testing
@@ -248,22 +249,24 @@ struct FaultMatrixTests {
 }
 
 /// Holds back a token sequence at one point until opened, and tells who waits when it got there.
-final class TokenGate: @unchecked Sendable {
-    // @unchecked Sendable: every field is touched under `lock`.
-    private let lock = NSLock()
-    private var isOpen = false
-    private var isReached = false
-    private var blocked: [CheckedContinuation<Void, Never>] = []
-    private var watchers: [CheckedContinuation<Void, Never>] = []
+final class TokenGate: Sendable {
+    private struct State {
+        var isOpen = false
+        var isReached = false
+        var blocked: [CheckedContinuation<Void, Never>] = []
+        var watchers: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = LockedBox(State())
 
     /// Called by the sequence at the gate: returns once the gate is open.
     func pass() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let (open, watchers) = self.lock.withLock { () -> (Bool, [CheckedContinuation<Void, Never>]) in
-                self.isReached = true
-                defer { self.watchers = [] }
-                if !self.isOpen { self.blocked.append(continuation) }
-                return (self.isOpen, self.watchers)
+            let (open, watchers) = self.state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                state.isReached = true
+                defer { state.watchers = [] }
+                if !state.isOpen { state.blocked.append(continuation) }
+                return (state.isOpen, state.watchers)
             }
             for watcher in watchers { watcher.resume() }
             if open { continuation.resume() }
@@ -273,19 +276,19 @@ final class TokenGate: @unchecked Sendable {
     /// Returns once the sequence has reached the gate.
     func reached() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let already = self.lock.withLock { () -> Bool in
-                if !self.isReached { self.watchers.append(continuation) }
-                return self.isReached
+            let already = self.state.withLock { state -> Bool in
+                if !state.isReached { state.watchers.append(continuation) }
+                return state.isReached
             }
             if already { continuation.resume() }
         }
     }
 
     func open() {
-        let blocked = self.lock.withLock { () -> [CheckedContinuation<Void, Never>] in
-            self.isOpen = true
-            defer { self.blocked = [] }
-            return self.blocked
+        let blocked = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.blocked = [] }
+            return state.blocked
         }
         for continuation in blocked { continuation.resume() }
     }

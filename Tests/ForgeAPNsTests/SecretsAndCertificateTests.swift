@@ -3,40 +3,17 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeTestSupport
 import Foundation
 import Logging
 import Testing
-
-/// Keeps every log line (message and metadata) in memory.
-final class CapturedLogs: @unchecked Sendable {
-    // @unchecked Sendable: `lines` is only touched under `lock`.
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func append(_ line: String) { self.lock.withLock { self.lines.append(line) } }
-    var all: [String] { self.lock.withLock { self.lines } }
-}
-
-struct CapturingLogHandler: LogHandler {
-    let sink: CapturedLogs
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { self.metadata[key] }
-        set { self.metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        var all = self.metadata
-        all.merge(event.metadata ?? [:]) { $1 }
-        self.sink.append("\(event.level) \(event.message) \(all) \(event.source) \(event.file) \(event.function)")
-    }
-}
 
 @Suite("APNSClient: secrets stay out of logs; certificate authentication", .timeLimit(.minutes(1)))
 struct SecretsAndCertificateTests {
     @Test("A failing bulk send logs at trace level, and no line holds the key or any provider token")
     func noSecretsInLogs() async throws {
-        let logs = CapturedLogs()
-        let logger = Logger(label: "test.secrets") { _ in CapturingLogHandler(sink: logs) }
+        let logs = LogCapture(level: .trace)
+        let logger = logs.logger(label: "test.secrets")
         var registry: [String: LocalAPNsTokenRecord] = [:]
         registry[token(3).hexString] = LocalAPNsTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(Date()))
         let loopback = try Loopback.start(tokens: registry, logger: logger)
@@ -51,11 +28,11 @@ struct SecretsAndCertificateTests {
                 _ = try await client.send(alert(), to: token(3))
             } catch {}
         }
-        let lines = logs.all
+        let lines = logs.lines
         #expect(!lines.isEmpty)
         let jwts = Set(loopback.server.accepted.compactMap { $0[header: "authorization"]?.dropFirst("bearer ".count) }.map(String.init))
         #expect(!jwts.isEmpty)
-        let pem = try String(contentsOfFile: keysExamplePath("AuthKey_FORGEKEY01.p8"), encoding: .utf8)
+        let pem = try String(contentsOfFile: KeysExample.path("AuthKey_FORGEKEY01.p8"), encoding: .utf8)
         let keyBody = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }
         for line in lines {
             for jwt in jwts {
@@ -73,10 +50,10 @@ struct SecretsAndCertificateTests {
 
     @Test("Certificate authentication against the server in certificate mode")
     func certificateAuth() async throws {
-        let info = try APNSCertificateInfo(pemFile: keysExamplePath("client.pem"))
+        let info = try APNSCertificateInfo(pemFile: KeysExample.path("client.pem"))
         let tls = HTTP2ServerTLSConfiguration(
-            certificateChainFile: keysExamplePath("server.pem"), privateKeyFile: keysExamplePath("server.key"),
-            requestsClientCertificate: true, clientCertificateTrustRoots: keysExamplePath("ca.pem")
+            certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"),
+            requestsClientCertificate: true, clientCertificateTrustRoots: KeysExample.path("ca.pem")
         )
         let server = try LocalAPNsServer.start(
             http2: HTTP2ServerConfiguration(tls: tls),
@@ -84,12 +61,12 @@ struct SecretsAndCertificateTests {
             authenticator: TokenAuthenticator(keys: [], environment: .sandbox)
         )
         for authentication in [
-            APNSClient.Authentication.certificate(certificateFile: keysExamplePath("client.pem"), privateKeyFile: keysExamplePath("client.key")),
-            .certificate(pkcs12Path: keysExamplePath("client.p12"), password: "forgepush-test"),
+            APNSClient.Authentication.certificate(certificateFile: KeysExample.path("client.pem"), privateKeyFile: KeysExample.path("client.key")),
+            .certificate(pkcs12Path: KeysExample.path("client.p12"), password: "forgepush-test"),
         ] {
             let configuration = APNSClient.Configuration(
                 authentication: authentication, environment: .custom(host: "localhost", port: server.port),
-                tls: APNSClient.TLS(caFile: keysExamplePath("ca.pem"))
+                tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem"))
             )
             try await withAPNSClient(configuration: configuration) { client in
                 let result = try await client.send(alert(), to: token(1))
@@ -101,8 +78,8 @@ struct SecretsAndCertificateTests {
         // Revoked: 403 BadCertificate, not retried.
         server.register(certificate: LocalAPNsCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle, revoked: true))
         let configuration = APNSClient.Configuration(
-            authentication: .certificate(certificateFile: keysExamplePath("client.pem"), privateKeyFile: keysExamplePath("client.key")),
-            environment: .custom(host: "localhost", port: server.port), tls: APNSClient.TLS(caFile: keysExamplePath("ca.pem"))
+            authentication: .certificate(certificateFile: KeysExample.path("client.pem"), privateKeyFile: KeysExample.path("client.key")),
+            environment: .custom(host: "localhost", port: server.port), tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem"))
         )
         try await withAPNSClient(configuration: configuration) { client in
             do {

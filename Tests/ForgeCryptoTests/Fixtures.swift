@@ -1,7 +1,9 @@
+import ForgeTestSupport
 import Foundation
 
+/// The files in Tests/ForgeCryptoTests/Fixtures/ (keys and vectors, with the script that makes them).
 enum Fixtures {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let directory = PackageRoot.directory.appendingPathComponent("Tests/ForgeCryptoTests/Fixtures")
 
     static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 

@@ -1,5 +1,6 @@
 import ForgeAPNsCore
 import ForgeCrypto
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -30,16 +31,8 @@ private func derSignature(_ raw: [UInt8]) -> [UInt8] {
 }
 
 private func openssl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/openssl"), arguments, mergesStandardError: true)
+    return (result.exitCode, result.stdout)
 }
 
 @Suite("Provider tokens")

@@ -1,4 +1,5 @@
 @testable import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ private func documentRoot() throws -> String {
 struct ClientInteropTests {
     @Test("h2c with prior knowledge")
     func h2c() async throws {
-        let server = try ExternalProcess("/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "--no-tls", "0"])
+        let server = try ChildProcess("/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "--no-tls", "0"])
         let port = try await server.listeningPort()
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil))
         let response = try await connection.send(HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/3/device/abc", body: Array("{}".utf8)))
@@ -30,7 +31,7 @@ struct ClientInteropTests {
     @Test("TLS with the test CA, by name and by IPv4 and IPv6 address", arguments: ["localhost", "127.0.0.1", "::1"])
     func tls(_ host: String) async throws {
         let address = host == "::1" ? "::1" : "127.0.0.1"
-        let server = try ExternalProcess(
+        let server = try ChildProcess(
             "/usr/sbin/nghttpd", ["-a", address, "-d", try documentRoot(), "0", KeysExample.path("server.key"), KeysExample.path("server.pem")]
         )
         let port = try await server.listeningPort()
@@ -42,7 +43,7 @@ struct ClientInteropTests {
 
     @Test("The system trust store refuses the test CA with a clear error")
     func untrusted() async throws {
-        let server = try ExternalProcess(
+        let server = try ChildProcess(
             "/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "0", KeysExample.path("server.key"), KeysExample.path("server.pem")]
         )
         let port = try await server.listeningPort()
@@ -57,7 +58,7 @@ struct ClientInteropTests {
 
     @Test("insecureLoopbackOnly connects to loopback and refuses anything else before connecting")
     func insecureLoopback() async throws {
-        let server = try ExternalProcess(
+        let server = try ChildProcess(
             "/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "0", KeysExample.path("server.key"), KeysExample.path("server.pem")]
         )
         let port = try await server.listeningPort()
@@ -75,7 +76,7 @@ struct ClientInteropTests {
 
     @Test("Many requests over nghttpd's limit of 100 streams: every one answered, by send and by batch")
     func manyInFlight() async throws {
-        let server = try ExternalProcess("/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "--no-tls", "0"])
+        let server = try ChildProcess("/usr/sbin/nghttpd", ["-a", "127.0.0.1", "-d", try documentRoot(), "--no-tls", "0"])
         let port = try await server.listeningPort()
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil))
         let request = HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/3/device/abc", body: Array("{}".utf8))
@@ -96,7 +97,7 @@ struct ClientInteropTests {
     @Test("A TLS server that does not select h2 is a clear alpnMismatch error")
     func noH2() async throws {
         // openssl s_server with no -alpn option negotiates no application protocol.
-        let server = try ExternalProcess(
+        let server = try ChildProcess(
             "/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:0", "-cert", KeysExample.path("server.pem"),
                                  "-key", KeysExample.path("server.key"), "-quiet", "-naccept", "1"]
         )

@@ -1,4 +1,5 @@
 @testable import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -100,36 +101,36 @@ struct ServerTests {
         try Data(#"{"aps":{"alert":"hi"}}"#.utf8).write(to: body)
         defer { try? FileManager.default.removeItem(at: body) }
 
-        let nghttp = try await ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
-        #expect(nghttp.status == 0 && nghttp.output.contains(#"{"aps":{"alert":"hi"}}"#), "\(nghttp.output)")
+        let nghttp = try await ChildProcess("/usr/bin/nghttp", ["-d", body.path, "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
+        #expect(nghttp.exitCode == 0 && nghttp.stdout.contains(#"{"aps":{"alert":"hi"}}"#), "\(nghttp.stdout)")
 
-        let curl = try await ExternalProcess(
+        let curl = try await ChildProcess(
             "/usr/bin/curl", ["-sS", "--http2-prior-knowledge", "--data-binary", "@\(body.path)", "http://127.0.0.1:\(plain.port)/3/device/abc"]
         ).finish()
-        #expect(curl.status == 0 && curl.output == #"{"aps":{"alert":"hi"}}"#, "\(curl.output)")
+        #expect(curl.exitCode == 0 && curl.stdout == #"{"aps":{"alert":"hi"}}"#, "\(curl.stdout)")
 
-        let h2load = try await ExternalProcess("/usr/bin/h2load", ["-n", "2000", "-c", "1", "-m", "50", "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
-        #expect(h2load.status == 0 && h2load.output.contains("2000 succeeded"), "\(h2load.output)")
+        let h2load = try await ChildProcess("/usr/bin/h2load", ["-n", "2000", "-c", "1", "-m", "50", "http://127.0.0.1:\(plain.port)/3/device/abc"]).finish()
+        #expect(h2load.exitCode == 0 && h2load.stdout.contains("2000 succeeded"), "\(h2load.stdout)")
         await plain.shutdown()
 
         let secure = try echoServer(HTTP2ServerConfiguration(tls: KeysExample.serverTLS))
-        let secureCurl = try await ExternalProcess(
+        let secureCurl = try await ChildProcess(
             "/usr/bin/curl", ["-sS", "--http2", "--cacert", KeysExample.path("ca.pem"), "--data-binary", "@\(body.path)",
                               "https://localhost:\(secure.port)/3/device/abc"]
         ).finish()
-        #expect(secureCurl.status == 0 && secureCurl.output == #"{"aps":{"alert":"hi"}}"#, "\(secureCurl.output)")
-        let secureNghttp = try await ExternalProcess("/usr/bin/nghttp", ["-d", body.path, "https://localhost:\(secure.port)/3/device/abc"]).finish()
-        #expect(secureNghttp.status == 0 && secureNghttp.output.contains("alert"), "\(secureNghttp.output)")
+        #expect(secureCurl.exitCode == 0 && secureCurl.stdout == #"{"aps":{"alert":"hi"}}"#, "\(secureCurl.stdout)")
+        let secureNghttp = try await ChildProcess("/usr/bin/nghttp", ["-d", body.path, "https://localhost:\(secure.port)/3/device/abc"]).finish()
+        #expect(secureNghttp.exitCode == 0 && secureNghttp.stdout.contains("alert"), "\(secureNghttp.stdout)")
         await secure.shutdown()
     }
 
     @Test("A client that does not offer h2 is refused by the server")
     func noALPN() async throws {
         let secure = try echoServer(HTTP2ServerConfiguration(tls: KeysExample.serverTLS))
-        let curl = try await ExternalProcess(
+        let curl = try await ChildProcess(
             "/usr/bin/curl", ["-sS", "--http1.1", "--cacert", KeysExample.path("ca.pem"), "https://localhost:\(secure.port)/"]
         ).finish()
-        #expect(curl.status != 0)
+        #expect(curl.exitCode != 0)
         await secure.shutdown()
     }
 

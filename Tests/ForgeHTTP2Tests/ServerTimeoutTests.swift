@@ -1,4 +1,5 @@
 @testable import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)

@@ -1,14 +1,9 @@
 @testable import ForgeHTTP2
+import ForgeTestSupport
 import Foundation
 import Testing
 
-enum KeysExample {
-    static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("keys-example")
-
-    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-
+extension KeysExample {
     static var serverTLS: HTTP2ServerTLSConfiguration {
         HTTP2ServerTLSConfiguration(certificateChainFile: path("server.pem"), privateKeyFile: path("server.key"))
     }

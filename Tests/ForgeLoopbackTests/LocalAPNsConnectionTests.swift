@@ -2,6 +2,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -126,21 +127,21 @@ struct LocalAPNsConnectionTests {
 
 @Suite("Local APNs server: certificate authentication C7", .timeLimit(.minutes(1)))
 struct LocalAPNsCertificateTests {
-    let info = try! APNSCertificateInfo(pemFile: keysExamplePath("client.pem"))
+    let info = try! APNSCertificateInfo(pemFile: KeysExample.path("client.pem"))
 
     func start(_ certificates: [LocalAPNsCertificate]) throws -> LocalAPNsServer {
         let tls = HTTP2ServerTLSConfiguration(
-            certificateChainFile: keysExamplePath("server.pem"), privateKeyFile: keysExamplePath("server.key"),
-            requestsClientCertificate: true, clientCertificateTrustRoots: keysExamplePath("ca.pem")
+            certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"),
+            requestsClientCertificate: true, clientCertificateTrustRoots: KeysExample.path("ca.pem")
         )
         return try LocalAPNsServer.start(http2: HTTP2ServerConfiguration(tls: tls), certificates: certificates)
     }
 
-    func connect(_ server: LocalAPNsServer, certificate: String = keysExamplePath("client.pem"),
-                 key: String = keysExamplePath("client.key")) async throws -> HTTP2Connection {
+    func connect(_ server: LocalAPNsServer, certificate: String = KeysExample.path("client.pem"),
+                 key: String = KeysExample.path("client.key")) async throws -> HTTP2Connection {
         try await HTTP2Connection.connect(HTTP2ClientConfiguration(
             host: "localhost", port: server.port,
-            tls: HTTP2TLSConfiguration(trustRoots: .file(keysExamplePath("ca.pem")),
+            tls: HTTP2TLSConfiguration(trustRoots: .file(KeysExample.path("ca.pem")),
                                        clientIdentity: .pem(certificateFile: certificate, privateKeyFile: key))
         ))
     }
@@ -190,14 +191,12 @@ struct LocalAPNsCertificateTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let certificate = directory.appendingPathComponent("self.pem").path, key = directory.appendingPathComponent("self.key").path
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                             "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/UID=\(exampleBundle)/CN=self-signed"]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        #expect(openssl.terminationStatus == 0)
+        let openssl = try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+             "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/UID=\(exampleBundle)/CN=self-signed"]
+        )
+        #expect(openssl.exitCode == 0)
         let selfSigned = try APNSCertificateInfo(pemFile: certificate)
         let server = try self.start([LocalAPNsCertificate(sha256Fingerprint: selfSigned.sha256Fingerprint, bundleID: exampleBundle)])
         let connection = try await self.connect(server, certificate: certificate, key: key)

@@ -1,6 +1,7 @@
 import ForgeAPNsCore
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -10,8 +11,8 @@ struct LocalAPNsServerTests {
     @Test("A prepared notification is accepted and recorded; an unregistered token gets 410 with its timestamp")
     func endToEnd() async throws {
         let tls = HTTP2ServerTLSConfiguration(
-            certificateChainFile: keysExample.appendingPathComponent("server.pem").path,
-            privateKeyFile: keysExample.appendingPathComponent("server.key").path
+            certificateChainFile: KeysExample.path("server.pem"),
+            privateKeyFile: KeysExample.path("server.key")
         )
         let gone = String(repeating: "0f", count: 32)
         let when = Date(timeIntervalSince1970: 1_760_000_000.5)
@@ -20,7 +21,7 @@ struct LocalAPNsServerTests {
         ])
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(
             host: "localhost", port: server.port,
-            tls: HTTP2TLSConfiguration(trustRoots: .file(keysExample.appendingPathComponent("ca.pem").path))
+            tls: HTTP2TLSConfiguration(trustRoots: .file(KeysExample.path("ca.pem")))
         ))
         let prepared = try APNSAlertNotification(
             alert: APNSAlert(title: "Hello", body: "From ForgePush"), topic: try APNSBundleID("com.example.forgepush")

@@ -6,6 +6,8 @@ import ForgeNotificationService
 import ForgeNotificationTypes
 import ForgeSilentPush
 import ForgeSimulatedDevice
+import ForgeSupport
+import ForgeTestSupport
 import ForgeVisiblePush
 import Foundation
 import Testing
@@ -49,12 +51,10 @@ private struct TaskTappedHandler: VisiblePushHandler {
     }
 }
 
-final class Seen: @unchecked Sendable {
-    // @unchecked Sendable: `values` is only touched under `lock`.
-    private let lock = NSLock()
-    private var values: [String] = []
-    func append(_ value: String) { self.lock.withLock { self.values.append(value) } }
-    var all: [String] { self.lock.withLock { self.values } }
+final class Seen: Sendable {
+    private let values = LockedBox<[String]>([])
+    func append(_ value: String) { self.values.withLock { $0.append(value) } }
+    var all: [String] { self.values.withLock { $0 } }
 }
 
 private struct Delivery: Codable, Sendable {
@@ -72,7 +72,7 @@ private struct Custom: Encodable, Sendable {
 }
 
 private func loopbackTLS() -> LoopbackMode.TLS {
-    .files(chain: keysExamplePath("server.pem"), key: keysExamplePath("server.key"), ca: keysExamplePath("ca.pem"))
+    .files(chain: KeysExample.path("server.pem"), key: KeysExample.path("server.key"), ca: KeysExample.path("ca.pem"))
 }
 
 private func makeApp(

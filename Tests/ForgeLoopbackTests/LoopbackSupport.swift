@@ -4,11 +4,6 @@ import ForgeLoopback
 import Foundation
 import Testing
 
-let keysExample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("keys-example")
-
-func keysExamplePath(_ name: String) -> String { keysExample.appendingPathComponent(name).path }
-
 let exampleBundle = "com.example.forgepush"
 let alertBody = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
 

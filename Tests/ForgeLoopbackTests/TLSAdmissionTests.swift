@@ -1,32 +1,25 @@
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeTestSupport
 import Foundation
 import Testing
 
 /// Runs `openssl s_client` against the server with extra flags; returns exit status and output.
 private func sClient(port: Int, _ flags: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost",
-                         "-CAfile", keysExamplePath("ca.pem")] + flags
-    let output = Pipe()
-    let input = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    process.standardInput = input
-    try process.run()
-    // Say nothing; end input so s_client quits once the handshake is done (or failed).
-    try input.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    // Say nothing (empty input) so s_client quits once the handshake is done (or failed).
+    let result = try ChildProcess.run(
+        URL(fileURLWithPath: "/usr/bin/env"),
+        ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile", KeysExample.path("ca.pem")] + flags,
+        standardInput: .bytes([]), mergesStandardError: true
+    )
+    return (result.exitCode, result.stdout)
 }
 
 @Suite("Local APNs server: TLS admission C1", .timeLimit(.minutes(1)))
 struct TLSAdmissionTests {
     @Test("C1: TLS 1.2+ with ALPN h2 is admitted; only-http/1.1 and TLS 1.1 are refused in the handshake")
     func admission() async throws {
-        let tls = HTTP2ServerTLSConfiguration(certificateChainFile: keysExamplePath("server.pem"), privateKeyFile: keysExamplePath("server.key"))
+        let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
         let server = try LocalAPNsServer.start(http2: HTTP2ServerConfiguration(tls: tls))
         let h2 = try sClient(port: server.port, ["-alpn", "h2"])
         #expect(h2.output.contains("ALPN protocol: h2"), "\(h2.output)")

@@ -1,24 +1,15 @@
 import ForgeAPNsCore
 import ForgeCrypto
 import ForgeLoopback
+import ForgeTestSupport
 import Foundation
 import Testing
 
-
-/// A wall clock that moves only when told.
-final class TestClock: APNSWallClock, @unchecked Sendable {
-    // @unchecked Sendable: `date` is only touched under `lock`.
-    private let lock = NSLock()
-    private var date = Date(timeIntervalSince1970: 1_760_000_000)
-    var now: Date { self.lock.withLock { self.date } }
-    func advance(_ seconds: Double) { self.lock.withLock { self.date += seconds } }
-}
-
 @Suite("Local APNs judge: token authentication A1-A8")
 struct TokenAuthenticationTests {
-    let clock = TestClock()
-    let key1 = try! APNSSigningKey(contentsOfFile: keysExample.appendingPathComponent("AuthKey_FORGEKEY01.p8").path)
-    let key2 = try! APNSSigningKey(contentsOfFile: keysExample.appendingPathComponent("AuthKey_FORGEKEY02.p8").path)
+    let clock = ManualWallClock(Date(timeIntervalSince1970: 1_760_000_000))
+    let key1 = try! APNSSigningKey(contentsOfFile: KeysExample.path("AuthKey_FORGEKEY01.p8"))
+    let key2 = try! APNSSigningKey(contentsOfFile: KeysExample.path("AuthKey_FORGEKEY02.p8"))
     let kid1 = try! APNSKeyID("FORGEKEY01"), team1 = try! APNSTeamID("FORGETEAM1")
     let kid2 = try! APNSKeyID("FORGEKEY02"), team2 = try! APNSTeamID("FORGETEAM2")
 
@@ -66,7 +57,7 @@ struct TokenAuthenticationTests {
         let auth = self.authenticator()
         let token = try self.bearer(self.key1, self.kid1, self.team1)
         #expect(auth.check(authorization: token, bundleID: "b", connectionID: 1) == nil)
-        self.clock.advance(3601)
+        self.clock.advance(by: 3601)
         #expect(auth.check(authorization: token, bundleID: "b", connectionID: 1) == .expiredProviderToken)
     }
 
@@ -75,12 +66,12 @@ struct TokenAuthenticationTests {
         let auth = self.authenticator()
         let first = try self.bearer(self.key1, self.kid1, self.team1)
         #expect(auth.check(authorization: first, bundleID: "b", connectionID: 1) == nil)
-        self.clock.advance(60)
+        self.clock.advance(by: 60)
         let second = try self.bearer(self.key1, self.kid1, self.team1)
         #expect(auth.check(authorization: first, bundleID: "b", connectionID: 1) == nil)
         #expect(auth.check(authorization: second, bundleID: "b", connectionID: 1) == .tooManyProviderTokenUpdates)
         #expect(auth.check(authorization: second, bundleID: "b", connectionID: 2) == nil)  // another connection
-        self.clock.advance(20 * 60)
+        self.clock.advance(by: 20 * 60)
         #expect(auth.check(authorization: second, bundleID: "b", connectionID: 1) == nil)
     }
 

@@ -1,16 +1,15 @@
 import ForgeNotificationService
 import ForgeNotificationTypes
+import ForgeSupport
 import Foundation
 import Testing
 
 /// Collects what the content handler delivered.
-final class Deliveries: @unchecked Sendable {
-    // @unchecked Sendable: `delivered` is only touched under `lock`.
-    private let lock = NSLock()
-    private var delivered: [NotificationContent] = []
+final class Deliveries: Sendable {
+    private let delivered = LockedBox<[NotificationContent]>([])
 
-    func record(_ content: NotificationContent) { self.lock.withLock { self.delivered.append(content) } }
-    var all: [NotificationContent] { self.lock.withLock { self.delivered } }
+    func record(_ content: NotificationContent) { self.delivered.withLock { $0.append(content) } }
+    var all: [NotificationContent] { self.delivered.withLock { $0 } }
 }
 
 private func mutableRequest(mutable: Bool = true) throws -> NotificationRequest {

@@ -1,5 +1,6 @@
 import ForgeNotificationTypes
 import ForgeSilentPush
+import ForgeSupport
 import Foundation
 import Testing
 
@@ -24,22 +25,24 @@ struct TaskSyncHandler: SilentPushHandler {
 }
 
 /// A stand-in for the app's repository: counts syncs, can be told to fail.
-final class TaskRepository: @unchecked Sendable {
-    // @unchecked Sendable: `syncs` and `shouldFail` are only touched under `lock`.
-    private let lock = NSLock()
-    private var syncs = 0
-    var shouldFail = false
+final class TaskRepository: Sendable {
+    private let state = LockedBox((syncs: 0, shouldFail: false))
 
     struct SyncError: Error {}
 
+    var shouldFail: Bool {
+        get { self.state.withLock { $0.shouldFail } }
+        set { self.state.withLock { $0.shouldFail = newValue } }
+    }
+
     func syncFromRemote() async throws {
-        try self.lock.withLock {
-            if self.shouldFail { throw SyncError() }
-            self.syncs += 1
+        try self.state.withLock { state throws(SyncError) in
+            if state.shouldFail { throw SyncError() }
+            state.syncs += 1
         }
     }
 
-    var syncCount: Int { self.lock.withLock { self.syncs } }
+    var syncCount: Int { self.state.withLock { $0.syncs } }
 }
 
 /// A handler that returns a fixed result for payloads of its type.
@@ -53,18 +56,16 @@ struct FixedHandler: SilentPushHandler {
 }
 
 /// Records the context it was given.
-final class ContextRecorder: SilentPushHandler, @unchecked Sendable {
-    // @unchecked Sendable: `seen` is only touched under `lock`.
+final class ContextRecorder: SilentPushHandler, Sendable {
     let id = "recorder"
-    private let lock = NSLock()
-    private var seen: [SilentPushContext] = []
+    private let seen = LockedBox<[SilentPushContext]>([])
 
     func matchesPayload(_ payload: JSONValue) -> Bool { true }
     func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
-        self.lock.withLock { self.seen.append(context) }
+        self.seen.withLock { $0.append(context) }
         return .noData
     }
-    var contexts: [SilentPushContext] { self.lock.withLock { self.seen } }
+    var contexts: [SilentPushContext] { self.seen.withLock { $0 } }
 }
 
 private func payload(_ json: String) throws -> JSONValue { try JSONValue(parsing: Array(json.utf8)) }
@@ -178,43 +179,43 @@ struct SilentPushRouterTests {
 }
 
 /// Collects completion calls and resumes when `expected` arrived.
-final class LockedCalls: @unchecked Sendable {
-    // @unchecked Sendable: state is only touched under `lock`.
-    private let lock = NSLock()
-    private var values: [BackgroundFetchResult] = []
+final class LockedCalls: Sendable {
+    private let values = LockedBox<[BackgroundFetchResult]>([])
     private let expected: Int
-    private let done: ([BackgroundFetchResult]) -> Void
+    private let done: @Sendable ([BackgroundFetchResult]) -> Void
 
-    init(expected: Int, done: @escaping ([BackgroundFetchResult]) -> Void) {
+    init(expected: Int, done: @escaping @Sendable ([BackgroundFetchResult]) -> Void) {
         self.expected = expected
         self.done = done
     }
 
     func record(_ value: BackgroundFetchResult) {
-        let finished = self.lock.withLock { () -> [BackgroundFetchResult]? in
-            self.values.append(value)
-            return self.values.count == self.expected ? self.values : nil
+        let finished = self.values.withLock { values -> [BackgroundFetchResult]? in
+            values.append(value)
+            return values.count == self.expected ? values : nil
         }
         if let finished { self.done(finished) }
     }
 }
 
 /// Counts completions per push and notices a second call for the same push.
-final class CountingCalls: @unchecked Sendable {
-    // @unchecked Sendable: state is only touched under `lock`.
-    private let lock = NSLock()
-    private var seen = Set<Int>()
-    private var duplicateCount = 0
-    private var resultSet = Set<BackgroundFetchResult>()
+final class CountingCalls: Sendable {
+    private struct State {
+        var seen = Set<Int>()
+        var duplicateCount = 0
+        var resultSet = Set<BackgroundFetchResult>()
+    }
+
+    private let state = LockedBox(State())
 
     func record(_ index: Int, _ result: BackgroundFetchResult) {
-        self.lock.withLock {
-            if !self.seen.insert(index).inserted { self.duplicateCount += 1 }
-            self.resultSet.insert(result)
+        self.state.withLock { state in
+            if !state.seen.insert(index).inserted { state.duplicateCount += 1 }
+            state.resultSet.insert(result)
         }
     }
 
-    var count: Int { self.lock.withLock { self.seen.count } }
-    var duplicates: Int { self.lock.withLock { self.duplicateCount } }
-    var results: Set<BackgroundFetchResult> { self.lock.withLock { self.resultSet } }
+    var count: Int { self.state.withLock { $0.seen.count } }
+    var duplicates: Int { self.state.withLock { $0.duplicateCount } }
+    var results: Set<BackgroundFetchResult> { self.state.withLock { $0.resultSet } }
 }

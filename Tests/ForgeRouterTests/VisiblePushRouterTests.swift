@@ -1,16 +1,15 @@
 import ForgeNotificationTypes
+import ForgeSupport
 import ForgeVisiblePush
 import Foundation
 import Testing
 
 /// Where the app navigated: the seed's TaskFlowNavigator, reduced to a record.
-final class Navigator: @unchecked Sendable {
-    // @unchecked Sendable: `destinations` is only touched under `lock`.
-    private let lock = NSLock()
-    private var destinations: [String] = []
+final class Navigator: Sendable {
+    private let destinations = LockedBox<[String]>([])
 
-    func navigate(toTask id: String) { self.lock.withLock { self.destinations.append("task/\(id)") } }
-    var visited: [String] { self.lock.withLock { self.destinations } }
+    func navigate(toTask id: String) { self.destinations.withLock { $0.append("task/\(id)") } }
+    var visited: [String] { self.destinations.withLock { $0 } }
 }
 
 /// The seed's example, ported: a tap on a task reminder opens the task.
@@ -29,12 +28,10 @@ struct TaskTappedHandler: VisiblePushHandler {
 }
 
 /// Records each response it handled, matching a given action.
-final class ActionRecorder: VisiblePushHandler, @unchecked Sendable {
-    // @unchecked Sendable: `handled` is only touched under `lock`.
+final class ActionRecorder: VisiblePushHandler, Sendable {
     let id: String
     let action: NotificationAction
-    private let lock = NSLock()
-    private var handled: [NotificationResponse] = []
+    private let handled = LockedBox<[NotificationResponse]>([])
 
     init(id: String, action: NotificationAction) {
         self.id = id
@@ -43,9 +40,9 @@ final class ActionRecorder: VisiblePushHandler, @unchecked Sendable {
 
     func matches(_ response: NotificationResponse) -> Bool { response.action == self.action }
     func handle(_ response: NotificationResponse, context: VisiblePushContext) async {
-        self.lock.withLock { self.handled.append(response) }
+        self.handled.withLock { $0.append(response) }
     }
-    var responses: [NotificationResponse] { self.lock.withLock { self.handled } }
+    var responses: [NotificationResponse] { self.handled.withLock { $0 } }
 }
 
 private func response(_ payload: String, action: NotificationAction = .default, text: String? = nil) throws -> NotificationResponse {

@@ -2,6 +2,7 @@ import ForgeNotificationService
 import ForgeNotificationTypes
 import ForgeSilentPush
 import ForgeSimulatedDevice
+import ForgeSupport
 import ForgeVisiblePush
 import Foundation
 import Testing
@@ -14,7 +15,7 @@ struct CommonMistakesTests {
     @Test("1. no authorization: nothing is shown and no error is reported")
     func noAuthorization() async {
         let device = Fixture.device()
-        let ran = Locked(false)
+        let ran = LockedBox(false)
         let spy = ServiceExtension(timeLimit: nil) { _, manager in
             ran.withLock { $0 = true }
             manager.complete(forces: false)
@@ -101,7 +102,7 @@ struct CommonMistakesTests {
     @Test("5. missing mutable-content: the service extension is not run")
     func missingMutableContent() async throws {
         let device = Fixture.device()
-        let ran = Locked(false)
+        let ran = LockedBox(false)
         let modify = ServiceExtension(timeLimit: nil) { _, manager in
             ran.withLock { $0 = true }
             manager.mutableContent.update { $0.title = "Modified" }

@@ -3,12 +3,11 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeTestSupport
 import Foundation
 import Testing
 
-private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-private let keys = packageRoot.appendingPathComponent("keys-example").path
+private let keys = KeysExample.directory.path
 
 /// The lines of `text`, each without the whitespace around it, blank lines dropped.
 private func significantLines(_ text: String) -> [String] {
@@ -61,9 +60,9 @@ private func localServer() throws -> (LocalAPNsServer, APNSClient.Configuration)
 struct ReadmeTests {
     @Test("Every ```swift block of README.md is in ReadmeSnippets.swift, line for line")
     func snippetsAreCompiled() throws {
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: PackageRoot.directory.appendingPathComponent("README.md"), encoding: .utf8)
         let source = significantLines(try String(
-            contentsOf: packageRoot.appendingPathComponent("Tests/ReadmeTests/ReadmeSnippets.swift"), encoding: .utf8
+            contentsOf: PackageRoot.directory.appendingPathComponent("Tests/ReadmeTests/ReadmeSnippets.swift"), encoding: .utf8
         ))
         let blocks = swiftBlocks(readme)
         #expect(blocks.count >= 5, "README.md has \(blocks.count) swift blocks")

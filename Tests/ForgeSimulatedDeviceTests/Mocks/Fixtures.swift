@@ -1,6 +1,7 @@
 import ForgeNotificationTypes
 import ForgeSilentPush
 import ForgeSimulatedDevice
+import ForgeSupport
 import ForgeVisiblePush
 import Foundation
 
@@ -67,23 +68,15 @@ extension SimulatedDevice {
     var events: [DeviceEvent] { self.timeline.map(\.event) }
 }
 
-/// A value behind a lock, for handlers that record what they saw.
-final class Locked<Value>: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result { self.lock.withLock { body(&self.value) } }
-
+extension LockedBox {
+    /// A copy of the value now, for the tests' checks.
     var current: Value { self.withLock { $0 } }
 }
 
 /// A visible handler that records every response it handles.
 struct ResponseRecorder: VisiblePushHandler {
     let id: String
-    let responses = Locked<[NotificationResponse]>([])
+    let responses = LockedBox<[NotificationResponse]>([])
 
     func matches(_ response: NotificationResponse) -> Bool { true }
 
@@ -96,7 +89,7 @@ struct ResponseRecorder: VisiblePushHandler {
 struct SilentRecorder: SilentPushHandler {
     let id: String
     let result: SilentPushResult
-    let payloads = Locked<[JSONValue]>([])
+    let payloads = LockedBox<[JSONValue]>([])
 
     func matchesPayload(_ payload: JSONValue) -> Bool { payload["type"]?.stringValue == "task_sync" }
 
@@ -108,7 +101,7 @@ struct SilentRecorder: SilentPushHandler {
 
 /// Blocks its waiters until opened: a handler that "never completes" until the test releases it.
 final class Gate: Sendable {
-    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = LockedBox<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func wait() async {
         await withCheckedContinuation { continuation in
@@ -134,7 +127,7 @@ final class Gate: Sendable {
 struct HangingSilentHandler: SilentPushHandler {
     let id = "hanging"
     let gate: Gate
-    let started = Locked(false)
+    let started = LockedBox(false)
 
     func matchesPayload(_ payload: JSONValue) -> Bool { true }
 
