@@ -68,9 +68,11 @@ demo: deps
 	$(SWIFT) build --product apnsctl $(SWIFT_FLAGS)
 	"$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" demo
 
-## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer.
+## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer;
+## the reconnect tests also under LeakSanitizer (connections made and lost must leave nothing behind).
 sanitize: deps pydeps
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan $(SKIP_CLI) $(SWIFT_FLAGS)
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan --filter ReconnectTests $(SWIFT_FLAGS)
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan $(ONLY_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan $(SKIP_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan $(ONLY_CLI) $(SWIFT_FLAGS)
