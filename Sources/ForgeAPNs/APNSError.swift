@@ -11,6 +11,10 @@ public struct APNSError: Error, Hashable, Sendable, CustomStringConvertible {
         case rejected
         /// The connection failed (after the retries the policy allows).
         case transport
+        /// No connection could be made (connect, TLS or ALPN failed) within the tries the policy
+        /// allows, or one that cannot heal (a name that does not resolve, an untrusted certificate):
+        /// nothing was sent.
+        case unreachable
         /// The deadline passed first.
         case deadlineExceeded
         /// The calling task was cancelled.

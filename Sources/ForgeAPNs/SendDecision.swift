@@ -69,8 +69,8 @@ enum SendTry: Hashable, Sendable {
 /// | 429, 500, 503 | retry after a backoff while attempts and the deadline allow (an attempt), else reject |
 /// | any other status | reject (an attempt) |
 /// | not processed (refused stream, above GOAWAY, queued on a closed connection) | replay after a short backoff while the replay budget and the deadline allow (not an attempt), else fail |
-/// | no connection (connect, TLS, ALPN) | try again (the pool backs off between connects) up to `attempts` times (not an attempt), else fail |
-/// | no connection, permanent (DNS, untrusted certificate) | fail |
+/// | no connection (connect, TLS, ALPN) | try again (the pool backs off between connects) up to `attempts` times (not an attempt), else fail as unreachable |
+/// | no connection, permanent (DNS, untrusted certificate) | fail as unreachable |
 /// | lost after leaving | may have been delivered (an attempt); retry if the policy resends such pushes, else fail |
 /// | deadline, cancellation, shutdown | fail; may have been delivered if the copy had left (an attempt) |
 ///
@@ -119,9 +119,9 @@ enum SendDecision: Hashable, Sendable {
             return state.attempts < policy.attempts && wait < remaining ? .retry(after: wait) : .reject
         case .unreachable(let permanent):
             state.connectFailures += 1
-            guard !permanent, state.connectFailures < policy.attempts else { return .fail(.transport) }
+            guard !permanent, state.connectFailures < policy.attempts else { return .fail(.unreachable) }
             // The pool spaces connects to a failing endpoint; no wait of its own on top.
-            return .zero < remaining ? .replay(after: .zero) : .fail(.transport)
+            return .zero < remaining ? .replay(after: .zero) : .fail(.unreachable)
         case .notProcessed:
             state.replays += 1
             let wait = policy.replayBackoff(replay: state.replays, random: random)

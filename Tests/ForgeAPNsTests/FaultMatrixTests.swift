@@ -26,8 +26,9 @@ private func checkDeliveries(_ verdicts: [APNSBulkVerdict], server: LocalAPNsSer
             #expect(delivered >= 1, "accepted \(verdict.token) was never delivered")
             if delivered > 1 { #expect(result.mayHaveBeenDeliveredTwice, "\(verdict.token) delivered \(delivered)× without a flag") }
         case .rejected(let error), .failed(let error), .notSent(let error):
-            #expect(delivered <= 1)
-            if delivered == 1 { #expect(error.mayHaveBeenDelivered, "\(verdict.token) delivered though reported \(error)") }
+            // Each copy lost after it left may have been delivered, so a push that failed after
+            // several such copies can have been delivered more than once: the flag must say so.
+            if delivered >= 1 { #expect(error.mayHaveBeenDelivered, "\(verdict.token) delivered \(delivered)× though reported \(error)") }
         }
     }
 }
@@ -136,7 +137,9 @@ struct FaultMatrixTests {
     func stalledConnection() async throws {
         // Stall and PING bounds far below the 30 s request deadline: before the stall check, the
         // pushes on the dead connection waited for that deadline and failed.
-        let timeouts = APNSClient.Timeouts(request: .seconds(30), stall: .milliseconds(200), pingTimeout: .milliseconds(500))
+        // 1 s + 2 s: under AddressSanitizer the in-process server can take over half a second to get
+        // to a PING behind a window of requests, and a live connection must not be called dead.
+        let timeouts = APNSClient.Timeouts(request: .seconds(30), stall: .seconds(1), pingTimeout: .seconds(2))
         let loopback = try Loopback.start(timeouts: timeouts)
         loopback.server.schedule(.stall, afterRequests: 100)
         let result = try await withAPNSClient(configuration: loopback.configuration) { client in

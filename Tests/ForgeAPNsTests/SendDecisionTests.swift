@@ -93,14 +93,14 @@ struct SendDecisionTests {
     func unreachable() {
         let failed = SendTry.unreachable(permanent: false)
         let (decisions, state) = self.run([failed, failed, failed])
-        #expect(decisions == [.replay(after: .zero), .replay(after: .zero), .fail(.transport)])
+        #expect(decisions == [.replay(after: .zero), .replay(after: .zero), .fail(.unreachable)])
         #expect(state.attempts == 0 && state.connectFailures == 3 && !state.mayHaveBeenDelivered)
     }
 
     @Test("A permanent connect failure (DNS, untrusted certificate) is not tried again")
     func permanent() {
         let (decisions, state) = self.run([.unreachable(permanent: true)])
-        #expect(decisions == [.fail(.transport)] && state.replays == 0)
+        #expect(decisions == [.fail(.unreachable)] && state.replays == 0)
     }
 
     @Test("A copy lost after it left may have been delivered: retried, and the acceptance says a duplicate is possible")
@@ -165,7 +165,7 @@ struct SendDecisionTests {
         #expect(name(.init(APNSError(kind: .rejected, status: 429, mayHaveBeenDelivered: true))) == "rejected")
         #expect(APNSBulkVerdict.Outcome(APNSError(kind: .rejected, status: 429, mayHaveBeenDelivered: true)).mayHaveBeenDelivered)
         #expect(name(.init(APNSError(kind: .invalidNotification))) == "rejected")
-        for kind in [APNSError.Kind.transport, .deadlineExceeded, .cancelled, .shutdown, .credentials] {
+        for kind in [APNSError.Kind.transport, .unreachable, .deadlineExceeded, .cancelled, .shutdown, .credentials] {
             #expect(name(.init(APNSError(kind: kind, mayHaveBeenDelivered: true))) == "failed")
             #expect(name(.init(APNSError(kind: kind, mayHaveBeenDelivered: false))) == "notSent")
         }

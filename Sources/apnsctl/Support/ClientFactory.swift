@@ -72,7 +72,7 @@ enum ClientFactory {
         switch error.kind {
         case .rejected: return 1
         case .invalidNotification, .credentials: return CLIExit.dataError
-        case .transport, .deadlineExceeded: return CLIExit.unavailable
+        case .transport, .unreachable, .deadlineExceeded: return CLIExit.unavailable
         case .cancelled: return CLIExit.interrupted
         case .shutdown: return CLIExit.software
         }

@@ -44,7 +44,7 @@ enum OneShot {
         case .accepted: return
         case .rejected: throw ExitCode(1)
         case .failed(let error), .notSent(let error):
-            if error.kind == .transport {
+            if error.kind == .transport || error.kind == .unreachable {
                 Output.diagnostic("error: \(Self.describe(error, endpoint: configuration.environment.authority))")
             }
             throw ExitCode(ClientFactory.exitCode(for: error))
@@ -55,7 +55,7 @@ enum OneShot {
         switch error.kind {
         case .rejected:
             return "\(error.status.map(String.init) ?? "-") \(error.reason?.rawValue ?? error.detail)"
-        case .transport, .deadlineExceeded:
+        case .transport, .unreachable, .deadlineExceeded:
             return "cannot reach \(endpoint): \(error.detail.isEmpty ? error.kind.rawValue : error.detail)"
                 + ClientFactory.hint(forTransportDetail: error.detail)
         default:

@@ -65,7 +65,7 @@ final class ResultSink: Sendable {
             }
             state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines)
             // A transport failure before anything got an answer: the endpoint is unreachable.
-            if let error = result.outcome.failure, error.kind == .transport || error.kind == .deadlineExceeded,
+            if let error = result.outcome.failure, error.kind == .unreachable,
                state.counts.accepted == 0, state.counts.rejectedCount == 0, !state.unreachable {
                 state.unreachable = true
                 return error.detail.isEmpty ? error.kind.rawValue : error.detail
