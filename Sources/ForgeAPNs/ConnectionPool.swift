@@ -130,9 +130,11 @@ final class ConnectionPool: APNSTransport {
     /// A request the server did not process because its connection ended before answering
     /// anything: the endpoint failed as much as a refused connect did, and counts as such
     /// (``SendDecision``'s connect budget, not its replays).
+    /// A GOAWAY is the server saying, properly, "not on this connection" (an idle timeout, a
+    /// restart): what it did not process is replayed as usual.
     private static func neverUsable(_ connection: HTTP2Connection, _ error: HTTP2ClientError) -> HTTP2ClientError {
-        guard !error.mayHaveBeenProcessed, !connection.hasAnswered, error.code == .connectionClosed || error.code == .goingAway
-            || error.code == .peerUnresponsive
+        guard !error.mayHaveBeenProcessed, !connection.hasAnswered, error.code == .connectionClosed || error.code == .peerUnresponsive,
+            !Self.endedWithGoAway(connection)
         else { return error }
         return HTTP2ClientError(
             .connectFailed, mayHaveBeenProcessed: false, http2ErrorCode: error.http2ErrorCode,
@@ -156,16 +158,29 @@ final class ConnectionPool: APNSTransport {
     /// Empties a slot whose connection went away; one that never brought an answer is a failure.
     private static func vacate(_ slot: inout Slot) {
         if let connection = slot.connection, !slot.answered {
-            // Callers waiting out the backoff take this as the outcome of their connect.
-            slot.lastFailure = HTTP2ClientError(
-                .connectFailed, mayHaveBeenProcessed: false, detail: "\(connection.endpoint) closed the connection before any answer"
-            )
-            slot.failedConnects += 1
+            // Callers waiting out the backoff take a connection that broke off as the outcome of
+            // their connect; one the server ended with GOAWAY (IdleTimeout, Shutdown) spoke HTTP/2
+            // properly, so they connect again instead.
+            if !Self.endedWithGoAway(connection) {
+                slot.lastFailure = HTTP2ClientError(
+                    .connectFailed, mayHaveBeenProcessed: false, detail: "\(connection.endpoint) closed the connection before any answer"
+                )
+                slot.failedConnects += 1
+            }
             Self.recordFailure(&slot)
         }
         slot.connection = nil
         slot.inFlight = 0
         slot.answered = false
+    }
+
+    /// Whether the server sent GOAWAY on `connection`.
+    private static func endedWithGoAway(_ connection: HTTP2Connection) -> Bool {
+        switch connection.state {
+        case .goingAway: return true
+        case .closed(let error): return error.code == .goingAway
+        case .active: return false
+        }
     }
 
     /// One more failure in a row: the next connect waits the backoff.

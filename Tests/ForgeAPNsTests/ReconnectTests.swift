@@ -2,6 +2,7 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeSupport
 import Testing
 
 /// Connections that come and go: each is made, used and released, whatever ended it. `make
@@ -48,5 +49,35 @@ struct ReconnectTests {
         let connections = loopback.server.acceptedConnections
         #expect(connections <= 16, "\(connections) connections for \(list.count) pushes")
         await loopback.server.shutdown()
+    }
+
+    @Test("A server that sends GOAWAY (IdleTimeout) on new connections before answering: replayed, not unreachable")
+    func goAwayBeforeFirstAnswer() async throws {
+        // The first four connections get GOAWAY with last stream id 0 on their first request (as a
+        // server whose idle timer fired just before the request arrived): more than the connect
+        // budget (3 attempts), fewer than the replays (8). The fifth answers.
+        let refusedConnections = LockedBox(Set<UInt64>())
+        let server = try HTTP2Server.start(HTTP2ServerConfiguration()) { _, responder in
+            let connection = responder.connection
+            let refuse = refusedConnections.withLock { refused -> Bool in
+                if refused.contains(connection.id) { return true }
+                guard refused.count < 4 else { return false }
+                refused.insert(connection.id)
+                return true
+            }
+            guard refuse else { return HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "00000000-0000-0000-0000-000000000001")]) }
+            connection.goAway(lastStreamID: 0, errorCode: .noError, debugData: Array(#"{"reason":"IdleTimeout"}"#.utf8))
+            return nil
+        }
+        let configuration = APNSClient.Configuration(
+            authentication: .jwt(key: signingKey, keyID: keyID, teamID: teamID), environment: .custom(host: "127.0.0.1", port: server.port),
+            tls: APNSClient.TLS(cleartextLoopbackOnly: true)
+        )
+        let result = try await withAPNSClient(configuration: configuration) { client in
+            try await client.send(alert(), to: token(0))
+        }
+        #expect(result.attempts == 1)
+        #expect(refusedConnections.withLock { $0.count } == 4)
+        await server.shutdown()
     }
 }
