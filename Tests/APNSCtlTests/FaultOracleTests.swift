@@ -418,7 +418,7 @@ struct FaultOracleTests {
         let run = try OracleRun.run(tokens, serverFlags: nil)
         let oracle = Oracle(run)
         oracle.check(mayStopEarly: true, exitCodes: [69])
-        #expect(run.result.exitCode == 69, "exit \(run.result.exitCode)")
+        #expect(run.result.exitCode == 69, "exit \(run.result.exitCode): \(run.result.stderr)")
         let notSent = oracle.verdicts.filter { $0["outcome"] as? String == "not_sent" && $0["may_have_been_delivered"] as? Bool == false }
         let other = oracle.verdicts.first { $0["outcome"] as? String != "not_sent" || $0["may_have_been_delivered"] as? Bool != false }
         #expect(notSent.count == oracle.verdicts.count && !notSent.isEmpty,

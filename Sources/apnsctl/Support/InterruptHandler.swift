@@ -1,6 +1,6 @@
 import Dispatch
+import ForgeSupport
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -25,7 +25,7 @@ final class InterruptHandler: Sendable {
         var handlers: [@Sendable () -> Void] = []
     }
 
-    private let state = Mutex(State())
+    private let state = LockedBox(State())
     private let sources = LockedSources()
 
     /// Starts listening for SIGINT (instead of the default, which kills the process); returns once

@@ -1,5 +1,6 @@
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeSupport
 import Synchronization
 
 /// Sends the lines of a tokens file that carry their own payload, each with `client.send`, at most
@@ -61,9 +62,9 @@ final class AsyncSemaphore: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state: Mutex<State>
+    private let state: LockedBox<State>
 
-    init(_ count: Int) { self.state = Mutex(State(available: count)) }
+    init(_ count: Int) { self.state = LockedBox(State(available: count)) }
 
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

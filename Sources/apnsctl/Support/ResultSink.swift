@@ -1,6 +1,6 @@
 import ForgeAPNs
 import ForgeAPNsCore
-import Synchronization
+import ForgeSupport
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -22,7 +22,7 @@ final class ResultSink: Sendable {
     }
 
     private let renderer: ResultRenderer
-    private let state: Mutex<State>
+    private let state: LockedBox<State>
     private let stopper: InterruptHandler
     private let stdoutIsTerminal = isatty(STDOUT_FILENO) == 1
 
@@ -30,7 +30,7 @@ final class ResultSink: Sendable {
     init(renderer: ResultRenderer, progress: ProgressBar?, stopper: InterruptHandler) {
         self.renderer = renderer
         self.stopper = stopper
-        self.state = Mutex(State(progress: progress))
+        self.state = LockedBox(State(progress: progress))
     }
 
     var counts: SendCounts { self.state.withLock { $0.counts } }
@@ -40,7 +40,7 @@ final class ResultSink: Sendable {
     }
 
     /// The last line of the tokens file handed to a sender, and whether reading stopped there.
-    private let lastLine = Mutex(0)
+    private let lastLine = LockedBox(0)
 
     func noteLineRead(_ line: Int) {
         self.lastLine.withLock { $0 = line }
