@@ -57,3 +57,13 @@ func runTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
     let result = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), arguments, mergesStandardError: true)
     return (result.exitCode, result.stdout)
 }
+
+/// A command line that must be refused before anything is sent: its exit code and a piece of its
+/// message (the tables of SendTests and InputValidationTests).
+struct BadInput: Sendable, CustomTestStringConvertible {
+    var name: String
+    var arguments: [String]
+    var exitCode: Int32
+    var message: String
+    var testDescription: String { self.name }
+}

@@ -57,14 +57,6 @@ struct InputValidationTests {
         #expect(object?["body"] is [String: Any], "\(json.stdout)")
     }
 
-    struct BadInput: Sendable, CustomTestStringConvertible {
-        var name: String
-        var arguments: [String]
-        var exitCode: Int32
-        var message: String
-        var testDescription: String { self.name }
-    }
-
     static let directory = scratch.path
     static let badInputs: [BadInput] = [
         // Item 6: --url ports, payload bytes and numbers.

@@ -215,14 +215,6 @@ struct SendTests {
         #expect(both.exitCode == 64 && both.stderr.contains("not both"), "\(both.stderr)")
     }
 
-    struct BadInput: Sendable, CustomTestStringConvertible {
-        var name: String
-        var arguments: [String]
-        var exitCode: Int32
-        var message: String
-        var testDescription: String { self.name }
-    }
-
     static let damagedKey: String =
         (try? temporaryFile("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", name: "AuthKey_BAD.p8")) ?? "/missing"
     static let largePayload: String = {
