@@ -216,12 +216,8 @@ extension APNSBench {
             Bench.warnIfDebug()
             let (child, port) = try ServerChild.start(["apns-server", "--goaway-after-each"])
             defer { child.terminate() }
-            let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
-            let configuration = APNSClient.Configuration(
-                authentication: .jwt(key: key, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
-                environment: .custom(host: "localhost", port: port), tls: APNSClient.TLS(caFile: "keys-example/ca.pem")
-            )
-            let alert = APNSAlertNotification(alert: APNSAlert(title: "Benchmark"), topic: try APNSBundleID("com.example.forgepush"))
+            let configuration = try ServerChild.clientConfiguration(port: port)
+            let alert = try ServerChild.alert()
             let warmUp = min(1_000, self.connections / 10)
             var rssAfterWarmUp = 0.0
             var accepted = 0
@@ -271,15 +267,8 @@ extension APNSBench {
             Bench.warnIfDebug()
             let (child, port) = try ServerChild.start(["apns-server"] + (self.h2c ? ["--h2c"] : []))
             defer { child.terminate() }
-            let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
-            let configuration = APNSClient.Configuration(
-                authentication: .jwt(key: key, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
-                environment: .custom(host: "localhost", port: port),
-                tls: APNSClient.TLS(caFile: self.h2c ? nil : "keys-example/ca.pem", cleartextLoopbackOnly: self.h2c),
-                pool: APNSClient.Pool(connections: self.connections)
-            )
-            let alert = APNSAlertNotification(alert: APNSAlert(title: "Benchmark", body: "Hello from ForgePush"),
-                                              topic: try APNSBundleID("com.example.forgepush"))
+            let configuration = try ServerChild.clientConfiguration(port: port, h2c: self.h2c, connections: self.connections)
+            let alert = try ServerChild.alert()
             let start = ContinuousClock.now
             let cpuStart = Bench.cpuMicroseconds()
             let summary = try await withAPNSClient(configuration: configuration) { client in
@@ -341,6 +330,22 @@ struct GeneratedTokens: AsyncSequence, Sendable {
 /// A benchmark server in a child process (this executable with a hidden subcommand that prints its
 /// port on the first line), so its CPU and memory are not counted as the client's.
 enum ServerChild {
+    /// A client of the `apns-server` child on `port`: keys-example's key, its CA (or h2c).
+    static func clientConfiguration(port: Int, h2c: Bool = false, connections: Int = 1) throws -> APNSClient.Configuration {
+        let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
+        return APNSClient.Configuration(
+            authentication: .jwt(key: key, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
+            environment: .custom(host: "localhost", port: port),
+            tls: APNSClient.TLS(caFile: h2c ? nil : "keys-example/ca.pem", cleartextLoopbackOnly: h2c),
+            pool: APNSClient.Pool(connections: connections)
+        )
+    }
+
+    /// The alert the client benchmarks send.
+    static func alert() throws -> APNSAlertNotification<APNSNoCustomKeys> {
+        APNSAlertNotification(alert: APNSAlert(title: "Benchmark", body: "Hello from ForgePush"), topic: try APNSBundleID("com.example.forgepush"))
+    }
+
     static func start(_ arguments: [String]) throws -> (Process, Int) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])

@@ -220,14 +220,6 @@ struct APNSCtlDryRunTests {
         #expect(!result.stdout.contains("apns-topic"))
     }
 
-    struct BadInput: CustomTestStringConvertible, Sendable {
-        var name: String
-        var arguments: [String]
-        var exitCode: Int32
-        var message: String
-        var testDescription: String { self.name }
-    }
-
     static let badInputs: [BadInput] = [
         BadInput(name: "bad token", arguments: ["--token", "abc"], exitCode: 65,
                  message: "--token 'abc': device token must have an even number of hex digits (got 3)"),

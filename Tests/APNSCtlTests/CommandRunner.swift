@@ -59,7 +59,7 @@ func runTool(_ arguments: [String]) throws -> (status: Int32, output: String) {
 }
 
 /// A command line that must be refused before anything is sent: its exit code and a piece of its
-/// message (the tables of SendTests and InputValidationTests).
+/// message (the tables of APNSCtlTests, SendTests and InputValidationTests).
 struct BadInput: Sendable, CustomTestStringConvertible {
     var name: String
     var arguments: [String]
