@@ -9,6 +9,7 @@
 //   ForgeCrypto                    ES256 provider tokens over OpenSSL
 //   ForgeHTTP2                     HTTP/2 client and server over nghttp2 + OpenSSL (transport issue)
 //   ForgeAPNs                      the pooled, retrying client (client issue)
+//   ForgeAPNsTesting               an in-process transport for users' unit tests (not linked by shipped code)
 //   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush, ForgeNotificationService
 //                                  app-side routers and service-extension helper, portable to Linux
 //   apnsctl, apns-bench            executables
@@ -29,6 +30,8 @@ let package = Package(
         .library(name: "ForgeCrypto", targets: ["ForgeCrypto"]),
         .library(name: "ForgeHTTP2", targets: ["ForgeHTTP2"]),
         .library(name: "ForgeAPNs", targets: ["ForgeAPNs"]),
+        // For users' unit tests: a transport that answers in-process. Shipped code does not link it.
+        .library(name: "ForgeAPNsTesting", targets: ["ForgeAPNsTesting"]),
         .library(name: "ForgeNotificationTypes", targets: ["ForgeNotificationTypes"]),
         .library(name: "ForgeSilentPush", targets: ["ForgeSilentPush"]),
         .library(name: "ForgeVisiblePush", targets: ["ForgeVisiblePush"]),
@@ -91,6 +94,12 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
+            name: "ForgeAPNsTesting",
+            dependencies: ["ForgeAPNs", "ForgeAPNsCore"],
             swiftSettings: swiftSettings
         ),
 
@@ -215,7 +224,8 @@ let package = Package(
         .testTarget(
             name: "ForgeAPNsTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSupport", "ForgeTestSupport",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeAPNsTesting", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSupport",
+                "ForgeTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -1,8 +1,6 @@
 public import ForgeAPNsCore
 internal import ForgeSupport
 internal import Logging
-internal import ForgeHTTP2
-internal import ForgeCrypto
 
 /// What happened to one token of a bulk send. Every token gets exactly one.
 public struct APNSBulkVerdict: Sendable {
@@ -122,21 +120,35 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
     public typealias Element = APNSBulkVerdict
 
     let channel: VerdictChannel
-    private let producer: LockedBox<Task<Void, Never>?>
+    private let stop = StopSignal()
 
-    init(channel: VerdictChannel, start: @escaping @Sendable (VerdictChannel) async -> Void) {
+    /// Starts `start` as a child task of the client's ``APNSClient/run()``; a client already shut
+    /// down ends the bulk at once, having read no token.
+    init(channel: VerdictChannel, client: APNSClient, start: @escaping @Sendable (VerdictChannel) async -> Void) {
         self.channel = channel
-        self.producer = LockedBox(nil)
-        let task = Task { await start(channel) }
-        self.producer.withLock { $0 = task }
+        let stop = self.stop
+        let started = client.runInBackground {
+            // The producer, until it ends or the bulk send is cancelled.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await start(channel) }
+                group.addTask { await stop.wait() }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        if !started {
+            var summary = APNSBulkSummary()
+            summary.inputError = "the client is shut down: no token was read"
+            channel.finish(summary)
+        }
     }
 
     /// Stops sending: tokens not sent yet get ``APNSBulkVerdict/Outcome/notSent(_:)``.
-    public func cancel() { self.producer.withLock { $0 }?.cancel() }
+    public func cancel() { self.stop.fire() }
 
     /// A bulk send nobody holds any more is cancelled, and its workers stop waiting for a reader.
     deinit {
-        self.producer.withLock { $0 }?.cancel()
+        self.stop.fire()
         self.channel.abandon()
     }
 
@@ -302,25 +314,22 @@ final class VerdictChannel: Sendable {
 }
 
 extension APNSClient {
-    /// The most sends one bulk keeps in flight, whatever the pool offers.
-    static let maximumBulkWindow = 256
     /// The most tokens a bulk worker sends together (one wake-up of the connection and one of the
     /// worker per batch).
     static let maximumBulkBatch = 64
 
-    /// The batch each of `workers` bulk workers takes now: the window (up to the cap) shared by at
-    /// least four, so `workers` batches never exceed it whenever the workers were started; at most
-    /// what one connection of the pool offers, so a batch never waits for streams on its connection.
-    func bulkBatch(workers: Int) -> Int {
-        let window = min(max(self.window, 1), Self.maximumBulkWindow)
-        let perConnection = (self.transport as? ConnectionPool)?.streamsPerConnection ?? window
-        return max(1, min(Self.maximumBulkBatch, perConnection, window / max(4, workers)))
+    /// The batch each of `workers` bulk workers takes now: the window shared by at least four, so
+    /// `workers` batches never exceed it whenever the workers were started; at most what one
+    /// connection offers, so a batch never waits for streams on its connection.
+    func bulkBatch(workers: Int, capacity: APNSTransportCapacity) -> Int {
+        max(1, min(Self.maximumBulkBatch, capacity.batch, capacity.window / max(4, workers)))
     }
 
-    /// How many workers fill the window now, each with one batch in flight.
-    var bulkWorkersWanted: Int {
-        let window = min(max(self.window, 1), Self.maximumBulkWindow)
-        return max(1, window / self.bulkBatch(workers: 4))
+    /// How many workers fill the window now, each with one batch in flight. The window follows the
+    /// transport: the open connections' streams, and one connection's worth more while the pool may
+    /// grow, so that work waits and the pool opens the next connection.
+    func bulkWorkersWanted(capacity: APNSTransportCapacity) -> Int {
+        max(1, capacity.window / self.bulkBatch(workers: 4, capacity: capacity))
     }
 
     /// Sends `notification` to every token of `tokens` (hex strings, read lazily), as many at once
@@ -347,7 +356,7 @@ extension APNSClient {
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048
     ) -> APNSBulkSend where Tokens.Element == String {
-        APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts))) { channel in
+        APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel in
             await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel)
         }
     }
@@ -388,7 +397,7 @@ extension APNSClient {
             spawn()
             while await feed.waitForProgress() {
                 // Requests in flight follow the pool's open streams, up to the cap; a worker keeps a batch in flight.
-                let wanted = self.bulkWorkersWanted
+                let wanted = self.bulkWorkersWanted(capacity: self.transport.capacity)
                 while workers.withLock({ $0 }) < wanted { spawn() }
             }
         }
@@ -404,129 +413,38 @@ extension APNSClient {
         channel.finish(summary)
     }
 
-    /// Sends one token of a batch the full way (retries, replays, token renewal), after what the batch tried.
-    private func settle(
-        _ prepared: APNSPreparedNotification, token: DeviceToken, deadline: ContinuousClock.Instant, prior: PriorAttempt
-    ) async -> APNSBulkVerdict.Outcome {
-        do throws(APNSError) {
-            let result = try await self.executeRaw(
-                prepared.request(to: token), pushType: prepared.pushType, token: token.hexString, deadline: deadline, prior: prior
-            ).result
-            return .accepted(result)
-        } catch {
-            return APNSBulkVerdict.Outcome(error)
-        }
-    }
-
-    /// Sends the feed's tokens in batches (``bulkBatch(workers:)``), each over one connection with one
-    /// wake-up; what a batch does not settle (retryable rejections, an expired provider token, a dead
-    /// connection) goes through ``executeRaw`` with what was already tried, so the retry rules are
-    /// the same as for a single send.
+    /// Sends the feed's tokens in batches (``bulkBatch(workers:capacity:)``) through the send engine,
+    /// which owns retries, replays and provider-token renewal: a bulk send is batching, nothing more.
     private func bulkWorker(
         _ prepared: APNSPreparedNotification, feed: TokenFeed, workers: LockedBox<Int>, deadline: ContinuousClock.Instant?,
         channel: VerdictChannel, tally: LockedBox<APNSBulkSummary>
     ) async {
-        let policy = self.configuration.retry
-        let authority = self.pushAuthority
-        // Checked once here, not byte by byte for every request that carries them.
-        let preparedHeaders = prepared.headers.map { header in
-            let field = HTTP2HeaderField(header.name, header.value)
-            return (try? field.checked()) ?? field
-        }
-        while let batch = await feed.take(self.bulkBatch(workers: workers.withLock { $0 })) {
+        while let batch = await feed.take(self.bulkBatch(workers: workers.withLock { $0 }, capacity: self.transport.capacity)) {
             var outcomes = [APNSBulkVerdict.Outcome?](repeating: nil, count: batch.count)
-            var tokens = [DeviceToken?](repeating: nil, count: batch.count)
+            var requests: [APNSHTTPRequest] = []
+            var slots: [Int] = []
+            requests.reserveCapacity(batch.count)
+            slots.reserveCapacity(batch.count)
             for (slot, item) in batch.enumerated() {
                 if Task.isCancelled {
                     outcomes[slot] = .notSent(APNSError(kind: .cancelled, detail: "the bulk send was cancelled"))
                     continue
                 }
                 do throws(APNSValidationError) {
-                    tokens[slot] = try DeviceToken(item.1)
+                    requests.append(prepared.request(to: try DeviceToken(item.1)))
+                    slots.append(slot)
                 } catch {
                     outcomes[slot] = .rejected(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
                 }
             }
-            let sendable = tokens.indices.filter { outcomes[$0] == nil && tokens[$0] != nil }
-            if !sendable.isEmpty {
-                let end = deadline ?? .now + self.configuration.timeouts.request
-                var providerToken: APNSProviderToken?
-                var headers = preparedHeaders
-                if let manager = self.tokens, let current = try? manager.currentToken() {
-                    providerToken = current
-                    let authorization = HTTP2HeaderField("authorization", current.authorizationHeaderValue)
-                    headers.insert((try? authorization.checked()) ?? authorization, at: 0)
-                }
-                let requests = sendable.map { slot in
-                    HTTP2Request(
-                        authority: authority, pathPrefix: APNSPreparedNotification.devicePathPrefix,
-                        pathSuffix: tokens[slot]!.hexString, headers: headers, body: prepared.body
-                    )
-                }
-                let started = ContinuousClock.now
-                let results = (self.tokens != nil && providerToken == nil)
-                    ? []  // signing failed: every token takes the full path, which reports it
-                    : await self.transport.sendBatch(requests, deadline: end)
-                // The batch's answers arrive together: one clock reading and one metrics lookup for all.
-                let elapsed = ContinuousClock.now - started
-                var acceptedCount = 0
-                var unsettled: [(slot: Int, token: DeviceToken, prior: PriorAttempt)] = []
-                defer { self.metrics.accepted(pushType: prepared.pushType, latency: elapsed, count: acceptedCount) }
-                for (position, slot) in sendable.enumerated() {
-                    let token = tokens[slot]!
-                    // Signing failed: every token takes the full path, which reports it.
-                    guard position < results.count else {
-                        unsettled.append((slot, token, PriorAttempt()))
-                        continue
-                    }
-                    // The same decision as a single send's, on this first try.
-                    var state = SendState()
-                    let outcome: SendTry
-                    var answer: (response: HTTP2Response, rejection: APNSErrorResponse?)?
+            if !requests.isEmpty {
+                let results = await self.execute(
+                    requests, pushType: prepared.pushType, deadline: deadline ?? .now + self.configuration.timeouts.request
+                )
+                for (position, slot) in slots.enumerated() {
                     switch results[position] {
-                    case .success(let response):
-                        let rejection = (200..<300).contains(response.status) ? nil : APNSErrorResponse(response)
-                        answer = (response, rejection)
-                        outcome = .answered(status: response.status, reason: rejection?.reason)
-                    case .failure(let failure):
-                        outcome = SendTry(failure)
-                    }
-                    let decision = SendDecision.after(
-                        outcome, state: &state, policy: policy, renewableToken: providerToken != nil, remaining: (started + elapsed).duration(to: end)
-                    )
-                    switch decision {
-                    case .accept:
-                        // The ids stay in the response until someone reads them.
-                        acceptedCount += 1
-                        outcomes[slot] = .accepted(APNSSendResult(
-                            response: answer!.response, attempts: state.attempts, mayHaveBeenDeliveredTwice: false, duration: elapsed
-                        ))
-                    case .reject:
-                        let rejection = answer!.rejection!
-                        self.metrics.rejected(pushType: prepared.pushType, reason: rejection.reason.rawValue, latency: elapsed)
-                        outcomes[slot] = .rejected(APNSError(rejection, state: state))
-                    case .renewProviderToken:
-                        unsettled.append((slot, token, PriorAttempt(state: state, expiredToken: providerToken)))
-                    case .retry(let wait), .replay(let wait):
-                        self.metrics.count(decision)
-                        unsettled.append((slot, token, PriorAttempt(state: state, wait: wait)))
-                    case .fail(let kind):
-                        self.metrics.failed(pushType: prepared.pushType)
-                        let detail = results[position].failureValue.map { ($0 as? HTTP2ClientError)?.description ?? "\($0)" } ?? ""
-                        outcomes[slot] = APNSBulkVerdict.Outcome(APNSError(
-                            kind: kind, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered, detail: detail
-                        ))
-                    }
-                }
-                // Retried side by side, so one batch's 429s back off together rather than one after another.
-                if unsettled.count == 1, let (slot, token, prior) = unsettled.first {
-                    outcomes[slot] = await self.settle(prepared, token: token, deadline: end, prior: prior)
-                } else if !unsettled.isEmpty {
-                    await withTaskGroup(of: (Int, APNSBulkVerdict.Outcome).self) { group in
-                        for (slot, token, prior) in unsettled {
-                            group.addTask { (slot, await self.settle(prepared, token: token, deadline: end, prior: prior)) }
-                        }
-                        for await (slot, outcome) in group { outcomes[slot] = outcome }
+                    case .success(let result): outcomes[slot] = .accepted(result)
+                    case .failure(let error): outcomes[slot] = APNSBulkVerdict.Outcome(error)
                     }
                 }
             }
@@ -557,6 +475,35 @@ extension APNSClient {
                 summary.rejected.merge(counts.rejected, uniquingKeysWith: +)
             }
             await channel.send(verdicts)
+        }
+    }
+}
+
+/// Fires once; ``wait()`` returns then, or when its task is cancelled.
+final class StopSignal: Sendable {
+    private let state = LockedBox<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func fire() {
+        let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.fired = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = self.state.withLock { state -> Bool in
+                    if state.fired { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            self.fire()
         }
     }
 }
@@ -678,11 +625,4 @@ struct TokenList: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: self.tokens.makeIterator()) }
-}
-
-extension Result {
-    fileprivate var failureValue: Failure? {
-        if case .failure(let failure) = self { return failure }
-        return nil
-    }
 }

@@ -25,46 +25,57 @@ public final class APNSClient: Sendable {
     let tokens: APNSProviderTokenManager?
     let logger: Logger
     let metrics = ClientMetrics()
-    private let shutdownState = Atomic<Bool>(false)
-    /// `:authority` of pushes and of the channel API, built once (not per request).
-    let pushAuthority: String
-    let channelAuthority: String
+    private let lifecycle = LockedBox(Lifecycle())
+    /// Work ``run()`` runs as child tasks: bulk sends' producers, a graceful shutdown.
+    private let background: AsyncStream<BackgroundWork>
+    private let backgroundInput: AsyncStream<BackgroundWork>.Continuation
+
+    private struct Lifecycle {
+        var running = false
+        var shutDown = false
+        /// Callers of ``shutdown(gracePeriod:)`` after the first, waiting for it to finish.
+        var finished = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    enum BackgroundWork: Sendable {
+        case bulk(@Sendable () async -> Void)
+        case shutdown(Duration)
+    }
 
     /// Creates a client over a pool of connections to `configuration.environment`. The client
     /// certificate and the CA file are loaded and checked here, once, and the TLS context they make
-    /// serves every connection.
+    /// serves every connection. Nothing connects until ``run()`` runs (``withAPNSClient(configuration:isolation:_:)``
+    /// runs it).
     /// - Throws: ``APNSError`` of kind `invalidNotification` for a bad configuration (a refresh
     ///   age outside 20-55 minutes, cleartext or an insecure mode for a non-loopback host), of kind
     ///   `credentials` for a client certificate, key, PKCS#12 file or password, or a CA file that
     ///   cannot be used (the detail names the field and the rule).
     public convenience init(configuration: Configuration) throws {
-        let http2 = try Self.http2Configuration(configuration, endpoint: configuration.environment)
         let pool = ConnectionPool(
-            configuration: http2, connections: configuration.pool.connections,
-            maxStreams: configuration.pool.maxStreamsPerConnection, idleTimeout: configuration.timeouts.idle,
+            configuration: try Self.http2Configuration(configuration, endpoint: configuration.environment),
+            authority: configuration.environment.authority, limits: Self.limits(configuration, connections: configuration.pool.maximumConnections),
             logger: configuration.logger
         )
         var channels: (any APNSTransport)?
         let channelEndpoint = configuration.environment.channelManagement
         if channelEndpoint != configuration.environment {
             channels = ConnectionPool(
-                configuration: try Self.http2Configuration(configuration, endpoint: channelEndpoint), connections: 1,
-                maxStreams: configuration.pool.maxStreamsPerConnection, idleTimeout: configuration.timeouts.idle,
-                logger: configuration.logger
+                configuration: try Self.http2Configuration(configuration, endpoint: channelEndpoint),
+                authority: channelEndpoint.authority, limits: Self.limits(configuration, connections: 1), logger: configuration.logger
             )
         }
         try self.init(configuration: configuration, transport: pool, channelTransport: channels)
     }
 
-    /// Creates a client over another transport, such as ``APNSInProcessTransport`` in unit tests.
+    /// Creates a client over another transport, such as `ForgeAPNsTesting`'s in-process one in unit tests.
     /// - Parameter channelTransport: the channel API's transport; `transport` by default.
     public init(configuration: Configuration, transport: any APNSTransport, channelTransport: (any APNSTransport)? = nil) throws {
         self.configuration = configuration
         self.transport = transport
         self.channelTransport = channelTransport ?? transport
-        self.pushAuthority = configuration.environment.authority
-        self.channelAuthority = configuration.environment.channelManagement.authority
         self.logger = configuration.logger
+        (self.background, self.backgroundInput) = AsyncStream.makeStream(of: BackgroundWork.self)
         switch configuration.authentication.base {
         case .jwt(let key, let keyID, let teamID, let refreshAge):
             do {
@@ -76,6 +87,13 @@ public final class APNSClient: Sendable {
         case .certificatePEM, .pkcs12:
             self.tokens = nil
         }
+    }
+
+    private static func limits(_ configuration: Configuration, connections: Int) -> PoolStateMachine.Limits {
+        PoolStateMachine.Limits(
+            maximumConnections: connections, maximumStreams: configuration.pool.maxStreamsPerConnection,
+            surplusIdleTimeout: configuration.pool.surplusIdleTimeout, idleTimeout: configuration.timeouts.idle
+        )
     }
 
     /// The HTTP/2 connection settings the client uses for `configuration` (host, TLS with its trust
@@ -129,8 +147,9 @@ public final class APNSClient: Sendable {
         )
     }
 
-    /// How many sends may usefully be in flight now: the pool's open streams.
-    public var window: Int { self.transport.window }
+    /// How many sends may usefully be in flight now: the pool's open streams (and one connection's
+    /// worth more while it may still grow).
+    public var window: Int { self.transport.capacity.window }
 
     /// Connections of the pool that are open and usable now (0 for other transports).
     public var openConnections: Int { (self.transport as? ConnectionPool)?.openConnections ?? 0 }
@@ -138,14 +157,76 @@ public final class APNSClient: Sendable {
     /// How many provider tokens were signed so far (one per refresh, never one per push).
     public var providerTokenSignings: Int { self.tokens?.signingCount ?? 0 }
 
+    var isShutDown: Bool { self.lifecycle.withLock { $0.shutDown } }
+
+    // MARK: Running
+
+    /// Runs the client's background work (connects, closes, idle sweeps, bulk sends) as child tasks
+    /// until ``shutdown(gracePeriod:)``, or until a `ServiceGroup` shuts down gracefully: then it
+    /// shuts the client down itself. Sends wait for it to run. ``withAPNSClient(configuration:isolation:_:)``
+    /// runs it for you; a `ServiceGroup` runs it as a `Service`.
+    public func run() async throws {
+        let first = self.lifecycle.withLock { state -> Bool in
+            defer { state.running = true }
+            return !state.running
+        }
+        guard first else { throw APNSError(kind: .invalidNotification, detail: "run() was called twice on one client") }
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.transport.run() }
+                if self.channelTransport as AnyObject !== self.transport as AnyObject {
+                    group.addTask { await self.channelTransport.run() }
+                }
+                for await work in self.background {
+                    switch work {
+                    case .bulk(let producer): group.addTask { await producer() }
+                    case .shutdown(let gracePeriod): group.addTask { await self.shutdown(gracePeriod: gracePeriod) }
+                    }
+                }
+            }
+        } onGracefulShutdown: {
+            self.backgroundInput.yield(.shutdown(.seconds(5)))
+        }
+        // Ended by cancellation: nothing may wait for work that no longer runs.
+        await self.shutdown(gracePeriod: .zero)
+    }
+
+    /// Runs `work` as a child task of ``run()``; `false` once the client is shut down.
+    func runInBackground(_ work: @escaping @Sendable () async -> Void) -> Bool {
+        if case .enqueued = self.backgroundInput.yield(.bulk(work)) { return true }
+        return false
+    }
+
     /// Closes every connection; sends in flight finish or fail within `gracePeriod`. Later sends
-    /// fail with ``APNSError/Kind/shutdown``.
+    /// fail with ``APNSError/Kind/shutdown``, and ``run()`` returns.
     public func shutdown(gracePeriod: Duration = .seconds(5)) async {
-        guard !self.shutdownState.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let first = self.lifecycle.withLock { state -> Bool in
+            defer { state.shutDown = true }
+            return !state.shutDown
+        }
+        guard first else {
+            // Someone else is shutting it down: return when they are done.
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = self.lifecycle.withLock { state -> Bool in
+                    if state.finished { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+            return
+        }
         await self.transport.shutdown(gracePeriod: gracePeriod)
         if self.channelTransport as AnyObject !== self.transport as AnyObject {
             await self.channelTransport.shutdown(gracePeriod: gracePeriod)
         }
+        self.backgroundInput.finish()
+        let waiters = self.lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.finished = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
         self.logger.debug("APNs client shut down")
     }
 
@@ -196,151 +277,49 @@ public final class APNSClient: Sendable {
                                deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 
-    /// Sends one request with the retry policy.
+    /// Sends one request through the send engine; a rejection or failure throws.
     func execute(
         _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant
     ) async throws(APNSError) -> APNSSendResult {
-        try await self.executeRaw(request, pushType: pushType, token: token, deadline: deadline).result
-    }
-
-    /// Where a push that an earlier try (the bulk sender's batch) did not settle goes on from.
-    struct PriorAttempt {
-        /// What the push has been through.
-        var state = SendState()
-        /// The provider token APNs called expired: renew it once before sending.
-        var expiredToken: APNSProviderToken?
-        /// The wait the decision asked for before the next try.
-        var wait: Duration = .zero
-    }
-
-    /// Sends one request as ``SendDecision`` says (retries, replays, one provider-token renewal)
-    /// and returns the response too. Every send goes through here.
-    func executeRaw(
-        _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant,
-        channelAPI: Bool = false, prior: PriorAttempt = PriorAttempt()
-    ) async throws(APNSError) -> (result: APNSSendResult, response: HTTP2Response) {
-        let transport = channelAPI ? self.channelTransport : self.transport
-        let authority = channelAPI ? self.channelAuthority : self.pushAuthority
-        let policy = self.configuration.retry
-        var state = prior.state
-        let started = ContinuousClock.now
-        self.metrics.inFlight.increment()
-        defer { self.metrics.inFlight.decrement() }
-        if let expired = prior.expiredToken {
-            self.renew(expired)
-        }
-        if prior.wait > .zero {
-            try await self.wait(prior.wait, state: state)
-        }
-        while true {
-            if self.shutdownState.load(ordering: .acquiring) {
-                throw APNSError(kind: .shutdown, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered,
-                                detail: "the client is shut down")
-            }
-            var headers: [HTTP2HeaderField] = []
-            headers.reserveCapacity(request.headers.count + 1)
-            var providerToken: APNSProviderToken?
-            if let tokens = self.tokens {
-                do {
-                    providerToken = try tokens.currentToken()
-                } catch {
-                    throw APNSError(kind: .credentials, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered,
-                                    detail: "\(error)")
-                }
-                headers.append(HTTP2HeaderField("authorization", providerToken!.authorizationHeaderValue))
-            }
-            for header in request.headers { headers.append(HTTP2HeaderField(header.name, header.value)) }
-            let http2 = HTTP2Request(method: request.method, authority: authority, path: request.path, headers: headers, body: request.body)
-            let outcome: SendTry
-            var answer: (response: HTTP2Response, rejection: APNSErrorResponse?)?
-            var transportError: (any Error)?
-            do {
-                let response = try await transport.send(http2, deadline: deadline)
-                let rejection = (200..<300).contains(response.status) ? nil : APNSErrorResponse(response)
-                answer = (response, rejection)
-                outcome = .answered(status: response.status, reason: rejection?.reason)
-            } catch {
-                transportError = error
-                outcome = SendTry(error)
-            }
-            let decision = SendDecision.after(
-                outcome, state: &state, policy: policy, renewableToken: self.tokens != nil, remaining: ContinuousClock.now.duration(to: deadline)
-            )
-            switch decision {
-            case .accept:
-                // The ids stay in the response until someone reads them.
-                let elapsed = ContinuousClock.now - started
-                self.metrics.accepted(pushType: pushType, latency: elapsed)
-                let result = APNSSendResult(response: answer!.response, attempts: state.attempts,
-                                            mayHaveBeenDeliveredTwice: state.mayHaveBeenDelivered, duration: elapsed)
-                return (result, answer!.response)
-            case .reject:
-                let rejection = answer!.rejection!
-                self.metrics.rejected(pushType: pushType, reason: rejection.reason.rawValue, latency: .now - started)
-                throw APNSError(rejection, state: state)
-            case .renewProviderToken:
-                self.renew(providerToken!)
-            case .retry(let wait), .replay(let wait):
-                self.metrics.count(decision)
-                self.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
-                    "apns.push_type": "\(pushType)", "apns.attempt": "\(state.attempts)", "apns.replay": "\(state.replays)",
-                    "apns.reason": "\(answer?.rejection?.reason.rawValue ?? transportError.map { "\($0)" } ?? "-")",
-                    "apns.token": "\(token.map(Self.abbreviate) ?? "-")",
-                ])
-                try await self.wait(wait, state: state)
-            case .fail(let kind):
-                self.metrics.failed(pushType: pushType)
-                let detail = transportError.map { ($0 as? HTTP2ClientError)?.description ?? "\($0)" } ?? ""
-                throw APNSError(kind: kind, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered, detail: detail)
-            }
-        }
-    }
-
-    /// Waits before the next try; cancellation ends the send.
-    private func wait(_ duration: Duration, state: SendState) async throws(APNSError) {
-        guard duration > .zero else { return }
-        do {
-            try await Task.sleep(for: duration)
-        } catch {
-            throw APNSError(kind: .cancelled, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered,
-                            detail: "cancelled while waiting to send again")
-        }
-    }
-
-    /// Signs a new provider token in place of `expired` (others sharing it see the new one).
-    private func renew(_ expired: APNSProviderToken) {
-        guard let tokens = self.tokens else { return }
-        _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
-        self.metrics.tokenRefreshes.increment()
-        self.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
-    }
-
-    /// The first and last 4 hex digits of a token, for logs.
-    static func abbreviate(_ token: String) -> String {
-        token.count > 12 ? "\(token.prefix(4))…\(token.suffix(4))" : token
+        try await self.executeOne(request, pushType: pushType, deadline: deadline)
     }
 }
 
-/// Runs `body` with a client and shuts it down on every path, thrown errors included.
-public func withAPNSClient<Result: Sendable>(
+/// Runs `body` with a client whose background work runs beside it (``APNSClient/run()``), and
+/// shuts the client down on every path, thrown errors included.
+///
+/// Callable from any isolation: inside an actor, `body` runs on the actor and may touch its state.
+public func withAPNSClient<Result>(
     configuration: APNSClient.Configuration,
+    isolation: isolated (any Actor)? = #isolation,
     _ body: (APNSClient) async throws -> Result
 ) async throws -> Result {
-    let client = try APNSClient(configuration: configuration)
-    do {
-        let result = try await body(client)
+    try await withAPNSClient(APNSClient(configuration: configuration), isolation: isolation, body)
+}
+
+/// Runs `body` with `client` (made over any transport, such as `ForgeAPNsTesting`'s in-process one)
+/// while its background work runs, and shuts it down on every path.
+public func withAPNSClient<Result>(
+    _ client: APNSClient,
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (APNSClient) async throws -> Result
+) async throws -> Result {
+    try await withThrowingTaskGroup(of: Void.self, returning: Result.self, isolation: isolation) { group in
+        group.addTask { try await client.run() }
+        let result: Result
+        do {
+            result = try await body(client)
+        } catch {
+            await client.shutdown()
+            try? await group.waitForAll()
+            throw error
+        }
         await client.shutdown()
+        try await group.waitForAll()
         return result
-    } catch {
-        await client.shutdown()
-        throw error
     }
 }
 
-extension APNSClient: Service {
-    /// Runs until the service group shuts down gracefully, then closes the connections.
-    public func run() async throws {
-        try? await gracefulShutdown()
-        await self.shutdown()
-    }
-}
+/// A `ServiceGroup` runs the client's ``APNSClient/run()``: a graceful shutdown of the group shuts
+/// the client down (sends in flight get 5 seconds).
+extension APNSClient: Service {}

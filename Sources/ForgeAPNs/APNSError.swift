@@ -113,11 +113,22 @@ public struct APNSSendResult: Hashable, Sendable {
 
     private enum Identifiers: Sendable {
         case strings(String, String?)
-        case response(HTTP2Response)
+        case response(APNSTransportResponse)
+    }
+
+    /// The answer it came from (the channel API reads its headers and body).
+    var response: APNSTransportResponse {
+        switch self.identifiers {
+        case .response(let response): return response
+        case .strings(let id, let unique):
+            var headers = [APNSHeaderField("apns-id", id)]
+            if let unique { headers.append(APNSHeaderField("apns-unique-id", unique)) }
+            return APNSTransportResponse(status: 200, headers: headers)
+        }
     }
 
     /// A result whose ids stay in `response` until read.
-    init(response: HTTP2Response, attempts: Int, mayHaveBeenDeliveredTwice: Bool, duration: Duration) {
+    init(response: APNSTransportResponse, attempts: Int, mayHaveBeenDeliveredTwice: Bool, duration: Duration) {
         self.identifiers = .response(response)
         self.attempts = attempts
         self.mayHaveBeenDeliveredTwice = mayHaveBeenDeliveredTwice

@@ -1,5 +1,4 @@
 internal import ForgeAPNsCore
-internal import ForgeHTTP2
 
 /// What a push has been through so far: the state the send decision reads and updates.
 struct SendState: Hashable, Sendable {
@@ -41,20 +40,15 @@ enum SendTry: Hashable, Sendable {
     case invalidRequest
 
     /// How the transport's error reads as a try.
-    init(_ error: any Error) {
-        guard let error = error as? HTTP2ClientError else {
-            // An error the transport does not describe may have come after the request left.
-            self = error is CancellationError ? .cancelled(processed: false) : .lost
-            return
-        }
-        switch error.code {
+    init(_ error: APNSTransportError) {
+        switch error.kind {
+        case .notProcessed: self = .notProcessed
+        case .unreachable: self = .unreachable(permanent: error.isPermanent)
+        case .lost: self = .lost
         case .deadlineExceeded: self = .deadlineExceeded(processed: error.mayHaveBeenProcessed)
         case .cancelled: self = .cancelled(processed: error.mayHaveBeenProcessed)
         case .shutdown: self = .shutdown(processed: error.mayHaveBeenProcessed)
         case .invalidRequest: self = .invalidRequest
-        case _ where error.mayHaveBeenProcessed: self = .lost
-        case .connectFailed, .tlsFailed, .alpnMismatch: self = .unreachable(permanent: error.isPermanent)
-        default: self = .notProcessed
         }
     }
 }
@@ -153,13 +147,6 @@ enum SendDecision: Hashable, Sendable {
         guard processed else { return }
         state.attempts += 1
         state.mayHaveBeenDelivered = true
-    }
-}
-
-extension APNSErrorResponse {
-    /// APNs' rejection in `response`: status, reason, timestamp and ids.
-    init(_ response: HTTP2Response) {
-        self.init(status: response.status, headers: response.headers.map { (name: $0.name, value: $0.value) }, body: response.body)
     }
 }
 

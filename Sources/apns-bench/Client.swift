@@ -84,7 +84,7 @@ extension APNSBench {
                     caFile: secure && !self.insecureLoopback ? (self.caFile ?? "keys-example/ca.pem") : nil,
                     insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: !secure
                 ),
-                pool: APNSClient.Pool(connections: self.connections)
+                pool: APNSClient.Pool(maximumConnections: self.connections)
             )
             let alert = APNSAlertNotification(alert: APNSAlert(title: "Benchmark", body: "Hello from ForgePush"),
                                               topic: try APNSBundleID("com.example.forgepush"))
@@ -337,7 +337,7 @@ enum ServerChild {
             authentication: .jwt(key: key, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
             environment: .custom(host: "localhost", port: port),
             tls: APNSClient.TLS(caFile: h2c ? nil : "keys-example/ca.pem", cleartextLoopbackOnly: h2c),
-            pool: APNSClient.Pool(connections: connections)
+            pool: APNSClient.Pool(maximumConnections: connections)
         )
     }
 

@@ -1,5 +1,6 @@
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeAPNsTesting
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
@@ -171,12 +172,15 @@ struct APNSClientTests {
         let seen = LockedPaths()
         let client = try APNSClient(configuration: configuration, transport: APNSInProcessTransport { request in
             seen.append(request.path)
-            return HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "00000000-0000-0000-0000-000000000001")])
+            #expect(request[header: "authorization"]?.hasPrefix("bearer ") == true)
+            return APNSTransportResponse(status: 200, headers: [APNSHeaderField("apns-id", "00000000-0000-0000-0000-000000000001")])
         })
+        // A send needs no background work from this transport; a bulk send runs in the client's run().
         let result = try await client.send(alert(), to: token(3))
         #expect(result.apnsID == "00000000-0000-0000-0000-000000000001")
         #expect(seen.paths == ["/3/device/" + token(3).hexString])
-        await client.shutdown()
+        let summary = try await withAPNSClient(client) { client in try await client.sendBulk(alert(), to: [token(4), token(5)]).summary() }
+        #expect(summary.accepted == 2)
     }
 }
 

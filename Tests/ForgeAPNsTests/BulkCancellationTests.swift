@@ -1,6 +1,6 @@
 import ForgeAPNs
 import ForgeAPNsCore
-import ForgeHTTP2
+import ForgeAPNsTesting
 import ForgeSupport
 import Foundation
 import Testing
@@ -31,10 +31,10 @@ private struct CountedTokens: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(limit: self.limit, read: self.read) }
 }
 
-private let accepted = HTTP2Response(status: 200, headers: [HTTP2HeaderField("apns-id", "00000000-0000-0000-0000-000000000001")])
+private let accepted = APNSTransportResponse(status: 200, headers: [APNSHeaderField("apns-id", "00000000-0000-0000-0000-000000000001")])
 
 private func inProcessClient(
-    window: Int = 16, _ handler: @escaping @Sendable (HTTP2Request) async throws -> HTTP2Response
+    window: Int = 16, _ handler: @escaping @Sendable (APNSHTTPRequest) async throws -> APNSTransportResponse
 ) throws -> APNSClient {
     let configuration = APNSClient.Configuration(
         authentication: .jwt(key: signingKey, keyID: keyID, teamID: teamID), environment: .sandbox,
@@ -47,7 +47,7 @@ private func inProcessClient(
 struct BulkCancellationTests {
     @Test("cancel() stops reading the token sequence: the tokens read get a verdict each, the rest are never read")
     func cancelStopsReading() async throws {
-        let client = try inProcessClient { _ in accepted }
+        try await withAPNSClient(inProcessClient { _ in accepted }) { client in
         let read = Count()
         let bulk = try client.sendBulk(alert(), to: CountedTokens(limit: 1_000_000, read: read), bufferedVerdicts: 16)
         bulk.cancel()
@@ -60,12 +60,12 @@ struct BulkCancellationTests {
         #expect(summary.total == verdicts)
         #expect(summary.accepted + summary.notSent == summary.total)
         #expect(summary.description.contains("were not read"))
-        await client.shutdown()
+        }
     }
 
     @Test("Cancelling the task that reads the verdicts cancels the bulk send")
     func readerCancellationCancelsTheBulk() async throws {
-        let client = try inProcessClient { _ in accepted }
+        try await withAPNSClient(inProcessClient { _ in accepted }) { client in
         let read = Count()
         let bulk = try client.sendBulk(alert(), to: CountedTokens(limit: 100_000, read: read), bufferedVerdicts: 16)
         let reader = Task { () -> (indices: [Int], accepted: Int) in
@@ -82,26 +82,26 @@ struct BulkCancellationTests {
         let summary = try #require(bulk.summary)
         #expect(acceptedCount < 100_000 && summary.stoppedReading)
         #expect(indices.sorted() == Array(0..<summary.total), "every token read has exactly one verdict")
-        await client.shutdown()
+        }
     }
 
     @Test("Cancelling the task waiting in summary() cancels the bulk send")
     func summaryCancellation() async throws {
-        let client = try inProcessClient { _ in accepted }
+        try await withAPNSClient(inProcessClient { _ in accepted }) { client in
         let read = Count()
         let bulk = try client.sendBulk(alert(), to: CountedTokens(limit: 1_000_000, read: read), bufferedVerdicts: 16)
         let waiter = Task { await bulk.summary() }
         waiter.cancel()
         let summary = await waiter.value
         #expect(summary.stoppedReading && summary.total < 1_000_000)
-        await client.shutdown()
+        }
     }
 
     @Test("A push stopped by a shutdown after it left is 'failed, may have been delivered', not 'not sent'")
     func stoppedAfterSendingIsNotNotSent() async throws {
-        let client = try inProcessClient { _ in
-            throw HTTP2ClientError(.shutdown, mayHaveBeenProcessed: true, detail: "the connection was shut down")
-        }
+        try await withAPNSClient(inProcessClient { _ in
+            throw APNSTransportError(.shutdown, mayHaveBeenProcessed: true, detail: "the connection was shut down")
+        }) { client in
         let bulk = try client.sendBulk(alert(), to: (0..<20).map { token($0) })
         let (verdicts, summary) = await collect(bulk, expected: 20)
         #expect(summary.failed == 20 && summary.notSent == 0)
@@ -112,52 +112,52 @@ struct BulkCancellationTests {
             }
             #expect(error.mayHaveBeenDelivered)
         }
-        do {
+        do throws(APNSError) {
             _ = try await client.send(alert(), to: token(0))
             Issue.record("accepted")
         } catch {
             #expect(error.kind == .shutdown && error.mayHaveBeenDelivered)
         }
-        await client.shutdown()
+        }
     }
 
     @Test("A shutdown before the request left is 'not sent'")
     func stoppedBeforeSendingIsNotSent() async throws {
-        let client = try inProcessClient { _ in
-            throw HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the connection was shut down")
-        }
+        try await withAPNSClient(inProcessClient { _ in
+            throw APNSTransportError(.shutdown, mayHaveBeenProcessed: false, detail: "the connection was shut down")
+        }) { client in
         let (_, summary) = await collect(try client.sendBulk(alert(), to: (0..<20).map { token($0) }), expected: 20)
         #expect(summary.notSent == 20)
-        await client.shutdown()
+        }
     }
 
     @Test("A possibly delivered first attempt followed by 429s: the final rejection still says it may have been delivered")
     func possiblyDeliveredSurvivesRejection() async throws {
         let calls = Count()
-        let client = try inProcessClient { _ in
+        try await withAPNSClient(inProcessClient { _ in
             if calls.increment() == 1 {
-                throw HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "died after sending")
+                throw APNSTransportError(.lost, detail: "died after sending")
             }
-            return HTTP2Response(status: 429, headers: [], body: Array(#"{"reason":"TooManyRequests"}"#.utf8))
-        }
-        do {
+            return APNSTransportResponse(status: 429, body: Array(#"{"reason":"TooManyRequests"}"#.utf8))
+        }) { client in
+        do throws(APNSError) {
             _ = try await client.send(alert(), to: token(0))
             Issue.record("accepted")
         } catch {
             #expect(error.reason == .tooManyRequests && error.mayHaveBeenDelivered && error.attempts == 3)
         }
-        await client.shutdown()
+        }
     }
 
     @Test("An error the transport does not describe counts as possibly delivered, in send and in bulk")
     func unknownErrorsMayHaveBeenDelivered() async throws {
         struct Opaque: Error {}
         let calls = Count()
-        let client = try inProcessClient { _ in
+        try await withAPNSClient(inProcessClient { _ in
             calls.increment()
             throw Opaque()
-        }
-        do {
+        }) { client in
+        do throws(APNSError) {
             _ = try await client.send(alert(), to: token(0))
             Issue.record("accepted")
         } catch {
@@ -170,6 +170,6 @@ struct BulkCancellationTests {
         }
         // 3 attempts each, the policy's limit: none replayed as if it had never left.
         #expect(calls.current == 3 + 5 * 3)
-        await client.shutdown()
+        }
     }
 }

@@ -191,7 +191,7 @@ struct FaultMatrixTests {
 
     @Test("With a per-connection stream cap, the pool opens more connections and they share the load")
     func poolSpreads() async throws {
-        let (_, summary, server) = try await self.run(pool: APNSClient.Pool(connections: 3, maxStreamsPerConnection: 20)) { _ in }
+        let (_, summary, server) = try await self.run(pool: APNSClient.Pool(maximumConnections: 3, maxStreamsPerConnection: 20)) { _ in }
         #expect(summary.accepted == tokens.count)
         #expect(Set(server.accepted.map(\.connectionID)).count >= 2)
     }
@@ -215,7 +215,7 @@ struct FaultMatrixTests {
 
     @Test("Cancelling a bulk reports what was not sent; every token still gets its verdict")
     func poolAndCancel() async throws {
-        let loopback = try Loopback.start(pool: APNSClient.Pool(connections: 3))
+        let loopback = try Loopback.start(pool: APNSClient.Pool(maximumConnections: 3))
         // Answers after the 60th stall far longer than the test, so cancelling finds sends in flight.
         loopback.server.schedule(.delay(.seconds(30)), afterRequests: 60, count: tokens.count)
         try await withAPNSClient(configuration: loopback.configuration) { client in

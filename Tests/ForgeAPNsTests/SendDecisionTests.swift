@@ -139,16 +139,29 @@ struct SendDecisionTests {
 
     @Test("Transport errors read as tries: processed or not, and the stops")
     func transportErrors() {
-        #expect(SendTry(HTTP2ClientError(.refusedStream, mayHaveBeenProcessed: false)) == .notProcessed)
-        #expect(SendTry(HTTP2ClientError(.goingAway, mayHaveBeenProcessed: false)) == .notProcessed)
-        #expect(SendTry(HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false)) == .unreachable(permanent: false))
-        #expect(SendTry(HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false)) == .unreachable(permanent: false))
-        #expect(SendTry(HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true)) == .lost)
-        #expect(SendTry(HTTP2ClientError(.peerUnresponsive, mayHaveBeenProcessed: true)) == .lost)
-        #expect(SendTry(HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false)) == .deadlineExceeded(processed: false))
-        #expect(SendTry(HTTP2ClientError(.cancelled, mayHaveBeenProcessed: true)) == .cancelled(processed: true))
-        #expect(SendTry(HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false)) == .invalidRequest)
-        #expect(SendTry(CancellationError()) == .cancelled(processed: false))
+        #expect(SendTry(APNSTransportError(.notProcessed, detail: "")) == .notProcessed)
+        #expect(SendTry(APNSTransportError(.unreachable, detail: "")) == .unreachable(permanent: false))
+        #expect(SendTry(APNSTransportError(.unreachable, isPermanent: true, detail: "")) == .unreachable(permanent: true))
+        #expect(SendTry(APNSTransportError(.lost, detail: "")) == .lost)
+        #expect(SendTry(APNSTransportError(.deadlineExceeded, detail: "")) == .deadlineExceeded(processed: false))
+        #expect(SendTry(APNSTransportError(.cancelled, mayHaveBeenProcessed: true, detail: "")) == .cancelled(processed: true))
+        #expect(SendTry(APNSTransportError(.shutdown, mayHaveBeenProcessed: true, detail: "")) == .shutdown(processed: true))
+        #expect(SendTry(APNSTransportError(.invalidRequest, detail: "")) == .invalidRequest)
+    }
+
+    @Test("The pool reads HTTP/2 failures as transport errors, in one place")
+    func http2Failures() {
+        func kind(_ error: HTTP2ClientError) -> SendTry { SendTry(ConnectionPool.transportError(error, connection: nil)) }
+        #expect(kind(HTTP2ClientError(.refusedStream, mayHaveBeenProcessed: false)) == .notProcessed)
+        #expect(kind(HTTP2ClientError(.goingAway, mayHaveBeenProcessed: false)) == .notProcessed)
+        #expect(kind(HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false)) == .unreachable(permanent: false))
+        #expect(kind(HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false)) == .unreachable(permanent: false))
+        #expect(kind(HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "no such host", permanent: true)) == .unreachable(permanent: true))
+        #expect(kind(HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true)) == .lost)
+        #expect(kind(HTTP2ClientError(.peerUnresponsive, mayHaveBeenProcessed: true)) == .lost)
+        #expect(kind(HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false)) == .deadlineExceeded(processed: false))
+        #expect(kind(HTTP2ClientError(.cancelled, mayHaveBeenProcessed: true)) == .cancelled(processed: true))
+        #expect(kind(HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false)) == .invalidRequest)
     }
 
     @Test("Verdicts from errors: rejections, then failed exactly when a copy may have been delivered")

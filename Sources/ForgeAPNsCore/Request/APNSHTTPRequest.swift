@@ -22,18 +22,46 @@ public struct APNSHTTPRequest: Hashable, Sendable {
     /// `:method`.
     public var method: String
     /// `:path`, such as `/3/device/<token>`.
-    public var path: String
+    public var path: String {
+        get { self.pathSuffix.isEmpty ? self.pathPrefix : self.pathPrefix + self.pathSuffix }
+        set {
+            self.pathPrefix = newValue
+            self.pathSuffix = ""
+        }
+    }
     /// The regular headers, in the order they are sent.
     public var headers: [APNSHeaderField]
     /// The JSON body. Shared, not copied, across every request made from one prepared notification.
     public var body: [UInt8]
 
+    /// `:path` in two parts (`/3/device/` and the token): the many requests of a bulk send share the
+    /// first, and building each one joins no strings.
+    package private(set) var pathPrefix: String
+    package private(set) var pathSuffix: String
+
     /// Creates a request.
     public init(method: String = "POST", path: String, headers: [APNSHeaderField], body: [UInt8]) {
+        self.init(method: method, pathPrefix: path, pathSuffix: "", headers: headers, body: body)
+    }
+
+    /// Creates a request whose `:path` is `pathPrefix` followed by `pathSuffix`.
+    package init(method: String = "POST", pathPrefix: String, pathSuffix: String, headers: [APNSHeaderField], body: [UInt8]) {
         self.method = method
-        self.path = path
+        self.pathPrefix = pathPrefix
+        self.pathSuffix = pathSuffix
         self.headers = headers
         self.body = body
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.method == rhs.method && lhs.path == rhs.path && lhs.headers == rhs.headers && lhs.body == rhs.body
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.method)
+        hasher.combine(self.path)
+        hasher.combine(self.headers)
+        hasher.combine(self.body)
     }
 
     /// The value of the first header called `name` (lower case), if any.

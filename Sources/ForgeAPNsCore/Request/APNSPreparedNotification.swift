@@ -95,7 +95,6 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     ///
     /// - Parameter apnsID: an `apns-id` for this request only; it replaces the notification's own.
     /// - Returns: a request sharing this notification's headers and body.
-    @inlinable
     public func request(to token: DeviceToken, apnsID: APNSID? = nil) -> APNSHTTPRequest {
         var headers = self.headers
         if let apnsID {
@@ -105,7 +104,7 @@ public struct APNSPreparedNotification: Hashable, Sendable {
                 headers.append(APNSHeaderField("apns-id", apnsID.description))
             }
         }
-        return APNSHTTPRequest(method: "POST", path: Self.devicePathPrefix + token.hexString, headers: headers, body: self.body)
+        return APNSHTTPRequest(method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, body: self.body)
     }
 
     /// `:path` of a device push, before the token.

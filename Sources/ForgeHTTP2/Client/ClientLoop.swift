@@ -15,6 +15,10 @@ final class ClientLoop: @unchecked Sendable {
     private let gauges: ConnectionGauges
     private let waker: WakePipe
     var connected: ((Result<Void, any Error>) -> Void)?
+    /// Told about stream-limit changes, the peer's GOAWAY and the close (after a successful connect).
+    var events: (@Sendable (HTTP2ConnectionEvent) -> Void)?
+    /// The stream limit last published, so that only changes are reported.
+    private var publishedLimit: UInt32 = 0
 
     private var core: HTTP2ClientCore!
     private var channel: Channel!
@@ -55,6 +59,7 @@ final class ClientLoop: @unchecked Sendable {
         } catch {
             let failure = error as? HTTP2ClientError
                 ?? HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+            self.events = nil  // a failed connect is reported once, by `connected`
             self.finish(with: failure)
             self.connected?(.failure(failure))
             return
@@ -86,8 +91,11 @@ final class ClientLoop: @unchecked Sendable {
             }
         }
         self.channel = Channel(socket: socket, tls: tls)
+        let inbox = self.inbox
         do {
-            try self.channel.handshake(deadline: deadline)
+            try self.channel.handshake(deadline: deadline, interrupt: (self.waker.readDescriptor, { inbox.withLock { $0.connectCancelled } }))
+        } catch let error as HTTP2ClientError {
+            throw error
         } catch let error as TLSError where error.isALPNMismatch {
             throw HTTP2ClientError(.alpnMismatch, mayHaveBeenProcessed: false, detail: error.description)
         } catch {
@@ -265,7 +273,12 @@ final class ClientLoop: @unchecked Sendable {
     /// Publishes the load for pickers (atomics: no lock on every pass) and, once, the GOAWAY state.
     private func publishState() {
         self.gauges.outstanding.store(self.core.openStreamCount + self.core.queuedCount, ordering: .relaxed)
-        self.gauges.peerMaxConcurrentStreams.store(self.core.peerMaxConcurrentStreams, ordering: .relaxed)
+        let limit = self.core.peerMaxConcurrentStreams
+        if limit != self.publishedLimit {
+            self.publishedLimit = limit
+            self.gauges.peerMaxConcurrentStreams.store(limit, ordering: .relaxed)
+            self.events?(.maximumConcurrentStreams(Int(limit)))
+        }
         guard let goAway = self.core.goAway, goAway.receivedFromPeer, self.gauges.isActive.load(ordering: .relaxed) else { return }
         self.inbox.withLock { inbox in
             if case .active = inbox.state {
@@ -273,6 +286,7 @@ final class ClientLoop: @unchecked Sendable {
             }
         }
         self.gauges.isActive.store(false, ordering: .releasing)
+        self.events?(.goAway(errorCode: goAway.errorCode))
     }
 
     /// Ends the connection: fails what is left, publishes the closed state, resumes shutdown waiters.
@@ -310,5 +324,7 @@ final class ClientLoop: @unchecked Sendable {
         self.channel = nil
         self.core = nil
         for waiter in waiters { waiter() }
+        self.events?(.closed(error))
+        self.events = nil
     }
 }

@@ -58,8 +58,13 @@ public final class HTTP2Connection: Sendable {
     }
 
     /// Connects, completes the TLS handshake (ALPN h2 required) and exchanges the preface.
+    /// - Parameter events: told, on the connection's I/O thread, when the peer's stream limit
+    ///   changes, when the peer sends GOAWAY and when the connection closes (not for a failed
+    ///   connect, which throws). Keep it short: the connection does no I/O while it runs.
     /// - Throws: ``HTTP2ClientError`` with `connectFailed`, `tlsFailed` or `alpnMismatch`.
-    public static func connect(_ configuration: HTTP2ClientConfiguration) async throws -> HTTP2Connection {
+    public static func connect(
+        _ configuration: HTTP2ClientConfiguration, events: (@Sendable (HTTP2ConnectionEvent) -> Void)? = nil
+    ) async throws -> HTTP2Connection {
         if configuration.tls?.verification == .insecureLoopbackOnly, !isLoopbackHost(configuration.host) {
             throw HTTP2ClientError(
                 .tlsFailed, mayHaveBeenProcessed: false,
@@ -73,11 +78,19 @@ public final class HTTP2Connection: Sendable {
         let loop = ClientLoop(configuration: configuration, inbox: inbox, gauges: gauges, waker: waker)
         let executor = ConnectionExecutor(inbox: inbox, waker: waker)
         loop.executor = executor
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            loop.connected = { result in continuation.resume(with: result) }
-            let thread = Thread { loop.run() }
-            thread.name = "forge-h2-\(configuration.host):\(configuration.port)"
-            thread.start()
+        loop.events = events
+        // Cancelling the calling task cuts a TLS handshake short (a server that accepts and then
+        // says nothing would otherwise hold the caller for the whole connect timeout).
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                loop.connected = { result in continuation.resume(with: result) }
+                let thread = Thread { loop.run() }
+                thread.name = "forge-h2-\(configuration.host):\(configuration.port)"
+                thread.start()
+            }
+        } onCancel: {
+            inbox.withLock { $0.connectCancelled = true }
+            waker.wake()
         }
         return HTTP2Connection(
             endpoint: "\(configuration.host):\(configuration.port)", inbox: inbox, gauges: gauges, waker: waker,
@@ -257,6 +270,16 @@ public final class HTTP2Connection: Sendable {
     }
 }
 
+/// What a connection tells its owner as it happens (``HTTP2Connection/connect(_:events:)``).
+public enum HTTP2ConnectionEvent: Hashable, Sendable {
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS is now this (also reported once after connecting).
+    case maximumConcurrentStreams(Int)
+    /// The peer sent GOAWAY: nothing new starts on the connection.
+    case goAway(errorCode: HTTP2ErrorCode)
+    /// The connection closed; every request on it has its result.
+    case closed(HTTP2ClientError)
+}
+
 /// What callers hand to the I/O thread, under the lock.
 /// A snapshot of a connection's usage, for load balancing.
 public struct HTTP2ConnectionLoad: Hashable, Sendable {
@@ -269,6 +292,8 @@ public struct HTTP2ConnectionLoad: Hashable, Sendable {
 }
 
 struct Inbox {
+    /// The caller of `connect` was cancelled: the handshake gives up.
+    var connectCancelled = false
     enum Command {
         case shutdown(deadline: UInt64)
         case close

@@ -13,6 +13,8 @@ final class Channel {
     private var outboundOffset = 0
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var frameScratch: [UInt8] = []
+    /// Set during the handshake: what may cut it short.
+    private var interrupt: (descriptor: Int32, isInterrupted: () -> Bool)?
 
     init(socket: Socket, tls: TLSConnection?) {
         self.socket = socket
@@ -93,8 +95,12 @@ final class Channel {
     }
 
     /// Runs the TLS handshake to completion, blocking this thread with `poll` until `deadline`.
-    func handshake(deadline: UInt64) throws {
+    /// - Parameter interrupt: a descriptor that becomes readable, and a check that then says whether
+    ///   to give up (the connect was cancelled).
+    func handshake(deadline: UInt64, interrupt: (descriptor: Int32, isInterrupted: () -> Bool)? = nil) throws {
         guard let tls else { return }
+        self.interrupt = interrupt
+        defer { self.interrupt = nil }
         var scratch: [UInt8] = []
         while true {
             let state = try tls.handshake()
@@ -112,8 +118,14 @@ final class Channel {
     private func wait(events: Int16, deadline: UInt64) throws {
         let now = monotonicNanoseconds()
         guard now < deadline else { throw TLSError(description: "the TLS handshake did not finish within the connect timeout") }
-        var descriptor = pollfd(fd: self.socket.descriptor, events: events, revents: 0)
-        let result = poll(&descriptor, 1, Int32(clamping: (deadline - now) / 1_000_000 + 1))
+        var descriptors = [
+            pollfd(fd: self.socket.descriptor, events: events, revents: 0),
+            pollfd(fd: self.interrupt?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+        ]
+        let result = poll(&descriptors, 2, Int32(clamping: (deadline - now) / 1_000_000 + 1))
         if result < 0 && errno != EINTR { throw SocketError(operation: "poll", code: errno) }
+        if descriptors[1].revents != 0, let interrupt = self.interrupt, interrupt.isInterrupted() {
+            throw HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled during the TLS handshake")
+        }
     }
 }

@@ -147,13 +147,12 @@ extension APNSCtl {
             let configuration = try ClientFactory.configuration(
                 auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose
             )
-            let client = try ClientFactory.client(configuration)
-            let session = SendSession(
-                client: client, shared: shared, tokens: source, renderer: ResultRenderer(json: self.json),
-                width: self.concurrency ?? 64, endpoint: configuration.environment.authority
-            )
-            let code = await session.run()
-            await client.shutdown(gracePeriod: .seconds(1))
+            let code = try await withAPNSClient(ClientFactory.client(configuration)) { client in
+                await SendSession(
+                    client: client, shared: shared, tokens: source, renderer: ResultRenderer(json: self.json),
+                    width: self.concurrency ?? 64, endpoint: configuration.environment.authority
+                ).run()
+            }
             if code != 0 { throw ExitCode(code) }
         }
     }

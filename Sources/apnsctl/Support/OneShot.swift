@@ -14,11 +14,8 @@ enum OneShot {
         let configuration = try ClientFactory.configuration(auth: auth, endpoint: endpoint, verbose: verbose)
         let client = try ClientFactory.client(configuration)
         do {
-            let result = try await body(client)
-            await client.shutdown(gracePeriod: .seconds(1))
-            return result
-        } catch {
-            await client.shutdown(gracePeriod: .seconds(1))
+            return try await withAPNSClient(client) { client in try await body(client) }
+        } catch let error as APNSError {
             throw CLIFailure(message: Self.describe(error, endpoint: configuration.environment.authority),
                              exitCode: ClientFactory.exitCode(for: error))
         }
@@ -31,13 +28,13 @@ enum OneShot {
     ) async throws {
         let configuration = try ClientFactory.configuration(auth: auth, endpoint: endpoint, verbose: verbose)
         let client = try ClientFactory.client(configuration)
-        let outcome: APNSBulkVerdict.Outcome
-        do {
-            outcome = .accepted(try await body(client))
-        } catch {
-            outcome = APNSBulkVerdict.Outcome(error)
+        let outcome = try await withAPNSClient(client) { client -> APNSBulkVerdict.Outcome in
+            do throws(APNSError) {
+                return .accepted(try await body(client))
+            } catch {
+                return APNSBulkVerdict.Outcome(error)
+            }
         }
-        await client.shutdown(gracePeriod: .seconds(1))
         let renderer = ResultRenderer(json: json)
         Output.result(renderer.line(TokenResult(token: target, outcome: outcome)))
         switch outcome {

@@ -1,0 +1,323 @@
+internal import ForgeAPNsCore
+internal import ForgeHTTP2
+internal import ForgeSupport
+internal import Logging
+internal import Metrics
+
+/// Connections to one endpoint, as ``PoolStateMachine`` decides: this type only runs its actions.
+///
+/// Requests take a connection with a free stream at once (one lock); when none has room they wait
+/// in the machine's queue, and a connect, a released stream or a timer brings their turn. Connects,
+/// closes and timers are child tasks of ``run()``, which the client's `run()` awaits: nothing the
+/// pool starts outlives it.
+final class ConnectionPool: APNSTransport {
+    private struct State {
+        var machine: PoolStateMachine
+        var connections: [PoolStateMachine.ConnectionID: HTTP2Connection] = [:]
+        var waiters: [PoolStateMachine.WaiterID: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>] = [:]
+    }
+
+    /// Background work ``run()`` does as child tasks.
+    private enum Job: Sendable {
+        case connect(PoolStateMachine.ConnectionID)
+        case close(HTTP2Connection)
+        case timer(ContinuousClock.Instant)
+    }
+
+    private let state: LockedBox<State>
+    private let configuration: HTTP2ClientConfiguration
+    private let logger: Logger
+    private let connectionsGauge = Gauge(label: "apns_pool_connections")
+    private let jobs: AsyncStream<Job>
+    private let jobsInput: AsyncStream<Job>.Continuation
+    /// The authority of every request (the endpoint's host).
+    private let authority: String
+
+    init(configuration: HTTP2ClientConfiguration, authority: String, limits: PoolStateMachine.Limits, logger: Logger) {
+        self.configuration = configuration
+        self.authority = authority
+        self.logger = logger
+        self.state = LockedBox(State(machine: PoolStateMachine(limits: limits)))
+        (self.jobs, self.jobsInput) = AsyncStream.makeStream(of: Job.self)
+    }
+
+    // MARK: APNSTransport
+
+    var capacity: APNSTransportCapacity {
+        self.state.withLock { APNSTransportCapacity(window: $0.machine.window, batch: $0.machine.streamsPerConnection) }
+    }
+
+    /// Connections open and taking requests.
+    var openConnections: Int { self.state.withLock { $0.machine.readyConnections } }
+
+    func send(
+        _ requests: [APNSHTTPRequest], authorization: String?, deadline: ContinuousClock.Instant
+    ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
+        guard !requests.isEmpty else { return [] }
+        let http2: [HTTP2Request]
+        do {
+            http2 = try self.http2Requests(requests, authorization: authority(authorization))
+        } catch {
+            return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
+        }
+        let id: PoolStateMachine.ConnectionID
+        let connection: HTTP2Connection
+        do {
+            (id, connection) = try await self.acquire(count: requests.count, deadline: deadline)
+        } catch {
+            return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
+        }
+        let results: [Result<HTTP2Response, HTTP2ClientError>]
+        if http2.count == 1 {
+            do {
+                results = [.success(try await connection.send(http2[0], deadline: deadline))]
+            } catch {
+                results = [.failure(error as? HTTP2ClientError ?? HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "\(error)"))]
+            }
+        } else {
+            results = await connection.sendBatch(http2, deadline: deadline)
+        }
+        let answered = results.contains { if case .success = $0 { true } else { false } }
+        self.perform(self.state.withLock { $0.machine.release(id, count: requests.count, answered: answered, now: .now) })
+        return results.map { result in
+            result.map(APNSTransportResponse.init).mapError { Self.transportError($0, connection: connection) }
+        }
+    }
+
+    private func authority(_ authorization: String?) -> HTTP2HeaderField? {
+        authorization.map { HTTP2HeaderField("authorization", $0, indexing: .indexable) }
+    }
+
+    /// The HTTP/2 requests: headers converted and checked once per distinct header list (a bulk
+    /// batch shares one), the authorization first.
+    private func http2Requests(_ requests: [APNSHTTPRequest], authorization: HTTP2HeaderField?) throws(HTTP2ClientError) -> [HTTP2Request] {
+        var converted: [HTTP2HeaderField] = []
+        var source: [APNSHeaderField]?
+        var result: [HTTP2Request] = []
+        result.reserveCapacity(requests.count)
+        for request in requests {
+            if source == nil || source! != request.headers {
+                converted = []
+                converted.reserveCapacity(request.headers.count + 1)
+                if let authorization { converted.append(try authorization.checked()) }
+                for header in request.headers { converted.append(try HTTP2HeaderField(header.name, header.value).checked()) }
+                source = request.headers
+            }
+            result.append(HTTP2Request(
+                method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
+                headers: converted, body: request.body
+            ))
+        }
+        return result
+    }
+
+    /// The one place an HTTP/2 failure becomes an APNs transport error. A request on a connection
+    /// that ended without GOAWAY before any answer counts as a failed connect: the endpoint failed
+    /// as much as a refused connect did (the send's connect budget, not its replays).
+    static func transportError(_ error: any Error, connection: HTTP2Connection?) -> APNSTransportError {
+        guard let error = error as? HTTP2ClientError else {
+            return APNSTransportError(.lost, detail: "\(error)")
+        }
+        let detail = error.description
+        switch error.code {
+        case .deadlineExceeded: return APNSTransportError(.deadlineExceeded, mayHaveBeenProcessed: error.mayHaveBeenProcessed, detail: detail)
+        case .cancelled: return APNSTransportError(.cancelled, mayHaveBeenProcessed: error.mayHaveBeenProcessed, detail: detail)
+        case .shutdown: return APNSTransportError(.shutdown, mayHaveBeenProcessed: error.mayHaveBeenProcessed, detail: detail)
+        case .invalidRequest: return APNSTransportError(.invalidRequest, detail: detail)
+        case _ where error.mayHaveBeenProcessed: return APNSTransportError(.lost, detail: detail)
+        case .connectFailed, .tlsFailed, .alpnMismatch: return APNSTransportError(.unreachable, isPermanent: error.isPermanent, detail: detail)
+        case .connectionClosed, .peerUnresponsive:
+            if let connection, !connection.hasAnswered, !Self.endedWithGoAway(connection) {
+                return APNSTransportError(.unreachable, detail: "\(connection.endpoint) ended the connection before any answer: \(error.detail)")
+            }
+            return APNSTransportError(.notProcessed, detail: detail)
+        default: return APNSTransportError(.notProcessed, detail: detail)
+        }
+    }
+
+    private static func endedWithGoAway(_ connection: HTTP2Connection) -> Bool {
+        switch connection.state {
+        case .goingAway: return true
+        case .closed(let error): return error.code == .goingAway
+        case .active: return false
+        }
+    }
+
+    // MARK: Acquiring a connection
+
+    /// A connection with room for `count` requests, counted against it until released.
+    private func acquire(count: Int, deadline: ContinuousClock.Instant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
+        // The fast path: a connection has room; one lock, no suspension.
+        if let ready = self.state.withLock({ state in state.machine.acquireIfFree(count: count).map { ($0, state.connections[$0]!) } }) {
+            return ready
+        }
+        let waiterBox = LockedBox<PoolStateMachine.WaiterID?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>) in
+                var resumeWith: Result<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>?
+                let actions = self.state.withLock { state -> PoolStateMachine.Actions in
+                    if Task.isCancelled {
+                        resumeWith = .failure(HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled before sending"))
+                        return PoolStateMachine.Actions()
+                    }
+                    let (acquisition, actions) = state.machine.acquire(count: count, deadline: deadline, now: .now)
+                    switch acquisition {
+                    case .use(let id):
+                        resumeWith = .success((id, state.connections[id]!))
+                    case .wait(let waiter):
+                        state.waiters[waiter] = continuation
+                        waiterBox.withLock { $0 = waiter }
+                    case .fail(let failure):
+                        resumeWith = .failure(Self.error(for: failure))
+                    }
+                    return actions
+                }
+                if let resumeWith { continuation.resume(with: resumeWith) }
+                self.perform(actions)
+            }
+        } onCancel: {
+            // Under the pool's lock, as the registration: either the waiter is registered and leaves
+            // the queue here, or it is not yet and its registration sees the cancellation.
+            self.perform(self.state.withLock { state in
+                waiterBox.withLock { $0 }.map { state.machine.cancel($0) } ?? PoolStateMachine.Actions()
+            })
+        }
+    }
+
+    private static func error(for failure: PoolStateMachine.Failure) -> HTTP2ClientError {
+        switch failure {
+        case .deadlineExceeded(let connecting):
+            return HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false,
+                                    detail: connecting ? "still connecting at the deadline" : "no free stream before the deadline")
+        case .shutdown:
+            return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the client is shut down")
+        case .connectFailed(let error):
+            return error
+        case .cancelled:
+            return HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled while waiting for a connection")
+        }
+    }
+
+    // MARK: Running actions
+
+    /// Runs the machine's actions: resumes waiters, hands connects, closes and timers to ``run()``.
+    /// Called after the lock is released.
+    private func perform(_ actions: PoolStateMachine.Actions) {
+        guard !actions.isEmpty else { return }
+        var resumes: [(CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>, Result<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>)] = []
+        var closing: [HTTP2Connection] = []
+        self.state.withLock { state in
+            for (waiter, id) in actions.dispatch {
+                guard let continuation = state.waiters.removeValue(forKey: waiter) else { continue }
+                if let connection = state.connections[id] {
+                    resumes.append((continuation, .success((id, connection))))
+                } else {
+                    // It closed between the decision and now: nothing left, so the send replays it.
+                    resumes.append((continuation, .failure(HTTP2ClientError(
+                        .connectionClosed, mayHaveBeenProcessed: false, detail: "the connection closed before the request left"
+                    ))))
+                }
+            }
+            for (waiter, failure) in actions.fail {
+                guard let continuation = state.waiters.removeValue(forKey: waiter) else { continue }
+                resumes.append((continuation, .failure(Self.error(for: failure))))
+            }
+            for id in actions.close {
+                if let connection = state.connections.removeValue(forKey: id) { closing.append(connection) }
+            }
+        }
+        for (continuation, result) in resumes { continuation.resume(with: result) }
+        if let id = actions.connect { self.jobsInput.yield(.connect(id)) }
+        for connection in closing { self.jobsInput.yield(.close(connection)) }
+        if let timer = actions.timer { self.jobsInput.yield(.timer(timer)) }
+        if !closing.isEmpty || actions.connect != nil { self.connectionsGauge.record(self.openConnections) }
+    }
+
+    // MARK: Background work
+
+    /// Runs connects, closes and timers as child tasks until ``shutdown(gracePeriod:)`` ends it.
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            for await job in self.jobs {
+                switch job {
+                case .connect(let id):
+                    group.addTask { await self.connect(id) }
+                case .close(let connection):
+                    group.addTask { await connection.close() }
+                case .timer(let instant):
+                    group.addTask {
+                        // Cancelled at shutdown: a timer then has nothing left to do.
+                        guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
+                        self.perform(self.state.withLock { $0.machine.tick(instant, now: .now) })
+                    }
+                }
+            }
+            // Shut down: timers have nothing left to do; connects finish and close what they made.
+            group.cancelAll()
+        }
+    }
+
+    private func connect(_ id: PoolStateMachine.ConnectionID) async {
+        do {
+            let connection = try await HTTP2Connection.connect(self.configuration) { [weak self] event in
+                self?.handle(event, on: id)
+            }
+            let actions = self.state.withLock { state -> PoolStateMachine.Actions in
+                // Registered before the machine hears of it: a dispatch may name it at once.
+                state.connections[id] = connection
+                let actions = state.machine.connected(id, maximumStreams: Int(connection.peerMaxConcurrentStreams), now: .now)
+                if state.machine.connection(id) == nil, !actions.close.contains(id) {
+                    // It closed before this point: the close event already did the bookkeeping.
+                    state.connections[id] = nil
+                }
+                return actions
+            }
+            self.logger.debug("connected", metadata: ["apns.endpoint": "\(connection.endpoint)", "apns.connection": "\(id.raw)"])
+            self.perform(actions)
+            if actions.close.contains(id) { await connection.close() }
+        } catch {
+            let failure = error as? HTTP2ClientError ?? HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)")
+            let (actions, failures) = self.state.withLock { state in
+                (state.machine.connectFailed(id, failure, now: .now, random: .random(in: 0...1)), state.machine.failures)
+            }
+            self.logger.warning("connect failed", metadata: ["apns.error": "\(failure)", "apns.failures": "\(failures)"])
+            self.perform(actions)
+        }
+    }
+
+    /// A connection's event, on its I/O thread.
+    private func handle(_ event: HTTP2ConnectionEvent, on id: PoolStateMachine.ConnectionID) {
+        let actions = self.state.withLock { state -> PoolStateMachine.Actions in
+            switch event {
+            case .maximumConcurrentStreams(let streams):
+                return state.machine.settingsChanged(id, maximumStreams: streams, now: .now)
+            case .goAway:
+                return state.machine.goAway(id, now: .now)
+            case .closed(let error):
+                state.connections[id] = nil
+                return state.machine.closed(id, goAway: error.code == .goingAway, now: .now, random: .random(in: 0...1))
+            }
+        }
+        if case .closed(let error) = event {
+            self.logger.debug("connection closed", metadata: ["apns.connection": "\(id.raw)", "apns.error": "\(error)"])
+            self.connectionsGauge.record(self.openConnections)
+        }
+        self.perform(actions)
+    }
+
+    func shutdown(gracePeriod: Duration) async {
+        let (actions, connections) = self.state.withLock { state -> (PoolStateMachine.Actions, [HTTP2Connection]) in
+            let actions = state.machine.shutDown()
+            let connections = actions.close.compactMap { state.connections.removeValue(forKey: $0) }
+            return (actions, connections)
+        }
+        var failing = actions
+        failing.close = []
+        self.perform(failing)
+        await withDiscardingTaskGroup { group in
+            for connection in connections { group.addTask { await connection.shutdown(gracePeriod: gracePeriod) } }
+        }
+        self.jobsInput.finish()
+        self.connectionsGauge.record(0)
+    }
+}

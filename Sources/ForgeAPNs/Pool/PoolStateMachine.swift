@@ -1,0 +1,412 @@
+internal import ForgeHTTP2
+
+/// The connection pool's decisions, without I/O: a value that takes events (a request waiting, a
+/// connection up or failed, its first answer, new SETTINGS, GOAWAY, a close, a timer) and returns
+/// the actions to run (connect, close, hand a connection to a waiter, fail a waiter, set a timer).
+/// ``ConnectionPool`` runs the actions after leaving its lock. The one owner of connection health:
+/// stream limits, requests in flight, first answers, failures in a row and the backoff.
+///
+/// Growth: a request that finds every stream of every connection busy waits, and the pool opens one
+/// more connection if it may: below ``Limits/maximumConnections``, no other connect under way, every
+/// open connection already answered once (a new APNs connection offers one stream until then), and
+/// no backoff. Connections beyond the first that stay idle for ``Limits/surplusIdleTimeout`` close;
+/// the last one after ``Limits/idleTimeout``.
+struct PoolStateMachine {
+    struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+        let raw: Int
+        var description: String { "connection \(self.raw)" }
+    }
+
+    struct WaiterID: Hashable, Sendable {
+        let raw: Int
+    }
+
+    struct Limits: Hashable, Sendable {
+        /// The most connections open or connecting at once (draining ones not counted).
+        var maximumConnections: Int
+        /// The most streams this side opens on one connection, whatever the server allows.
+        var maximumStreams: Int
+        /// A connection beyond the first idle this long closes.
+        var surplusIdleTimeout: Duration
+        /// The last connection idle this long closes; `nil`: it stays.
+        var idleTimeout: Duration?
+    }
+
+    /// Why a waiter failed.
+    enum Failure: Equatable, Sendable {
+        /// Its deadline passed before a connection had room.
+        case deadlineExceeded(connecting: Bool)
+        /// The pool shut down.
+        case shutdown
+        /// The connect it waited for failed, or the endpoint is backing off after a failure that
+        /// cannot heal now (the error of that connect).
+        case connectFailed(HTTP2ClientError)
+        /// The waiting task was cancelled.
+        case cancelled
+    }
+
+    struct Actions: Sendable {
+        /// Open a connection under this id and report ``connected(_:maximumStreams:)`` or ``connectFailed(_:_:now:random:)``.
+        var connect: ConnectionID?
+        /// Hand each waiter its connection (its requests are already counted against it).
+        var dispatch: [(waiter: WaiterID, connection: ConnectionID)] = []
+        /// Resume each waiter with its failure.
+        var fail: [(waiter: WaiterID, failure: Failure)] = []
+        /// Close these connections (idle, or surplus at shutdown); their requests are done.
+        var close: [ConnectionID] = []
+        /// Report ``tick(_:now:random:)`` at this instant.
+        var timer: ContinuousClock.Instant?
+
+        var isEmpty: Bool { self.connect == nil && self.dispatch.isEmpty && self.fail.isEmpty && self.close.isEmpty && self.timer == nil }
+    }
+
+    /// What a request gets at once.
+    enum Acquisition: Equatable, Sendable {
+        /// This connection has room: the request is counted against it.
+        case use(ConnectionID)
+        /// It waits under this id; the actions (a connect, a timer) bring its turn.
+        case wait(WaiterID)
+        /// It fails now (shut down, or the endpoint failed in a way that cannot heal yet).
+        case fail(Failure)
+    }
+
+    struct Connection: Sendable {
+        enum Phase: Equatable, Sendable {
+            case connecting
+            case ready
+            /// The server sent GOAWAY: requests already handed over finish, nothing new starts.
+            case draining
+        }
+
+        let id: ConnectionID
+        var phase: Phase
+        /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, at most ``Limits/maximumStreams``.
+        var limit = 1
+        /// Requests handed over and not released.
+        var inFlight = 0
+        /// Whether a request got an answer on it: only then is it healthy.
+        var answered = false
+        /// Since when it has had nothing in flight.
+        var idleSince: ContinuousClock.Instant
+    }
+
+    struct Waiter: Sendable {
+        let id: WaiterID
+        let count: Int
+        let deadline: ContinuousClock.Instant
+    }
+
+    let limits: Limits
+    private(set) var connections: [Connection] = []
+    private(set) var waiters: [Waiter] = []
+    /// Connects in a row that failed, and connections that closed before any answer; reset by an answer.
+    private(set) var failures = 0
+    /// No connect before this (the backoff after a failure).
+    private(set) var retryAt: ContinuousClock.Instant?
+    /// Why the last connect failed.
+    private(set) var lastFailure: HTTP2ClientError?
+    private(set) var isShutDown = false
+    /// Timers set and not yet reported: a new one is asked for only when it is earlier than all.
+    private var timers: [ContinuousClock.Instant] = []
+    private var nextConnectionID = 0
+    private var nextWaiterID = 0
+    /// The least wait before connecting again after a failure that cannot heal by retrying.
+    static let permanentFailureBackoff = Duration.seconds(10)
+
+    init(limits: Limits) {
+        var limits = limits
+        limits.maximumConnections = max(1, limits.maximumConnections)
+        limits.maximumStreams = max(1, limits.maximumStreams)
+        self.limits = limits
+    }
+
+    // MARK: Reading
+
+    func connection(_ id: ConnectionID) -> Connection? { self.connections.first { $0.id == id } }
+
+    /// Connections open and taking requests.
+    var readyConnections: Int { self.connections.count { $0.phase == .ready } }
+
+    /// How many requests may usefully be in flight now: the streams of the ready connections, plus
+    /// one connection's worth while the pool may still grow (so that work waits and growth starts).
+    var window: Int {
+        var total = 0
+        for connection in self.connections where connection.phase == .ready { total += connection.limit }
+        if self.countsTowardsMaximum < self.limits.maximumConnections || total == 0 { total += self.limits.maximumStreams }
+        return max(1, total)
+    }
+
+    /// The fewest streams one ready connection offers: the most requests worth sending together.
+    var streamsPerConnection: Int {
+        self.connections.lazy.filter { $0.phase == .ready }.map(\.limit).min() ?? self.limits.maximumStreams
+    }
+
+    private var countsTowardsMaximum: Int { self.connections.count { $0.phase != .draining } }
+
+    // MARK: Requests
+
+    /// Room for `count` requests on a connection that has a free stream, if one has and nobody waits
+    /// before them; `nil` otherwise (then ``acquire(count:deadline:now:)`` queues them).
+    mutating func acquireIfFree(count: Int) -> ConnectionID? {
+        guard !self.isShutDown, self.waiters.isEmpty, let index = self.leastLoadedWithRoom() else { return nil }
+        self.connections[index].inFlight += count
+        return self.connections[index].id
+    }
+
+    /// A request for room for `count` requests.
+    mutating func acquire(count: Int, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> (Acquisition, Actions) {
+        if self.isShutDown { return (.fail(.shutdown), Actions()) }
+        if self.waiters.isEmpty, let index = self.leastLoadedWithRoom() {
+            self.connections[index].inFlight += count
+            return (.use(self.connections[index].id), Actions())
+        }
+        if self.readyConnections == 0, !self.connections.contains(where: { $0.phase == .connecting }),
+            let retryAt = self.retryAt, retryAt > now, let failure = self.lastFailure, failure.isPermanent
+        {
+            // It cannot heal by trying again now: fail at once until the backoff ends.
+            return (.fail(.connectFailed(failure)), Actions())
+        }
+        if self.readyConnections == 0, !self.connections.contains(where: { $0.phase == .connecting }),
+            let retryAt = self.retryAt, retryAt >= deadline, let failure = self.lastFailure
+        {
+            // The backoff outlasts the request: the last connect's failure is its outcome.
+            return (.fail(.connectFailed(failure)), Actions())
+        }
+        let waiter = Waiter(id: WaiterID(raw: self.nextWaiterID), count: max(1, count), deadline: deadline)
+        self.nextWaiterID += 1
+        self.waiters.append(waiter)
+        var actions = self.grow(now: now)
+        self.schedule(deadline, into: &actions)
+        return (.wait(waiter.id), actions)
+    }
+
+    /// `count` requests on `id` are done; `answered` if one of them got an answer.
+    mutating func release(_ id: ConnectionID, count: Int, answered: Bool, now: ContinuousClock.Instant) -> Actions {
+        guard let index = self.index(of: id) else { return Actions() }
+        self.connections[index].inFlight = max(0, self.connections[index].inFlight - count)
+        if self.connections[index].inFlight == 0 { self.connections[index].idleSince = now }
+        if answered, !self.connections[index].answered {
+            self.connections[index].answered = true
+            self.failures = 0
+            self.retryAt = nil
+            self.lastFailure = nil
+        }
+        var actions = self.dispatchWaiters()
+        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        if self.connections[index].inFlight == 0, self.connections[index].phase == .ready { self.scheduleIdle(from: now, into: &actions) }
+        return actions
+    }
+
+    /// The waiter's task was cancelled: it leaves the queue.
+    mutating func cancel(_ waiter: WaiterID) -> Actions {
+        guard let index = self.waiters.firstIndex(where: { $0.id == waiter }) else { return Actions() }
+        self.waiters.remove(at: index)
+        var actions = Actions()
+        actions.fail.append((waiter, .cancelled))
+        return actions
+    }
+
+    // MARK: Connection events
+
+    /// The connect under `id` succeeded; the server allows `maximumStreams` streams.
+    mutating func connected(_ id: ConnectionID, maximumStreams: Int, now: ContinuousClock.Instant) -> Actions {
+        guard let index = self.index(of: id) else { return Actions() }
+        if self.isShutDown {
+            self.connections.remove(at: index)
+            var actions = Actions()
+            actions.close.append(id)
+            return actions
+        }
+        self.connections[index].phase = .ready
+        self.connections[index].limit = self.clamp(maximumStreams)
+        self.connections[index].idleSince = now
+        self.retryAt = nil
+        var actions = self.dispatchWaiters()
+        if self.connections[index].inFlight == 0 { self.scheduleIdle(from: now, into: &actions) }
+        return actions
+    }
+
+    /// The connect under `id` failed. `random` in `0...1` picks the backoff's jitter.
+    mutating func connectFailed(_ id: ConnectionID, _ error: HTTP2ClientError, now: ContinuousClock.Instant, random: Double) -> Actions {
+        guard let index = self.index(of: id) else { return Actions() }
+        self.connections.remove(at: index)
+        guard !self.isShutDown else { return Actions() }
+        self.recordFailure(error, now: now, random: random)
+        return self.afterFailure(error, now: now)
+    }
+
+    /// The server announced a new stream limit.
+    mutating func settingsChanged(_ id: ConnectionID, maximumStreams: Int, now: ContinuousClock.Instant) -> Actions {
+        guard let index = self.index(of: id) else { return Actions() }
+        self.connections[index].limit = self.clamp(maximumStreams)
+        var actions = self.dispatchWaiters()
+        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        return actions
+    }
+
+    /// The server sent GOAWAY on `id`: nothing new goes there; a replacement opens if work waits.
+    mutating func goAway(_ id: ConnectionID, now: ContinuousClock.Instant) -> Actions {
+        guard let index = self.index(of: id), self.connections[index].phase != .draining else { return Actions() }
+        self.connections[index].phase = .draining
+        return self.waiters.isEmpty ? Actions() : self.grow(now: now)
+    }
+
+    /// `id` closed. One that never answered and was not sent away with GOAWAY counts as a failed
+    /// connect: a server that drops every connection after the handshake backs the pool off.
+    mutating func closed(_ id: ConnectionID, goAway: Bool, now: ContinuousClock.Instant, random: Double) -> Actions {
+        guard let index = self.index(of: id) else { return Actions() }
+        let connection = self.connections.remove(at: index)
+        guard !self.isShutDown else { return Actions() }
+        if !connection.answered {
+            if goAway {
+                // The server spoke HTTP/2 properly ("not on this connection"): no failure, but no
+                // answer either, so the backoff stays as it was.
+            } else {
+                let error = HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "the server closed the connection before any answer")
+                self.recordFailure(error, now: now, random: random)
+                return self.afterFailure(error, now: now)
+            }
+        }
+        var actions = self.dispatchWaiters()
+        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        self.scheduleWaiting(now: now, into: &actions)
+        return actions
+    }
+
+    /// A timer set by an earlier action fired: expire waiters, connect after a backoff, close idle connections.
+    mutating func tick(_ scheduled: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Actions {
+        if let index = self.timers.firstIndex(of: scheduled) { self.timers.remove(at: index) }
+        var actions = Actions()
+        guard !self.isShutDown else { return actions }
+        let connecting = self.connections.contains { $0.phase == .connecting }
+        self.waiters.removeAll { waiter in
+            guard waiter.deadline <= now else { return false }
+            actions.fail.append((waiter.id, .deadlineExceeded(connecting: connecting)))
+            return true
+        }
+        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        // Idle connections: surplus ones first, the last one only after the (longer) idle timeout.
+        var next: ContinuousClock.Instant?
+        for connection in self.connections where connection.phase == .ready && connection.inFlight == 0 {
+            let surplus = self.readyConnections > 1
+            let timeout = surplus ? self.limits.surplusIdleTimeout : self.limits.idleTimeout
+            guard let timeout else { continue }
+            let expiry = connection.idleSince + timeout
+            if expiry <= now {
+                self.connections.removeAll { $0.id == connection.id }
+                actions.close.append(connection.id)
+            } else {
+                next = min(next ?? expiry, expiry)
+            }
+        }
+        if let next { self.schedule(next, into: &actions) }
+        self.scheduleWaiting(now: now, into: &actions)
+        return actions
+    }
+
+    /// Fails every waiter and forgets every connection; returns the open ones to close.
+    mutating func shutDown() -> Actions {
+        var actions = Actions()
+        guard !self.isShutDown else { return actions }
+        self.isShutDown = true
+        actions.fail = self.waiters.map { ($0.id, .shutdown) }
+        self.waiters.removeAll()
+        actions.close = self.connections.filter { $0.phase != .connecting }.map(\.id)
+        self.connections.removeAll { $0.phase != .connecting }
+        return actions
+    }
+
+    // MARK: Private
+
+    private func index(of id: ConnectionID) -> Int? { self.connections.firstIndex { $0.id == id } }
+
+    private func clamp(_ streams: Int) -> Int { max(1, min(streams, self.limits.maximumStreams)) }
+
+    /// The ready connection with the lowest share of its streams in use, if one has a free stream.
+    private func leastLoadedWithRoom() -> Int? {
+        var best: (index: Int, load: Double)?
+        for index in self.connections.indices where self.connections[index].phase == .ready {
+            let connection = self.connections[index]
+            guard connection.inFlight < connection.limit else { continue }
+            let load = Double(connection.inFlight) / Double(connection.limit)
+            if best == nil || load < best!.load { best = (index, load) }
+        }
+        return best?.index
+    }
+
+    /// Hands waiting requests, in order, to connections with room.
+    private mutating func dispatchWaiters() -> Actions {
+        var actions = Actions()
+        while let waiter = self.waiters.first, let index = self.leastLoadedWithRoom() {
+            self.waiters.removeFirst()
+            self.connections[index].inFlight += waiter.count
+            actions.dispatch.append((waiter.id, self.connections[index].id))
+        }
+        return actions
+    }
+
+    /// One more connection, if the pool may open one now (see the type's comment).
+    private mutating func grow(now: ContinuousClock.Instant) -> Actions {
+        var actions = Actions()
+        guard !self.isShutDown, self.countsTowardsMaximum < self.limits.maximumConnections,
+            !self.connections.contains(where: { $0.phase == .connecting }),
+            !self.connections.contains(where: { $0.phase == .ready && !$0.answered })
+        else { return actions }
+        if let retryAt = self.retryAt, retryAt > now {
+            self.schedule(retryAt, into: &actions)
+            return actions
+        }
+        let id = ConnectionID(raw: self.nextConnectionID)
+        self.nextConnectionID += 1
+        self.connections.append(Connection(id: id, phase: .connecting, idleSince: now))
+        actions.connect = id
+        return actions
+    }
+
+    /// One more failure in a row: the next connect waits `100 ms × 2^(failures-1)`, at most 30 s,
+    /// less up to half of it; at least 10 s after a failure that cannot heal by retrying.
+    private mutating func recordFailure(_ error: HTTP2ClientError, now: ContinuousClock.Instant, random: Double) {
+        self.failures += 1
+        self.lastFailure = error
+        let full = Double(min(100 << min(self.failures - 1, 9), 30_000))
+        var retryAt = now + .milliseconds(Int64(full * (0.5 + 0.5 * min(max(random, 0), 1))))
+        if error.isPermanent { retryAt = max(retryAt, now + Self.permanentFailureBackoff) }
+        self.retryAt = retryAt
+    }
+
+    /// After a failed connect: waiters that have no connection to go to take its failure (they
+    /// waited for that connect); with other connections open they keep waiting for room.
+    private mutating func afterFailure(_ error: HTTP2ClientError, now: ContinuousClock.Instant) -> Actions {
+        var actions = Actions()
+        if self.readyConnections == 0 {
+            actions.fail = self.waiters.map { ($0.id, .connectFailed(error)) }
+            self.waiters.removeAll()
+        } else {
+            actions = self.dispatchWaiters()
+            self.scheduleWaiting(now: now, into: &actions)
+        }
+        return actions
+    }
+
+    /// A timer for the earliest waiter deadline, and for the end of the backoff while work waits.
+    private mutating func scheduleWaiting(now: ContinuousClock.Instant, into actions: inout Actions) {
+        guard !self.waiters.isEmpty else { return }
+        if let earliest = self.waiters.lazy.map(\.deadline).min() { self.schedule(earliest, into: &actions) }
+        if let retryAt = self.retryAt, retryAt > now { self.schedule(retryAt, into: &actions) }
+    }
+
+    private mutating func scheduleIdle(from now: ContinuousClock.Instant, into actions: inout Actions) {
+        let timeout = self.readyConnections > 1 ? self.limits.surplusIdleTimeout : self.limits.idleTimeout
+        guard let timeout else { return }
+        self.schedule(now + timeout, into: &actions)
+    }
+
+    /// Asks for a timer at `instant` unless one at or before it is already set.
+    private mutating func schedule(_ instant: ContinuousClock.Instant, into actions: inout Actions) {
+        if let earliest = self.timers.min(), earliest <= instant { return }
+        if let current = actions.timer, current <= instant { return }
+        if let current = actions.timer, let index = self.timers.firstIndex(of: current) { self.timers.remove(at: index) }
+        self.timers.append(instant)
+        actions.timer = instant
+    }
+}

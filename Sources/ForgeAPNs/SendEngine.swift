@@ -1,0 +1,159 @@
+internal import ForgeAPNsCore
+internal import ForgeCrypto
+internal import Logging
+internal import Metrics
+
+/// The one send engine: `send`, `sendBulk`, broadcasts and the channel API all come here.
+///
+/// It sends requests through the transport together, reads each answer or failure as a
+/// ``SendTry``, asks ``SendDecision`` what to do, and does it: accept, reject, renew the provider
+/// token once, retry or replay after the wait the decision gives, or fail. Pushes that must go again
+/// go again together once their waits are over, so a batch's 429s back off side by side.
+extension APNSClient {
+    /// Sends `requests` until each has its final outcome, in order: the accepted ones' results, or
+    /// the errors that end the others (a rejection, or why nothing was accepted).
+    /// - Parameter channelAPI: sends through the channel-management endpoint's transport.
+    func execute(
+        _ requests: [APNSHTTPRequest], pushType: APNSPushType, deadline: ContinuousClock.Instant, channelAPI: Bool = false
+    ) async -> [Result<APNSSendResult, APNSError>] {
+        let transport = channelAPI ? self.channelTransport : self.transport
+        let policy = self.configuration.retry
+        let started = ContinuousClock.now
+        var outcomes = [Result<APNSSendResult, APNSError>?](repeating: nil, count: requests.count)
+        var states = [SendState](repeating: SendState(), count: requests.count)
+        var due = [ContinuousClock.Instant](repeating: started, count: requests.count)
+        var pending = Array(requests.indices)
+        self.metrics.inFlight.increment(by: Double(requests.count))
+        defer { self.metrics.inFlight.decrement(by: Double(requests.count)) }
+
+        func fail(_ indices: [Int], _ kind: APNSError.Kind, _ detail: String) {
+            for index in indices {
+                outcomes[index] = .failure(APNSError(
+                    kind: kind, attempts: states[index].attempts, mayHaveBeenDelivered: states[index].mayHaveBeenDelivered, detail: detail
+                ))
+            }
+        }
+
+        while !pending.isEmpty {
+            if self.isShutDown {
+                fail(pending, .shutdown, "the client is shut down")
+                break
+            }
+            // Those whose wait is over go now, together; the others wait for the earliest of them.
+            var now = ContinuousClock.now
+            var ready = pending.filter { due[$0] <= now }
+            if ready.isEmpty {
+                let next = pending.lazy.map { due[$0] }.min()!
+                do {
+                    try await Task.sleep(until: next, clock: .continuous)
+                } catch {
+                    fail(pending, .cancelled, "cancelled while waiting to send again")
+                    break
+                }
+                now = .now
+                ready = pending.filter { due[$0] <= now }
+            }
+            var providerToken: APNSProviderToken?
+            if let tokens = self.tokens {
+                do {
+                    providerToken = try tokens.currentToken()
+                } catch {
+                    fail(pending, .credentials, "\(error)")
+                    break
+                }
+            }
+            let results = await transport.send(
+                ready.map { requests[$0] }, authorization: providerToken?.authorizationHeaderValue, deadline: deadline
+            )
+            // One batch's answers arrive together: one clock reading and one metrics update for all.
+            let answered = ContinuousClock.now
+            var again = pending.filter { due[$0] > now }
+            var accepted = 0
+            var renew = false
+            for (position, index) in ready.enumerated() {
+                let outcome: SendTry
+                var response: APNSTransportResponse?
+                var rejection: APNSErrorResponse?
+                switch results[position] {
+                case .success(let answer):
+                    response = answer
+                    rejection = answer.rejection
+                    outcome = .answered(status: answer.status, reason: rejection?.reason)
+                case .failure(let failure):
+                    outcome = SendTry(failure)
+                }
+                let decision = SendDecision.after(
+                    outcome, state: &states[index], policy: policy, renewableToken: providerToken != nil,
+                    remaining: answered.duration(to: deadline)
+                )
+                switch decision {
+                case .accept:
+                    accepted += 1
+                    outcomes[index] = .success(APNSSendResult(
+                        response: response!, attempts: states[index].attempts,
+                        mayHaveBeenDeliveredTwice: states[index].mayHaveBeenDelivered, duration: answered - started
+                    ))
+                case .reject:
+                    self.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
+                    outcomes[index] = .failure(APNSError(rejection!, state: states[index]))
+                case .renewProviderToken:
+                    renew = true
+                    again.append(index)
+                case .retry(let wait), .replay(let wait):
+                    self.metrics.count(decision)
+                    if self.logger.logLevel <= .debug {
+                        self.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
+                            "apns.push_type": "\(pushType)", "apns.attempt": "\(states[index].attempts)",
+                            "apns.replay": "\(states[index].replays)",
+                            "apns.reason": "\(rejection?.reason.rawValue ?? results[position].failure.map { "\($0)" } ?? "-")",
+                            "apns.path": "\(Self.abbreviatePath(requests[index].path))",
+                        ])
+                    }
+                    due[index] = answered + wait
+                    again.append(index)
+                case .fail(let kind):
+                    self.metrics.failed(pushType: pushType)
+                    let detail = results[position].failure.map(\.detail) ?? ""
+                    outcomes[index] = .failure(APNSError(
+                        kind: kind, attempts: states[index].attempts, mayHaveBeenDelivered: states[index].mayHaveBeenDelivered,
+                        detail: detail
+                    ))
+                }
+            }
+            if accepted > 0 { self.metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
+            if renew, let providerToken { self.renew(providerToken) }
+            pending = again
+        }
+        return outcomes.map { $0 ?? .failure(APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome")) }
+    }
+
+    /// Sends one request as ``execute(_:pushType:deadline:channelAPI:)`` does.
+    func executeOne(
+        _ request: APNSHTTPRequest, pushType: APNSPushType, deadline: ContinuousClock.Instant, channelAPI: Bool = false
+    ) async throws(APNSError) -> APNSSendResult {
+        try await self.execute([request], pushType: pushType, deadline: deadline, channelAPI: channelAPI)[0].get()
+    }
+
+    /// Signs a new provider token in place of `expired` (others sharing it see the new one).
+    func renew(_ expired: APNSProviderToken) {
+        guard let tokens = self.tokens else { return }
+        _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
+        self.metrics.tokenRefreshes.increment()
+        self.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
+    }
+
+    /// A path with a device token shortened to its first and last 4 hex digits, for logs.
+    static func abbreviatePath(_ path: String) -> String {
+        guard path.hasPrefix(APNSPreparedNotification.devicePathPrefix) else { return path }
+        let token = path.dropFirst(APNSPreparedNotification.devicePathPrefix.count)
+        return token.count > 12 ? "\(APNSPreparedNotification.devicePathPrefix)\(token.prefix(4))…\(token.suffix(4))" : path
+    }
+}
+
+extension Result {
+    /// The error of a failure; `nil` for a success.
+    var failure: Failure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
+    }
+}

@@ -1,0 +1,336 @@
+@testable import ForgeAPNs
+import ForgeHTTP2
+import Testing
+
+/// The pool's decisions, event by event, without sockets or time: each test feeds events and checks
+/// the actions (as async-http-client tests its `HTTPConnectionPool.StateMachine`).
+@Suite("Pool state machine: events in, actions out")
+struct PoolStateMachineTests {
+    typealias Machine = PoolStateMachine
+    let t0 = ContinuousClock.now
+    var later: ContinuousClock.Instant { self.t0 + .seconds(30) }
+
+    func machine(connections: Int = 4, streams: Int = 1000, surplusIdle: Duration = .seconds(60), idle: Duration? = .seconds(600)) -> Machine {
+        Machine(limits: .init(maximumConnections: connections, maximumStreams: streams, surplusIdleTimeout: surplusIdle, idleTimeout: idle))
+    }
+
+    /// Opens one connection through a first request and its answer; returns its id.
+    func open(_ machine: inout Machine, streams: Int = 1000) -> Machine.ConnectionID {
+        let (acquisition, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let waiter) = acquisition, let id = actions.connect else {
+            Issue.record("expected a wait and a connect, got \(acquisition)")
+            return Machine.ConnectionID(raw: -1)
+        }
+        let up = machine.connected(id, maximumStreams: streams, now: self.t0)
+        #expect(up.dispatch.map(\.waiter) == [waiter] && up.dispatch.map(\.connection) == [id])
+        _ = machine.release(id, count: 1, answered: true, now: self.t0)
+        return id
+    }
+
+    static let refused = HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "connection refused")
+
+    @Test("The first request waits for one connect; requests meanwhile wait for the same connect; the connection serves them in order")
+    func firstConnect() {
+        var machine = self.machine()
+        let (first, connect) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let a) = first, let id = connect.connect else {
+            Issue.record("\(first)")
+            return
+        }
+        #expect(connect.timer == self.later, "the waiter's deadline is timed")
+        let (second, none) = machine.acquire(count: 5, deadline: self.later, now: self.t0)
+        guard case .wait(let b) = second else {
+            Issue.record("\(second)")
+            return
+        }
+        #expect(none.connect == nil, "one connect at a time")
+        let up = machine.connected(id, maximumStreams: 10, now: self.t0)
+        #expect(up.dispatch.map(\.waiter) == [a, b])
+        #expect(machine.connection(id)?.inFlight == 6)
+        #expect(machine.acquireIfFree(count: 1) == id)
+    }
+
+    @Test("A full connection grows the pool only after its first answer (APNs offers one stream until then)")
+    func growthWaitsForFirstAnswer() {
+        var machine = self.machine()
+        let (first, connect) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait = first, let id = connect.connect else {
+            Issue.record("\(first)")
+            return
+        }
+        _ = machine.connected(id, maximumStreams: 1, now: self.t0)
+        // The one stream is busy: the next request waits, and no second connect starts yet.
+        let (second, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let waiter) = second else {
+            Issue.record("\(second)")
+            return
+        }
+        #expect(actions.connect == nil)
+        // The answer comes with a higher limit: the waiter goes on the same connection.
+        _ = machine.settingsChanged(id, maximumStreams: 1000, now: self.t0)
+        #expect(machine.waiters.isEmpty)
+        let released = machine.release(id, count: 1, answered: true, now: self.t0)
+        #expect(released.connect == nil && released.dispatch.isEmpty)
+        _ = waiter
+    }
+
+    @Test("Every stream busy and work waiting: one more connection at a time, up to the maximum")
+    func growsOneAtATimeToTheMaximum() {
+        var machine = self.machine(connections: 3, streams: 2)
+        let first = self.open(&machine, streams: 2)
+        #expect(machine.acquireIfFree(count: 2) == first)
+        var ids = [first]
+        for round in 1...2 {
+            let (waiting, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+            guard case .wait(let waiter) = waiting, let id = actions.connect else {
+            Issue.record("round \(round): \(waiting)")
+            return
+        }
+            // While it connects, more work waits without a second connect.
+            let (_, more) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+            #expect(more.connect == nil)
+            let up = machine.connected(id, maximumStreams: 2, now: self.t0)
+            #expect(up.dispatch.first?.waiter == waiter && up.dispatch.count == 2)
+            // Not healthy until it answers: no third connect before that.
+            let (_, early) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+            #expect(early.connect == nil)
+            _ = machine.release(id, count: 1, answered: true, now: self.t0)
+            ids.append(id)
+        }
+        #expect(machine.readyConnections == 3)
+        // At the maximum, a request with no free stream waits for one; a release hands it over.
+        while machine.acquireIfFree(count: 1) != nil {}
+        let (full, none) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let waiter) = full else {
+            Issue.record("\(full)")
+            return
+        }
+        #expect(none.connect == nil)
+        let freed = machine.release(ids[1], count: 1, answered: true, now: self.t0)
+        #expect(freed.dispatch.map(\.waiter) == [waiter] && freed.dispatch.map(\.connection) == [ids[1]])
+    }
+
+    @Test("Requests go to the connection with the lowest share of its streams in use")
+    func leastLoaded() {
+        var machine = self.machine(connections: 2, streams: 10)
+        let a = self.open(&machine, streams: 10)
+        for _ in 0..<10 { #expect(machine.acquireIfFree(count: 1) == a) }
+        let (_, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard let b = grow.connect else {
+            Issue.record("no growth")
+            return
+        }
+        _ = machine.connected(b, maximumStreams: 10, now: self.t0)
+        _ = machine.release(a, count: 5, answered: true, now: self.t0)
+        // a: 5 of 10, b: 1 of 10 (the waiter) -> b until it holds as many.
+        #expect(machine.acquireIfFree(count: 1) == b)
+        #expect(machine.connection(b)?.inFlight == 2)
+    }
+
+    @Test("The window: open streams, plus one connection's worth while the pool may grow; the batch is one connection's streams")
+    func window() {
+        var machine = self.machine(connections: 2, streams: 1000)
+        #expect(machine.window == 1000 && machine.streamsPerConnection == 1000)
+        let a = self.open(&machine, streams: 500)
+        #expect(machine.window == 1500 && machine.streamsPerConnection == 500)
+        while machine.acquireIfFree(count: 1) != nil {}
+        let (_, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        _ = machine.connected(grow.connect!, maximumStreams: 2000, now: self.t0)
+        #expect(machine.window == 1500, "at the maximum: the streams of both, the second capped at 1000")
+        _ = a
+    }
+
+    @Test("A failed connect fails the requests that waited for it, and the next connect waits out a growing backoff")
+    func connectFailureBacksOff() {
+        var machine = self.machine()
+        let (first, connect) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let waiter) = first, let id = connect.connect else {
+            Issue.record("\(first)")
+            return
+        }
+        let failed = machine.connectFailed(id, Self.refused, now: self.t0, random: 1)
+        #expect(failed.fail.map(\.waiter) == [waiter])
+        #expect(machine.retryAt == self.t0 + .milliseconds(100) && machine.failures == 1)
+        // During the backoff a request waits, with a timer for the backoff's end and no connect.
+        let (second, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0 + .milliseconds(10))
+        guard case .wait = second else {
+            Issue.record("\(second)")
+            return
+        }
+        #expect(actions.connect == nil)
+        #expect(actions.timer == self.t0 + .milliseconds(100) || machine.retryAt! >= self.t0 + .milliseconds(100))
+        // The backoff's timer fires: the connect starts.
+        let tick = machine.tick(self.t0 + .milliseconds(100), now: self.t0 + .milliseconds(100))
+        guard let again = tick.connect else {
+            Issue.record("no connect after the backoff")
+            return
+        }
+        _ = machine.connectFailed(again, Self.refused, now: self.t0 + .milliseconds(100), random: 1)
+        #expect(machine.retryAt == self.t0 + .milliseconds(300), "100 ms, then 200 ms")
+        // An answer on a later connection resets the count.
+        let (_, third) = machine.acquire(count: 1, deadline: self.later, now: self.t0 + .seconds(1))
+        guard let id3 = third.connect else {
+            Issue.record("no connect after the second backoff")
+            return
+        }
+        _ = machine.connected(id3, maximumStreams: 100, now: self.t0 + .seconds(1))
+        _ = machine.release(id3, count: 1, answered: true, now: self.t0 + .seconds(1))
+        #expect(machine.failures == 0 && machine.retryAt == nil)
+    }
+
+    @Test("The backoff doubles to 30 s at most, less up to half of it at random")
+    func backoffBounds() {
+        var machine = self.machine()
+        var now = self.t0
+        for failure in 1...14 {
+            let (_, actions) = machine.acquire(count: 1, deadline: now + .seconds(3600), now: now)
+            guard let id = actions.connect else {
+            Issue.record("failure \(failure): no connect")
+            return
+        }
+            _ = machine.connectFailed(id, Self.refused, now: now, random: 0)
+            let full = Duration.milliseconds(min(100 << (failure - 1), 30_000))
+            #expect(machine.retryAt == now + full / 2, "failure \(failure)")
+            now = machine.retryAt!
+            _ = machine.tick(now, now: now)
+        }
+    }
+
+    @Test("A failure that cannot heal (unknown name, untrusted certificate) fails requests at once for 10 s")
+    func permanentFailure() {
+        var machine = self.machine()
+        let (_, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        let permanent = HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "no such host", permanent: true)
+        _ = machine.connectFailed(actions.connect!, permanent, now: self.t0, random: 1)
+        let (now, none) = machine.acquire(count: 1, deadline: self.later, now: self.t0 + .seconds(9))
+        #expect(now == .fail(.connectFailed(permanent)) && none.isEmpty)
+        let (after, retry) = machine.acquire(count: 1, deadline: self.later, now: self.t0 + .seconds(10))
+        guard case .wait = after else {
+            Issue.record("\(after)")
+            return
+        }
+        #expect(retry.connect != nil)
+    }
+
+    @Test("A backoff that outlasts the request's deadline fails it at once with the last connect's error")
+    func backoffPastDeadline() {
+        var machine = self.machine()
+        let (_, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        _ = machine.connectFailed(actions.connect!, Self.refused, now: self.t0, random: 1)
+        let (result, _) = machine.acquire(count: 1, deadline: self.t0 + .milliseconds(50), now: self.t0)
+        #expect(result == .fail(.connectFailed(Self.refused)))
+    }
+
+    @Test("A connection closed before any answer counts as a failed connect, unless the server sent GOAWAY")
+    func closedBeforeAnswer() {
+        var machine = self.machine()
+        let (first, connect) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait = first, let id = connect.connect else {
+            Issue.record("\(first)")
+            return
+        }
+        _ = machine.connected(id, maximumStreams: 1000, now: self.t0)
+        _ = machine.release(id, count: 1, answered: false, now: self.t0)
+        let (waiting, _) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        #expect(waiting == .use(id))
+        let closed = machine.closed(id, goAway: false, now: self.t0, random: 1)
+        #expect(machine.failures == 1 && machine.retryAt != nil && closed.connect == nil)
+
+        var polite = self.machine()
+        let (_, c2) = polite.acquire(count: 1, deadline: self.later, now: self.t0)
+        _ = polite.connected(c2.connect!, maximumStreams: 1000, now: self.t0)
+        _ = polite.goAway(c2.connect!, now: self.t0)
+        _ = polite.closed(c2.connect!, goAway: true, now: self.t0, random: 1)
+        #expect(polite.failures == 0 && polite.retryAt == nil)
+    }
+
+    @Test("GOAWAY: nothing new goes to the connection; waiting work opens a replacement")
+    func goAwayDrains() {
+        var machine = self.machine(connections: 1)
+        let id = self.open(&machine)
+        _ = machine.acquireIfFree(count: 1)
+        let away = machine.goAway(id, now: self.t0)
+        #expect(away.connect == nil, "nothing waits yet")
+        #expect(machine.acquireIfFree(count: 1) == nil)
+        let (waiting, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let waiter) = waiting, let replacement = actions.connect else {
+            Issue.record("\(waiting)")
+            return
+        }
+        #expect(replacement != id, "a draining connection does not count towards the maximum")
+        let up = machine.connected(replacement, maximumStreams: 1000, now: self.t0)
+        #expect(up.dispatch.map(\.waiter) == [waiter])
+    }
+
+    @Test("A waiter whose deadline passes fails with deadlineExceeded; a cancelled one leaves the queue")
+    func deadlinesAndCancellation() {
+        var machine = self.machine()
+        let soon = self.t0 + .milliseconds(200)
+        let (a, connect) = machine.acquire(count: 1, deadline: soon, now: self.t0)
+        let (b, _) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let first) = a, case .wait(let second) = b else {
+            Issue.record("\(a) \(b)")
+            return
+        }
+        #expect(connect.timer == soon)
+        let tick = machine.tick(soon, now: soon)
+        #expect(tick.fail.count == 1 && tick.fail[0].waiter == first && tick.fail[0].failure == .deadlineExceeded(connecting: true))
+        let cancelled = machine.cancel(second)
+        #expect(cancelled.fail.map(\.waiter) == [second] && machine.waiters.isEmpty)
+        #expect(machine.cancel(second).isEmpty, "cancelling twice does nothing")
+    }
+
+    @Test("Idle: connections beyond the first close after the surplus timeout, the last one after the idle timeout")
+    func idleShrinks() {
+        var machine = self.machine(connections: 2, streams: 1, surplusIdle: .seconds(60), idle: .seconds(600))
+        let a = self.open(&machine, streams: 1)
+        _ = machine.acquireIfFree(count: 1)
+        let (_, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        let b = grow.connect!
+        _ = machine.connected(b, maximumStreams: 1, now: self.t0)
+        _ = machine.release(a, count: 1, answered: true, now: self.t0)
+        _ = machine.release(b, count: 1, answered: true, now: self.t0)
+        // An earlier timer is outstanding (the waiter's deadline); its tick schedules the idle one.
+        #expect(machine.tick(self.later, now: self.t0 + .seconds(30)).timer == self.t0 + .seconds(60))
+        #expect(machine.tick(self.t0 + .seconds(59), now: self.t0 + .seconds(59)).close.isEmpty)
+        let surplus = machine.tick(self.t0 + .seconds(60), now: self.t0 + .seconds(60))
+        #expect(surplus.close.count == 1 && machine.readyConnections == 1)
+        #expect(machine.tick(self.t0 + .seconds(120), now: self.t0 + .seconds(120)).close.isEmpty, "the last one stays longer")
+        let last = machine.tick(self.t0 + .seconds(600), now: self.t0 + .seconds(600))
+        #expect(last.close.count == 1 && machine.readyConnections == 0)
+        // With no idle timeout the last connection stays for good.
+        var keep = self.machine(connections: 1, idle: nil)
+        _ = self.open(&keep)
+        #expect(keep.tick(self.t0 + .seconds(86_400), now: self.t0 + .seconds(86_400)).close.isEmpty)
+    }
+
+    @Test("Shutdown fails every waiter, closes every open connection, and refuses later requests; a connect that lands after it closes")
+    func shutdown() {
+        var machine = self.machine()
+        let id = self.open(&machine, streams: 1)
+        _ = machine.acquireIfFree(count: 1)
+        let (waiting, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait(let waiter) = waiting, let connecting = grow.connect else {
+            Issue.record("\(waiting)")
+            return
+        }
+        let down = machine.shutDown()
+        #expect(down.fail.map(\.waiter) == [waiter] && down.fail.first?.failure == .shutdown && down.close == [id])
+        #expect(machine.acquire(count: 1, deadline: self.later, now: self.t0).0 == .fail(.shutdown))
+        #expect(machine.connected(connecting, maximumStreams: 10, now: self.t0).close == [connecting])
+    }
+
+    @Test("Timers: one per earliest instant, never in the past, so a backoff never spins")
+    func timersDoNotSpin() {
+        var machine = self.machine()
+        let (_, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        _ = machine.connectFailed(actions.connect!, Self.refused, now: self.t0, random: 1)
+        let (_, waiting) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        let backoffEnd = machine.retryAt!
+        #expect(waiting.timer == backoffEnd)
+        // The tick at the backoff's end connects; it asks for no timer at or before now.
+        let tick = machine.tick(backoffEnd, now: backoffEnd)
+        #expect(tick.connect != nil)
+        if let timer = tick.timer { #expect(timer > backoffEnd) }
+    }
+}
