@@ -169,6 +169,7 @@ let package = Package(
                 "ForgeHTTP2",
                 "ForgeLoopback",
                 "ForgeAPNs",
+                "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -247,7 +248,7 @@ let package = Package(
         .testTarget(
             name: "APNSCtlTests",
             // Runs the built apnsctl binary; the libraries are used to check what it printed.
-            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeTestSupport"],
+            dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -10,7 +10,9 @@ public enum LocalAPNsFault: Hashable, Sendable {
     case respond(status: Int, reason: APNSErrorReason)
     /// Resets the stream with this code without judging: the request was not processed.
     case reset(HTTP2ErrorCode)
-    /// Judges and records the request, then answers after this long.
+    /// Judges and records the request, then answers after this long (on top of the server's
+    /// ``HTTP2ServerConfiguration/responseDelay``), held by the connection's I/O thread; answers
+    /// still held when the server shuts down are dropped.
     case delay(Duration)
     /// Judges and answers the request, then sends GOAWAY with `{"reason":…}` as debug data; the
     /// last stream id is this request's, so later streams on the connection were not processed.

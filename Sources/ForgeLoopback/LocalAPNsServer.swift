@@ -46,6 +46,14 @@ public struct LocalAPNsJudgement: Sendable {
 /// answers with Apple's statuses, reasons and headers, applies the connection rules (one stream
 /// until the first accepted push, GOAWAY `Shutdown` and `IdleTimeout`), records every accepted push
 /// so a test can await it, and injects scripted faults.
+///
+/// To play a server 20-50 ms away, as APNs is, set ``HTTP2ServerConfiguration/responseDelay`` in
+/// the `http2:` configuration: every answer is held that long on its connection's I/O thread (the
+/// round trip is the transport's property, like the address and TLS, not the judge's). A
+/// ``LocalAPNsFault/delay(_:)`` fault holds its answer that much longer.
+///
+/// ``shutdown()`` ends everything the server started: its connections, and the tasks that watch
+/// them, which it awaits.
 public final class LocalAPNsServer: Sendable {
     /// The port it listens on.
     public var port: Int { self.server.port }
@@ -53,7 +61,9 @@ public final class LocalAPNsServer: Sendable {
     public var http2Configuration: HTTP2ServerConfiguration { self.server.configuration }
     private let server: HTTP2Server
     private let state: LockedBox<State>
-    private let tasks: LockedBox<[Task<Void, Never>]>
+    /// Watches new connections and sweeps closed and idle ones; ends when the server shuts down,
+    /// which awaits it.
+    private let background: Task<Void, Never>
 
     struct State {
         var judge: APNsJudge
@@ -78,10 +88,10 @@ public final class LocalAPNsServer: Sendable {
         var goAwayLastStreamID: Int32?
     }
 
-    private init(server: HTTP2Server, state: LockedBox<State>, tasks: LockedBox<[Task<Void, Never>]>) {
+    private init(server: HTTP2Server, state: LockedBox<State>, background: Task<Void, Never>) {
         self.server = server
         self.state = state
-        self.tasks = tasks
+        self.background = background
     }
 
     /// The SETTINGS APNs was logged sending (C2): header table 4096, window 65535, frame 16384,
@@ -96,7 +106,8 @@ public final class LocalAPNsServer: Sendable {
     /// Starts a server.
     /// - Parameters:
     ///   - configuration: how to judge.
-    ///   - http2: where to listen and with what TLS (127.0.0.1, port 0, h2c by default). Its
+    ///   - http2: where to listen and with what TLS (127.0.0.1, port 0, h2c by default), and how far
+    ///     away to seem (`responseDelay`, the time each answer is held: none by default). Its
     ///     `settings` are replaced by APNs' (C2); to accept certificates, set
     ///     `tls.requestsClientCertificate` and `tls.clientCertificateTrustRoots`.
     ///   - tokens: the registered tokens.
@@ -128,25 +139,27 @@ public final class LocalAPNsServer: Sendable {
         let server = try HTTP2Server.start(http2) { request, responder in
             Self.handle(request, responder: responder, state: state, configuration: configuration, clock: clock, observer: observer)
         }
-        let tasks = LockedBox<[Task<Void, Never>]>([])
-        let local = LocalAPNsServer(server: server, state: state, tasks: tasks)
-        let watcher = Task {
-            for await connection in server.connections {
-                state.withLock { state in
-                    if state.connections[connection.id] == nil, !state.stopping {
-                        state.acceptedConnections += 1
-                        state.connections[connection.id] = ConnectionState(handle: connection, lastActivity: .now)
+        let idle = configuration.idleTimeout
+        // One task, awaited by shutdown(), whose children do the background work: nothing outlives the server.
+        let background = Task {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    // Ends when the server stops accepting (its shutdown finishes the stream) or on cancellation.
+                    for await connection in server.connections {
+                        state.withLock { state in
+                            if state.connections[connection.id] == nil, !state.stopping {
+                                state.acceptedConnections += 1
+                                state.connections[connection.id] = ConnectionState(handle: connection, lastActivity: .now)
+                            }
+                        }
                     }
                 }
+                // Closed connections are forgotten (and their provider-token state with them) whether or
+                // not idle connections are closed: a long-running server must not grow with every client.
+                group.addTask { await Self.sweepConnections(idleTimeout: idle, state: state, authenticator: authenticator) }
             }
         }
-        var started = [watcher]
-        // Closed connections are forgotten (and their provider-token state with them) whether or
-        // not idle connections are closed: a long-running server must not grow with every client.
-        let idle = configuration.idleTimeout
-        started.append(Task { await Self.sweepConnections(idleTimeout: idle, state: state, authenticator: authenticator) })
-        tasks.withLock { $0 = started }
-        return local
+        return LocalAPNsServer(server: server, state: state, background: background)
     }
 
     // MARK: Handling a request (on the connection's I/O thread)
@@ -224,11 +237,8 @@ public final class LocalAPNsServer: Sendable {
             connection.setReading(false)
             return nil
         case .delay(let duration):
-            let response = Self.response(for: verdict!, date: now)
-            Task {
-                try? await Task.sleep(for: duration)
-                responder.respond(response)
-            }
+            // Held by the connection's I/O thread, like the configured response delay (and on top of it).
+            responder.respond(Self.response(for: verdict!, date: now), after: duration)
             return nil
         case .goAway(let code, let reason):
             responder.respond(Self.response(for: verdict!, date: now))
@@ -397,7 +407,9 @@ public final class LocalAPNsServer: Sendable {
     }
 
     /// Sends GOAWAY with `{"reason":"Shutdown"}` on every connection (C6), closes them and stops
-    /// listening. Subscriptions to accepted pushes end.
+    /// listening; answers still held (``HTTP2ServerConfiguration/responseDelay``, delay faults) are
+    /// dropped. Subscriptions to accepted pushes end. Returns when the connections are closed and
+    /// the server's background tasks have ended.
     public func shutdown() async {
         let subscribers = self.state.withLock { state in
             state.stopping = true
@@ -405,8 +417,10 @@ public final class LocalAPNsServer: Sendable {
             state.subscribers.removeAll()
             return subscribers
         }
-        for task in self.tasks.withLock({ $0 }) { task.cancel() }
         await self.server.shutdown(goAwayDebugData: Self.reasonJSON(.shutdown))
+        // The watcher has seen the last connection; the sweeper sleeps until cancelled.
+        self.background.cancel()
+        await self.background.value
         for subscriber in subscribers { subscriber.finish() }
     }
 }

@@ -4,6 +4,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -17,12 +18,14 @@ extension APNSBench {
             discussion: """
                 Without --url, the local APNs server runs in a child process (TLS with keys-example's test \
                 certificate and its FORGEKEY01 key registered, or h2c with --h2c), so the CPU measured is the \
-                client's alone. With --h2load, h2load sends the same N requests with K in flight, with a provider \
-                token, to the same server, and the ratios are printed.
+                client's alone. With --latency, that server holds every answer that long, as APNs 20-50 ms away \
+                would. With --h2load, h2load sends the same N requests to the same server afterwards (C connections, \
+                --in-flight streams each, with a provider token), and the ratios ForgePush/h2load are printed.
 
                 Examples:
                   swift run -c release apns-bench client --notifications 200000 --h2load
                   swift run -c release apns-bench client --mode tasks --in-flight 100 --notifications 100000
+                  swift run -c release apns-bench client --latency 30ms --mode tasks --in-flight 1000 --h2load
                   swift run -c release apns-bench client --url https://127.0.0.1:2197 --ca-file keys-example/ca.pem
                 """
         )
@@ -58,8 +61,22 @@ extension APNSBench {
         @Flag(name: .long, help: "Also run h2load against the same server.")
         var h2load = false
 
+        @Option(name: .customLong("h2load-connections"), help: "Connections h2load opens (its -c); its -m is --in-flight.")
+        var h2loadConnections = 4
+
+        @Option(
+            help: ArgumentHelp("Hold each answer of the local server this long: 30ms, 0.03s, 250us (default: 0).", valueName: "duration"),
+            transform: { try CommandLineDuration.parse($0) }
+        )
+        var latency: Duration?
+
         @Flag(name: .long, help: "Print one JSON object.")
         var json = false
+
+        func validate() throws {
+            if self.url != nil, self.latency != nil { throw ValidationError("--latency applies to the local server; drop --url.") }
+            guard self.h2loadConnections >= 1 else { throw ValidationError("--h2load-connections must be at least 1.") }
+        }
 
         func run() async throws {
             Bench.warnIfDebug()
@@ -69,7 +86,7 @@ extension APNSBench {
                 guard let parsed = URL(string: url), parsed.host != nil else { throw ValidationError("--url must be http(s)://HOST:PORT") }
                 target = parsed
             } else {
-                let (process, port) = try ServerChild.start(["apns-server"] + (self.h2c ? ["--h2c"] : []))
+                let (process, port) = try ServerChild.start(["apns-server"] + (self.h2c ? ["--h2c"] : []) + ServerChild.latencyArguments(self.latency))
                 child = process
                 target = URL(string: "\(self.h2c ? "http" : "https")://localhost:\(port)")!
             }
@@ -95,10 +112,8 @@ extension APNSBench {
             }
             var h2loadResult: H2Load.Result?
             if self.h2load {
-                let jwt = try APNSProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: Date(), key: key)
-                let device = URL(string: "\(target.absoluteString)/3/device/\(String(repeating: "ab", count: 32))")!
-                h2loadResult = try H2Load.run(target: device, requests: self.notifications, inFlight: self.inFlight,
-                                              headers: ["authorization: \(jwt.authorizationHeaderValue)"])
+                h2loadResult = try H2Load.runAPNs(server: target, requests: self.notifications, connections: self.h2loadConnections,
+                                                  inFlight: self.inFlight)
             }
             self.report(result, h2load: h2loadResult, target: target)
         }
@@ -171,11 +186,14 @@ extension APNSBench {
                     "\"notifications_per_s\":\(Int(rate))", "\"cpu_us_per_notification\":\(Bench.format(cpu))",
                     "\"p50_ms\":\(Bench.format(p50, digits: 3))", "\"p99_ms\":\(Bench.format(p99, digits: 3))",
                     "\"peak_rss_mib\":\(Bench.format(rss, digits: 1))", "\"errors\":\(measured.errors)",
+                    "\"latency_ms\":\(Bench.format(Bench.milliseconds(self.latency ?? .zero), digits: 3))",
                 ]
                 if let h2load {
                     let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
                     fields += [
-                        "\"h2load\":{\"requests_per_s\":\(Int(h2load.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),\"succeeded\":\(h2load.succeeded)}",
+                        "\"h2load\":{\"connections\":\(self.h2loadConnections),\"streams\":\(self.inFlight),"
+                            + "\"requests_per_s\":\(Int(h2load.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),"
+                            + "\"succeeded\":\(h2load.succeeded),\"failed\":\(h2load.failed)}",
                         "\"ratio_rate\":\(Bench.format(rate / h2load.requestsPerSecond, digits: 3))",
                         "\"ratio_cpu\":\(Bench.format(cpu / max(h2cpu, 0.001), digits: 3))",
                     ]
@@ -183,13 +201,14 @@ extension APNSBench {
                 print("{" + fields.joined(separator: ",") + "}")
                 return
             }
-            print("APNSClient \(self.mode.rawValue), \(self.notifications) notifications, \(self.connections) connection(s), target \(target.absoluteString)")
+            let held = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
+            print("APNSClient \(self.mode.rawValue), \(self.notifications) notifications, \(self.connections) connection(s), target \(target.absoluteString)\(held)")
             print(String(format: "ForgePush  %9.0f notifications/s  %6.2f µs CPU/notification  p50 %.3f ms  p99 %.3f ms  peak RSS %.1f MiB  errors %d",
                          rate, cpu, p50, p99, rss, measured.errors))
             if let h2load {
                 let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
-                print(String(format: "h2load     %9.0f requests/s       %6.2f µs CPU/request       (succeeded %d)",
-                             h2load.requestsPerSecond, h2cpu, h2load.succeeded))
+                print(String(format: "h2load     %9.0f requests/s       %6.2f µs CPU/request       (-c %d -m %d; succeeded %d)",
+                             h2load.requestsPerSecond, h2cpu, self.h2loadConnections, self.inFlight, h2load.succeeded))
                 print(String(format: "ratio      %9.2f× rate            %6.2f× CPU", rate / h2load.requestsPerSecond, cpu / max(h2cpu, 0.001)))
             }
         }
@@ -248,7 +267,15 @@ extension APNSBench {
     struct Bulk: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stream generated tokens through sendBulk to the local server (child process); print rate and peak RSS.",
-            discussion: "Example: swift run -c release apns-bench bulk --tokens 1000000"
+            discussion: """
+                With --latency, the server holds every answer that long, as APNs 20-50 ms away would. With \
+                --h2load, h2load then sends as many pushes to the same server (C connections, --in-flight streams \
+                each), and the ratios ForgePush/h2load are printed.
+
+                Examples:
+                  swift run -c release apns-bench bulk --tokens 1000000
+                  swift run -c release apns-bench bulk --tokens 100000 --latency 30ms --h2load
+                """
         )
 
         @Option(name: .long, help: "Tokens to generate.")
@@ -260,12 +287,32 @@ extension APNSBench {
         @Option(name: .long, help: "Connections in the client's pool.")
         var connections = 1
 
+        @Option(
+            help: ArgumentHelp("Hold each answer of the local server this long: 30ms, 0.03s, 250us (default: 0).", valueName: "duration"),
+            transform: { try CommandLineDuration.parse($0) }
+        )
+        var latency: Duration?
+
+        @Flag(name: .long, help: "Also run h2load against the same server, as many pushes.")
+        var h2load = false
+
+        @Option(name: .customLong("h2load-connections"), help: "Connections h2load opens (its -c).")
+        var h2loadConnections = 4
+
+        @Option(name: .customLong("in-flight"), help: "h2load's -m, streams per connection (sendBulk chooses its own window).")
+        var inFlight = 1000
+
         @Flag(name: .long, help: "Print one JSON object.")
         var json = false
 
+        func validate() throws {
+            guard self.h2loadConnections >= 1 else { throw ValidationError("--h2load-connections must be at least 1.") }
+            guard self.inFlight >= 1 else { throw ValidationError("--in-flight must be at least 1.") }
+        }
+
         func run() async throws {
             Bench.warnIfDebug()
-            let (child, port) = try ServerChild.start(["apns-server"] + (self.h2c ? ["--h2c"] : []))
+            let (child, port) = try ServerChild.start(["apns-server"] + (self.h2c ? ["--h2c"] : []) + ServerChild.latencyArguments(self.latency))
             defer { child.terminate() }
             let configuration = try ServerChild.clientConfiguration(port: port, h2c: self.h2c, connections: self.connections)
             let alert = try ServerChild.alert()
@@ -278,15 +325,42 @@ extension APNSBench {
             let rate = Double(self.tokens) / seconds
             let cpu = (Bench.cpuMicroseconds() - cpuStart) / Double(self.tokens)
             let rss = Bench.peakRSSMiB()
+            var h2load: H2Load.Result?
+            if self.h2load {
+                let server = URL(string: "\(self.h2c ? "http" : "https")://localhost:\(port)")!
+                h2load = try H2Load.runAPNs(server: server, requests: self.tokens, connections: self.h2loadConnections, inFlight: self.inFlight)
+            }
+            let latency = self.latency ?? .zero
             if self.json {
-                print("{\"benchmark\":\"bulk\",\"tokens\":\(self.tokens),\"notifications_per_s\":\(Int(rate)),"
-                    + "\"cpu_us_per_notification\":\(Bench.format(cpu)),\"peak_rss_mib\":\(Bench.format(rss, digits: 1)),"
-                    + "\"accepted\":\(summary.accepted),\"errors\":\(summary.total - summary.accepted)}")
+                var fields = [
+                    "\"benchmark\":\"bulk\"", "\"tokens\":\(self.tokens)", "\"connections\":\(self.connections)",
+                    "\"latency_ms\":\(Bench.format(Bench.milliseconds(latency), digits: 3))", "\"notifications_per_s\":\(Int(rate))",
+                    "\"cpu_us_per_notification\":\(Bench.format(cpu))", "\"peak_rss_mib\":\(Bench.format(rss, digits: 1))",
+                    "\"accepted\":\(summary.accepted)", "\"errors\":\(summary.total - summary.accepted)",
+                ]
+                if let h2load {
+                    let h2cpu = h2load.cpuMicroseconds / Double(self.tokens)
+                    fields += [
+                        "\"h2load\":{\"connections\":\(self.h2loadConnections),\"streams\":\(self.inFlight),"
+                            + "\"requests_per_s\":\(Int(h2load.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),"
+                            + "\"succeeded\":\(h2load.succeeded),\"failed\":\(h2load.failed)}",
+                        "\"ratio_rate\":\(Bench.format(rate / h2load.requestsPerSecond, digits: 3))",
+                        "\"ratio_cpu\":\(Bench.format(cpu / max(h2cpu, 0.001), digits: 3))",
+                    ]
+                }
+                print("{" + fields.joined(separator: ",") + "}")
                 return
             }
+            let held = latency == .zero ? "" : " (answers held \(CommandLineDuration.text(latency)))"
             print(String(format: "sendBulk: %d tokens in %.2f s: %.0f notifications/s, %.2f µs CPU each, peak RSS %.1f MiB",
-                         self.tokens, seconds, rate, cpu, rss))
+                         self.tokens, seconds, rate, cpu, rss) + held)
             print("summary: \(summary)")
+            if let h2load {
+                let h2cpu = h2load.cpuMicroseconds / Double(self.tokens)
+                print(String(format: "h2load:   %.0f requests/s, %.2f µs CPU each (-c %d -m %d; succeeded %d)",
+                             h2load.requestsPerSecond, h2cpu, self.h2loadConnections, self.inFlight, h2load.succeeded))
+                print(String(format: "ratio:    %.2f× rate, %.2f× CPU (ForgePush/h2load)", rate / h2load.requestsPerSecond, cpu / max(h2cpu, 0.001)))
+            }
         }
     }
 }
@@ -346,6 +420,11 @@ enum ServerChild {
         APNSAlertNotification(alert: APNSAlert(title: "Benchmark", body: "Hello from ForgePush"), topic: try APNSBundleID("com.example.forgepush"))
     }
 
+    /// `--latency <duration>` for the `apns-server` child, or nothing.
+    static func latencyArguments(_ latency: Duration?) -> [String] {
+        latency.map { ["--latency", CommandLineDuration.text($0)] } ?? []
+    }
+
     static func start(_ arguments: [String]) throws -> (Process, Int) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
@@ -384,12 +463,16 @@ extension APNSBench {
         @Flag(name: .customLong("goaway-after-each"), help: "Answer each request, then GOAWAY: every request needs a new connection.")
         var goAwayAfterEach = false
 
+        @Option(help: ArgumentHelp("Hold each answer this long: 30ms, 0.03s, 250us (default: 0).", valueName: "duration"),
+                transform: { try CommandLineDuration.parse($0) })
+        var latency: Duration?
+
         func run() async throws {
             let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
             let tls = self.h2c ? nil : HTTP2ServerTLSConfiguration(certificateChainFile: "keys-example/server.pem",
                                                                     privateKeyFile: "keys-example/server.key")
             let server = try LocalAPNsServer.start(
-                LocalAPNsConfiguration(keepsHistory: false), http2: HTTP2ServerConfiguration(tls: tls),
+                LocalAPNsConfiguration(keepsHistory: false), http2: HTTP2ServerConfiguration(tls: tls, responseDelay: self.latency ?? .zero),
                 authenticator: TokenAuthenticator(
                     keys: [LocalAPNsKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"),
                                         verificationKey: key.publicKey)],

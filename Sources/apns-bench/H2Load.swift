@@ -1,10 +1,12 @@
 import ArgumentParser
+import ForgeAPNsCore
+import ForgeCrypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Runs h2load (one connection, K streams) against a target and reads its figures.
+/// Runs h2load (C connections, K streams each) against a target and reads its figures.
 enum H2Load {
     struct Result {
         var requestsPerSecond: Double
@@ -14,8 +16,22 @@ enum H2Load {
         var failed: Int
     }
 
-    /// - Parameter headers: extra request headers (`name: value`), for example a provider token.
-    static func run(target: URL, requests: Int, inFlight: Int, headers: [String]) throws -> Result {
+    /// h2load against the APNs-like server at `server` (`https://host:port` or `http://…`): `requests`
+    /// alert pushes to one device token, with a provider token signed by keys-example's FORGEKEY01 (as
+    /// the benchmark clients use), over `connections` connections with `inFlight` streams each.
+    static func runAPNs(server: URL, requests: Int, connections: Int, inFlight: Int) throws -> Result {
+        let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
+        let jwt = try APNSProviderToken.sign(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"), issuedAt: Date(), key: key)
+        let device = URL(string: "\(server.absoluteString)/3/device/\(String(repeating: "ab", count: 32))")!
+        return try Self.run(target: device, requests: requests, connections: connections, inFlight: inFlight,
+                            headers: ["authorization: \(jwt.authorizationHeaderValue)"])
+    }
+
+    /// - Parameters:
+    ///   - connections: h2load's `-c`.
+    ///   - inFlight: h2load's `-m`, streams per connection.
+    ///   - headers: extra request headers (`name: value`), for example a provider token.
+    static func run(target: URL, requests: Int, connections: Int = 1, inFlight: Int, headers: [String]) throws -> Result {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
         let before = Bench.microseconds(usage)
@@ -25,7 +41,7 @@ enum H2Load {
         try Data(#"{"aps":{"alert":{"title":"Benchmark","body":"Hello from ForgePush"}}}"#.utf8).write(to: body)
         defer { try? FileManager.default.removeItem(at: body) }
         process.arguments = [
-            "-n", String(requests), "-c", "1", "-m", String(inFlight), "-d", body.path,
+            "-n", String(requests), "-c", String(connections), "-m", String(inFlight), "-d", body.path,
             "-H", "apns-push-type: alert", "-H", "apns-topic: com.example.forgepush",
         ] + headers.flatMap { ["-H", $0] } + [target.absoluteString]
         let pipe = Pipe()

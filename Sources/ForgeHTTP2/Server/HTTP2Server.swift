@@ -26,9 +26,19 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// still sending would need a reset after it anyway. The timer pauses while the server is told
     /// to stop reading (``HTTP2ServerConnection/setReading(_:)``): the client is not the slow side then.
     public var requestTimeout: Duration?
+    /// How long each response is held before it is sent, as if the server were that far away:
+    /// APNs is 20-50 ms from most providers, loopback is not. Default `.zero`: sent at once.
+    ///
+    /// The connection's I/O thread holds each response from when it was made (returned by the
+    /// handler, or posted through ``HTTP2Responder/respond(_:)``) in a queue, and wakes up for the
+    /// first one due: reading, other streams and PINGs go on meanwhile, and thousands of streams
+    /// wait at the same time. RST_STREAM, GOAWAY and SETTINGS are not held. A stream the client
+    /// resets while its response is held is skipped; responses still held when the connection
+    /// closes (or the server shuts down) are dropped.
+    public var responseDelay: Duration
 
     /// Creates a configuration: loopback, a free port, h2c, 1000 streams, 10 s for the handshake
-    /// and preface, 10 s for each request to arrive.
+    /// and preface, 10 s for each request to arrive, responses sent at once.
     public init(
         host: String = "127.0.0.1",
         port: Int = 0,
@@ -36,7 +46,8 @@ public struct HTTP2ServerConfiguration: Sendable {
         settings: HTTP2Settings = HTTP2Settings(maxConcurrentStreams: 1000),
         answersPings: Bool = true,
         handshakeTimeout: Duration = .seconds(10),
-        requestTimeout: Duration? = .seconds(10)
+        requestTimeout: Duration? = .seconds(10),
+        responseDelay: Duration = .zero
     ) {
         self.host = host
         self.port = port
@@ -45,6 +56,7 @@ public struct HTTP2ServerConfiguration: Sendable {
         self.answersPings = answersPings
         self.handshakeTimeout = handshakeTimeout
         self.requestTimeout = requestTimeout
+        self.responseDelay = responseDelay
     }
 }
 
@@ -55,9 +67,18 @@ public struct HTTP2Responder: Sendable {
     /// The stream of the request.
     public let streamID: Int32
 
-    /// Sends the response (ignored if the stream is gone).
+    /// Sends the response (ignored if the stream is gone), after
+    /// ``HTTP2ServerConfiguration/responseDelay`` like every response.
     public func respond(_ response: HTTP2Response) {
         self.connection.post { $0.responses.append((self.streamID, response)) }
+    }
+
+    /// Sends the response `delay` from now, plus ``HTTP2ServerConfiguration/responseDelay`` like
+    /// every response (ignored if the stream is gone by then): a server slow to answer one request.
+    /// The connection's I/O thread holds it; no task or thread waits for it.
+    public func respond(_ response: HTTP2Response, after delay: Duration) {
+        let due = ServerLoop.adding(ServerLoop.nanoseconds(delay), to: monotonicNanoseconds())
+        self.connection.post { $0.delayedResponses.append((due, self.streamID, response)) }
     }
 
     /// Resets the stream instead of answering.

@@ -98,6 +98,8 @@ struct ServerInbox {
     }
 
     var responses: [(Int32, HTTP2Response)] = []
+    /// Responses posted with a delay of their own: (due in monotonic nanoseconds, stream, response).
+    var delayedResponses: [(UInt64, Int32, HTTP2Response)] = []
     var commands: [Command] = []
     var wakeArmed = false
     var closed = false

@@ -18,6 +18,12 @@ final class ServerLoop: @unchecked Sendable {
     private var reading = true
     private var incoming: [UInt8] = []
     private var pendingPings: [UInt64] = []
+    /// ``HTTP2ServerConfiguration/responseDelay`` in nanoseconds; 0 submits responses at once.
+    private let responseDelay: UInt64
+    /// Responses waiting for their due time (the response delay, or one of their own).
+    private var held = HeldResponses()
+    /// What ``takeInbox()`` took from the connection's inbox (empty between two calls).
+    private var taken = ServerInbox()
     /// When a connection that has not sent its preface yet is closed (monotonic nanoseconds).
     private var prefaceDeadline: UInt64 = 0
 
@@ -29,6 +35,7 @@ final class ServerLoop: @unchecked Sendable {
         self.configuration = configuration
         self.settings = settings
         self.handler = handler
+        self.responseDelay = Self.nanoseconds(configuration.responseDelay)
     }
 
     func run() {
@@ -55,7 +62,7 @@ final class ServerLoop: @unchecked Sendable {
             self.core.onRequest = { [unowned self] request in
                 connection.inbox.withLock { $0.requestCount += 1 }
                 if let response = handler(request, HTTP2Responder(connection: connection, streamID: request.streamID)) {
-                    self.core.respond(to: request.streamID, with: response)
+                    self.respond(to: request.streamID, with: response)
                 }
             }
             self.core.onPing = { [unowned self] payload in
@@ -92,6 +99,10 @@ final class ServerLoop: @unchecked Sendable {
             if let requestTimeout, self.reading, let next = self.core.expireIncompleteRequests(now: now, timeout: requestTimeout) {
                 wakeAt = min(wakeAt ?? next, next)
             }
+            // Held responses: submit those due, wake up for the next. (A stream reset meanwhile is
+            // gone from the core, which ignores its response.)
+            while let entry = self.held.popDue(now: now) { self.core.respond(to: entry.streamID, with: entry.response) }
+            if let next = self.held.nextDue { wakeAt = min(wakeAt ?? next, next) }
             try self.flush()
             if !self.core.wantsRead && !self.core.wantsWrite && !self.channel.hasPendingOutput { return }
             descriptors[0].events = (self.reading ? Int16(POLLIN) : 0) | (self.channel.hasPendingOutput ? Int16(POLLOUT) : 0)
@@ -119,16 +130,23 @@ final class ServerLoop: @unchecked Sendable {
 
     /// Applies responses and commands posted from other threads. Returns `true` to end the connection.
     private func takeInbox() throws -> Bool {
-        let (responses, commands) = self.connection.inbox.withLock { inbox in
-            defer {
-                inbox.responses.removeAll(keepingCapacity: true)
-                inbox.commands.removeAll(keepingCapacity: true)
-                inbox.wakeArmed = false
-            }
-            return (inbox.responses, inbox.commands)
+        // Swapped with the loop's (empty) arrays rather than copied: neither side allocates per wake.
+        self.connection.inbox.withLock { inbox in
+            swap(&inbox.responses, &self.taken.responses)
+            swap(&inbox.delayedResponses, &self.taken.delayedResponses)
+            swap(&inbox.commands, &self.taken.commands)
+            inbox.wakeArmed = false
         }
-        for (streamID, response) in responses { self.core.respond(to: streamID, with: response) }
-        for command in commands {
+        defer {
+            self.taken.responses.removeAll(keepingCapacity: true)
+            self.taken.delayedResponses.removeAll(keepingCapacity: true)
+            self.taken.commands.removeAll(keepingCapacity: true)
+        }
+        for (streamID, response) in self.taken.responses { self.respond(to: streamID, with: response) }
+        for (due, streamID, response) in self.taken.delayedResponses {
+            self.held.schedule(due: Self.adding(self.responseDelay, to: due), streamID: streamID, response: response)
+        }
+        for command in self.taken.commands {
             switch command {
             case .goAway(let lastStreamID, let errorCode, let debugData):
                 try self.core.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)
@@ -153,6 +171,21 @@ final class ServerLoop: @unchecked Sendable {
             }
         }
         return false
+    }
+
+    /// Submits a response now, or holds it for the response delay (``HTTP2ServerConfiguration/responseDelay``).
+    private func respond(to streamID: Int32, with response: HTTP2Response) {
+        if self.responseDelay == 0 {
+            self.core.respond(to: streamID, with: response)
+        } else {
+            self.held.append(due: Self.adding(self.responseDelay, to: monotonicNanoseconds()), streamID: streamID, response: response)
+        }
+    }
+
+    /// `time + nanoseconds`, at most `UInt64.max` (a delay of centuries is "never", not "now").
+    static func adding(_ nanoseconds: UInt64, to time: UInt64) -> UInt64 {
+        let (sum, overflow) = time.addingReportingOverflow(nanoseconds)
+        return overflow ? .max : sum
     }
 
     /// A duration as nanoseconds, negative ones as 0.

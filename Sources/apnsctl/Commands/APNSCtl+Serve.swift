@@ -4,6 +4,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeSupport
 import Foundation
 
 extension APNSCtl {
@@ -22,6 +23,9 @@ extension APNSCtl {
                 MissingProviderToken, InvalidProviderToken, ExpiredProviderToken, TooManyProviderTokenUpdates…); \
                 without, provider tokens are not checked. With --client-ca, clients may authenticate with a \
                 certificate registered by --register-cert.
+
+                With --latency, every answer is held that long before it is sent, as from an APNs 20-50 ms \
+                away; the server goes on reading, answering PINGs and holding other answers meanwhile.
 
                 Example:
                   apnsctl serve --port 0 --register-key keys-example/AuthKey_FORGEKEY01.p8:FORGEKEY01:FORGETEAM1 \\
@@ -89,6 +93,15 @@ extension APNSCtl {
         )
         var requestTimeout: Double = 10
 
+        @Option(
+            help: ArgumentHelp(
+                "Hold each answer this long before sending it, as a server that far away would: 30ms, 0.03s, 250us (default: 0).",
+                valueName: "duration"
+            ),
+            transform: { try CommandLineDuration.parse($0) }
+        )
+        var latency: Duration?
+
         @Flag(help: "One JSON object per judged request on stdout.")
         var json = false
 
@@ -123,7 +136,8 @@ extension APNSCtl {
                 let signals = await TerminationSignals.install()
                 Output.result(String(server.port))
                 let scheme = self.h2c ? "h2c" : "TLS"
-                Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)); Ctrl-C stops")
+                let latency = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
+                Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
                 let signal = await signals.next()
                 Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
                 await server.shutdown()
@@ -185,7 +199,8 @@ extension APNSCtl {
                     configuration,
                     http2: HTTP2ServerConfiguration(
                         host: self.host, port: self.port, tls: tls, handshakeTimeout: .milliseconds(Int(self.handshakeTimeout * 1000)),
-                        requestTimeout: self.requestTimeout == 0 ? nil : .milliseconds(Int(self.requestTimeout * 1000))
+                        requestTimeout: self.requestTimeout == 0 ? nil : .milliseconds(Int(self.requestTimeout * 1000)),
+                        responseDelay: self.latency ?? .zero
                     ),
                     tokens: records,
                     certificates: certificates, authenticator: authenticator, observer: observer
