@@ -43,8 +43,8 @@ extension APNSBench {
         @Option(name: .customLong("in-flight"), help: "Tasks in tasks mode; h2load's -m.")
         var inFlight = 100
 
-        @Option(name: .long, help: "Connections in the client's pool.")
-        var connections = 1
+        @Option(name: .long, help: "The most connections in the client's pool (default: the library's, 4).")
+        var connections: Int?
 
         @Option(name: .long, help: "An APNs-like server: https://HOST:PORT or http://… for h2c (default: the local server in a child process).")
         var url: String?
@@ -101,7 +101,7 @@ extension APNSBench {
                     caFile: secure && !self.insecureLoopback ? (self.caFile ?? "keys-example/ca.pem") : nil,
                     insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: !secure
                 ),
-                pool: APNSClient.Pool(maximumConnections: self.connections)
+                pool: self.connections.map { APNSClient.Pool(maximumConnections: $0) } ?? APNSClient.Pool()
             )
             let alert = APNSAlertNotification(alert: APNSAlert(title: "Benchmark", body: "Hello from ForgePush"),
                                               topic: try APNSBundleID("com.example.forgepush"))
@@ -182,7 +182,7 @@ extension APNSBench {
             if self.json {
                 var fields = [
                     "\"benchmark\":\"client\"", "\"mode\":\"\(self.mode.rawValue)\"", "\"target\":\"\(target.absoluteString)\"",
-                    "\"notifications\":\(self.notifications)", "\"connections\":\(self.connections)",
+                    "\"notifications\":\(self.notifications)", "\"connections\":\(self.connections ?? APNSClient.Pool().maximumConnections)",
                     "\"notifications_per_s\":\(Int(rate))", "\"cpu_us_per_notification\":\(Bench.format(cpu))",
                     "\"p50_ms\":\(Bench.format(p50, digits: 3))", "\"p99_ms\":\(Bench.format(p99, digits: 3))",
                     "\"peak_rss_mib\":\(Bench.format(rss, digits: 1))", "\"errors\":\(measured.errors)",
@@ -202,7 +202,7 @@ extension APNSBench {
                 return
             }
             let held = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
-            print("APNSClient \(self.mode.rawValue), \(self.notifications) notifications, \(self.connections) connection(s), target \(target.absoluteString)\(held)")
+            print("APNSClient \(self.mode.rawValue), \(self.notifications) notifications, at most \(self.connections ?? APNSClient.Pool().maximumConnections) connection(s), target \(target.absoluteString)\(held)")
             print(String(format: "ForgePush  %9.0f notifications/s  %6.2f µs CPU/notification  p50 %.3f ms  p99 %.3f ms  peak RSS %.1f MiB  errors %d",
                          rate, cpu, p50, p99, rss, measured.errors))
             if let h2load {
@@ -284,8 +284,8 @@ extension APNSBench {
         @Flag(name: .long, help: "Cleartext h2c.")
         var h2c = false
 
-        @Option(name: .long, help: "Connections in the client's pool.")
-        var connections = 1
+        @Option(name: .long, help: "The most connections in the client's pool (default: the library's, 4).")
+        var connections: Int?
 
         @Option(
             help: ArgumentHelp("Hold each answer of the local server this long: 30ms, 0.03s, 250us (default: 0).", valueName: "duration"),
@@ -333,7 +333,7 @@ extension APNSBench {
             let latency = self.latency ?? .zero
             if self.json {
                 var fields = [
-                    "\"benchmark\":\"bulk\"", "\"tokens\":\(self.tokens)", "\"connections\":\(self.connections)",
+                    "\"benchmark\":\"bulk\"", "\"tokens\":\(self.tokens)", "\"connections\":\(self.connections ?? APNSClient.Pool().maximumConnections)",
                     "\"latency_ms\":\(Bench.format(Bench.milliseconds(latency), digits: 3))", "\"notifications_per_s\":\(Int(rate))",
                     "\"cpu_us_per_notification\":\(Bench.format(cpu))", "\"peak_rss_mib\":\(Bench.format(rss, digits: 1))",
                     "\"accepted\":\(summary.accepted)", "\"errors\":\(summary.total - summary.accepted)",
@@ -405,13 +405,13 @@ struct GeneratedTokens: AsyncSequence, Sendable {
 /// port on the first line), so its CPU and memory are not counted as the client's.
 enum ServerChild {
     /// A client of the `apns-server` child on `port`: keys-example's key, its CA (or h2c).
-    static func clientConfiguration(port: Int, h2c: Bool = false, connections: Int = 1) throws -> APNSClient.Configuration {
+    static func clientConfiguration(port: Int, h2c: Bool = false, connections: Int? = nil) throws -> APNSClient.Configuration {
         let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
         return APNSClient.Configuration(
             authentication: .jwt(key: key, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
             environment: .custom(host: "localhost", port: port),
             tls: APNSClient.TLS(caFile: h2c ? nil : "keys-example/ca.pem", cleartextLoopbackOnly: h2c),
-            pool: APNSClient.Pool(maximumConnections: connections)
+            pool: connections.map { APNSClient.Pool(maximumConnections: $0) } ?? APNSClient.Pool()
         )
     }
 
