@@ -318,8 +318,9 @@ extension APNSBench {
             let alert = try ServerChild.alert()
             let start = ContinuousClock.now
             let cpuStart = Bench.cpuMicroseconds()
-            let summary = try await withAPNSClient(configuration: configuration) { client in
-                try await client.sendBulk(alert, to: GeneratedTokens(count: self.tokens)).summary()
+            let (summary, opened) = try await withAPNSClient(configuration: configuration) { client in
+                let summary = try await client.sendBulk(alert, to: GeneratedTokens(count: self.tokens)).summary()
+                return (summary, client.openConnections)
             }
             let seconds = Bench.seconds(.now - start)
             let rate = Double(self.tokens) / seconds
@@ -354,7 +355,7 @@ extension APNSBench {
             let held = latency == .zero ? "" : " (answers held \(CommandLineDuration.text(latency)))"
             print(String(format: "sendBulk: %d tokens in %.2f s: %.0f notifications/s, %.2f µs CPU each, peak RSS %.1f MiB",
                          self.tokens, seconds, rate, cpu, rss) + held)
-            print("summary: \(summary)")
+            print("summary: \(summary); \(opened) connection(s) open at the end")
             if let h2load {
                 let h2cpu = h2load.cpuMicroseconds / Double(self.tokens)
                 print(String(format: "h2load:   %.0f requests/s, %.2f µs CPU each (-c %d -m %d; succeeded %d)",

@@ -175,8 +175,9 @@ struct PoolStateMachine {
         let waiter = Waiter(id: WaiterID(raw: self.nextWaiterID), count: max(1, count), deadline: deadline)
         self.nextWaiterID += 1
         self.waiters.append(waiter)
-        var actions = self.grow(now: now)
-        self.schedule(deadline, into: &actions)
+        var actions = Actions()
+        actions.connect = self.grow(now: now)
+        self.scheduleWaiting(now: now, into: &actions)
         return (.wait(waiter.id), actions)
     }
 
@@ -192,7 +193,10 @@ struct PoolStateMachine {
             self.lastFailure = nil
         }
         var actions = self.dispatchWaiters()
-        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        if !self.waiters.isEmpty {
+            actions.connect = self.grow(now: now)
+            self.scheduleWaiting(now: now, into: &actions)
+        }
         if self.connections[index].inFlight == 0, self.connections[index].phase == .ready { self.scheduleIdle(from: now, into: &actions) }
         return actions
     }
@@ -240,7 +244,10 @@ struct PoolStateMachine {
         guard let index = self.index(of: id) else { return Actions() }
         self.connections[index].limit = self.clamp(maximumStreams)
         var actions = self.dispatchWaiters()
-        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        if !self.waiters.isEmpty {
+            actions.connect = self.grow(now: now)
+            self.scheduleWaiting(now: now, into: &actions)
+        }
         return actions
     }
 
@@ -248,7 +255,12 @@ struct PoolStateMachine {
     mutating func goAway(_ id: ConnectionID, now: ContinuousClock.Instant) -> Actions {
         guard let index = self.index(of: id), self.connections[index].phase != .draining else { return Actions() }
         self.connections[index].phase = .draining
-        return self.waiters.isEmpty ? Actions() : self.grow(now: now)
+        var actions = Actions()
+        if !self.waiters.isEmpty {
+            actions.connect = self.grow(now: now)
+            self.scheduleWaiting(now: now, into: &actions)
+        }
+        return actions
     }
 
     /// `id` closed. One that never answered and was not sent away with GOAWAY counts as a failed
@@ -268,7 +280,7 @@ struct PoolStateMachine {
             }
         }
         var actions = self.dispatchWaiters()
-        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        if !self.waiters.isEmpty { actions.connect = self.grow(now: now) }
         self.scheduleWaiting(now: now, into: &actions)
         return actions
     }
@@ -284,7 +296,7 @@ struct PoolStateMachine {
             actions.fail.append((waiter.id, .deadlineExceeded(connecting: connecting)))
             return true
         }
-        if !self.waiters.isEmpty { actions.connect = self.grow(now: now).connect }
+        if !self.waiters.isEmpty { actions.connect = self.grow(now: now) }
         // Idle connections: surplus ones first, the last one only after the (longer) idle timeout.
         var next: ContinuousClock.Instant?
         for connection in self.connections where connection.phase == .ready && connection.inFlight == 0 {
@@ -345,22 +357,18 @@ struct PoolStateMachine {
         return actions
     }
 
-    /// One more connection, if the pool may open one now (see the type's comment).
-    private mutating func grow(now: ContinuousClock.Instant) -> Actions {
-        var actions = Actions()
+    /// One more connection, if the pool may open one now (see the type's comment); during a backoff
+    /// none (``scheduleWaiting(now:into:)`` sets the timer for its end).
+    private mutating func grow(now: ContinuousClock.Instant) -> ConnectionID? {
         guard !self.isShutDown, self.countsTowardsMaximum < self.limits.maximumConnections,
             !self.connections.contains(where: { $0.phase == .connecting }),
             !self.connections.contains(where: { $0.phase == .ready && !$0.answered })
-        else { return actions }
-        if let retryAt = self.retryAt, retryAt > now {
-            self.schedule(retryAt, into: &actions)
-            return actions
-        }
+        else { return nil }
+        if let retryAt = self.retryAt, retryAt > now { return nil }
         let id = ConnectionID(raw: self.nextConnectionID)
         self.nextConnectionID += 1
         self.connections.append(Connection(id: id, phase: .connecting, idleSince: now))
-        actions.connect = id
-        return actions
+        return id
     }
 
     /// One more failure in a row: the next connect waits `100 ms × 2^(failures-1)`, at most 30 s,
