@@ -25,6 +25,9 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     case appLaunched(bundleID: String, reason: LaunchReason)
     /// The app moved to the foreground because the user opened a notification.
     case appForegrounded(bundleID: String)
+    /// The app, launched by the user opening notification `identifier`, connected its scene
+    /// (`scene(_:willConnectTo:options:)` with `notificationResponse`), before the response is routed.
+    case sceneConnected(bundleID: String, identifier: String)
 
     // MARK: Background pushes
     /// A background push was not delivered (the app was force-quit).
@@ -126,6 +129,8 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "\(bundleID) launched \(reason)"
         case .appForegrounded(let bundleID):
             return "\(bundleID) brought to the foreground"
+        case .sceneConnected(let bundleID, let identifier):
+            return "\(bundleID)'s scene connected with the response to \(identifier) (scene(_:willConnectTo:options:))"
         case .backgroundNotDelivered(let bundleID, let apnsID, let reason):
             return "background push \(apnsID) not delivered to \(bundleID): \(reason)"
         case .backgroundDeliveryStarted(let bundleID, let apnsID, let payload):

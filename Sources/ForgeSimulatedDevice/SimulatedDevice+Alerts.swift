@@ -26,7 +26,7 @@ extension SimulatedDevice {
         var request = NotificationRequest(identifier: identifier, content: NotificationContent(payload: payload))
         request.content = await self.runServiceExtension(of: app, on: request)
         request.content.attachments = self.existingAttachments(of: request, app: app)
-        self.show(DeliveredNotification(request: request, date: self.clock.now), app: app)
+        await self.show(DeliveredNotification(request: request, date: self.clock.now), app: app)
     }
 
     /// Runs the app's service extension when the payload asks for it; returns the content to show.
@@ -90,8 +90,8 @@ extension SimulatedDevice {
     }
 
     /// Replaces a notification with the same identifier, then presents: the will-present decision in
-    /// the foreground, the notification list otherwise.
-    private func show(_ notification: DeliveredNotification, app: SimulatedApp) {
+    /// the foreground (the app's delegate, `.active`), the notification list otherwise.
+    private func show(_ notification: DeliveredNotification, app: SimulatedApp) async {
         let identifier = notification.request.identifier
         let previous = self.state.withLock { state -> NotificationContent? in
             guard let index = state.shown[app.bundleID]?.firstIndex(where: { $0.notification.request.identifier == identifier })
@@ -103,7 +103,7 @@ extension SimulatedDevice {
         }
         var inList = true
         if app.state == .foreground {
-            let options = app.presentationOptions(for: notification)
+            let options = await app.presentationOptions(for: notification)
             self.record(.willPresent(bundleID: app.bundleID, identifier: identifier, options: options))
             guard !options.isDisjoint(with: [.banner, .list]) else {
                 self.record(.notShown(bundleID: app.bundleID, identifier: identifier, reason: .suppressedInForeground))

@@ -12,7 +12,7 @@ extension SimulatedDevice {
             return
         }
         if app.state == .notRunning {
-            app.state = .background
+            app.enter(.background, as: .background)
             self.record(.appLaunched(bundleID: app.bundleID, reason: .backgroundPush))
         }
         // `nil`: the budget ran out before the completion handler was called.

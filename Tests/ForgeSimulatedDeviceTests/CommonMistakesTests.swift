@@ -42,8 +42,9 @@ struct CommonMistakesTests {
 
         #expect(ran.isEmpty)
         #expect(recorder.responses.current.isEmpty)
-        #expect(device.events.suffix(2) == [
+        #expect(device.events.suffix(3) == [
             .appLaunched(bundleID: Fixture.bundleID, reason: .notificationResponse(identifier: "M2")),
+            .sceneConnected(bundleID: Fixture.bundleID, identifier: "M2"),
             .responseLost(bundleID: Fixture.bundleID, identifier: "M2", reason: "the notification centre delegate was not set before the app finished launching"),
         ])
     }
