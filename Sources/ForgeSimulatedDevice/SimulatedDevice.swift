@@ -6,8 +6,9 @@ internal import ForgeSupport
 /// react as iOS would, and every step lands in a timeline.
 ///
 /// ## Overview
-/// The loopback wiring turns each accepted request into a ``DevicePush`` and calls
-/// ``deliver(_:)``. The device finds the app that owns the token and follows iOS:
+/// The loopback wiring turns each accepted request into a ``DevicePush`` and delivers it
+/// (``deliver(_:)-(DevicePush)``, or ``deliver(_:)-(AsyncSequence)`` for a stream of them, each push
+/// concurrently with the others in the order iOS keeps). The device finds the app that owns the token and follows iOS:
 /// - a background push (`content-available: 1`, no alert, sound or badge) goes to the app's
 ///   `SilentPushRouter`, unless the app was force-quit; the completion result, or a budget violation
 ///   when the completion handler is not called in time, is recorded;
@@ -41,6 +42,28 @@ public final class SimulatedDevice: Sendable {
         var shown: [String: [Shown]] = [:]
         var activities: [LiveActivity] = []
         var activityTokens = TokenGenerator()
+        var lanes: [LaneKey: Lane] = [:]
+    }
+
+    /// Which line a push waits in (see ``Lane``).
+    enum LaneKey: Hashable {
+        case alerts(bundleID: String)
+        case background(bundleID: String)
+        case liveActivities
+    }
+
+    /// A push that arrived and where it goes next, with its place in its lane.
+    struct Arrival: Sendable {
+        enum Route: Sendable {
+            case alert(SimulatedApp)
+            case background(SimulatedApp)
+            case liveActivity
+        }
+
+        var push: DevicePush
+        var payload: JSONValue
+        var route: Route
+        var turn: Turn
     }
 
     /// The device's clock.
@@ -141,9 +164,44 @@ public final class SimulatedDevice: Sendable {
     /// device is done with it (for a service extension or a background push, once it completed or
     /// its time ran out).
     ///
+    /// Calls from several tasks proceed concurrently, each push in its place among the pushes that
+    /// iOS orders (see ``deliver(_:)-(AsyncSequence)``); the place is taken when the call starts.
+    ///
     /// - Important: With the default 30 s limits this can take up to 30 s for an app that never
-    ///   completes; a server should answer its client first and deliver afterwards.
+    ///   completes; a server should answer its client first and deliver afterwards. Cancelling the
+    ///   call ends the push's pending service extension or background budget at once (the
+    ///   time-out path).
     public func deliver(_ push: DevicePush) async {
+        guard let arrival = self.arrive(push) else { return }
+        await self.follow(arrival)
+    }
+
+    /// Delivers every push of `pushes` as it arrives, each concurrently with the others, and returns
+    /// when the sequence has ended and every delivery is done.
+    ///
+    /// iOS's order is kept where iOS has one: per app, alerts are shown in arrival order (a slow
+    /// service extension holds that app's later alerts) and background pushes reach the app's
+    /// delegate in arrival order; Live Activity pushes are applied in arrival order and, as always,
+    /// by their `timestamp` (an older one is ignored). Nothing else waits: a background handler that
+    /// never completes holds only its own push until its budget runs out, and different apps never
+    /// wait for each other.
+    ///
+    /// When the budget runs out the handlers' task is cancelled (iOS suspends the app): a handler
+    /// should return when cancelled, as `Task.sleep` and URL loading do; one that ignores
+    /// cancellation keeps this call from returning. Cancelling this call ends every pending service
+    /// extension and background budget at once.
+    public func deliver(_ pushes: some AsyncSequence<DevicePush, Never>) async {
+        await withDiscardingTaskGroup { group in
+            for await push in pushes {
+                guard let arrival = self.arrive(push) else { continue }
+                group.addTask { await self.follow(arrival) }
+            }
+        }
+    }
+
+    /// What happens at once when a push arrives: it is recorded and read, and takes its place in
+    /// its lane; `nil` when it goes no further.
+    func arrive(_ push: DevicePush) -> Arrival? {
         self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
         self.refreshLiveActivities()
         let payload: JSONValue
@@ -151,24 +209,49 @@ public final class SimulatedDevice: Sendable {
             payload = try JSONValue(parsing: push.payload)
         } catch {
             self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not valid JSON: \(error.reason)"))
-            return
+            return nil
         }
         guard payload.objectValue != nil else {
             self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not a JSON object"))
-            return
+            return nil
         }
         if push.pushType == "liveactivity" {
-            self.deliverLiveActivity(push, payload: payload)
-            return
+            return Arrival(push: push, payload: payload, route: .liveActivity, turn: self.lane(.liveActivities).ticket())
         }
         guard let app = self.app(owningDeviceToken: push.token, environment: push.environment) else {
             self.record(.droppedUnknownToken(apnsID: push.apnsID, token: push.token))
-            return
+            return nil
         }
         if Self.isBackground(payload) {
-            await self.deliverBackground(push, payload: payload, to: app)
-        } else {
-            await self.deliverAlert(push, payload: payload, to: app)
+            let turn = self.lane(.background(bundleID: app.bundleID)).ticket()
+            return Arrival(push: push, payload: payload, route: .background(app), turn: turn)
+        }
+        return Arrival(push: push, payload: payload, route: .alert(app), turn: self.lane(.alerts(bundleID: app.bundleID)).ticket())
+    }
+
+    /// The rest of a push's delivery, in its turn.
+    func follow(_ arrival: Arrival) async {
+        switch arrival.route {
+        case .liveActivity:
+            await arrival.turn.begin()
+            self.deliverLiveActivity(arrival.push, payload: arrival.payload)
+            arrival.turn.end()
+        case .alert(let app):
+            await arrival.turn.begin()
+            await self.deliverAlert(arrival.push, payload: arrival.payload, to: app)
+            arrival.turn.end()
+        case .background(let app):
+            // Ends its turn once the delegate has been called; the handlers then run on their own.
+            await self.deliverBackground(arrival.push, payload: arrival.payload, to: app, turn: arrival.turn)
+        }
+    }
+
+    private func lane(_ key: LaneKey) -> Lane {
+        self.state.withLock { state in
+            if let lane = state.lanes[key] { return lane }
+            let lane = Lane()
+            state.lanes[key] = lane
+            return lane
         }
     }
 
