@@ -15,10 +15,14 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     // MARK: Arrival
     /// A push arrived.
     case pushReceived(apnsID: String, token: String, pushType: String)
+    /// A broadcast arrived on a channel.
+    case broadcastReceived(apnsID: String, channelID: String)
     /// No app (or Live Activity) owns the push's token: the push is dropped.
     case droppedUnknownToken(apnsID: String, token: String)
     /// The payload is not a JSON object: the push is dropped.
     case droppedInvalidPayload(apnsID: String, reason: String)
+    /// No Live Activity on the device is subscribed to the broadcast's channel: the broadcast is dropped.
+    case broadcastNotSubscribed(apnsID: String, channelID: String)
 
     // MARK: App life cycle
     /// The system launched the app (for a background push, or because the user opened a notification).
@@ -70,6 +74,8 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     // MARK: Live Activities
     /// A push-to-start push started a Live Activity.
     case liveActivityStarted(activityID: String, bundleID: String, attributesType: String, updateToken: String)
+    /// The activity subscribed to a broadcast channel (`input-push-channel` at start, or a subscription).
+    case liveActivitySubscribed(activityID: String, channelID: String)
     /// An update push was applied.
     case liveActivityUpdated(activityID: String, timestamp: Date)
     /// An end push ended the activity.
@@ -125,6 +131,10 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "push \(apnsID) dropped: no app owns token \(token.prefix(8))…"
         case .droppedInvalidPayload(let apnsID, let reason):
             return "push \(apnsID) dropped: \(reason)"
+        case .broadcastReceived(let apnsID, let channelID):
+            return "broadcast \(apnsID) received on channel \(channelID)"
+        case .broadcastNotSubscribed(let apnsID, let channelID):
+            return "broadcast \(apnsID) dropped: no Live Activity here is subscribed to channel \(channelID)"
         case .appLaunched(let bundleID, let reason):
             return "\(bundleID) launched \(reason)"
         case .appForegrounded(let bundleID):
@@ -168,6 +178,8 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "response to \(bundleID)/\(identifier) lost: \(reason)"
         case .liveActivityStarted(let activityID, let bundleID, let attributesType, let updateToken):
             return "Live Activity \(activityID) (\(attributesType)) started for \(bundleID), update token \(updateToken.prefix(8))…"
+        case .liveActivitySubscribed(let activityID, let channelID):
+            return "Live Activity \(activityID) subscribed to channel \(channelID)"
         case .liveActivityUpdated(let activityID, let timestamp):
             return "Live Activity \(activityID) updated (timestamp \(Int(timestamp.timeIntervalSince1970)))"
         case .liveActivityEnded(let activityID, let dismissalDate):

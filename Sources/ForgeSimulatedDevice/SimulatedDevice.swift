@@ -17,7 +17,8 @@ internal import ForgeSupport
 ///   will-present decision, otherwise in the notification list, replacing a notification with the
 ///   same identifier (`apns-collapse-id`, else `apns-id`); nothing is shown when the user denied
 ///   notifications;
-/// - a `liveactivity` push starts (push-to-start token), updates or ends a ``LiveActivity``.
+/// - a `liveactivity` push starts (push-to-start token), updates or ends a ``LiveActivity``; a
+///   broadcast updates or ends every activity subscribed to its channel.
 ///
 /// An alert that also has `content-available: 1` is shown; the background launch iOS may add for
 /// it is not simulated.
@@ -144,7 +145,7 @@ public final class SimulatedDevice: Sendable {
             // Say which pushes never got that far: a dropped push is the usual reason for a wait in vain.
             let dropped = self.timeline.map(\.event).filter {
                 switch $0 {
-                case .droppedInvalidPayload, .droppedUnknownToken: return true
+                case .droppedInvalidPayload, .droppedUnknownToken, .broadcastNotSubscribed: return true
                 default: return false
                 }
             }
@@ -202,7 +203,11 @@ public final class SimulatedDevice: Sendable {
     /// What happens at once when a push arrives: it is recorded and read, and takes its place in
     /// its lane; `nil` when it goes no further.
     func arrive(_ push: DevicePush) -> Arrival? {
-        self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
+        if let channelID = push.channelID {
+            self.record(.broadcastReceived(apnsID: push.apnsID, channelID: channelID))
+        } else {
+            self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
+        }
         self.refreshLiveActivities()
         let payload: JSONValue
         do {
@@ -215,7 +220,7 @@ public final class SimulatedDevice: Sendable {
             self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not a JSON object"))
             return nil
         }
-        if push.pushType == "liveactivity" {
+        if push.channelID != nil || push.pushType == "liveactivity" {
             return Arrival(push: push, payload: payload, route: .liveActivity, turn: self.lane(.liveActivities).ticket())
         }
         guard let app = self.app(owningDeviceToken: push.token, environment: push.environment) else {
@@ -234,7 +239,11 @@ public final class SimulatedDevice: Sendable {
         switch arrival.route {
         case .liveActivity:
             await arrival.turn.begin()
-            self.deliverLiveActivity(arrival.push, payload: arrival.payload)
+            if let channelID = arrival.push.channelID {
+                self.deliverBroadcast(arrival.push, channelID: channelID, payload: arrival.payload)
+            } else {
+                self.deliverLiveActivity(arrival.push, payload: arrival.payload)
+            }
             arrival.turn.end()
         case .alert(let app):
             await arrival.turn.begin()
