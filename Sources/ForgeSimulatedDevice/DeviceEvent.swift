@@ -9,7 +9,8 @@ public import struct Foundation.URL
 /// - no delegate set before launch: ``responseLost(bundleID:identifier:reason:)``;
 /// - temporary attachment files: ``attachmentDropped(bundleID:identifier:attachmentID:url:)``;
 /// - completion handler never called: ``backgroundBudgetExceeded(bundleID:apnsID:)``;
-/// - missing `mutable-content`: ``serviceExtensionNotRun(bundleID:identifier:reason:)``;
+/// - missing `mutable-content` where the alert wanted the extension (see ``ServiceExtension``):
+///   ``serviceExtensionNotRun(bundleID:identifier:reason:)``;
 /// - one identifier for different notifications: ``notificationReplaced(bundleID:identifier:previous:)``.
 public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     // MARK: Arrival
@@ -44,7 +45,9 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     case backgroundBudgetExceeded(bundleID: String, apnsID: String)
 
     // MARK: Alerts
-    /// The app's service extension was not run for an alert.
+    /// The app's service extension was not run for an alert that wanted it (it carries a key the
+    /// extension declared, or the extension is required for every alert), or `mutable-content` was
+    /// sent to an app without one.
     case serviceExtensionNotRun(bundleID: String, identifier: String, reason: String)
     /// The app's service extension started on an alert.
     case serviceExtensionStarted(bundleID: String, identifier: String)

@@ -30,6 +30,9 @@ extension SimulatedDevice {
     }
 
     /// Runs the app's service extension when the payload asks for it; returns the content to show.
+    /// Records ``DeviceEvent/serviceExtensionNotRun(bundleID:identifier:reason:)`` for `mutable-content`
+    /// sent to an app without an extension, and for an alert that wanted the extension but lacks
+    /// `mutable-content` (see ``ServiceExtension``); a plain alert is not a mistake.
     private func runServiceExtension(of app: SimulatedApp, on request: NotificationRequest) async -> NotificationContent {
         let isMutable = request.content.userInfo["aps"]?["mutable-content"]?.intValue == 1
         guard let serviceExtension = app.serviceExtension else {
@@ -48,12 +51,15 @@ extension SimulatedDevice {
             outcome.resolve(ExtensionOutcome(content: content, expired: expiring.withLock { $0 }))
         }
         guard isMutable, let manager else {
-            self.record(
-                .serviceExtensionNotRun(
-                    bundleID: app.bundleID, identifier: request.identifier,
-                    reason: "the payload lacks aps.mutable-content: 1"
+            // A plain alert needs no extension; it is a mistake only where the alert wanted one.
+            if let wanted = serviceExtension.reasonToRun(request.content.userInfo) {
+                self.record(
+                    .serviceExtensionNotRun(
+                        bundleID: app.bundleID, identifier: request.identifier,
+                        reason: "the payload lacks aps.mutable-content: 1, but \(wanted)"
+                    )
                 )
-            )
+            }
             return request.content
         }
         let expiryID = self.serviceExtensions.register {

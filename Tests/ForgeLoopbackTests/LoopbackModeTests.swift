@@ -244,7 +244,7 @@ struct LoopbackModeTests {
 
         let device2 = SimulatedDevice(backgroundBudget: nil)
         let seen = Seen()
-        let phone = makeApp(state: .notRunning, serviceExtension: ServiceExtension(timeLimit: nil) { _, manager in
+        let phone = makeApp(state: .notRunning, serviceExtension: ServiceExtension(timeLimit: nil, isRequiredForEveryAlert: true) { _, manager in
             manager.complete(forces: false)
         }, isDelegateSetBeforeLaunch: false)
         phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
