@@ -148,15 +148,16 @@ extension SimulatedDevice {
         guard let contentState = self.decodedContentState(aps, type: type, push: push, required: true) else { return }
         let state = Self.state(event: "start", aps: aps, timestamp: timestamp, contentState: contentState)
         let channelID = aps?["input-push-channel"]?.stringValue
-        let activity = self.state.withLock { deviceState in
+        let (activity, observers) = self.state.withLock { deviceState in
             let (id, token) = deviceState.activityTokens.next()
             let activity = LiveActivity(
                 id: id, bundleID: app.bundleID, attributesType: typeName, attributes: attributes, updateToken: token,
                 channelID: channelID, phase: .active, dismissalDate: nil, history: [state]
             )
             deviceState.activities.append(activity)
-            return activity
+            return (activity, Array(deviceState.tokenObservers.values))
         }
+        for observer in observers { observer(activity.updateToken, app.bundleID) }
         self.record(
             .liveActivityStarted(
                 activityID: activity.id, bundleID: app.bundleID, attributesType: typeName, updateToken: activity.updateToken

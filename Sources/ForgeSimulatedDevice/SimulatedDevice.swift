@@ -44,6 +44,8 @@ public final class SimulatedDevice: Sendable {
         var activities: [LiveActivity] = []
         var activityTokens = TokenGenerator()
         var lanes: [LaneKey: Lane] = [:]
+        var nextTokenObserver = 0
+        var tokenObservers: [Int: @Sendable (_ token: String, _ bundleID: String) -> Void] = [:]
     }
 
     /// Which line a push waits in (see ``Lane``).
@@ -104,6 +106,33 @@ public final class SimulatedDevice: Sendable {
 
     /// The installed apps, in installation order.
     public var apps: [SimulatedApp] { self.state.withLock { $0.apps } }
+
+    /// Whether `token` (lower-case hex, or any case) belongs to this device: a device token of an
+    /// installed app (either environment), an app's push-to-start token, or a Live Activity's update token.
+    public func owns(token: String) -> Bool {
+        let token = token.lowercased()
+        return self.state.withLock { state in
+            state.apps.contains { $0.ownsDeviceToken(token, environment: nil) || $0.pushToStartToken == token }
+                || state.activities.contains { $0.updateToken == token }
+        }
+    }
+
+    /// Calls `observer` with each token the device issues from now on (a started Live Activity's
+    /// update token) and its app, before the start is recorded: the loopback registers it with the
+    /// server, as a real device registers its tokens with APNs.
+    /// - Returns: an id for ``stopObservingIssuedTokens(_:)``.
+    package func observeIssuedTokens(_ observer: @escaping @Sendable (_ token: String, _ bundleID: String) -> Void) -> Int {
+        self.state.withLock { state in
+            state.nextTokenObserver += 1
+            state.tokenObservers[state.nextTokenObserver] = observer
+            return state.nextTokenObserver
+        }
+    }
+
+    /// Stops calling an observer of ``observeIssuedTokens(_:)``.
+    package func stopObservingIssuedTokens(_ id: Int) {
+        _ = self.state.withLock { $0.tokenObservers.removeValue(forKey: id) }
+    }
 
     /// The notifications in `bundleID`'s notification list (notification centre), oldest first.
     public func notificationList(for bundleID: String) -> [DeliveredNotification] {

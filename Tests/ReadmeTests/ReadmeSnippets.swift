@@ -86,19 +86,17 @@ func readmeBulk<Tokens: AsyncSequence & Sendable>(
 func readmeLoopback(keys: String, deviceTokenHex: String) async throws -> [String] {
     let device = SimulatedDevice()
     device.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: deviceTokenHex]))
-    let loopback = try LoopbackMode.start(
-        device: device,
-        tls: .files(chain: "\(keys)/server.pem", key: "\(keys)/server.key", ca: "\(keys)/ca.pem")
-    )
-    let result = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-        try await client.send(
-            APNSAlertNotification(alert: APNSAlert(title: "Hi", body: "From the test"), topic: try APNSBundleID("com.example.shop")),
-            to: try DeviceToken(deviceTokenHex)
-        )
+    let tls = LoopbackMode.TLS.files(chain: "\(keys)/server.pem", key: "\(keys)/server.key", ca: "\(keys)/ca.pem")
+    try await withLoopbackMode(devices: [device], tls: tls) { loopback in
+        let result = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            try await client.send(
+                APNSAlertNotification(alert: APNSAlert(title: "Hi", body: "From the test"), topic: try APNSBundleID("com.example.shop")),
+                to: try DeviceToken(deviceTokenHex)
+            )
+        }
+        _ = try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
+        _ = try await device.tap(result.apnsID, in: "com.example.shop")
     }
-    _ = try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
-    _ = try await device.tap(result.apnsID, in: "com.example.shop")
     print(device.timelineDescription.joined(separator: "\n"))
-    await loopback.shutdown()
     return device.timelineDescription
 }
