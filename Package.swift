@@ -11,6 +11,9 @@
 //   ForgeAPNs                      the pooled, retrying client (client issue)
 //   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush, ForgeNotificationService
 //                                  app-side routers and service-extension helper, portable to Linux
+//   ForgeSimulatedDevice, ForgeLoopback
+//                                  the simulated device; the local APNs server and loopback mode
+//   ForgeLoopbackScenarios         the demo's end-to-end scenarios, a template for users' tests
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -35,6 +38,7 @@ let package = Package(
         .library(name: "ForgeNotificationService", targets: ["ForgeNotificationService"]),
         .library(name: "ForgeSimulatedDevice", targets: ["ForgeSimulatedDevice"]),
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
+        .library(name: "ForgeLoopbackScenarios", targets: ["ForgeLoopbackScenarios"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
@@ -130,6 +134,17 @@ let package = Package(
             dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs"],
             swiftSettings: swiftSettings
         ),
+        // The end-to-end scenarios `apnsctl demo` runs and prints (client, local server, a device with
+        // a chat app), as a library: tests run the same scenarios, users copy them as a template.
+        .target(
+            name: "ForgeLoopbackScenarios",
+            dependencies: [
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeLoopback", "ForgeSimulatedDevice", "ForgeNotificationTypes",
+                "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
@@ -140,12 +155,8 @@ let package = Package(
                 "ForgeCrypto",
                 "ForgeHTTP2",
                 "ForgeLoopback",
-                // `apnsctl demo`: the client, the simulated device and its app's routers, in one process.
-                "ForgeSimulatedDevice",
-                "ForgeNotificationTypes",
-                "ForgeSilentPush",
-                "ForgeVisiblePush",
-                "ForgeNotificationService",
+                // `apnsctl demo` runs and prints these.
+                "ForgeLoopbackScenarios",
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -219,6 +230,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeLoopbackScenariosTests",
+            dependencies: ["ForgeLoopbackScenarios", "ForgeLoopback", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -149,7 +149,8 @@ extension SimulatedDevice {
         let state = Self.state(event: "start", aps: aps, timestamp: timestamp, contentState: contentState)
         let channelID = aps?["input-push-channel"]?.stringValue
         let (activity, observers) = self.state.withLock { deviceState in
-            let (id, token) = deviceState.activityTokens.next()
+            deviceState.activityCount += 1
+            let (id, token) = ("activity-\(deviceState.activityCount)", deviceState.activityTokens.next())
             let activity = LiveActivity(
                 id: id, bundleID: app.bundleID, attributesType: typeName, attributes: attributes, updateToken: token,
                 channelID: channelID, phase: .active, dismissalDate: nil, history: [state]

@@ -42,7 +42,9 @@ public final class SimulatedDevice: Sendable {
         var apps: [SimulatedApp] = []
         var shown: [String: [Shown]] = [:]
         var activities: [LiveActivity] = []
-        var activityTokens = TokenGenerator()
+        /// Update tokens for Live Activities: the same on every run, so a timeline reads the same.
+        var activityTokens = DeviceTokenGenerator(seed: 0x5EED_F0A6_E9B5_0001)
+        var activityCount = 0
         var lanes: [LaneKey: Lane] = [:]
         var nextTokenObserver = 0
         var tokenObservers: [Int: @Sendable (_ token: String, _ bundleID: String) -> Void] = [:]
@@ -152,16 +154,19 @@ public final class SimulatedDevice: Sendable {
 
     /// The first event, already recorded or still to come, for which `predicate` is true.
     /// - Parameters:
+    ///   - position: the timeline position to look from (`timeline.count` before a step: only what
+    ///     the step caused); from the start by default.
     ///   - timeout: how long to wait at most (a safety net: a deterministic test never reaches it).
     ///   - predicate: picks the event.
     /// - Throws: ``SimulatedDeviceError/timedOut`` when no such event comes in time or the task is cancelled.
     @discardableResult
     public func awaitEvent(
+        from position: Int = 0,
         timeout: Duration = .seconds(10),
         where predicate: @escaping @Sendable (DeviceEvent) -> Bool
     ) async throws(SimulatedDeviceError) -> TimelineEntry {
         let entry = await withTaskGroup(of: TimelineEntry?.self) { group in
-            group.addTask { await self.recorder.first(where: predicate) }
+            group.addTask { await self.recorder.first(from: position, where: predicate) }
             group.addTask {
                 try? await Task.sleep(for: timeout)
                 return nil
