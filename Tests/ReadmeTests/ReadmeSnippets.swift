@@ -2,6 +2,7 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCrypto
 import ForgeLoopback
+import ForgeNotificationTypes
 import ForgeSimulatedDevice
 import Foundation
 
@@ -99,4 +100,36 @@ func readmeLoopback(keys: String, deviceTokenHex: String) async throws -> [Strin
     }
     print(device.timelineDescription.joined(separator: "\n"))
     return device.timelineDescription
+}
+
+// README: the delegate.
+/// The app's scene and notification-centre delegate (seed 004).
+struct ShopDelegate: SimulatedAppDelegate {
+    func sceneWillConnect(_ options: SceneConnectionOptions) async {
+        print("scene connects for", options.notificationResponse?.notification.request.identifier ?? "a plain launch")
+    }
+    func willPresent(_ notification: DeliveredNotification) async -> PresentationOptions { [.banner, .list] }
+}
+
+/// README: several devices, a delegate, the launch route.
+func readmeSeveralDevices(
+    tls: LoopbackMode.TLS, phoneToken: String, tabletToken: String
+) async throws -> (phone: SimulatedDevice, tablet: SimulatedDevice) {
+    let phone = SimulatedDevice(), tablet = SimulatedDevice()
+    let shop = SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: phoneToken], state: .notRunning,
+                            delegate: ShopDelegate())
+    phone.install(shop)
+    tablet.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: tabletToken]))
+    try await withLoopbackMode(devices: [phone, tablet], tls: tls) { loopback in
+        let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            let alert = APNSAlertNotification(alert: APNSAlert(title: "Back in stock", body: "Your size"),
+                                              topic: try APNSBundleID("com.example.shop"))
+            _ = try await client.send(alert, to: try DeviceToken(tabletToken))  // only the tablet gets this one
+            return try await client.send(alert, to: try DeviceToken(phoneToken))
+        }
+        _ = try await phone.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
+        // Terminated: launched (inactive), the scene connects with the response, then the VisiblePushRouter.
+        _ = try await phone.tap(sent.apnsID, in: "com.example.shop")
+    }
+    return (phone, tablet)
 }
