@@ -100,7 +100,8 @@ public final class LoopbackMode: Sendable {
         for (index, device) in devices.enumerated() {
             for app in device.apps {
                 for (tokenEnvironment, token) in app.deviceTokens {
-                    own(token, device: index, record: LocalAPNsTokenRecord(bundleID: app.bundleID, environment: Self.server(tokenEnvironment)))
+                    let record = LocalAPNsTokenRecord(bundleID: app.bundleID, environment: Self.server(tokenEnvironment))
+                    own(token, device: index, record: record)
                 }
                 if let token = app.pushToStartToken {
                     own(token, device: index, record: LocalAPNsTokenRecord(bundleID: app.bundleID, environment: environment))

@@ -129,7 +129,8 @@ struct ScenarioSteps {
             let token = try DeviceToken(updateToken)
             for (timestamp, state) in states[1...2] {
                 _ = try await client.send(
-                    APNSLiveActivityNotification(event: .update, contentState: state, timestamp: timestamp, topic: try self.topic), to: token
+                    APNSLiveActivityNotification(event: .update, contentState: state, timestamp: timestamp, topic: try self.topic),
+                    to: token
                 )
             }
             _ = try await client.send(
@@ -210,7 +211,9 @@ struct ScenarioSteps {
             ]
             for (timestamp, state) in updates {
                 _ = try await client.send(
-                    APNSBroadcastNotification(channelID: channel, bundleID: try self.topic, event: .update, contentState: state, timestamp: timestamp)
+                    APNSBroadcastNotification(
+                        channelID: channel, bundleID: try self.topic, event: .update, contentState: state, timestamp: timestamp
+                    )
                 )
             }
             try await self.device.awaitEvent { event in
@@ -244,7 +247,8 @@ struct ScenarioSteps {
 
     func bulk(_ client: APNSClient) async -> BulkOutcome {
         let every = LoopbackScenarios.unregisteredEvery
-        var outcome = BulkOutcome(mark: self.sections.begin("7. Bulk send: \(self.bulkTokens) tokens, every \(every)th unregistered on the server"))
+        let title = "7. Bulk send: \(self.bulkTokens) tokens, every \(every)th unregistered on the server"
+        var outcome = BulkOutcome(mark: self.sections.begin(title))
         // The server learned three days ago that these tokens are gone (410 carries that date, in ms).
         let unregisteredAt = Date(timeIntervalSince1970: ((Date().timeIntervalSince1970 - 3 * 86_400) * 1000).rounded(.down) / 1000)
         var tokens: [DeviceToken] = []

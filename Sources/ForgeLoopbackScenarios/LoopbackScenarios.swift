@@ -66,7 +66,9 @@ public struct LoopbackScenarios: Sendable {
         // Limits only as a safety net: the app's handlers and extension complete at once.
         let device = SimulatedDevice(backgroundBudget: .seconds(10))
         let tokens = try ScenarioTokens()
-        device.install(ChatApp.make(deviceToken: tokens.device.hexString, pushToStartToken: tokens.pushToStart.hexString, recorder: recorder))
+        device.install(
+            ChatApp.make(deviceToken: tokens.device.hexString, pushToStartToken: tokens.pushToStart.hexString, recorder: recorder)
+        )
         let start = Date()
         // No history: the bulk send's pushes only pass through.
         let loopback = try LoopbackMode(

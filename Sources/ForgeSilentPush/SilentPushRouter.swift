@@ -134,8 +134,9 @@ public final class SilentPushRouter: Sendable {
     ///
     /// `completionHandler` is called exactly once, with the merged result, however long the handlers
     /// take and even if the router is released meanwhile (the work holds what it needs).
-    /// - Note: The work runs in a new top-level task, as UIKit's delegate method is synchronous;
-    ///   prefer the async variant where the caller can await.
+    /// - Note: The work runs in a new top-level task that nothing awaits, as the seed specifies (the
+    ///   variant "manages the Task internally" because UIKit's delegate method is synchronous). Prefer the
+    ///   async variant where the caller can await; the simulated device does.
     public func handlePush(
         payload: JSONValue,
         completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void

@@ -8,7 +8,8 @@ internal import ForgeSupport
 /// ## Overview
 /// The loopback wiring turns each accepted request into a ``DevicePush`` and delivers it
 /// (``deliver(_:)-(DevicePush)``, or ``deliver(_:)-(AsyncSequence)`` for a stream of them, each push
-/// concurrently with the others in the order iOS keeps). The device finds the app that owns the token and follows iOS:
+/// concurrently with the others in the order iOS keeps). The device finds the app that owns the
+/// token and follows iOS:
 /// - a background push (`content-available: 1`, no alert, sound or badge) goes to the app's
 ///   `SilentPushRouter`, unless the app was force-quit; the completion result, or a budget violation
 ///   when the completion handler is not called in time, is recorded;
@@ -24,14 +25,15 @@ internal import ForgeSupport
 /// it is not simulated.
 ///
 /// Simulated user actions (``tap(_:in:)``, ``dismiss(_:in:)``, ``perform(action:userText:on:in:)``)
-/// produce responses for the app's `VisiblePushRouter`, after the launch path for an app that is
-/// not running.
+/// produce responses for the app's `VisiblePushRouter` along seed 004's route for the app's state:
+/// for an app that is not running, the launch and the scene connecting come first (see
+/// ``SimulatedAppDelegate``); handlers see ``SimulatedApp/applicationState`` in their context.
 ///
 /// ## Determinism
 /// Dates come from the injected ``DeviceClock``. Time limits (the service extension's and the
 /// background budget) run on real timers only when configured; with `nil` limits, tests end the
 /// pending work with ``expireServiceExtensions()`` and ``expireBackgroundBudgets()``, the path iOS
-/// takes when time runs out. ``awaitEvent(timeout:where:)`` waits for an event without sleeping.
+/// takes when time runs out. ``awaitEvent(from:timeout:where:)`` waits for an event without sleeping.
 public final class SimulatedDevice: Sendable {
     struct Shown {
         var notification: DeliveredNotification

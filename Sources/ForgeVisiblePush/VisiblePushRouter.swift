@@ -91,8 +91,9 @@ public final class VisiblePushRouter: Sendable {
 
     /// The completion-handler variant of ``handleResponse(_:)``: `completionHandler` is called exactly
     /// once, after every matching handler has finished.
-    /// - Note: The work runs in a new top-level task, as the UserNotifications delegate method is
-    ///   synchronous; prefer the async variant where the caller can await.
+    /// - Note: The work runs in a new top-level task that nothing awaits, as the seed specifies (the
+    ///   UserNotifications delegate method is synchronous). Prefer the async variant where the caller
+    ///   can await; the simulated device does.
     public func handleResponse(_ response: NotificationResponse, completionHandler: @escaping @Sendable () -> Void) {
         let once = CompletionOnce<Void> { _ in completionHandler() }
         Task { [self] in
