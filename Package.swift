@@ -12,6 +12,9 @@
 //   ForgeAPNsTesting               an in-process transport for users' unit tests (not linked by shipped code)
 //   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush, ForgeNotificationService
 //                                  app-side routers and service-extension helper, portable to Linux
+//   ForgeSimulatedDevice, ForgeLoopback
+//                                  the simulated device; the local APNs server and loopback mode
+//   ForgeLoopbackScenarios         the demo's end-to-end scenarios, a template for users' tests
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -38,6 +41,7 @@ let package = Package(
         .library(name: "ForgeNotificationService", targets: ["ForgeNotificationService"]),
         .library(name: "ForgeSimulatedDevice", targets: ["ForgeSimulatedDevice"]),
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
+        .library(name: "ForgeLoopbackScenarios", targets: ["ForgeLoopbackScenarios"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
@@ -139,6 +143,17 @@ let package = Package(
             dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs"],
             swiftSettings: swiftSettings
         ),
+        // The end-to-end scenarios `apnsctl demo` runs and prints (client, local server, a device with
+        // a chat app), as a library: tests run the same scenarios, users copy them as a template.
+        .target(
+            name: "ForgeLoopbackScenarios",
+            dependencies: [
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeLoopback", "ForgeSimulatedDevice", "ForgeNotificationTypes",
+                "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Executables
         .executableTarget(
@@ -149,12 +164,8 @@ let package = Package(
                 "ForgeCrypto",
                 "ForgeHTTP2",
                 "ForgeLoopback",
-                // `apnsctl demo`: the client, the simulated device and its app's routers, in one process.
-                "ForgeSimulatedDevice",
-                "ForgeNotificationTypes",
-                "ForgeSilentPush",
-                "ForgeVisiblePush",
-                "ForgeNotificationService",
+                // `apnsctl demo` runs and prints these.
+                "ForgeLoopbackScenarios",
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -233,9 +244,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ForgeLoopbackScenariosTests",
+            dependencies: ["ForgeLoopbackScenarios", "ForgeLoopback", "ForgeTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "ReadmeTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice", "ForgeTestSupport",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice",
+                "ForgeNotificationTypes", "ForgeTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -3,26 +3,44 @@ public import ForgeAPNsCore
 internal import ForgeCrypto
 public import ForgeHTTP2
 public import ForgeSimulatedDevice
+internal import ForgeSupport
 internal import struct Foundation.Date
 
-/// End-to-end tests in one process: the local APNs server on loopback (TLS with a test CA), a
-/// simulated device whose apps' tokens are registered, and a client configuration that trusts the
-/// server and holds a key the server knows. Every push the server accepts is delivered to the
-/// device, in the order accepted, after its HTTP response is sent.
+/// End-to-end tests in one process: the local APNs server on loopback (TLS with a test CA), one or
+/// more simulated devices whose apps' tokens are registered with it, and a client configuration that
+/// trusts the server and holds a key the server knows.
 ///
 /// ```swift
-/// let loopback = try await LoopbackMode.start(device: device, tls: .files(chain: …, key: …, ca: …))
-/// try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-///     _ = try await client.send(alert, to: token)
+/// try await withLoopbackMode(devices: [phone, tablet], tls: .files(chain: …, key: …, ca: …)) { loopback in
+///     try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+///         _ = try await client.send(alert, to: token)
+///     }
+///     try await phone.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
 /// }
-/// try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
-/// await loopback.shutdown()
 /// ```
+///
+/// ## Routing
+/// Every push the server accepts goes to the device that owns its token, after its HTTP response is
+/// sent: the device tokens and push-to-start tokens of the installed apps are registered with the
+/// server's token registry when the loopback starts, each Live Activity update token as the device
+/// issues it. A token no device owns is judged by the server's configuration
+/// (``LocalAPNsConfiguration/acceptsUnknownTokens``: accepted by default, else `BadDeviceToken`) and
+/// never delivered. An accepted broadcast goes to every device; each applies it to its Live
+/// Activities subscribed to the channel (and records it as dropped when it has none).
+///
+/// Each device receives its pushes in the order the server accepted them and handles them
+/// concurrently, in iOS's order where iOS has one (see ``SimulatedDevice/deliver(_:)-(AsyncSequence)``).
+/// Install apps before the loopback starts.
+///
+/// ## Lifetime
+/// ``withLoopbackMode(devices:tls:environment:configuration:observer:_:)`` runs the delivery in a child
+/// task and shuts down on every path. For a longer life, create a `LoopbackMode`, run ``run()`` in a
+/// task you own and call ``shutdown()`` to end it.
 public final class LoopbackMode: Sendable {
     /// The local APNs server.
     public let server: LocalAPNsServer
-    /// The device pushes are delivered to.
-    public let device: SimulatedDevice
+    /// The devices pushes are delivered to, in the order given.
+    public let devices: [SimulatedDevice]
     /// A client configuration for the server: its CA trusted, a provider key it knows.
     public let clientConfiguration: APNSClient.Configuration
     /// The same endpoint for the bare transport (`HTTP2Connection`).
@@ -31,8 +49,15 @@ public final class LoopbackMode: Sendable {
     public let keyID: APNSKeyID
     /// The team of ``keyID``.
     public let teamID: APNSTeamID
-    private let delivery: Task<Void, Never>
     private let key: APNSSigningKey
+    private let environment: DeviceEnvironment
+    /// The server's accepted pushes, subscribed before the first request can arrive; ``run()`` reads them.
+    private let accepted: AsyncStream<AcceptedPush>
+    private let isRunning = LockedBox(false)
+    /// Which device owns each token: device and push-to-start tokens at start, update tokens as issued.
+    private let owners: LockedBox<[String: Int]>
+    /// The devices' issued-token observers, by device.
+    private let tokenObservers: LockedBox<[Int]>
 
     /// Where the server's certificate comes from.
     public struct TLS: Sendable {
@@ -44,46 +69,43 @@ public final class LoopbackMode: Sendable {
         public static func files(chain: String, key: String, ca: String) -> TLS { TLS(chain: chain, key: key, ca: ca) }
     }
 
-    private init(
-        server: LocalAPNsServer, device: SimulatedDevice, clientConfiguration: APNSClient.Configuration,
-        http2Configuration: HTTP2ClientConfiguration, keyID: APNSKeyID, teamID: APNSTeamID, delivery: Task<Void, Never>,
-        key: APNSSigningKey
-    ) {
-        self.key = key
-        self.server = server
-        self.device = device
-        self.clientConfiguration = clientConfiguration
-        self.http2Configuration = http2Configuration
-        self.keyID = keyID
-        self.teamID = teamID
-        self.delivery = delivery
-    }
-
-    /// Starts the server, registers every installed app's tokens, and wires delivery to `device`.
+    /// Starts the server and registers every installed app's tokens; deliveries wait for ``run()``.
     /// - Parameters:
-    ///   - environment: the environment the server plays; apps' tokens for it are registered.
+    ///   - devices: the devices, each with its apps installed; no two may own the same token.
+    ///   - tls: the server's certificate and the CA the client trusts.
+    ///   - environment: the environment the server plays; apps' tokens for it are routed.
     ///   - configuration: the server's judging rules (its `environment` is replaced by `environment`).
     ///   - observer: called with every judged request, accepted or not, on the connection's thread
     ///     (see ``LocalAPNsServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:observer:)``); keep it short.
-    public static func start(
-        device: SimulatedDevice,
+    /// - Throws: when the key cannot be generated or the server cannot start.
+    public init(
+        devices: [SimulatedDevice],
         tls: TLS,
         environment: LocalAPNsConfiguration.Environment = .sandbox,
         configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
         observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
-    ) throws -> LoopbackMode {
+    ) throws {
         let key = try APNSSigningKey.generate()
         let keyID = try APNSKeyID("LOOPBACK01")
         let teamID = try APNSTeamID("LOOPTEAM01")
         var configuration = configuration
         configuration.environment = environment
         var tokens: [String: LocalAPNsTokenRecord] = [:]
-        let deviceEnvironment: DeviceEnvironment = environment == .sandbox ? .sandbox : .production
-        for app in device.apps {
-            for (tokenEnvironment, token) in app.deviceTokens {
-                tokens[token] = LocalAPNsTokenRecord(
-                    bundleID: app.bundleID, environment: tokenEnvironment == .sandbox ? .sandbox : .production
-                )
+        var owners: [String: Int] = [:]
+        func own(_ token: String, device index: Int, record: LocalAPNsTokenRecord) {
+            precondition(owners[token] == nil || owners[token] == index, "token \(token) belongs to two devices")
+            owners[token] = index
+            tokens[token] = record
+        }
+        for (index, device) in devices.enumerated() {
+            for app in device.apps {
+                for (tokenEnvironment, token) in app.deviceTokens {
+                    let record = LocalAPNsTokenRecord(bundleID: app.bundleID, environment: Self.server(tokenEnvironment))
+                    own(token, device: index, record: record)
+                }
+                if let token = app.pushToStartToken {
+                    own(token, device: index, record: LocalAPNsTokenRecord(bundleID: app.bundleID, environment: environment))
+                }
             }
         }
         let server = try LocalAPNsServer.start(
@@ -95,27 +117,32 @@ public final class LoopbackMode: Sendable {
             ),
             observer: observer
         )
-        let pushes = server.acceptedPushes()
-        let delivery = Task {
-            for await push in pushes {
-                guard push.channelID == nil else { continue }  // broadcasts reach no device here
-                let headers = Dictionary(push.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
-                await device.deliver(DevicePush(
-                    token: push.token, pushType: push.pushType.rawValue, headers: headers, payload: push.payload,
-                    apnsID: push.apnsID, collapseID: push[header: "apns-collapse-id"], environment: deviceEnvironment,
-                    date: push.date
-                ))
-            }
-        }
-        let clientConfiguration = APNSClient.Configuration(
+        self.server = server
+        self.devices = devices
+        self.key = key
+        self.keyID = keyID
+        self.teamID = teamID
+        self.environment = environment == .sandbox ? .sandbox : .production
+        self.accepted = server.acceptedPushes()
+        self.clientConfiguration = APNSClient.Configuration(
             authentication: .jwt(key: key, keyID: keyID, teamID: teamID),
             environment: .custom(host: "localhost", port: server.port),
             tls: APNSClient.TLS(caFile: tls.ca)
         )
-        let http2 = HTTP2ClientConfiguration(host: "localhost", port: server.port, tls: HTTP2TLSConfiguration(trustRoots: .file(tls.ca)))
-        return LoopbackMode(
-            server: server, device: device, clientConfiguration: clientConfiguration, http2Configuration: http2,
-            keyID: keyID, teamID: teamID, delivery: delivery, key: key
+        self.http2Configuration = HTTP2ClientConfiguration(
+            host: "localhost", port: server.port, tls: HTTP2TLSConfiguration(trustRoots: .file(tls.ca))
+        )
+        let ownerTable = LockedBox(owners)
+        self.owners = ownerTable
+        // A Live Activity's update token is registered as the device issues it, before its start is
+        // recorded: a test that saw the start can send to the token at once.
+        self.tokenObservers = LockedBox(
+            devices.enumerated().map { index, device in
+                device.observeIssuedTokens { token, bundleID in
+                    ownerTable.withLock { $0[token] = index }
+                    server.register(token: token, LocalAPNsTokenRecord(bundleID: bundleID, environment: environment))
+                }
+            }
         )
     }
 
@@ -124,9 +151,98 @@ public final class LoopbackMode: Sendable {
         try APNSProviderToken.sign(keyID: self.keyID, teamID: self.teamID, issuedAt: Date(), key: self.key).authorizationHeaderValue
     }
 
-    /// Stops the server; deliveries already accepted finish first.
+    /// Delivers every push the server accepts to its device (see Routing), each device's pushes
+    /// concurrently; returns once ``shutdown()`` stopped the server and every delivery is done.
+    /// Cancelling it ends pending service extensions and background budgets at once.
+    /// - Important: Call it once.
+    public func run() async {
+        let first = self.isRunning.withLock { running in
+            defer { running = true }
+            return !running
+        }
+        precondition(first, "LoopbackMode.run() called twice")
+        let feeds = self.devices.map { _ in AsyncStream.makeStream(of: DevicePush.self) }
+        await withDiscardingTaskGroup { group in
+            for (device, feed) in zip(self.devices, feeds) {
+                group.addTask { await device.deliver(feed.stream) }
+            }
+            for await push in self.accepted {
+                let delivered = self.devicePush(push)
+                for index in self.route(push) { feeds[index].continuation.yield(delivered) }
+            }
+            for feed in feeds { feed.continuation.finish() }
+        }
+    }
+
+    /// Stops the server (GOAWAY `Shutdown`); ``run()`` then finishes the deliveries already accepted
+    /// and returns. The devices stop reporting issued tokens to this loopback.
     public func shutdown() async {
+        for (device, id) in zip(self.devices, self.tokenObservers.withLock { $0 }) { device.stopObservingIssuedTokens(id) }
         await self.server.shutdown()
-        await self.delivery.value
+    }
+
+    /// The devices an accepted push goes to: the token's owner, or every device for a broadcast.
+    private func route(_ push: AcceptedPush) -> [Int] {
+        if push.channelID != nil { return Array(self.devices.indices) }
+        if let owner = self.owners.withLock({ $0[push.token] }) { return [owner] }
+        return []
+    }
+
+    private func devicePush(_ push: AcceptedPush) -> DevicePush {
+        if let channelID = push.channelID {
+            return DevicePush.broadcast(channelID: channelID, payload: push.payload, apnsID: push.apnsID, date: push.date)
+        }
+        let headers = Dictionary(push.headers.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        return DevicePush(
+            token: push.token, pushType: push.pushType.rawValue, headers: headers, payload: push.payload, apnsID: push.apnsID,
+            collapseID: push[header: "apns-collapse-id"], environment: self.environment, date: push.date
+        )
+    }
+
+    private static func server(_ environment: DeviceEnvironment) -> LocalAPNsConfiguration.Environment {
+        environment == .sandbox ? .sandbox : .production
+    }
+}
+
+/// Runs `body` with a ``LoopbackMode``: the local APNs server, `devices` receiving what it accepts,
+/// and a client configuration for it. Delivery runs in a child task; when `body` returns, the server
+/// shuts down and the deliveries already accepted finish before this returns. When `body` throws,
+/// the deliveries are cancelled (pending service extensions and background budgets end at once).
+///
+/// - Parameters:
+///   - devices: the devices, each with its apps installed; no two may own the same token.
+///   - tls: the server's certificate and the CA the client trusts.
+///   - environment: the environment the server plays.
+///   - configuration: the server's judging rules (unknown tokens, stream limits, …).
+///   - observer: called with every judged request, on the connection's thread; keep it short.
+///   - body: the test.
+/// - Returns: what `body` returns.
+/// - Throws: when the server cannot start, or what `body` throws.
+/// - Important: A delivery with no time limit that never completes (a `nil` background budget and a
+///   handler that never returns) keeps this from returning until the test expires it.
+public func withLoopbackMode<Result: Sendable>(
+    devices: [SimulatedDevice],
+    tls: LoopbackMode.TLS,
+    environment: LocalAPNsConfiguration.Environment = .sandbox,
+    configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
+    observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil,
+    _ body: (LoopbackMode) async throws -> Result
+) async throws -> Result {
+    let loopback = try LoopbackMode(
+        devices: devices, tls: tls, environment: environment, configuration: configuration, observer: observer
+    )
+    return try await withThrowingTaskGroup(of: Void.self, returning: Result.self) { group in
+        group.addTask { await loopback.run() }
+        let result: Result
+        do {
+            result = try await body(loopback)
+        } catch {
+            group.cancelAll()
+            await loopback.shutdown()
+            throw error
+        }
+        await loopback.shutdown()
+        try await group.waitForAll()
+        return result
     }
 }

@@ -50,6 +50,48 @@ public final class ManualProtectedDataObserver: ProtectedDataObserving {
     }
 }
 
+/// Where the app is when a handler runs, as `UIApplication.shared.applicationState` reports it.
+///
+/// Seed 004's `didReceive` switches on it: `.active` when the user tapped a notification while the app
+/// was on screen, `.inactive` when the tap brought the app to the foreground (from the background or
+/// by launching it), `.background` for an action that does not open the app and for background pushes
+/// to an app that is not on screen.
+public enum ApplicationState: Hashable, Sendable, CustomStringConvertible {
+    /// In the foreground and receiving events.
+    case active
+    /// In the foreground but not receiving events yet: while it launches or comes back to the foreground.
+    case inactive
+    /// Not on screen.
+    case background
+
+    public var description: String {
+        switch self {
+        case .active: return "active"
+        case .inactive: return "inactive"
+        case .background: return "background"
+        }
+    }
+}
+
+/// Reports the app's state (on iOS, `UIApplication.shared.applicationState`).
+public protocol ApplicationStateObserving: Sendable {
+    /// The state now.
+    var applicationState: ApplicationState { get }
+}
+
+/// An application-state observer whose state a test or the simulated device sets.
+public final class ManualApplicationStateObserver: ApplicationStateObserving {
+    private let state: LockedBox<ApplicationState>
+
+    /// Creates an observer with `state` (`.active` by default).
+    public init(_ state: ApplicationState = .active) { self.state = LockedBox(state) }
+
+    public var applicationState: ApplicationState {
+        get { self.state.withLock { $0 } }
+        set { self.state.withLock { $0 = newValue } }
+    }
+}
+
 /// The outcome a background push handler reports (UIKit's `UIBackgroundFetchResult`).
 public enum BackgroundFetchResult: Hashable, Sendable {
     case newData

@@ -18,11 +18,14 @@ public struct SilentPushContext: Sendable {
     public let connectivity: ConnectivityStatus
     /// Whether protected data (Keychain, data-protected files) is readable at dispatch time.
     public let protectedDataAvailable: Bool
+    /// The app's state at dispatch time (`UIApplication.shared.applicationState`).
+    public let applicationState: ApplicationState
 
     /// Creates a context.
-    public init(connectivity: ConnectivityStatus, protectedDataAvailable: Bool) {
+    public init(connectivity: ConnectivityStatus, protectedDataAvailable: Bool, applicationState: ApplicationState = .active) {
         self.connectivity = connectivity
         self.protectedDataAvailable = protectedDataAvailable
+        self.applicationState = applicationState
     }
 }
 
@@ -74,11 +77,20 @@ public final class SilentPushRouter: Sendable {
     private let handlers = HandlerRegistry<any SilentPushHandler>()
     private let connectivity: any ConnectivityObserving
     private let protectedData: any ProtectedDataObserving
+    private let applicationState: any ApplicationStateObserving
 
     /// Creates a router that reads the device's state from the observers at each dispatch.
-    public init(connectivity: any ConnectivityObserving, protectedData: any ProtectedDataObserving) {
+    /// - Parameters:
+    ///   - connectivity: the network, for ``SilentPushContext/connectivity``.
+    ///   - protectedData: whether protected data is readable, for ``SilentPushContext/protectedDataAvailable``.
+    ///   - applicationState: the app's state, for ``SilentPushContext/applicationState``; always `.active` by default.
+    public init(
+        connectivity: any ConnectivityObserving, protectedData: any ProtectedDataObserving,
+        applicationState: any ApplicationStateObserving = ManualApplicationStateObserver()
+    ) {
         self.connectivity = connectivity
         self.protectedData = protectedData
+        self.applicationState = applicationState
     }
 
     /// Registers a handler.
@@ -104,7 +116,8 @@ public final class SilentPushRouter: Sendable {
         guard !matching.isEmpty else { return .noData }
         let context = SilentPushContext(
             connectivity: self.connectivity.currentStatus,
-            protectedDataAvailable: self.protectedData.isProtectedDataAvailable
+            protectedDataAvailable: self.protectedData.isProtectedDataAvailable,
+            applicationState: self.applicationState.applicationState
         )
         let results = await withTaskGroup(of: SilentPushResult.self) { group in
             for handler in matching {
@@ -121,8 +134,9 @@ public final class SilentPushRouter: Sendable {
     ///
     /// `completionHandler` is called exactly once, with the merged result, however long the handlers
     /// take and even if the router is released meanwhile (the work holds what it needs).
-    /// - Note: The work runs in a new top-level task, as UIKit's delegate method is synchronous;
-    ///   prefer the async variant where the caller can await.
+    /// - Note: The work runs in a new top-level task that nothing awaits, as the seed specifies (the
+    ///   variant "manages the Task internally" because UIKit's delegate method is synchronous). Prefer the
+    ///   async variant where the caller can await; the simulated device does.
     public func handlePush(
         payload: JSONValue,
         completionHandler: @escaping @Sendable (BackgroundFetchResult) -> Void

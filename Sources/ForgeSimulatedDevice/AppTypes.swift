@@ -1,4 +1,8 @@
-/// Where an app is in its life cycle (`UIApplication.State`, plus not running).
+public import ForgeNotificationTypes
+
+/// Where an app is in its life cycle: on screen, running off screen, or not running. What its
+/// handlers see (`UIApplication.State`, with `.inactive` during transitions) is
+/// ``SimulatedApp/applicationState``.
 public enum AppState: Hashable, Sendable, CustomStringConvertible {
     /// On screen: alerts go to the will-present decision.
     case foreground
@@ -13,6 +17,54 @@ public enum AppState: Hashable, Sendable, CustomStringConvertible {
         case .background: return "background"
         case .notRunning: return "not running"
         }
+    }
+
+    /// The application state of an app that is settled in this state: `.active` in the foreground,
+    /// `.background` otherwise.
+    var applicationState: ApplicationState { self == .foreground ? .active : .background }
+}
+
+/// The options the scene is connected with (`UIScene.ConnectionOptions`).
+public struct SceneConnectionOptions: Hashable, Sendable {
+    /// The response to the notification the user opened to launch the app (`notificationResponse`);
+    /// `nil` when the app was launched otherwise.
+    public var notificationResponse: NotificationResponse?
+
+    /// Creates options.
+    public init(notificationResponse: NotificationResponse? = nil) { self.notificationResponse = notificationResponse }
+}
+
+/// The parts of an app's scene delegate and notification-centre delegate that the device calls, in
+/// the order iOS calls them (seed 004). Implement it to see each step; both methods have defaults.
+///
+/// - Foreground: a notification arrives → ``willPresent(_:)`` (app `.active`) → shown as its options
+///   say → on a tap, the response goes to the app's `VisiblePushRouter` (`didReceive`, `.active`).
+/// - Background: shown in the list → on a tap the app comes to the foreground (`.inactive`) → the
+///   response goes to the router → `.active`.
+/// - Terminated: shown in the list → on a tap the app launches (`.inactive`) →
+///   ``sceneWillConnect(_:)`` with the response → the response goes to the router → `.active`.
+///
+/// `didReceive` is not a requirement: as in the seeds' delegate, every response goes to the app's
+/// ``SimulatedApp/visibleRouter``.
+public protocol SimulatedAppDelegate: Sendable {
+    /// `scene(_:willConnectTo:options:)`: the app's scene connects as the app launches into the
+    /// foreground (the app is `.inactive`). When the user launched it by opening a notification,
+    /// `options.notificationResponse` holds the response, and the router gets it only after this returns.
+    /// The default does nothing.
+    func sceneWillConnect(_ options: SceneConnectionOptions) async
+
+    /// `userNotificationCenter(_:willPresent:withCompletionHandler:)`: a notification arrives while
+    /// the app is in the foreground (`.active`). The options returned (the completion handler's)
+    /// decide: `.banner` shows it (and a tap can open it), `.list` puts it in the notification list,
+    /// no banner and no list shows nothing. The default is banner, list, sound and badge.
+    func willPresent(_ notification: DeliveredNotification) async -> PresentationOptions
+}
+
+extension SimulatedAppDelegate {
+    public func sceneWillConnect(_ options: SceneConnectionOptions) async {}
+
+    public func willPresent(_ notification: DeliveredNotification) async -> PresentationOptions {
+        [.banner, .list, .sound, .badge]
     }
 }
 

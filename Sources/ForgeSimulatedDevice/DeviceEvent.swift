@@ -9,22 +9,30 @@ public import struct Foundation.URL
 /// - no delegate set before launch: ``responseLost(bundleID:identifier:reason:)``;
 /// - temporary attachment files: ``attachmentDropped(bundleID:identifier:attachmentID:url:)``;
 /// - completion handler never called: ``backgroundBudgetExceeded(bundleID:apnsID:)``;
-/// - missing `mutable-content`: ``serviceExtensionNotRun(bundleID:identifier:reason:)``;
+/// - missing `mutable-content` where the alert wanted the extension (see ``ServiceExtension``):
+///   ``serviceExtensionNotRun(bundleID:identifier:reason:)``;
 /// - one identifier for different notifications: ``notificationReplaced(bundleID:identifier:previous:)``.
 public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     // MARK: Arrival
     /// A push arrived.
     case pushReceived(apnsID: String, token: String, pushType: String)
+    /// A broadcast arrived on a channel.
+    case broadcastReceived(apnsID: String, channelID: String)
     /// No app (or Live Activity) owns the push's token: the push is dropped.
     case droppedUnknownToken(apnsID: String, token: String)
     /// The payload is not a JSON object: the push is dropped.
     case droppedInvalidPayload(apnsID: String, reason: String)
+    /// No Live Activity on the device is subscribed to the broadcast's channel: the broadcast is dropped.
+    case broadcastNotSubscribed(apnsID: String, channelID: String)
 
     // MARK: App life cycle
     /// The system launched the app (for a background push, or because the user opened a notification).
     case appLaunched(bundleID: String, reason: LaunchReason)
     /// The app moved to the foreground because the user opened a notification.
     case appForegrounded(bundleID: String)
+    /// The app, launched by the user opening notification `identifier`, connected its scene
+    /// (`scene(_:willConnectTo:options:)` with `notificationResponse`), before the response is routed.
+    case sceneConnected(bundleID: String, identifier: String)
 
     // MARK: Background pushes
     /// A background push was not delivered (the app was force-quit).
@@ -37,7 +45,9 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     case backgroundBudgetExceeded(bundleID: String, apnsID: String)
 
     // MARK: Alerts
-    /// The app's service extension was not run for an alert.
+    /// The app's service extension was not run for an alert that wanted it (it carries a key the
+    /// extension declared, or the extension is required for every alert), or `mutable-content` was
+    /// sent to an app without one.
     case serviceExtensionNotRun(bundleID: String, identifier: String, reason: String)
     /// The app's service extension started on an alert.
     case serviceExtensionStarted(bundleID: String, identifier: String)
@@ -67,6 +77,8 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     // MARK: Live Activities
     /// A push-to-start push started a Live Activity.
     case liveActivityStarted(activityID: String, bundleID: String, attributesType: String, updateToken: String)
+    /// The activity subscribed to a broadcast channel (`input-push-channel` at start, or a subscription).
+    case liveActivitySubscribed(activityID: String, channelID: String)
     /// An update push was applied.
     case liveActivityUpdated(activityID: String, timestamp: Date)
     /// An end push ended the activity.
@@ -122,10 +134,16 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "push \(apnsID) dropped: no app owns token \(token.prefix(8))…"
         case .droppedInvalidPayload(let apnsID, let reason):
             return "push \(apnsID) dropped: \(reason)"
+        case .broadcastReceived(let apnsID, let channelID):
+            return "broadcast \(apnsID) received on channel \(channelID)"
+        case .broadcastNotSubscribed(let apnsID, let channelID):
+            return "broadcast \(apnsID) dropped: no Live Activity here is subscribed to channel \(channelID)"
         case .appLaunched(let bundleID, let reason):
             return "\(bundleID) launched \(reason)"
         case .appForegrounded(let bundleID):
             return "\(bundleID) brought to the foreground"
+        case .sceneConnected(let bundleID, let identifier):
+            return "\(bundleID)'s scene connected with the response to \(identifier) (scene(_:willConnectTo:options:))"
         case .backgroundNotDelivered(let bundleID, let apnsID, let reason):
             return "background push \(apnsID) not delivered to \(bundleID): \(reason)"
         case .backgroundDeliveryStarted(let bundleID, let apnsID, let payload):
@@ -163,6 +181,8 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "response to \(bundleID)/\(identifier) lost: \(reason)"
         case .liveActivityStarted(let activityID, let bundleID, let attributesType, let updateToken):
             return "Live Activity \(activityID) (\(attributesType)) started for \(bundleID), update token \(updateToken.prefix(8))…"
+        case .liveActivitySubscribed(let activityID, let channelID):
+            return "Live Activity \(activityID) subscribed to channel \(channelID)"
         case .liveActivityUpdated(let activityID, let timestamp):
             return "Live Activity \(activityID) updated (timestamp \(Int(timestamp.timeIntervalSince1970)))"
         case .liveActivityEnded(let activityID, let dismissalDate):

@@ -5,8 +5,11 @@ public import struct Foundation.Date
 /// The device does not know the server. The loopback wiring turns each accepted request into a
 /// `DevicePush` and calls ``SimulatedDevice/deliver(_:)``.
 public struct DevicePush: Sendable, Equatable {
-    /// The device token (or push-to-start / activity update token) the push was sent to, lower-case hex.
+    /// The device token (or push-to-start / activity update token) the push was sent to, lower-case
+    /// hex; empty for a broadcast.
     public var token: String
+    /// The broadcast channel (`apns-channel-id`) of a broadcast; `nil` for a push to a token.
+    public var channelID: String?
     /// The `apns-push-type` header (`alert`, `background`, `liveactivity`, ...).
     public var pushType: String
     /// The request's headers, names in lower case.
@@ -37,6 +40,7 @@ public struct DevicePush: Sendable, Equatable {
         collapseID: String? = nil, environment: DeviceEnvironment? = nil, date: Date
     ) {
         self.token = token.lowercased()
+        self.channelID = nil
         self.pushType = pushType ?? "alert"
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
         self.payload = payload
@@ -44,6 +48,18 @@ public struct DevicePush: Sendable, Equatable {
         self.collapseID = collapseID
         self.environment = environment
         self.date = date
+    }
+
+    /// A broadcast on `channelID` (a `liveactivity` push to every subscribed Live Activity).
+    /// - Parameters:
+    ///   - channelID: the `apns-channel-id`.
+    ///   - payload: the JSON payload bytes.
+    ///   - apnsID: the `apns-request-id` the server answered with.
+    ///   - date: when the server accepted it.
+    public static func broadcast(channelID: String, payload: [UInt8], apnsID: String, date: Date) -> DevicePush {
+        var push = DevicePush(token: "", pushType: "liveactivity", payload: payload, apnsID: apnsID, date: date)
+        push.channelID = channelID
+        return push
     }
 
     /// The identifier iOS gives the notification: `apns-collapse-id` if given, else `apns-id`.

@@ -85,6 +85,9 @@ public struct LiveActivity: Hashable, Sendable {
     public var attributes: JSONValue
     /// The push token for its updates (what the app reports to its server), lower-case hex.
     public var updateToken: String
+    /// The broadcast channel it is subscribed to, if any (`input-push-channel`, or
+    /// ``SimulatedDevice/subscribe(_:toChannel:)``).
+    public var channelID: String?
     /// Where it is in its life.
     public var phase: LiveActivityPhase
     /// When it is removed after ending, if the end push set a dismissal date.

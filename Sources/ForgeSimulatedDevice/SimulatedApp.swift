@@ -3,21 +3,31 @@ public import ForgeSilentPush
 public import ForgeVisiblePush
 internal import ForgeSupport
 
-/// An app installed on a ``SimulatedDevice``: its tokens, its settings and state, and the routers
-/// that stand in for its delegates.
+/// An app installed on a ``SimulatedDevice``: its tokens, its settings and state, the routers that
+/// stand in for its delegates, and the scene and notification-centre hooks of seed 004.
 ///
-/// Tests add handlers to ``silentRouter`` and ``visibleRouter`` and change the state (``state``,
-/// ``authorization``, ``forceQuit()``) between pushes. Thread-safe.
+/// Tests add handlers to ``silentRouter`` and ``visibleRouter``, set a ``delegate`` to see the scene
+/// connect and decide foreground presentation, and change the state (``state``, ``authorization``,
+/// ``forceQuit()``) between pushes. The device sets ``applicationState`` at each step as iOS would,
+/// and the routers' handlers read it from their context. Thread-safe.
 public final class SimulatedApp: Sendable {
     private struct State {
         var appState: AppState
+        var applicationState: ApplicationState
         var isForceQuit = false
         var authorization: NotificationAuthorization
         var categories: [NotificationCategory]
         var isDelegateSetBeforeLaunch: Bool
         var pushToStartToken: String?
         var activityTypes: [String: LiveActivityType] = [:]
-        var willPresent: @Sendable (DeliveredNotification) -> PresentationOptions
+        var foregroundPresentation: PresentationOptions
+        var delegate: (any SimulatedAppDelegate)?
+    }
+
+    /// The routers' view of ``SimulatedApp/applicationState``.
+    private struct ApplicationStateReader: ApplicationStateObserving {
+        let read: @Sendable () -> ApplicationState
+        var applicationState: ApplicationState { self.read() }
     }
 
     /// The app's bundle identifier (the push topic).
@@ -28,7 +38,8 @@ public final class SimulatedApp: Sendable {
     public let serviceExtension: ServiceExtension?
     /// Stands in for `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`.
     public let silentRouter: SilentPushRouter
-    /// Stands in for `userNotificationCenter(_:didReceive:withCompletionHandler:)`.
+    /// Stands in for `userNotificationCenter(_:didReceive:withCompletionHandler:)`: every response
+    /// the user gives goes here.
     public let visibleRouter: VisiblePushRouter
     /// The connectivity the routers' handlers see.
     public let connectivity: ManualConnectivityObserver
@@ -48,7 +59,9 @@ public final class SimulatedApp: Sendable {
     ///     it finishes launching; when `false`, the response that launches it is lost.
     ///   - pushToStartToken: the Live Activity push-to-start token, if the app has one.
     ///   - activityTypes: the Live Activity types the app can show.
-    ///   - foregroundPresentation: the will-present decision in the foreground.
+    ///   - foregroundPresentation: how a notification arriving in the foreground is presented when
+    ///     the app has no ``delegate``.
+    ///   - delegate: the scene and notification-centre hooks; `nil` presents with `foregroundPresentation`.
     public init(
         bundleID: String,
         deviceTokens: [DeviceEnvironment: String],
@@ -59,37 +72,54 @@ public final class SimulatedApp: Sendable {
         isDelegateSetBeforeLaunch: Bool = true,
         pushToStartToken: String? = nil,
         activityTypes: [LiveActivityType] = [],
-        foregroundPresentation: PresentationOptions = [.banner, .sound, .badge, .list]
+        foregroundPresentation: PresentationOptions = [.banner, .sound, .badge, .list],
+        delegate: (any SimulatedAppDelegate)? = nil
     ) {
         self.bundleID = bundleID
         self.deviceTokens = deviceTokens.mapValues { $0.lowercased() }
         self.serviceExtension = serviceExtension
-        let connectivity = ManualConnectivityObserver()
-        let protectedData = ManualProtectedDataObserver()
-        self.connectivity = connectivity
-        self.protectedData = protectedData
-        self.silentRouter = SilentPushRouter(connectivity: connectivity, protectedData: protectedData)
-        self.visibleRouter = VisiblePushRouter(connectivity: connectivity, protectedData: protectedData)
         var types: [String: LiveActivityType] = [:]
         for type in activityTypes { types[type.attributesType] = type }
-        self.storage = LockedBox(
+        let storage = LockedBox(
             State(
-                appState: state, authorization: authorization, categories: categories,
-                isDelegateSetBeforeLaunch: isDelegateSetBeforeLaunch, pushToStartToken: pushToStartToken?.lowercased(),
-                activityTypes: types, willPresent: { _ in foregroundPresentation }
+                appState: state, applicationState: state.applicationState, authorization: authorization,
+                categories: categories, isDelegateSetBeforeLaunch: isDelegateSetBeforeLaunch,
+                pushToStartToken: pushToStartToken?.lowercased(), activityTypes: types,
+                foregroundPresentation: foregroundPresentation, delegate: delegate
             )
+        )
+        self.storage = storage
+        let connectivity = ManualConnectivityObserver()
+        let protectedData = ManualProtectedDataObserver()
+        let applicationState = ApplicationStateReader { storage.withLock { $0.applicationState } }
+        self.connectivity = connectivity
+        self.protectedData = protectedData
+        self.silentRouter = SilentPushRouter(
+            connectivity: connectivity, protectedData: protectedData, applicationState: applicationState
+        )
+        self.visibleRouter = VisiblePushRouter(
+            connectivity: connectivity, protectedData: protectedData, applicationState: applicationState
         )
     }
 
-    /// Where the app is in its life cycle. Setting `.foreground` or `.background` clears the force-quit flag.
+    /// Where the app is in its life cycle. Setting `.foreground` or `.background` clears the force-quit
+    /// flag; setting it also sets ``applicationState`` (`.active` in the foreground, else `.background`).
     public var state: AppState {
         get { self.storage.withLock { $0.appState } }
-        set {
-            self.storage.withLock { state in
-                state.appState = newValue
-                if newValue != .notRunning { state.isForceQuit = false }
-            }
-        }
+        set { self.enter(newValue, as: newValue.applicationState) }
+    }
+
+    /// What `UIApplication.shared.applicationState` says now: what the routers' handlers see in their
+    /// context. The device sets it at each step as iOS would: `.inactive` while a tap on a
+    /// notification brings the app to the foreground (launching it or from the background) until
+    /// the response is handled, `.active` in the foreground, `.background` otherwise.
+    public var applicationState: ApplicationState { self.storage.withLock { $0.applicationState } }
+
+    /// The app's scene and notification-centre hooks (seed 004); `nil` presents foreground
+    /// notifications with the options given at creation or by ``setForegroundPresentation(_:)``.
+    public var delegate: (any SimulatedAppDelegate)? {
+        get { self.storage.withLock { $0.delegate } }
+        set { self.storage.withLock { $0.delegate = newValue } }
     }
 
     /// Whether the user force-quit the app (swiped it away): background pushes are not delivered
@@ -100,17 +130,13 @@ public final class SimulatedApp: Sendable {
     public func forceQuit() {
         self.storage.withLock { state in
             state.appState = .notRunning
+            state.applicationState = .background
             state.isForceQuit = true
         }
     }
 
-    /// The user opens the app from the home screen: foreground, no longer force-quit.
-    public func launch() {
-        self.storage.withLock { state in
-            state.appState = .foreground
-            state.isForceQuit = false
-        }
-    }
+    /// The user opens the app from the home screen: foreground and active, no longer force-quit.
+    public func launch() { self.enter(.foreground, as: .active) }
 
     /// Whether the user allowed the app's notifications.
     public var authorization: NotificationAuthorization {
@@ -141,14 +167,9 @@ public final class SimulatedApp: Sendable {
         self.storage.withLock { $0.activityTypes[type.attributesType] = type }
     }
 
-    /// Sets the will-present decision to a fixed set of options.
+    /// Sets how a notification arriving in the foreground is presented when the app has no ``delegate``.
     public func setForegroundPresentation(_ options: PresentationOptions) {
-        self.storage.withLock { $0.willPresent = { _ in options } }
-    }
-
-    /// Sets the will-present decision (`userNotificationCenter(_:willPresent:withCompletionHandler:)`).
-    public func setForegroundPresentation(_ decide: @escaping @Sendable (DeliveredNotification) -> PresentationOptions) {
-        self.storage.withLock { $0.willPresent = decide }
+        self.storage.withLock { $0.foregroundPresentation = options }
     }
 
     // MARK: For the device
@@ -159,9 +180,21 @@ public final class SimulatedApp: Sendable {
         self.storage.withLock { $0.categories.first { $0.identifier == identifier } }
     }
 
-    func presentationOptions(for notification: DeliveredNotification) -> PresentationOptions {
-        let decide = self.storage.withLock { $0.willPresent }
-        return decide(notification)
+    /// The will-present decision: the delegate's, else the fixed options.
+    func presentationOptions(for notification: DeliveredNotification) async -> PresentationOptions {
+        let (delegate, options) = self.storage.withLock { ($0.delegate, $0.foregroundPresentation) }
+        guard let delegate else { return options }
+        return await delegate.willPresent(notification)
+    }
+
+    /// Moves the app to `state`, with `applicationState` as what its handlers see; leaving
+    /// `.notRunning` clears the force-quit flag.
+    func enter(_ state: AppState, as applicationState: ApplicationState) {
+        self.storage.withLock { stored in
+            stored.appState = state
+            stored.applicationState = applicationState
+            if state != .notRunning { stored.isForceQuit = false }
+        }
     }
 
     /// Whether `token` is one of this app's device tokens (for `environment`, when given).

@@ -26,10 +26,13 @@ extension SimulatedDevice {
         var request = NotificationRequest(identifier: identifier, content: NotificationContent(payload: payload))
         request.content = await self.runServiceExtension(of: app, on: request)
         request.content.attachments = self.existingAttachments(of: request, app: app)
-        self.show(DeliveredNotification(request: request, date: self.clock.now), app: app)
+        await self.show(DeliveredNotification(request: request, date: self.clock.now), app: app)
     }
 
     /// Runs the app's service extension when the payload asks for it; returns the content to show.
+    /// Records ``DeviceEvent/serviceExtensionNotRun(bundleID:identifier:reason:)`` for `mutable-content`
+    /// sent to an app without an extension, and for an alert that wanted the extension but lacks
+    /// `mutable-content` (see ``ServiceExtension``); a plain alert is not a mistake.
     private func runServiceExtension(of app: SimulatedApp, on request: NotificationRequest) async -> NotificationContent {
         let isMutable = request.content.userInfo["aps"]?["mutable-content"]?.intValue == 1
         guard let serviceExtension = app.serviceExtension else {
@@ -48,12 +51,15 @@ extension SimulatedDevice {
             outcome.resolve(ExtensionOutcome(content: content, expired: expiring.withLock { $0 }))
         }
         guard isMutable, let manager else {
-            self.record(
-                .serviceExtensionNotRun(
-                    bundleID: app.bundleID, identifier: request.identifier,
-                    reason: "the payload lacks aps.mutable-content: 1"
+            // A plain alert needs no extension; it is a mistake only where the alert wanted one.
+            if let wanted = serviceExtension.reasonToRun(request.content.userInfo) {
+                self.record(
+                    .serviceExtensionNotRun(
+                        bundleID: app.bundleID, identifier: request.identifier,
+                        reason: "the payload lacks aps.mutable-content: 1, but \(wanted)"
+                    )
                 )
-            )
+            }
             return request.content
         }
         let expiryID = self.serviceExtensions.register {
@@ -90,8 +96,8 @@ extension SimulatedDevice {
     }
 
     /// Replaces a notification with the same identifier, then presents: the will-present decision in
-    /// the foreground, the notification list otherwise.
-    private func show(_ notification: DeliveredNotification, app: SimulatedApp) {
+    /// the foreground (the app's delegate, `.active`), the notification list otherwise.
+    private func show(_ notification: DeliveredNotification, app: SimulatedApp) async {
         let identifier = notification.request.identifier
         let previous = self.state.withLock { state -> NotificationContent? in
             guard let index = state.shown[app.bundleID]?.firstIndex(where: { $0.notification.request.identifier == identifier })
@@ -103,7 +109,7 @@ extension SimulatedDevice {
         }
         var inList = true
         if app.state == .foreground {
-            let options = app.presentationOptions(for: notification)
+            let options = await app.presentationOptions(for: notification)
             self.record(.willPresent(bundleID: app.bundleID, identifier: identifier, options: options))
             guard !options.isDisjoint(with: [.banner, .list]) else {
                 self.record(.notShown(bundleID: app.bundleID, identifier: identifier, reason: .suppressedInForeground))

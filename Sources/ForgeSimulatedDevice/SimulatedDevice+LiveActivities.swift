@@ -14,6 +14,23 @@ extension SimulatedDevice {
         self.liveActivities.first { $0.id == id }
     }
 
+    /// Subscribes a Live Activity to a broadcast channel, as the app does when it requests the
+    /// activity with `pushType: .channel(channelID)` (replacing an earlier channel). A start push with
+    /// `input-push-channel` subscribes the activity it starts by itself.
+    ///
+    /// Broadcasts to the channel then reach the activity with the same rules as pushes to its token:
+    /// an update older than the last applied one is ignored; nothing after `end`.
+    /// - Throws: ``SimulatedDeviceError/activityNotFound`` when no activity has `activityID`.
+    public func subscribe(_ activityID: String, toChannel channelID: String) throws(SimulatedDeviceError) {
+        let found = self.state.withLock { state -> Bool in
+            guard let index = state.activities.firstIndex(where: { $0.id == activityID }) else { return false }
+            state.activities[index].channelID = channelID
+            return true
+        }
+        guard found else { throw SimulatedDeviceError.activityNotFound.with("no Live Activity \(activityID)") }
+        self.record(.liveActivitySubscribed(activityID: activityID, channelID: channelID))
+    }
+
     /// Checks the activities against the device clock: an active activity whose stale date has
     /// passed becomes stale, an ended one whose dismissal date has passed is dismissed. The device
     /// does this on every push and every read; a test that moved its clock may call it directly.
@@ -37,7 +54,8 @@ extension SimulatedDevice {
         events.forEach { self.record($0) }
     }
 
-    /// A `liveactivity` push: start by push-to-start token, update or end by activity token.
+    /// A `liveactivity` push: start by push-to-start token (subscribing the activity to
+    /// `input-push-channel` when given), update or end by activity token.
     ///
     /// - An update whose `timestamp` is older than the last applied one is ignored; one with the
     ///   same timestamp is applied (timestamps have one-second resolution, so two updates sent within
@@ -46,15 +64,7 @@ extension SimulatedDevice {
     /// - A content state that does not decode as the activity type's `ContentState` is rejected.
     func deliverLiveActivity(_ push: DevicePush, payload: JSONValue) {
         let aps = payload["aps"]
-        guard let event = aps?["event"]?.stringValue, ["start", "update", "end"].contains(event) else {
-            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.event is not start, update or end"))
-            return
-        }
-        guard let seconds = aps?["timestamp"]?.doubleValue else {
-            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.timestamp is missing"))
-            return
-        }
-        let timestamp = Date(timeIntervalSince1970: seconds)
+        guard let (event, timestamp) = self.eventAndTimestamp(of: push, aps: aps) else { return }
         if let app = self.apps.first(where: { $0.pushToStartToken == push.token }) {
             guard event == "start" else {
                 self.record(
@@ -74,6 +84,40 @@ extension SimulatedDevice {
             return
         }
         self.refreshLiveActivities()
+    }
+
+    /// A broadcast on `channelID`: an update or end for every Live Activity subscribed to the channel,
+    /// each with the rules of a push to its token (older timestamps ignored, nothing after `end`).
+    func deliverBroadcast(_ push: DevicePush, channelID: String, payload: JSONValue) {
+        let aps = payload["aps"]
+        guard let (event, timestamp) = self.eventAndTimestamp(of: push, aps: aps) else { return }
+        guard event != "start" else {
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "start sent to a broadcast channel"))
+            return
+        }
+        let subscribed = self.state.withLock { $0.activities.filter { $0.channelID == channelID } }
+        guard !subscribed.isEmpty else {
+            self.record(.broadcastNotSubscribed(apnsID: push.apnsID, channelID: channelID))
+            return
+        }
+        for activity in subscribed {
+            self.apply(push, event: event, aps: aps, timestamp: timestamp, to: activity)
+        }
+        self.refreshLiveActivities()
+    }
+
+    /// `aps.event` (start, update or end) and `aps.timestamp`; `nil` (and a rejection recorded) when
+    /// either is missing or wrong.
+    private func eventAndTimestamp(of push: DevicePush, aps: JSONValue?) -> (String, Date)? {
+        guard let event = aps?["event"]?.stringValue, ["start", "update", "end"].contains(event) else {
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.event is not start, update or end"))
+            return nil
+        }
+        guard let seconds = aps?["timestamp"]?.doubleValue else {
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: "aps.timestamp is missing"))
+            return nil
+        }
+        return (event, Date(timeIntervalSince1970: seconds))
     }
 
     private func start(_ push: DevicePush, aps: JSONValue?, timestamp: Date, app: SimulatedApp) {
@@ -103,20 +147,24 @@ extension SimulatedDevice {
         }
         guard let contentState = self.decodedContentState(aps, type: type, push: push, required: true) else { return }
         let state = Self.state(event: "start", aps: aps, timestamp: timestamp, contentState: contentState)
-        let activity = self.state.withLock { deviceState in
-            let (id, token) = deviceState.activityTokens.next()
+        let channelID = aps?["input-push-channel"]?.stringValue
+        let (activity, observers) = self.state.withLock { deviceState in
+            deviceState.activityCount += 1
+            let (id, token) = ("activity-\(deviceState.activityCount)", deviceState.activityTokens.next())
             let activity = LiveActivity(
                 id: id, bundleID: app.bundleID, attributesType: typeName, attributes: attributes, updateToken: token,
-                phase: .active, dismissalDate: nil, history: [state]
+                channelID: channelID, phase: .active, dismissalDate: nil, history: [state]
             )
             deviceState.activities.append(activity)
-            return activity
+            return (activity, Array(deviceState.tokenObservers.values))
         }
+        for observer in observers { observer(activity.updateToken, app.bundleID) }
         self.record(
             .liveActivityStarted(
                 activityID: activity.id, bundleID: app.bundleID, attributesType: typeName, updateToken: activity.updateToken
             )
         )
+        if let channelID { self.record(.liveActivitySubscribed(activityID: activity.id, channelID: channelID)) }
     }
 
     private func apply(_ push: DevicePush, event: String, aps: JSONValue?, timestamp: Date, to activity: LiveActivity) {

@@ -59,13 +59,25 @@ extension SimulatedDevice {
         return await self.respond(response, app: app, opensApp: choice.opensApp)
     }
 
-    /// The launch path (seed 004) when the app is not running, then the response to the router.
+    /// Seed 004's routes to `didReceive`, which goes to the app's VisiblePushRouter:
+    /// - not running: launched (into the foreground, `.inactive`, when the action opens the app; else
+    ///   in the background), the scene connects with the response first, then the router;
+    /// - in the background, for an action that opens the app: foregrounded (`.inactive`), then the router;
+    /// - otherwise the router at once (`.active` in the foreground, `.background` for an action that
+    ///   leaves a background app where it is).
+    /// An app brought up by the response becomes `.active` once the router has finished.
     private func respond(_ response: NotificationResponse, app: SimulatedApp, opensApp: Bool) async -> [String] {
         let identifier = response.notification.request.identifier
+        var activates = false
         switch app.state {
         case .notRunning:
-            app.state = opensApp ? .foreground : .background
+            app.enter(opensApp ? .foreground : .background, as: opensApp ? .inactive : .background)
             self.record(.appLaunched(bundleID: app.bundleID, reason: .notificationResponse(identifier: identifier)))
+            if opensApp {
+                activates = true
+                self.record(.sceneConnected(bundleID: app.bundleID, identifier: identifier))
+                await app.delegate?.sceneWillConnect(SceneConnectionOptions(notificationResponse: response))
+            }
             guard app.isDelegateSetBeforeLaunch else {
                 self.record(
                     .responseLost(
@@ -73,10 +85,12 @@ extension SimulatedDevice {
                         reason: "the notification centre delegate was not set before the app finished launching"
                     )
                 )
+                if activates { app.enter(.foreground, as: .active) }
                 return []
             }
         case .background where opensApp:
-            app.state = .foreground
+            activates = true
+            app.enter(.foreground, as: .inactive)
             self.record(.appForegrounded(bundleID: app.bundleID))
         case .background, .foreground:
             break
@@ -88,6 +102,7 @@ extension SimulatedDevice {
         )
         let handlerIDs = await app.visibleRouter.handleResponse(response)
         self.record(.responseHandled(bundleID: app.bundleID, identifier: identifier, handlerIDs: handlerIDs))
+        if activates { app.enter(.foreground, as: .active) }
         return handlerIDs
     }
 

@@ -6,8 +6,10 @@ internal import ForgeSupport
 /// react as iOS would, and every step lands in a timeline.
 ///
 /// ## Overview
-/// The loopback wiring turns each accepted request into a ``DevicePush`` and calls
-/// ``deliver(_:)``. The device finds the app that owns the token and follows iOS:
+/// The loopback wiring turns each accepted request into a ``DevicePush`` and delivers it
+/// (``deliver(_:)-(DevicePush)``, or ``deliver(_:)-(AsyncSequence)`` for a stream of them, each push
+/// concurrently with the others in the order iOS keeps). The device finds the app that owns the
+/// token and follows iOS:
 /// - a background push (`content-available: 1`, no alert, sound or badge) goes to the app's
 ///   `SilentPushRouter`, unless the app was force-quit; the completion result, or a budget violation
 ///   when the completion handler is not called in time, is recorded;
@@ -16,20 +18,22 @@ internal import ForgeSupport
 ///   will-present decision, otherwise in the notification list, replacing a notification with the
 ///   same identifier (`apns-collapse-id`, else `apns-id`); nothing is shown when the user denied
 ///   notifications;
-/// - a `liveactivity` push starts (push-to-start token), updates or ends a ``LiveActivity``.
+/// - a `liveactivity` push starts (push-to-start token), updates or ends a ``LiveActivity``; a
+///   broadcast updates or ends every activity subscribed to its channel.
 ///
 /// An alert that also has `content-available: 1` is shown; the background launch iOS may add for
 /// it is not simulated.
 ///
 /// Simulated user actions (``tap(_:in:)``, ``dismiss(_:in:)``, ``perform(action:userText:on:in:)``)
-/// produce responses for the app's `VisiblePushRouter`, after the launch path for an app that is
-/// not running.
+/// produce responses for the app's `VisiblePushRouter` along seed 004's route for the app's state:
+/// for an app that is not running, the launch and the scene connecting come first (see
+/// ``SimulatedAppDelegate``); handlers see ``SimulatedApp/applicationState`` in their context.
 ///
 /// ## Determinism
 /// Dates come from the injected ``DeviceClock``. Time limits (the service extension's and the
 /// background budget) run on real timers only when configured; with `nil` limits, tests end the
 /// pending work with ``expireServiceExtensions()`` and ``expireBackgroundBudgets()``, the path iOS
-/// takes when time runs out. ``awaitEvent(timeout:where:)`` waits for an event without sleeping.
+/// takes when time runs out. ``awaitEvent(from:timeout:where:)`` waits for an event without sleeping.
 public final class SimulatedDevice: Sendable {
     struct Shown {
         var notification: DeliveredNotification
@@ -40,7 +44,33 @@ public final class SimulatedDevice: Sendable {
         var apps: [SimulatedApp] = []
         var shown: [String: [Shown]] = [:]
         var activities: [LiveActivity] = []
-        var activityTokens = TokenGenerator()
+        /// Update tokens for Live Activities: the same on every run, so a timeline reads the same.
+        var activityTokens = DeviceTokenGenerator(seed: 0x5EED_F0A6_E9B5_0001)
+        var activityCount = 0
+        var lanes: [LaneKey: Lane] = [:]
+        var nextTokenObserver = 0
+        var tokenObservers: [Int: @Sendable (_ token: String, _ bundleID: String) -> Void] = [:]
+    }
+
+    /// Which line a push waits in (see ``Lane``).
+    enum LaneKey: Hashable {
+        case alerts(bundleID: String)
+        case background(bundleID: String)
+        case liveActivities
+    }
+
+    /// A push that arrived and where it goes next, with its place in its lane.
+    struct Arrival: Sendable {
+        enum Route: Sendable {
+            case alert(SimulatedApp)
+            case background(SimulatedApp)
+            case liveActivity
+        }
+
+        var push: DevicePush
+        var payload: JSONValue
+        var route: Route
+        var turn: Turn
     }
 
     /// The device's clock.
@@ -81,6 +111,33 @@ public final class SimulatedDevice: Sendable {
     /// The installed apps, in installation order.
     public var apps: [SimulatedApp] { self.state.withLock { $0.apps } }
 
+    /// Whether `token` (lower-case hex, or any case) belongs to this device: a device token of an
+    /// installed app (either environment), an app's push-to-start token, or a Live Activity's update token.
+    public func owns(token: String) -> Bool {
+        let token = token.lowercased()
+        return self.state.withLock { state in
+            state.apps.contains { $0.ownsDeviceToken(token, environment: nil) || $0.pushToStartToken == token }
+                || state.activities.contains { $0.updateToken == token }
+        }
+    }
+
+    /// Calls `observer` with each token the device issues from now on (a started Live Activity's
+    /// update token) and its app, before the start is recorded: the loopback registers it with the
+    /// server, as a real device registers its tokens with APNs.
+    /// - Returns: an id for ``stopObservingIssuedTokens(_:)``.
+    package func observeIssuedTokens(_ observer: @escaping @Sendable (_ token: String, _ bundleID: String) -> Void) -> Int {
+        self.state.withLock { state in
+            state.nextTokenObserver += 1
+            state.tokenObservers[state.nextTokenObserver] = observer
+            return state.nextTokenObserver
+        }
+    }
+
+    /// Stops calling an observer of ``observeIssuedTokens(_:)``.
+    package func stopObservingIssuedTokens(_ id: Int) {
+        _ = self.state.withLock { $0.tokenObservers.removeValue(forKey: id) }
+    }
+
     /// The notifications in `bundleID`'s notification list (notification centre), oldest first.
     public func notificationList(for bundleID: String) -> [DeliveredNotification] {
         self.state.withLock { $0.shown[bundleID, default: []].filter(\.inList).map(\.notification) }
@@ -99,16 +156,19 @@ public final class SimulatedDevice: Sendable {
 
     /// The first event, already recorded or still to come, for which `predicate` is true.
     /// - Parameters:
+    ///   - position: the timeline position to look from (`timeline.count` before a step: only what
+    ///     the step caused); from the start by default.
     ///   - timeout: how long to wait at most (a safety net: a deterministic test never reaches it).
     ///   - predicate: picks the event.
     /// - Throws: ``SimulatedDeviceError/timedOut`` when no such event comes in time or the task is cancelled.
     @discardableResult
     public func awaitEvent(
+        from position: Int = 0,
         timeout: Duration = .seconds(10),
         where predicate: @escaping @Sendable (DeviceEvent) -> Bool
     ) async throws(SimulatedDeviceError) -> TimelineEntry {
         let entry = await withTaskGroup(of: TimelineEntry?.self) { group in
-            group.addTask { await self.recorder.first(where: predicate) }
+            group.addTask { await self.recorder.first(from: position, where: predicate) }
             group.addTask {
                 try? await Task.sleep(for: timeout)
                 return nil
@@ -121,7 +181,7 @@ public final class SimulatedDevice: Sendable {
             // Say which pushes never got that far: a dropped push is the usual reason for a wait in vain.
             let dropped = self.timeline.map(\.event).filter {
                 switch $0 {
-                case .droppedInvalidPayload, .droppedUnknownToken: return true
+                case .droppedInvalidPayload, .droppedUnknownToken, .broadcastNotSubscribed: return true
                 default: return false
                 }
             }
@@ -141,34 +201,102 @@ public final class SimulatedDevice: Sendable {
     /// device is done with it (for a service extension or a background push, once it completed or
     /// its time ran out).
     ///
+    /// Calls from several tasks proceed concurrently, each push in its place among the pushes that
+    /// iOS orders (see ``deliver(_:)-(AsyncSequence)``); the place is taken when the call starts.
+    ///
     /// - Important: With the default 30 s limits this can take up to 30 s for an app that never
-    ///   completes; a server should answer its client first and deliver afterwards.
+    ///   completes; a server should answer its client first and deliver afterwards. Cancelling the
+    ///   call ends the push's pending service extension or background budget at once (the
+    ///   time-out path).
     public func deliver(_ push: DevicePush) async {
-        self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
+        guard let arrival = self.arrive(push) else { return }
+        await self.follow(arrival)
+    }
+
+    /// Delivers every push of `pushes` as it arrives, each concurrently with the others, and returns
+    /// when the sequence has ended and every delivery is done.
+    ///
+    /// iOS's order is kept where iOS has one: per app, alerts are shown in arrival order (a slow
+    /// service extension holds that app's later alerts) and background pushes reach the app's
+    /// delegate in arrival order; Live Activity pushes are applied in arrival order and, as always,
+    /// by their `timestamp` (an older one is ignored). Nothing else waits: a background handler that
+    /// never completes holds only its own push until its budget runs out, and different apps never
+    /// wait for each other.
+    ///
+    /// When the budget runs out the handlers' task is cancelled (iOS suspends the app): a handler
+    /// should return when cancelled, as `Task.sleep` and URL loading do; one that ignores
+    /// cancellation keeps this call from returning. Cancelling this call ends every pending service
+    /// extension and background budget at once.
+    public func deliver(_ pushes: some AsyncSequence<DevicePush, Never>) async {
+        await withDiscardingTaskGroup { group in
+            for await push in pushes {
+                guard let arrival = self.arrive(push) else { continue }
+                group.addTask { await self.follow(arrival) }
+            }
+        }
+    }
+
+    /// What happens at once when a push arrives: it is recorded and read, and takes its place in
+    /// its lane; `nil` when it goes no further.
+    func arrive(_ push: DevicePush) -> Arrival? {
+        if let channelID = push.channelID {
+            self.record(.broadcastReceived(apnsID: push.apnsID, channelID: channelID))
+        } else {
+            self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
+        }
         self.refreshLiveActivities()
         let payload: JSONValue
         do {
             payload = try JSONValue(parsing: push.payload)
         } catch {
             self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not valid JSON: \(error.reason)"))
-            return
+            return nil
         }
         guard payload.objectValue != nil else {
             self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not a JSON object"))
-            return
+            return nil
         }
-        if push.pushType == "liveactivity" {
-            self.deliverLiveActivity(push, payload: payload)
-            return
+        if push.channelID != nil || push.pushType == "liveactivity" {
+            return Arrival(push: push, payload: payload, route: .liveActivity, turn: self.lane(.liveActivities).ticket())
         }
         guard let app = self.app(owningDeviceToken: push.token, environment: push.environment) else {
             self.record(.droppedUnknownToken(apnsID: push.apnsID, token: push.token))
-            return
+            return nil
         }
         if Self.isBackground(payload) {
-            await self.deliverBackground(push, payload: payload, to: app)
-        } else {
-            await self.deliverAlert(push, payload: payload, to: app)
+            let turn = self.lane(.background(bundleID: app.bundleID)).ticket()
+            return Arrival(push: push, payload: payload, route: .background(app), turn: turn)
+        }
+        return Arrival(push: push, payload: payload, route: .alert(app), turn: self.lane(.alerts(bundleID: app.bundleID)).ticket())
+    }
+
+    /// The rest of a push's delivery, in its turn.
+    func follow(_ arrival: Arrival) async {
+        switch arrival.route {
+        case .liveActivity:
+            await arrival.turn.begin()
+            if let channelID = arrival.push.channelID {
+                self.deliverBroadcast(arrival.push, channelID: channelID, payload: arrival.payload)
+            } else {
+                self.deliverLiveActivity(arrival.push, payload: arrival.payload)
+            }
+            arrival.turn.end()
+        case .alert(let app):
+            await arrival.turn.begin()
+            await self.deliverAlert(arrival.push, payload: arrival.payload, to: app)
+            arrival.turn.end()
+        case .background(let app):
+            // Ends its turn once the delegate has been called; the handlers then run on their own.
+            await self.deliverBackground(arrival.push, payload: arrival.payload, to: app, turn: arrival.turn)
+        }
+    }
+
+    private func lane(_ key: LaneKey) -> Lane {
+        self.state.withLock { state in
+            if let lane = state.lanes[key] { return lane }
+            let lane = Lane()
+            state.lanes[key] = lane
+            return lane
         }
     }
 

@@ -1,4 +1,4 @@
-/// Why a simulated user action or a wait on the timeline failed.
+/// Why a simulated user action, a channel subscription or a wait on the timeline failed.
 ///
 /// Compared by code only; ``message`` says which app, notification or action.
 public struct SimulatedDeviceError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -8,6 +8,7 @@ public struct SimulatedDeviceError: Error, Hashable, Sendable, CustomStringConve
         case unknownAction
         case missingUserText
         case timedOut
+        case activityNotFound
     }
 
     private let code: Code
@@ -27,6 +28,8 @@ public struct SimulatedDeviceError: Error, Hashable, Sendable, CustomStringConve
     public static let unknownAction = SimulatedDeviceError(.unknownAction, "unknown action")
     /// A text-input action was performed without text.
     public static let missingUserText = SimulatedDeviceError(.missingUserText, "missing user text")
+    /// No Live Activity has the identifier.
+    public static let activityNotFound = SimulatedDeviceError(.activityNotFound, "Live Activity not found")
     /// No matching event was recorded in time.
     public static let timedOut = SimulatedDeviceError(.timedOut, "timed out")
 

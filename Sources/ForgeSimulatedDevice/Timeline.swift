@@ -37,8 +37,9 @@ final class Timeline: Sendable {
         return entry
     }
 
-    /// The first entry, past or future, whose event matches; `nil` if the task is cancelled first.
-    func first(where predicate: @escaping @Sendable (DeviceEvent) -> Bool) async -> TimelineEntry? {
+    /// The first entry at or after `position`, past or future, whose event matches; `nil` if the task
+    /// is cancelled first.
+    func first(from position: Int, where predicate: @escaping @Sendable (DeviceEvent) -> Bool) async -> TimelineEntry? {
         let id = self.state.withLock { state in
             state.nextWaiterID += 1
             return state.nextWaiterID
@@ -49,7 +50,7 @@ final class Timeline: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resume = self.state.withLock { state -> TimelineEntry?? in
-                    if let entry = state.entries.first(where: { predicate($0.event) }) { return .some(entry) }
+                    if let entry = state.entries.dropFirst(position).first(where: { predicate($0.event) }) { return .some(entry) }
                     if cancelled.withLock({ $0 }) { return .some(nil) }
                     state.waiters[id] = Waiter(predicate: predicate, continuation: continuation)
                     return .none

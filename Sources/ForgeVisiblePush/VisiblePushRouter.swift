@@ -18,11 +18,14 @@ public struct VisiblePushContext: Sendable {
     public let connectivity: ConnectivityStatus
     /// Whether protected data is readable at dispatch time.
     public let protectedDataAvailable: Bool
+    /// The app's state at dispatch time (`UIApplication.shared.applicationState`).
+    public let applicationState: ApplicationState
 
     /// Creates a context.
-    public init(connectivity: ConnectivityStatus, protectedDataAvailable: Bool) {
+    public init(connectivity: ConnectivityStatus, protectedDataAvailable: Bool, applicationState: ApplicationState = .active) {
         self.connectivity = connectivity
         self.protectedDataAvailable = protectedDataAvailable
+        self.applicationState = applicationState
     }
 }
 
@@ -34,11 +37,20 @@ public final class VisiblePushRouter: Sendable {
     private let handlers = HandlerRegistry<any VisiblePushHandler>()
     private let connectivity: any ConnectivityObserving
     private let protectedData: any ProtectedDataObserving
+    private let applicationState: any ApplicationStateObserving
 
     /// Creates a router that reads the device's state from the observers at each dispatch.
-    public init(connectivity: any ConnectivityObserving, protectedData: any ProtectedDataObserving) {
+    /// - Parameters:
+    ///   - connectivity: the network, for ``VisiblePushContext/connectivity``.
+    ///   - protectedData: whether protected data is readable, for ``VisiblePushContext/protectedDataAvailable``.
+    ///   - applicationState: the app's state, for ``VisiblePushContext/applicationState``; always `.active` by default.
+    public init(
+        connectivity: any ConnectivityObserving, protectedData: any ProtectedDataObserving,
+        applicationState: any ApplicationStateObserving = ManualApplicationStateObserver()
+    ) {
         self.connectivity = connectivity
         self.protectedData = protectedData
+        self.applicationState = applicationState
     }
 
     /// Registers a handler.
@@ -66,7 +78,8 @@ public final class VisiblePushRouter: Sendable {
         guard !matching.isEmpty else { return [] }
         let context = VisiblePushContext(
             connectivity: self.connectivity.currentStatus,
-            protectedDataAvailable: self.protectedData.isProtectedDataAvailable
+            protectedDataAvailable: self.protectedData.isProtectedDataAvailable,
+            applicationState: self.applicationState.applicationState
         )
         await withTaskGroup(of: Void.self) { group in
             for handler in matching {
@@ -78,8 +91,9 @@ public final class VisiblePushRouter: Sendable {
 
     /// The completion-handler variant of ``handleResponse(_:)``: `completionHandler` is called exactly
     /// once, after every matching handler has finished.
-    /// - Note: The work runs in a new top-level task, as the UserNotifications delegate method is
-    ///   synchronous; prefer the async variant where the caller can await.
+    /// - Note: The work runs in a new top-level task that nothing awaits, as the seed specifies (the
+    ///   UserNotifications delegate method is synchronous). Prefer the async variant where the caller
+    ///   can await; the simulated device does.
     public func handleResponse(_ response: NotificationResponse, completionHandler: @escaping @Sendable () -> Void) {
         let once = CompletionOnce<Void> { _ in completionHandler() }
         Task { [self] in

@@ -35,7 +35,7 @@ struct DemoTests {
         // Each milestone is a device event, a handler's note, a server verdict or a passed check.
         let milestones = [
             "200 alert apns-id",
-            "app     open-message: opened message M-1001 (tap)",
+            "app     open-message: opened message M-1001 (tap, app inactive)",
             "handled the response to",
             "ok     tap handled by open-message",
             "200 background apns-id",
@@ -50,12 +50,25 @@ struct DemoTests {
             "Live Activity activity-1 ended",
             "ok     stale update ignored; applied states preparing -> on the way -> delivered",
             "ok     Live Activity ended",
+            "launched by the user opening notification",
+            "scene connected with the response to",
+            "app     scene: connected with the response to message M-2002",
+            "routed to com.example.forgepush's VisiblePushRouter",
+            "app     open-message: opened message M-2002 (tap, app inactive)",
+            "ok     the scene got the response first, then open-message",
+            "ok     didReceive ran with the app inactive; the app is active afterwards",
+            "Live Activity activity-2 subscribed to channel",
+            "200 liveactivity apns-request-id",
+            "received on channel",
+            "Live Activity activity-2 updated",
+            "ok     stale update ignored; applied states preparing -> on the way",
             "410 Unregistered alert apns-id",
             "judged 500 requests: 495 x 200, 5 x 410 Unregistered",
+            "0 pushes received: the bulk's tokens belong to no simulated device",
             "bulk summary: 500 tokens: 495 accepted, 5 rejected (Unregistered 5), 0 failed, 0 not sent",
             "notifications/s, elapsed",
             "ok     bulk: 495 accepted + 5 Unregistered",
-            "demo: all 8 checks passed",
+            "demo: all 12 checks passed",
         ]
         var from = out.startIndex
         for milestone in milestones {

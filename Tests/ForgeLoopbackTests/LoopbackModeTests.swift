@@ -16,6 +16,8 @@ private let app = "com.example.tasks"
 private let appID = try! APNSBundleID(app)
 private let sandboxToken = String(repeating: "ab", count: 32)
 private let pushToStart = String(repeating: "5a", count: 32)
+private let tabletToken = String(repeating: "ac", count: 32)
+private let tabletPushToStart = String(repeating: "5b", count: 32)
 
 /// The seed's task-sync silent handler: syncs when the payload says `task_sync`.
 private struct TaskSyncHandler: SilentPushHandler {
@@ -77,11 +79,12 @@ private func loopbackTLS() -> LoopbackMode.TLS {
 
 private func makeApp(
     state: AppState = .background, authorization: NotificationAuthorization = .granted,
-    serviceExtension: ServiceExtension? = nil, isDelegateSetBeforeLaunch: Bool = true
+    serviceExtension: ServiceExtension? = nil, isDelegateSetBeforeLaunch: Bool = true,
+    pushToStartToken: String = pushToStart, deviceToken: String = sandboxToken
 ) -> SimulatedApp {
     SimulatedApp(
-        bundleID: app, deviceTokens: [.sandbox: sandboxToken], state: state, authorization: authorization,
-        serviceExtension: serviceExtension, isDelegateSetBeforeLaunch: isDelegateSetBeforeLaunch, pushToStartToken: pushToStart,
+        bundleID: app, deviceTokens: [.sandbox: deviceToken], state: state, authorization: authorization,
+        serviceExtension: serviceExtension, isDelegateSetBeforeLaunch: isDelegateSetBeforeLaunch, pushToStartToken: pushToStartToken,
         activityTypes: [LiveActivityType(attributesType: "DeliveryAttributes", attributes: DeliveryAttributes.self,
                                          contentState: Delivery.self)]
     )
@@ -98,7 +101,7 @@ private func event(_ device: SimulatedDevice, _ match: @escaping @Sendable (Devi
     try await device.awaitEvent(where: match).event
 }
 
-@Suite("Loopback mode: the client, the local server and the simulated device in one process", .timeLimit(.minutes(1)))
+@Suite("Loopback mode: the client, the local server and the simulated devices in one process", .timeLimit(.minutes(1)))
 struct LoopbackModeTests {
     @Test("Alert -> shown -> tap -> the visible handler ran with the payload")
     func alertTap() async throws {
@@ -107,15 +110,15 @@ struct LoopbackModeTests {
         let phone = makeApp()
         phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
         device.install(phone)
-        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
-        let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-            try await client.send(try assigned("T-7"), to: try DeviceToken(sandboxToken))
+        try await withLoopbackMode(devices: [device], tls: loopbackTLS()) { loopback in
+            let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                try await client.send(try assigned("T-7"), to: try DeviceToken(sandboxToken))
+            }
+            _ = try await event(device) { if case .addedToNotificationList = $0 { true } else { false } }
+            let ran = try await device.tap(sent.apnsID, in: app)
+            #expect(ran == ["task-tapped"])
+            #expect(seen.all == ["\(NotificationAction.default.identifier):T-7"])
         }
-        _ = try await event(device) { if case .addedToNotificationList = $0 { true } else { false } }
-        let ran = try await device.tap(sent.apnsID, in: app)
-        #expect(ran == ["task-tapped"])
-        #expect(seen.all == ["\(NotificationAction.default.identifier):T-7"])
-        await loopback.shutdown()
     }
 
     @Test("A payload a device cannot read: accepted with a warning (P3), dropped by the device, named when a wait fails")
@@ -123,28 +126,28 @@ struct LoopbackModeTests {
         let device = SimulatedDevice(backgroundBudget: nil)
         device.install(makeApp())
         let warnings = Seen()
-        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS()) { judgement in
+        try await withLoopbackMode(devices: [device], tls: loopbackTLS(), observer: { judgement in
             if let warning = judgement.verdict.warning { warnings.append(warning) }
+        }) { loopback in
+            // The bare transport sends what it is given: the body issue 14 found apnsctl sending.
+            let connection = try await HTTP2Connection.connect(loopback.http2Configuration)
+            let response = try await push(
+                connection, token: sandboxToken, topic: app, headers: [("authorization", try loopback.providerToken())],
+                body: Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8)
+            )
+            await connection.close()
+            #expect(response.status == 200)
+            let dropped = try await event(device) { if case .droppedInvalidPayload = $0 { true } else { false } }
+            guard case .droppedInvalidPayload(let apnsID, let reason) = dropped else { return }
+            #expect(reason.hasPrefix("the payload is not valid JSON: "), "\(reason)")
+            #expect(warnings.all == ["body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"])
+            do {
+                try await device.awaitEvent(timeout: .zero) { if case .addedToNotificationList = $0 { true } else { false } }
+                Issue.record("the alert was shown")
+            } catch let error as SimulatedDeviceError {
+                #expect(error.message.contains("push \(apnsID) dropped: the payload is not valid JSON"), "\(error.message)")
+            }
         }
-        // The bare transport sends what it is given: the body issue 14 found apnsctl sending.
-        let connection = try await HTTP2Connection.connect(loopback.http2Configuration)
-        let response = try await push(
-            connection, token: sandboxToken, topic: app, headers: [("authorization", try loopback.providerToken())],
-            body: Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8)
-        )
-        await connection.close()
-        #expect(response.status == 200)
-        let dropped = try await event(device) { if case .droppedInvalidPayload = $0 { true } else { false } }
-        guard case .droppedInvalidPayload(let apnsID, let reason) = dropped else { return }
-        #expect(reason.hasPrefix("the payload is not valid JSON: "), "\(reason)")
-        #expect(warnings.all == ["body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"])
-        do {
-            try await device.awaitEvent(timeout: .zero) { if case .addedToNotificationList = $0 { true } else { false } }
-            Issue.record("the alert was shown")
-        } catch {
-            #expect(error.message.contains("push \(apnsID) dropped: the payload is not valid JSON"), "\(error.message)")
-        }
-        await loopback.shutdown()
     }
 
     @Test("Background push -> every matching silent handler -> aggregated newData")
@@ -155,18 +158,37 @@ struct LoopbackModeTests {
         phone.silentRouter.addHandler(TaskSyncHandler(seen: seen))
         phone.silentRouter.addHandler(AuditHandler(seen: seen))
         device.install(phone)
-        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
-        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-            _ = try await client.send(
-                APNSBackgroundNotification(topic: appID, payload: Custom(type: "task_sync", task_id: "T-9")),
-                to: try DeviceToken(sandboxToken)
-            )
+        try await withLoopbackMode(devices: [device], tls: loopbackTLS()) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(
+                    APNSBackgroundNotification(topic: appID, payload: Custom(type: "task_sync", task_id: "T-9")),
+                    to: try DeviceToken(sandboxToken)
+                )
+            }
+            let completed = try await event(device) { if case .backgroundCompleted = $0 { true } else { false } }
+            guard case .backgroundCompleted(_, _, let result) = completed else { return }
+            #expect(result == .newData)
+            #expect(Set(seen.all) == ["task-sync:T-9", "audit"])
         }
-        let completed = try await event(device) { if case .backgroundCompleted = $0 { true } else { false } }
-        guard case .backgroundCompleted(_, _, let result) = completed else { return }
-        #expect(result == .newData)
-        #expect(Set(seen.all) == ["task-sync:T-9", "audit"])
-        await loopback.shutdown()
+    }
+
+    @Test("A background handler that never completes holds only its own push: a later alert is shown meanwhile")
+    func stuckBackgroundHandler() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        let phone = makeApp()
+        phone.silentRouter.addHandler(NeverCompletes())
+        device.install(phone)
+        try await withLoopbackMode(devices: [device], tls: loopbackTLS()) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(APNSBackgroundNotification(topic: appID, payload: Custom(type: "hang", task_id: "T-1")),
+                                          to: try DeviceToken(sandboxToken))
+                _ = try await client.send(try assigned("T-2"), to: try DeviceToken(sandboxToken))
+            }
+            _ = try await event(device) { if case .addedToNotificationList = $0 { true } else { false } }
+            #expect(device.pendingBackgroundPushes == 1)
+            #expect(device.expireBackgroundBudgets() == 1)
+            _ = try await event(device) { if case .backgroundBudgetExceeded = $0 { true } else { false } }
+        }
     }
 
     @Test("Service extension: content rewritten; and the time-will-expire path shows the best attempt")
@@ -178,54 +200,151 @@ struct LoopbackModeTests {
             if request.content.userInfo["task_id"]?.stringValue == "T-1" { manager.complete(forces: false) }
         })
         device.install(phone)
-        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
-        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-            _ = try await client.send(try assigned("T-1", mutable: true), to: try DeviceToken(sandboxToken))
-            _ = try await client.send(try assigned("T-2", mutable: true), to: try DeviceToken(sandboxToken))
+        try await withLoopbackMode(devices: [device], tls: loopbackTLS()) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(try assigned("T-1", mutable: true), to: try DeviceToken(sandboxToken))
+                _ = try await client.send(try assigned("T-2", mutable: true), to: try DeviceToken(sandboxToken))
+            }
+            let first = try await event(device) { if case .serviceExtensionCompleted(_, _, _, false) = $0 { true } else { false } }
+            guard case .serviceExtensionCompleted(_, _, let content, _) = first else { return }
+            #expect(content.title == "[decrypted] Task T-1")
+            _ = try await event(device) { event in
+                if case .serviceExtensionStarted = event, device.runningServiceExtensions == 1 { return true }
+                return false
+            }
+            while device.expireServiceExtensions() == 0 { await Task.yield() }
+            let expired = try await event(device) { if case .serviceExtensionCompleted(_, _, _, true) = $0 { true } else { false } }
+            guard case .serviceExtensionCompleted(_, _, let best, _) = expired else { return }
+            #expect(best.title == "[decrypted] Task T-2")
         }
-        let first = try await event(device) { if case .serviceExtensionCompleted(_, _, _, false) = $0 { true } else { false } }
-        guard case .serviceExtensionCompleted(_, _, let content, _) = first else { return }
-        #expect(content.title == "[decrypted] Task T-1")
-        _ = try await event(device) { event in
-            if case .serviceExtensionStarted = event, device.runningServiceExtensions == 1 { return true }
-            return false
-        }
-        while device.expireServiceExtensions() == 0 { await Task.yield() }
-        let expired = try await event(device) { if case .serviceExtensionCompleted(_, _, _, true) = $0 { true } else { false } }
-        guard case .serviceExtensionCompleted(_, _, let best, _) = expired else { return }
-        #expect(best.title == "[decrypted] Task T-2")
-        await loopback.shutdown()
     }
 
-    @Test("Live Activity: start by push-to-start token, update, a stale update ignored, end")
+    @Test("Live Activity: start by push-to-start token, update, a stale update ignored, end; tokens registered with a strict server")
     func liveActivity() async throws {
         let device = SimulatedDevice(backgroundBudget: nil)
         device.install(makeApp())
-        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
-        let t0 = Date(timeIntervalSince1970: 1_760_000_000)
-        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-            _ = try await client.send(APNSLiveActivityStartNotification(
-                attributesType: "DeliveryAttributes", attributes: DeliveryAttributes(pizzaName: "Margherita"),
-                contentState: Delivery(status: "baking", eta: 20), alert: APNSLiveActivityAlert(title: "Order", body: "Baking"),
-                timestamp: t0, topic: appID), to: try DeviceToken(pushToStart))
+        // A server that rejects unknown tokens: the push-to-start and update tokens are in its registry.
+        try await withLoopbackMode(
+            devices: [device], tls: loopbackTLS(), configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false)
+        ) { loopback in
+            let t0 = Date(timeIntervalSince1970: 1_760_000_000)
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(APNSLiveActivityStartNotification(
+                    attributesType: "DeliveryAttributes", attributes: DeliveryAttributes(pizzaName: "Margherita"),
+                    contentState: Delivery(status: "baking", eta: 20), alert: APNSLiveActivityAlert(title: "Order", body: "Baking"),
+                    timestamp: t0, topic: appID), to: try DeviceToken(pushToStart))
+            }
+            let started = try await event(device) { if case .liveActivityStarted = $0 { true } else { false } }
+            guard case .liveActivityStarted(let activityID, _, _, let updateToken) = started else { return }
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                let token = try DeviceToken(updateToken)
+                _ = try await client.send(APNSLiveActivityNotification(event: .update, contentState: Delivery(status: "on the way", eta: 10),
+                                                                       timestamp: t0 + 60, topic: appID), to: token)
+                _ = try await client.send(APNSLiveActivityNotification(event: .update, contentState: Delivery(status: "baking", eta: 19),
+                                                                       timestamp: t0 + 30, topic: appID), to: token)
+                _ = try await client.send(APNSLiveActivityNotification(event: .end(dismissalDate: t0 + 3600),
+                                                                       contentState: Delivery(status: "delivered", eta: 0),
+                                                                       timestamp: t0 + 120, topic: appID), to: token)
+            }
+            _ = try await event(device) { if case .liveActivityEnded = $0 { true } else { false } }
+            let activity = try #require(device.liveActivity(activityID))
+            #expect(activity.history.map { $0.contentState["status"]?.stringValue } == ["baking", "on the way", "delivered"])
+            #expect(device.timeline.contains { if case .liveActivityPushIgnored = $0.event { true } else { false } })
         }
-        let started = try await event(device) { if case .liveActivityStarted = $0 { true } else { false } }
-        guard case .liveActivityStarted(let activityID, _, _, let updateToken) = started else { return }
-        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-            let token = try DeviceToken(updateToken)
-            _ = try await client.send(APNSLiveActivityNotification(event: .update, contentState: Delivery(status: "on the way", eta: 10),
-                                                                   timestamp: t0 + 60, topic: appID), to: token)
-            _ = try await client.send(APNSLiveActivityNotification(event: .update, contentState: Delivery(status: "baking", eta: 19),
-                                                                   timestamp: t0 + 30, topic: appID), to: token)
-            _ = try await client.send(APNSLiveActivityNotification(event: .end(dismissalDate: t0 + 3600),
-                                                                   contentState: Delivery(status: "delivered", eta: 0),
-                                                                   timestamp: t0 + 120, topic: appID), to: token)
+    }
+
+    @Test("Several devices: each push goes to the device that owns its token, and only there")
+    func severalDevices() async throws {
+        let phone = SimulatedDevice(backgroundBudget: nil)
+        let tablet = SimulatedDevice(backgroundBudget: nil)
+        phone.install(makeApp())
+        tablet.install(SimulatedApp(bundleID: app, deviceTokens: [.sandbox: tabletToken], state: .background))
+        try await withLoopbackMode(devices: [phone, tablet], tls: loopbackTLS()) { loopback in
+            let (toPhone, toTablet) = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                let bulk = try client.sendBulk(try assigned("T-1"), to: [try DeviceToken(sandboxToken), try DeviceToken(tabletToken)])
+                for await _ in bulk {}
+                let toPhone = try await client.send(try assigned("T-2"), to: try DeviceToken(sandboxToken))
+                let toTablet = try await client.send(try assigned("T-3"), to: try DeviceToken(tabletToken))
+                return (toPhone.apnsID, toTablet.apnsID)
+            }
+            _ = try await event(phone) { if case .addedToNotificationList(_, toPhone, _) = $0 { true } else { false } }
+            _ = try await event(tablet) { if case .addedToNotificationList(_, toTablet, _) = $0 { true } else { false } }
+            for (device, token) in [(phone, sandboxToken), (tablet, tabletToken)] {
+                let received = device.timeline.compactMap { entry -> String? in
+                    if case .pushReceived(_, let to, _) = entry.event { return to }
+                    return nil
+                }
+                #expect(received == [token, token], "the bulk's push and the single one, both to this device's token")
+                #expect(!device.timeline.contains { if case .droppedUnknownToken = $0.event { true } else { false } })
+            }
         }
-        _ = try await event(device) { if case .liveActivityEnded = $0 { true } else { false } }
-        let activity = try #require(device.liveActivity(activityID))
-        #expect(activity.history.map { $0.contentState["status"]?.stringValue } == ["baking", "on the way", "delivered"])
-        #expect(device.timeline.contains { if case .liveActivityPushIgnored = $0.event { true } else { false } })
-        await loopback.shutdown()
+    }
+
+    @Test("A token no device owns: accepted and not delivered by default; BadDeviceToken when the server rejects unknown tokens")
+    func tokenNoDeviceOwns() async throws {
+        let stranger = try DeviceToken(String(repeating: "0e", count: 32))
+        let device = SimulatedDevice(backgroundBudget: nil)
+        device.install(makeApp())
+        try await withLoopbackMode(devices: [device], tls: loopbackTLS()) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(try assigned("T-1"), to: stranger)
+                _ = try await client.send(try assigned("T-2"), to: try DeviceToken(sandboxToken))
+            }
+            // Delivered in order of acceptance: once T-2 is shown, T-1 would have been received.
+            _ = try await event(device) { if case .addedToNotificationList = $0 { true } else { false } }
+            #expect(loopback.server.acceptedCount == 2)
+            #expect(device.timeline.filter { if case .pushReceived = $0.event { true } else { false } }.count == 1)
+        }
+        try await withLoopbackMode(
+            devices: [device], tls: loopbackTLS(), configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false)
+        ) { loopback in
+            _ = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                await #expect { _ = try await client.send(try assigned("T-3"), to: stranger) } throws: { error in
+                    (error as? APNSError)?.reason == .badDeviceToken
+                }
+            }
+            #expect(loopback.server.acceptedCount == 0)
+        }
+    }
+
+    @Test("A broadcast reaches the Live Activities subscribed to its channel on every device, with the stale-timestamp rule")
+    func broadcast() async throws {
+        let phone = SimulatedDevice(backgroundBudget: nil)
+        let tablet = SimulatedDevice(backgroundBudget: nil)
+        phone.install(makeApp())
+        tablet.install(makeApp(pushToStartToken: tabletPushToStart, deviceToken: tabletToken))
+        try await withLoopbackMode(devices: [phone, tablet], tls: loopbackTLS()) { loopback in
+            let t0 = Date(timeIntervalSince1970: 1_760_000_000)
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                let channel = try await client.createChannel(bundleID: appID, storagePolicy: .noMessageStored)
+                // The phone's activity subscribes at start (input-push-channel); the tablet's by a call.
+                _ = try await client.send(APNSLiveActivityStartNotification(
+                    attributesType: "DeliveryAttributes", attributes: DeliveryAttributes(pizzaName: "Margherita"),
+                    contentState: Delivery(status: "baking", eta: 20), alert: APNSLiveActivityAlert(title: "Order", body: "Baking"),
+                    timestamp: t0, topic: appID, inputPushChannel: channel
+                ), to: try DeviceToken(pushToStart))
+                _ = try await client.send(APNSLiveActivityStartNotification(
+                    attributesType: "DeliveryAttributes", attributes: DeliveryAttributes(pizzaName: "Funghi"),
+                    contentState: Delivery(status: "baking", eta: 25), alert: APNSLiveActivityAlert(title: "Order", body: "Baking"),
+                    timestamp: t0, topic: appID
+                ), to: try DeviceToken(tabletPushToStart))
+                let onTablet = try await tablet.awaitEvent { if case .liveActivityStarted = $0 { true } else { false } }
+                guard case .liveActivityStarted(let tabletActivity, _, _, _) = onTablet.event else { return }
+                try tablet.subscribe(tabletActivity, toChannel: channel.rawValue)
+                _ = try await phone.awaitEvent { if case .liveActivitySubscribed = $0 { true } else { false } }
+                for (offset, status) in [(60, "on the way"), (30, "stale news")] {
+                    _ = try await client.send(APNSBroadcastNotification(
+                        channelID: channel, bundleID: appID, event: .update, contentState: Delivery(status: status, eta: 5),
+                        timestamp: t0 + TimeInterval(offset)
+                    ))
+                }
+            }
+            for device in [phone, tablet] {
+                _ = try await event(device) { if case .liveActivityPushIgnored = $0 { true } else { false } }
+                let activity = try #require(device.liveActivities.first)
+                #expect(activity.history.map { $0.contentState["status"]?.stringValue } == ["baking", "on the way"])
+            }
+        }
     }
 
     @Test("The six common mistakes are visible in the timeline")
@@ -233,46 +352,43 @@ struct LoopbackModeTests {
         // 1. No authorization: nothing shown, no error. 5. No mutable-content: the extension does not run.
         // 6. One identifier reused: the later replaces the earlier.
         let device = SimulatedDevice(backgroundBudget: nil)
-        let denied = makeApp(authorization: .denied)
-        device.install(denied)
-        let loopback = try LoopbackMode.start(device: device, tls: loopbackTLS())
-        try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-            _ = try await client.send(try assigned("T-1"), to: try DeviceToken(sandboxToken))
+        device.install(makeApp(authorization: .denied))
+        try await withLoopbackMode(devices: [device], tls: loopbackTLS()) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(try assigned("T-1"), to: try DeviceToken(sandboxToken))
+            }
+            _ = try await event(device) { if case .notShown(_, _, .notAuthorized) = $0 { true } else { false } }
         }
-        _ = try await event(device) { if case .notShown(_, _, .notAuthorized) = $0 { true } else { false } }
-        await loopback.shutdown()
 
         let device2 = SimulatedDevice(backgroundBudget: nil)
         let seen = Seen()
-        let phone = makeApp(state: .notRunning, serviceExtension: ServiceExtension(timeLimit: nil) { _, manager in
+        let phone = makeApp(state: .notRunning, serviceExtension: ServiceExtension(timeLimit: nil, isRequiredForEveryAlert: true) { _, manager in
             manager.complete(forces: false)
         }, isDelegateSetBeforeLaunch: false)
         phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
         phone.silentRouter.addHandler(NeverCompletes())
         device2.install(phone)
-        let loopback2 = try LoopbackMode.start(device: device2, tls: loopbackTLS())
-        var identifier = ""
-        try await withAPNSClient(configuration: loopback2.clientConfiguration) { client in
-            _ = try await client.send(try assigned("T-2", mutable: false), to: try DeviceToken(sandboxToken))
-            _ = try await client.send(try assigned("T-3", collapseID: "same"), to: try DeviceToken(sandboxToken))
-            _ = try await client.send(try assigned("T-4", collapseID: "same"), to: try DeviceToken(sandboxToken))
-            identifier = "same"
+        try await withLoopbackMode(devices: [device2], tls: loopbackTLS()) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(try assigned("T-2", mutable: false), to: try DeviceToken(sandboxToken))
+                _ = try await client.send(try assigned("T-3", collapseID: "same"), to: try DeviceToken(sandboxToken))
+                _ = try await client.send(try assigned("T-4", collapseID: "same"), to: try DeviceToken(sandboxToken))
+            }
+            _ = try await event(device2) { if case .serviceExtensionNotRun = $0 { true } else { false } }
+            _ = try await event(device2) { if case .notificationReplaced(_, "same", _) = $0 { true } else { false } }
+            // 2. No delegate set before launch: the response that launches the app is lost.
+            _ = try? await device2.tap("same", in: app)
+            _ = try await event(device2) { if case .responseLost = $0 { true } else { false } }
+            #expect(seen.all.isEmpty)
+            // 4. A completion handler never called: the background budget runs out.
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(APNSBackgroundNotification(topic: appID, payload: Custom(type: "hang", task_id: "T-5")),
+                                          to: try DeviceToken(sandboxToken))
+            }
+            _ = try await event(device2) { if case .backgroundDeliveryStarted = $0 { true } else { false } }
+            while device2.expireBackgroundBudgets() == 0 { await Task.yield() }
+            _ = try await event(device2) { if case .backgroundBudgetExceeded = $0 { true } else { false } }
         }
-        _ = try await event(device2) { if case .serviceExtensionNotRun = $0 { true } else { false } }
-        _ = try await event(device2) { if case .notificationReplaced(_, "same", _) = $0 { true } else { false } }
-        // 2. No delegate set before launch: the response that launches the app is lost.
-        _ = try? await device2.tap(identifier, in: app)
-        _ = try await event(device2) { if case .responseLost = $0 { true } else { false } }
-        #expect(seen.all.isEmpty)
-        // 4. A completion handler never called: the background budget runs out.
-        try await withAPNSClient(configuration: loopback2.clientConfiguration) { client in
-            _ = try await client.send(APNSBackgroundNotification(topic: appID, payload: Custom(type: "hang", task_id: "T-5")),
-                                      to: try DeviceToken(sandboxToken))
-        }
-        _ = try await event(device2) { if case .backgroundDeliveryStarted = $0 { true } else { false } }
-        while device2.expireBackgroundBudgets() == 0 { await Task.yield() }
-        _ = try await event(device2) { if case .backgroundBudgetExceeded = $0 { true } else { false } }
-        await loopback2.shutdown()
         // 3. Temporary attachment files: covered where the extension attaches a file that is then deleted.
         let device3 = SimulatedDevice(backgroundBudget: nil)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("forge-attachment-\(UUID().uuidString).png")
@@ -282,12 +398,12 @@ struct LoopbackModeTests {
             try? FileManager.default.removeItem(at: file)  // the temporary file is gone before iOS reads it
             manager.complete(forces: false)
         }))
-        let loopback3 = try LoopbackMode.start(device: device3, tls: loopbackTLS())
-        try await withAPNSClient(configuration: loopback3.clientConfiguration) { client in
-            _ = try await client.send(try assigned("T-6", mutable: true), to: try DeviceToken(sandboxToken))
+        try await withLoopbackMode(devices: [device3], tls: loopbackTLS()) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(try assigned("T-6", mutable: true), to: try DeviceToken(sandboxToken))
+            }
+            _ = try await event(device3) { if case .attachmentDropped = $0 { true } else { false } }
         }
-        _ = try await event(device3) { if case .attachmentDropped = $0 { true } else { false } }
-        await loopback3.shutdown()
     }
 }
 

@@ -42,8 +42,9 @@ struct CommonMistakesTests {
 
         #expect(ran.isEmpty)
         #expect(recorder.responses.current.isEmpty)
-        #expect(device.events.suffix(2) == [
+        #expect(device.events.suffix(3) == [
             .appLaunched(bundleID: Fixture.bundleID, reason: .notificationResponse(identifier: "M2")),
+            .sceneConnected(bundleID: Fixture.bundleID, identifier: "M2"),
             .responseLost(bundleID: Fixture.bundleID, identifier: "M2", reason: "the notification centre delegate was not set before the app finished launching"),
         ])
     }
@@ -99,11 +100,11 @@ struct CommonMistakesTests {
         #expect(!device.events.contains { if case .backgroundCompleted = $0 { true } else { false } })
     }
 
-    @Test("5. missing mutable-content: the service extension is not run")
+    @Test("5. missing mutable-content: the service extension is not run, reported where the alert wanted it")
     func missingMutableContent() async throws {
         let device = Fixture.device()
         let ran = LockedBox(false)
-        let modify = ServiceExtension(timeLimit: nil) { _, manager in
+        let modify = ServiceExtension(timeLimit: nil, payloadKeys: ["image_url"]) { _, manager in
             ran.withLock { $0 = true }
             manager.mutableContent.update { $0.title = "Modified" }
             manager.complete(forces: false)
@@ -113,8 +114,29 @@ struct CommonMistakesTests {
         await device.deliver(Fixture.push(#"{"aps":{"alert":{"title":"New Message"},"sound":"default"},"image_url":"https://example.com/i.jpg"}"#, apnsID: "M5"))
 
         #expect(!ran.current)
-        #expect(device.events.contains(.serviceExtensionNotRun(bundleID: Fixture.bundleID, identifier: "M5", reason: "the payload lacks aps.mutable-content: 1")))
+        #expect(device.events.contains(.serviceExtensionNotRun(
+            bundleID: Fixture.bundleID, identifier: "M5",
+            reason: "the payload lacks aps.mutable-content: 1, but it carries image_url, which only the service extension acts on"
+        )))
         #expect(device.notificationList(for: Fixture.bundleID).first?.request.content.title == "New Message")
+    }
+
+    @Test("5. a plain alert to an app with an extension is no mistake; unless every alert needs the extension")
+    func plainAlertIsNoMistake() async throws {
+        let device = Fixture.device()
+        let complete = ServiceExtension(timeLimit: nil, payloadKeys: ["image_url"]) { _, manager in manager.complete(forces: false) }
+        device.install(Fixture.app(serviceExtension: complete))
+        await device.deliver(Fixture.push(self.alert, apnsID: "M5-plain"))
+        #expect(!device.events.contains { if case .serviceExtensionNotRun = $0 { true } else { false } })
+        #expect(device.notificationList(for: Fixture.bundleID).count == 1)
+
+        let encrypted = ServiceExtension(timeLimit: nil, isRequiredForEveryAlert: true) { _, manager in manager.complete(forces: false) }
+        device.install(Fixture.app(serviceExtension: encrypted))
+        await device.deliver(Fixture.push(self.alert, apnsID: "M5-required"))
+        #expect(device.events.contains(.serviceExtensionNotRun(
+            bundleID: Fixture.bundleID, identifier: "M5-required",
+            reason: "the payload lacks aps.mutable-content: 1, but every alert to the app needs its service extension"
+        )))
     }
 
     @Test("6. one identifier for different notifications: the later replaces the earlier")

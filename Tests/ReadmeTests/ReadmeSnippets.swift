@@ -2,6 +2,7 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCrypto
 import ForgeLoopback
+import ForgeNotificationTypes
 import ForgeSimulatedDevice
 import Foundation
 
@@ -86,19 +87,49 @@ func readmeBulk<Tokens: AsyncSequence & Sendable>(
 func readmeLoopback(keys: String, deviceTokenHex: String) async throws -> [String] {
     let device = SimulatedDevice()
     device.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: deviceTokenHex]))
-    let loopback = try LoopbackMode.start(
-        device: device,
-        tls: .files(chain: "\(keys)/server.pem", key: "\(keys)/server.key", ca: "\(keys)/ca.pem")
-    )
-    let result = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-        try await client.send(
-            APNSAlertNotification(alert: APNSAlert(title: "Hi", body: "From the test"), topic: try APNSBundleID("com.example.shop")),
-            to: try DeviceToken(deviceTokenHex)
-        )
+    let tls = LoopbackMode.TLS.files(chain: "\(keys)/server.pem", key: "\(keys)/server.key", ca: "\(keys)/ca.pem")
+    try await withLoopbackMode(devices: [device], tls: tls) { loopback in
+        let result = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            try await client.send(
+                APNSAlertNotification(alert: APNSAlert(title: "Hi", body: "From the test"), topic: try APNSBundleID("com.example.shop")),
+                to: try DeviceToken(deviceTokenHex)
+            )
+        }
+        _ = try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
+        _ = try await device.tap(result.apnsID, in: "com.example.shop")
     }
-    _ = try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
-    _ = try await device.tap(result.apnsID, in: "com.example.shop")
     print(device.timelineDescription.joined(separator: "\n"))
-    await loopback.shutdown()
     return device.timelineDescription
+}
+
+// README: the delegate.
+/// The app's scene and notification-centre delegate (seed 004).
+struct ShopDelegate: SimulatedAppDelegate {
+    func sceneWillConnect(_ options: SceneConnectionOptions) async {
+        print("scene connects for", options.notificationResponse?.notification.request.identifier ?? "a plain launch")
+    }
+    func willPresent(_ notification: DeliveredNotification) async -> PresentationOptions { [.banner, .list] }
+}
+
+/// README: several devices, a delegate, the launch route.
+func readmeSeveralDevices(
+    tls: LoopbackMode.TLS, phoneToken: String, tabletToken: String
+) async throws -> (phone: SimulatedDevice, tablet: SimulatedDevice) {
+    let phone = SimulatedDevice(), tablet = SimulatedDevice()
+    let shop = SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: phoneToken], state: .notRunning,
+                            delegate: ShopDelegate())
+    phone.install(shop)
+    tablet.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: tabletToken]))
+    try await withLoopbackMode(devices: [phone, tablet], tls: tls) { loopback in
+        let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            let alert = APNSAlertNotification(alert: APNSAlert(title: "Back in stock", body: "Your size"),
+                                              topic: try APNSBundleID("com.example.shop"))
+            _ = try await client.send(alert, to: try DeviceToken(tabletToken))  // only the tablet gets this one
+            return try await client.send(alert, to: try DeviceToken(phoneToken))
+        }
+        _ = try await phone.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
+        // Terminated: launched (inactive), the scene connects with the response, then the VisiblePushRouter.
+        _ = try await phone.tap(sent.apnsID, in: "com.example.shop")
+    }
+    return (phone, tablet)
 }

@@ -3,6 +3,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeSimulatedDevice
 import ForgeTestSupport
 import Foundation
 import Testing
@@ -89,6 +90,20 @@ struct ReadmeTests {
         #expect(server.accepted.count == 2 + 49)
         #expect(!server.accepted.contains { $0.token == String(format: "%064x", 7) })
         await server.shutdown()
+    }
+
+    @Test("The several-devices snippet: each device gets its own push; the scene connects before the router")
+    func severalDevicesSnippetRuns() async throws {
+        let tls = LoopbackMode.TLS.files(chain: "\(keys)/server.pem", key: "\(keys)/server.key", ca: "\(keys)/ca.pem")
+        let (phone, tablet) = try await readmeSeveralDevices(
+            tls: tls, phoneToken: String(repeating: "d1", count: 32), tabletToken: String(repeating: "d2", count: 32)
+        )
+        let received = { (device: SimulatedDevice) in device.timeline.filter { if case .pushReceived = $0.event { true } else { false } }.count }
+        #expect(received(phone) == 1 && received(tablet) == 1)
+        let events = phone.timeline.map(\.event)
+        let scene = try #require(events.firstIndex { if case .sceneConnected = $0 { true } else { false } })
+        let routed = try #require(events.firstIndex { if case .responseRouted = $0 { true } else { false } })
+        #expect(scene < routed)
     }
 
     @Test("The loopback snippet: send, shown, tapped")

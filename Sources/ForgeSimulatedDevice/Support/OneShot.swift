@@ -42,22 +42,27 @@ final class OneShot<Value: Sendable>: Sendable {
         }
     }
 
-    /// Awaits the value; when `limit` is set, calls `expire` if the value is not set by then (the
-    /// real-time path of the expiry that tests trigger by hand).
+    /// Awaits the value; calls `expire` if the value is not set when `limit` (if any) runs out, or
+    /// when the waiting task is cancelled (the real-time and the shutdown paths of the expiry that
+    /// tests trigger by hand). `expire` must set the value.
     func value(limit: Duration?, expire: @escaping @Sendable () -> Void) async -> Value {
-        guard let limit else { return await self.value }
-        return await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    try await Task.sleep(for: limit)
-                    expire()
-                } catch {
-                    // Cancelled: the value came first.
+        await withTaskCancellationHandler {
+            guard let limit else { return await self.value }
+            return await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        try await Task.sleep(for: limit)
+                        expire()
+                    } catch {
+                        // Cancelled: the value came first.
+                    }
                 }
+                let value = await self.value
+                group.cancelAll()
+                return value
             }
-            let value = await self.value
-            group.cancelAll()
-            return value
+        } onCancel: {
+            expire()
         }
     }
 }

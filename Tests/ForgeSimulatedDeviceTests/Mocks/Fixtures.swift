@@ -99,25 +99,43 @@ struct SilentRecorder: SilentPushHandler {
     }
 }
 
-/// Blocks its waiters until opened: a handler that "never completes" until the test releases it.
+/// Blocks its waiters until opened: a handler that "never completes" until the test releases it, or
+/// until its task is cancelled (as the device does when the budget runs out).
 final class Gate: Sendable {
-    private let state = LockedBox<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private struct State {
+        var open = false
+        var nextID = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    }
 
+    private let state = LockedBox(State())
+
+    /// Returns once the gate is open or the task is cancelled.
     func wait() async {
-        await withCheckedContinuation { continuation in
-            let isOpen = self.state.withLock { state -> Bool in
-                if !state.open { state.waiters.append(continuation) }
-                return state.open
+        let id = self.state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let goes = self.state.withLock { state -> Bool in
+                    if state.open || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if goes { continuation.resume() }
             }
-            if isOpen { continuation.resume() }
+        } onCancel: {
+            let waiter = self.state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
         }
     }
 
     func open() {
         let waiters = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
         }
         waiters.forEach { $0.resume() }
     }
@@ -127,13 +145,18 @@ final class Gate: Sendable {
 struct HangingSilentHandler: SilentPushHandler {
     let id = "hanging"
     let gate: Gate
+    /// The type of payload it takes; every payload when `nil`.
+    var type: String? = nil
     let started = LockedBox(false)
+    /// Whether its task was cancelled while it waited.
+    let cancelled = LockedBox(false)
 
-    func matchesPayload(_ payload: JSONValue) -> Bool { true }
+    func matchesPayload(_ payload: JSONValue) -> Bool { self.type.map { payload["type"]?.stringValue == $0 } ?? true }
 
     func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
         self.started.withLock { $0 = true }
         await self.gate.wait()
+        if Task.isCancelled { self.cancelled.withLock { $0 = true } }
         return .newData
     }
 }

@@ -1,35 +1,41 @@
-import ForgeAPNsCore
-import ForgeNotificationService
-import ForgeNotificationTypes
-import ForgeSilentPush
-import ForgeSimulatedDevice
-import ForgeVisiblePush
-import Foundation
+internal import ForgeAPNsCore
+internal import ForgeNotificationService
+internal import ForgeNotificationTypes
+internal import ForgeSilentPush
+internal import ForgeSimulatedDevice
+internal import ForgeVisiblePush
+internal import Foundation
 
-/// The app `apnsctl demo` installs on the simulated device: a chat app with a delivery tracker.
+/// The app the scenarios install on the simulated device: a chat app with a delivery tracker. A
+/// template for your own: each part stands in for a piece of an iOS app.
 ///
-/// - Visible pushes: ``OpenMessageHandler`` opens the message a tapped notification is about.
+/// - Scene and notification-centre delegate: ``ChatAppDelegate`` notes the scene connecting and the
+///   foreground presentation it chooses.
+/// - Visible pushes (`didReceive`): ``OpenMessageHandler`` opens the message a tapped notification
+///   is about, noting the application state it ran in.
 /// - Background pushes: ``InboxSyncHandler`` and ``BadgeCountHandler`` both handle `inbox_sync`.
-/// - Its notification service extension (``DemoApp/serviceExtension(recorder:)``) unseals an
-///   end-to-end encrypted message: the title names the sender, the body is the decoded text.
+/// - Its notification service extension (``ChatApp/serviceExtension(recorder:)``) unseals an
+///   end-to-end encrypted message: the title names the sender, the body is the decoded text. Every
+///   alert carrying `sealed` needs it.
 /// - Live Activities of type ``DeliveryAttributes``.
 ///
-/// Every handler reports what it did to the ``DemoRecorder``, so the timeline shows the app's side.
-enum DemoApp {
+/// Every handler reports what it did to the ``ScenarioRecorder``, so the timeline shows the app's side.
+enum ChatApp {
     /// The bundle id (the push topic).
     static let bundleID = "com.example.forgepush"
     /// The custom key naming what a push is about.
     static let typeKey = "type"
 
     /// The app, with its handlers registered, its extension and its Live Activity type.
-    static func make(deviceToken: String, pushToStartToken: String, recorder: DemoRecorder) -> SimulatedApp {
+    static func make(deviceToken: String, pushToStartToken: String, recorder: ScenarioRecorder) -> SimulatedApp {
         let app = SimulatedApp(
             bundleID: Self.bundleID, deviceTokens: [.sandbox: deviceToken], state: .background,
             serviceExtension: Self.serviceExtension(recorder: recorder), pushToStartToken: pushToStartToken,
             activityTypes: [
                 LiveActivityType(attributesType: DeliveryAttributes.typeName, attributes: DeliveryAttributes.self,
                                  contentState: DeliveryAttributes.ContentState.self)
-            ]
+            ],
+            delegate: ChatAppDelegate(recorder: recorder)
         )
         app.visibleRouter.addHandler(OpenMessageHandler(recorder: recorder))
         app.silentRouter.addHandler(InboxSyncHandler(recorder: recorder))
@@ -39,9 +45,10 @@ enum DemoApp {
 
     /// The notification service extension: replaces the placeholder title and body of a sealed
     /// message with its sender and its decoded text, then completes.
-    static func serviceExtension(recorder: DemoRecorder) -> ServiceExtension {
-        // A limit only as a safety net: this extension always completes at once.
-        ServiceExtension(timeLimit: .seconds(10)) { request, manager in
+    static func serviceExtension(recorder: ScenarioRecorder) -> ServiceExtension {
+        // A limit only as a safety net: this extension always completes at once. A sealed message
+        // without mutable-content would show "(encrypted)": the device reports it.
+        ServiceExtension(timeLimit: .seconds(10), payloadKeys: [SealedMessage.CodingKeys.sealed.rawValue]) { request, manager in
             let userInfo = request.content.userInfo
             guard let sealed = userInfo[SealedMessage.CodingKeys.sealed.rawValue]?.stringValue,
                 let text = SealedMessage.unseal(sealed),
@@ -127,16 +134,16 @@ struct DeliveryAttributes: Codable, Sendable {
 struct OpenMessageHandler: VisiblePushHandler {
     static let handlerID = "open-message"
     let id = Self.handlerID
-    let recorder: DemoRecorder
+    let recorder: ScenarioRecorder
 
     func matches(_ response: NotificationResponse) -> Bool {
-        response.notification.request.content.userInfo[DemoApp.typeKey]?.stringValue == "message"
+        response.notification.request.content.userInfo[ChatApp.typeKey]?.stringValue == "message"
     }
 
     func handle(_ response: NotificationResponse, context: VisiblePushContext) async {
         let message = response.notification.request.content.userInfo["message_id"]?.stringValue ?? "-"
         let action = response.action == .default ? "tap" : response.actionIdentifier
-        self.recorder.note(handler: self.id, "opened message \(message) (\(action))")
+        self.recorder.note(handler: self.id, "opened message \(message) (\(action), app \(context.applicationState))")
     }
 }
 
@@ -144,9 +151,9 @@ struct OpenMessageHandler: VisiblePushHandler {
 struct InboxSyncHandler: SilentPushHandler {
     static let handlerID = "inbox-sync"
     let id = Self.handlerID
-    let recorder: DemoRecorder
+    let recorder: ScenarioRecorder
 
-    func matchesPayload(_ payload: JSONValue) -> Bool { payload[DemoApp.typeKey]?.stringValue == "inbox_sync" }
+    func matchesPayload(_ payload: JSONValue) -> Bool { payload[ChatApp.typeKey]?.stringValue == "inbox_sync" }
 
     func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
         let count = payload["new_messages"]?.intValue ?? 0
@@ -160,12 +167,29 @@ struct InboxSyncHandler: SilentPushHandler {
 struct BadgeCountHandler: SilentPushHandler {
     static let handlerID = "badge-count"
     let id = Self.handlerID
-    let recorder: DemoRecorder
+    let recorder: ScenarioRecorder
 
-    func matchesPayload(_ payload: JSONValue) -> Bool { payload[DemoApp.typeKey]?.stringValue == "inbox_sync" }
+    func matchesPayload(_ payload: JSONValue) -> Bool { payload[ChatApp.typeKey]?.stringValue == "inbox_sync" }
 
     func handle(_ payload: JSONValue, context: SilentPushContext) async -> SilentPushResult {
         self.recorder.note(handler: self.id, "badge already current -> \(SilentPushResult.noData)")
         return .noData
+    }
+}
+
+/// The app's scene delegate and notification-centre delegate (seed 004): notes the scene connecting
+/// with the notification that launched the app, and presents foreground notifications as a banner
+/// in the list with sound and badge.
+struct ChatAppDelegate: SimulatedAppDelegate {
+    static let handlerID = "scene"
+    let recorder: ScenarioRecorder
+
+    func sceneWillConnect(_ options: SceneConnectionOptions) async {
+        let message = options.notificationResponse?.notification.request.content.userInfo["message_id"]?.stringValue
+        self.recorder.note(handler: Self.handlerID, "connected with the response to message \(message ?? "-") (before didReceive)")
+    }
+
+    func willPresent(_ notification: DeliveredNotification) async -> PresentationOptions {
+        [.banner, .list, .sound, .badge]
     }
 }

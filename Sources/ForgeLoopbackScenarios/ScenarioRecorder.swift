@@ -1,12 +1,12 @@
-import ForgeAPNsCore
-import ForgeLoopback
-import ForgeSupport
-import Foundation
+internal import ForgeAPNsCore
+internal import ForgeLoopback
+internal import ForgeSupport
+internal import Foundation
 
-/// What `apnsctl demo` saw besides the device's own timeline: the local server's verdicts and the
+/// What the scenarios saw besides the device's own timeline: the local server's verdicts and the
 /// notes the app's handlers leave when they run. Written from the server's I/O threads and the
-/// routers' tasks, read by the demo between steps.
-final class DemoRecorder: Sendable {
+/// routers' tasks, read by the scenarios between steps.
+final class ScenarioRecorder: Sendable {
     /// A verdict or a handler's note, with when it happened.
     struct Entry: Sendable {
         enum Kind: Sendable {
