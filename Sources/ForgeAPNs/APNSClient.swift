@@ -1,6 +1,6 @@
 public import ForgeAPNsCore
 internal import ForgeCrypto
-public import ForgeHTTP2
+package import ForgeHTTP2
 internal import Logging
 internal import Metrics
 internal import ForgeSupport
@@ -100,7 +100,7 @@ public final class APNSClient: Sendable {
     /// and client identity, timeouts), for tools that probe the endpoint step by step.
     /// - Throws: ``APNSError`` of kind `invalidNotification` for an insecure or cleartext mode off
     ///   loopback, `credentials` for a client identity or CA file that cannot be used.
-    public static func connectionConfiguration(for configuration: Configuration) throws -> HTTP2ClientConfiguration {
+    package static func connectionConfiguration(for configuration: Configuration) throws -> HTTP2ClientConfiguration {
         try Self.http2Configuration(configuration, endpoint: configuration.environment)
     }
 

@@ -2,6 +2,9 @@ import Foundation
 internal import ForgeSupport
 
 /// A handle on one accepted connection, for tests that need to make it misbehave.
+///
+/// The fault-injection hooks (an abrupt close, stalled reading, late PINGs, counters) are `package`:
+/// for the local server and this package's tests, not for users of the product.
 public final class HTTP2ServerConnection: Sendable {
     /// A number unique within the server.
     public let id: UInt64
@@ -35,29 +38,29 @@ public final class HTTP2ServerConnection: Sendable {
     }
 
     /// Closes the TCP connection at once with a reset, as a crashed server would.
-    public func closeAbruptly() {
+    package func closeAbruptly() {
         self.post { $0.commands.append(.abort) }
     }
 
     /// Stops (or resumes) reading from the socket: the client's writes back up.
-    public func setReading(_ reading: Bool) {
+    package func setReading(_ reading: Bool) {
         self.post { $0.commands.append(.reading(reading)) }
     }
 
     /// Acknowledges the PINGs received so far but not answered (with ``HTTP2ServerConfiguration/answersPings``
     /// off): a peer that answers late.
-    public func answerPendingPings() {
+    package func answerPendingPings() {
         self.post { $0.commands.append(.answerPings) }
     }
 
     /// PINGs received and not answered yet (with ``HTTP2ServerConfiguration/answersPings`` off).
-    public var unansweredPingCount: Int { self.inbox.withLock { $0.unansweredPings } }
+    package var unansweredPingCount: Int { self.inbox.withLock { $0.unansweredPings } }
 
     /// Whether the connection has ended.
     public var isClosed: Bool { self.inbox.withLock { $0.closed } }
 
     /// Requests seen on this connection so far.
-    public var requestCount: Int { self.inbox.withLock { $0.requestCount } }
+    package var requestCount: Int { self.inbox.withLock { $0.requestCount } }
 
     func post(_ change: (inout ServerInbox) -> Void) {
         let wake = self.inbox.withLock { inbox -> Bool in
