@@ -135,8 +135,12 @@ struct PoolStateMachineTests {
         #expect(machine.window == 1500 && machine.streamsPerConnection == 500)
         while machine.acquireIfFree(count: 1) != nil {}
         let (_, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
-        _ = machine.connected(grow.connect!, maximumStreams: 2000, now: self.t0)
+        // A new connection offers one stream until its first answer: the batch stays what the first offers.
+        _ = machine.connected(grow.connect!, maximumStreams: 1, now: self.t0)
+        #expect(machine.streamsPerConnection == 500)
+        _ = machine.settingsChanged(grow.connect!, maximumStreams: 2000, now: self.t0)
         #expect(machine.window == 1500, "at the maximum: the streams of both, the second capped at 1000")
+        #expect(machine.streamsPerConnection == 1000)
         _ = a
     }
 

@@ -136,9 +136,11 @@ struct PoolStateMachine {
         return max(1, total)
     }
 
-    /// The fewest streams one ready connection offers: the most requests worth sending together.
+    /// The most streams one ready connection offers: the most requests worth sending together. The
+    /// most, not the fewest: a new connection offers one stream until its first answer, and bulk
+    /// batches (and the number of bulk workers) sized by it would shrink to one request for good.
     var streamsPerConnection: Int {
-        self.connections.lazy.filter { $0.phase == .ready }.map(\.limit).min() ?? self.limits.maximumStreams
+        self.connections.lazy.filter { $0.phase == .ready }.map(\.limit).max() ?? self.limits.maximumStreams
     }
 
     private var countsTowardsMaximum: Int { self.connections.count { $0.phase != .draining } }
