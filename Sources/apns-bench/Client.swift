@@ -189,14 +189,9 @@ extension APNSBench {
                     "\"latency_ms\":\(Bench.format(Bench.milliseconds(self.latency ?? .zero), digits: 3))",
                 ]
                 if let h2load {
-                    let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
-                    fields += [
-                        "\"h2load\":{\"connections\":\(self.h2loadConnections),\"streams\":\(self.inFlight),"
-                            + "\"requests_per_s\":\(Int(h2load.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),"
-                            + "\"succeeded\":\(h2load.succeeded),\"failed\":\(h2load.failed)}",
-                        "\"ratio_rate\":\(Bench.format(rate / h2load.requestsPerSecond, digits: 3))",
-                        "\"ratio_cpu\":\(Bench.format(cpu / max(h2cpu, 0.001), digits: 3))",
-                    ]
+                    fields += h2load.jsonFields(
+                        requests: self.notifications, connections: self.h2loadConnections, streams: self.inFlight, rate: rate, cpu: cpu
+                    )
                 }
                 print("{" + fields.joined(separator: ",") + "}")
                 return
@@ -340,14 +335,9 @@ extension APNSBench {
                     "\"accepted\":\(summary.accepted)", "\"errors\":\(summary.total - summary.accepted)",
                 ]
                 if let h2load {
-                    let h2cpu = h2load.cpuMicroseconds / Double(self.tokens)
-                    fields += [
-                        "\"h2load\":{\"connections\":\(self.h2loadConnections),\"streams\":\(self.inFlight),"
-                            + "\"requests_per_s\":\(Int(h2load.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),"
-                            + "\"succeeded\":\(h2load.succeeded),\"failed\":\(h2load.failed)}",
-                        "\"ratio_rate\":\(Bench.format(rate / h2load.requestsPerSecond, digits: 3))",
-                        "\"ratio_cpu\":\(Bench.format(cpu / max(h2cpu, 0.001), digits: 3))",
-                    ]
+                    fields += h2load.jsonFields(
+                        requests: self.tokens, connections: self.h2loadConnections, streams: self.inFlight, rate: rate, cpu: cpu
+                    )
                 }
                 print("{" + fields.joined(separator: ",") + "}")
                 return

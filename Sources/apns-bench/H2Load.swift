@@ -84,3 +84,18 @@ enum H2Load {
         return 0
     }
 }
+
+extension H2Load.Result {
+    /// The JSON fields of this h2load run beside ForgePush's (`rate` per second, `cpu` µs per
+    /// request, over `requests`): its figures and the two ratios.
+    func jsonFields(requests: Int, connections: Int, streams: Int, rate: Double, cpu: Double) -> [String] {
+        let h2cpu = self.cpuMicroseconds / Double(max(1, requests))
+        return [
+            "\"h2load\":{\"connections\":\(connections),\"streams\":\(streams),"
+                + "\"requests_per_s\":\(Int(self.requestsPerSecond)),\"cpu_us_per_request\":\(Bench.format(h2cpu)),"
+                + "\"succeeded\":\(self.succeeded),\"failed\":\(self.failed)}",
+            "\"ratio_rate\":\(Bench.format(rate / self.requestsPerSecond, digits: 3))",
+            "\"ratio_cpu\":\(Bench.format(cpu / max(h2cpu, 0.001), digits: 3))",
+        ]
+    }
+}
