@@ -253,8 +253,8 @@ public final class APNSClient: Sendable {
     public func send(
         _ prepared: APNSPreparedNotification, to token: DeviceToken, deadline: ContinuousClock.Instant? = nil
     ) async throws(APNSError) -> APNSSendResult {
-        try await self.execute(prepared.request(to: token), pushType: prepared.pushType, token: token.hexString,
-                               deadline: deadline ?? .now + self.configuration.timeouts.request)
+        try await self.executeOne(prepared.request(to: token), pushType: prepared.pushType,
+                                  deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 
     /// Sends a broadcast to a channel (`/4/broadcasts/apps/<bundle id>`).
@@ -267,21 +267,14 @@ public final class APNSClient: Sendable {
         } catch {
             throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
         }
-        return try await self.execute(prepared.request(), pushType: .liveactivity, token: nil,
-                                      deadline: deadline ?? .now + self.configuration.timeouts.request)
+        return try await self.executeOne(prepared.request(), pushType: .liveactivity,
+                                         deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 
     /// Sends an already prepared broadcast (validated and encoded once, as from JSON).
     public func send(_ prepared: APNSPreparedBroadcast, deadline: ContinuousClock.Instant? = nil) async throws(APNSError) -> APNSSendResult {
-        try await self.execute(prepared.request(), pushType: .liveactivity, token: nil,
-                               deadline: deadline ?? .now + self.configuration.timeouts.request)
-    }
-
-    /// Sends one request through the send engine; a rejection or failure throws.
-    func execute(
-        _ request: APNSHTTPRequest, pushType: APNSPushType, token: String?, deadline: ContinuousClock.Instant
-    ) async throws(APNSError) -> APNSSendResult {
-        try await self.executeOne(request, pushType: pushType, deadline: deadline)
+        try await self.executeOne(prepared.request(), pushType: .liveactivity,
+                                  deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 }
 

@@ -56,7 +56,7 @@ final class ConnectionPool: APNSTransport {
         guard !requests.isEmpty else { return [] }
         let http2: [HTTP2Request]
         do {
-            http2 = try self.http2Requests(requests, authorization: authority(authorization))
+            http2 = try self.http2Requests(requests, authorization: authorization.map { HTTP2HeaderField("authorization", $0) })
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
@@ -82,10 +82,6 @@ final class ConnectionPool: APNSTransport {
         return results.map { result in
             result.map(APNSTransportResponse.init).mapError { Self.transportError($0, connection: connection) }
         }
-    }
-
-    private func authority(_ authorization: String?) -> HTTP2HeaderField? {
-        authorization.map { HTTP2HeaderField("authorization", $0, indexing: .indexable) }
     }
 
     /// The HTTP/2 requests: headers converted and checked once per distinct header list (a bulk
