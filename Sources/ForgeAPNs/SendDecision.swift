@@ -93,10 +93,11 @@ enum SendDecision: Hashable, Sendable {
     /// - Parameters:
     ///   - renewableToken: whether the client signs provider tokens (so one can be renewed).
     ///   - remaining: time left before the deadline.
-    ///   - random: a value in `0...1` for the backoff's jitter.
+    ///   - random: a value in `0...1` for the backoff's jitter, drawn only when a wait is computed
+    ///     (the system generator is a system call; an accepted push must not pay for it).
     static func after(
         _ outcome: SendTry, state: inout SendState, policy: APNSClient.RetryPolicy, renewableToken: Bool,
-        remaining: Duration, random: Double = .random(in: 0...1)
+        remaining: Duration, random: @autoclosure () -> Double = .random(in: 0...1)
     ) -> SendDecision {
         switch outcome {
         case .answered(let status, _) where (200..<300).contains(status):
@@ -109,7 +110,7 @@ enum SendDecision: Hashable, Sendable {
             state.attempts += 1
             let disposition = reason?.disposition ?? APNSErrorReason.Disposition.forUnknownReason(status: status)
             guard disposition == .retryLater else { return .reject }
-            let wait = policy.backoff(retry: state.attempts, random: random)
+            let wait = policy.backoff(retry: state.attempts, random: random())
             return state.attempts < policy.attempts && wait < remaining ? .retry(after: wait) : .reject
         case .unreachable(let permanent):
             state.connectFailures += 1
@@ -118,12 +119,12 @@ enum SendDecision: Hashable, Sendable {
             return .zero < remaining ? .replay(after: .zero) : .fail(.unreachable)
         case .notProcessed:
             state.replays += 1
-            let wait = policy.replayBackoff(replay: state.replays, random: random)
+            let wait = policy.replayBackoff(replay: state.replays, random: random())
             return state.replays <= policy.replays && wait < remaining ? .replay(after: wait) : .fail(.transport)
         case .lost:
             state.attempts += 1
             state.mayHaveBeenDelivered = true
-            let wait = policy.backoff(retry: state.attempts, random: random)
+            let wait = policy.backoff(retry: state.attempts, random: random())
             guard policy.retriesPossiblyDelivered, state.attempts < policy.attempts, wait < remaining else {
                 return .fail(.transport)
             }

@@ -255,7 +255,7 @@ private struct Oracle {
             switch outcome {
             case "accepted":
                 // The server answered 200 for it, with the apns-id the verdict gives.
-                if !copies.answers.contains(where: { $0.status == 200 && $0.apnsID == verdict["apns-id"] as? String }) {
+                if !copies.answers.contains(where: { $0.status == 200 && $0.apnsID == verdict["apns_id"] as? String }) {
                     acceptedUnanswered.append(self.describe(token, verdict))
                 }
             case "rejected":

@@ -124,7 +124,7 @@ struct SendTests {
         let perToken = parsed.filter { $0["summary"] == nil }
         #expect(Set(perToken.compactMap { $0["token"] as? String }) == [good, gone])
         for object in perToken {
-            #expect(object.keys.contains("apns-id") && object.keys.contains("reason") && object.keys.contains("timestamp"))
+            #expect(object.keys.contains("apns_id") && object.keys.contains("reason") && object.keys.contains("timestamp"))
             #expect(object["attempts"] as? Int == 1)
         }
         let rejected = try #require(perToken.first { $0["token"] as? String == gone })

@@ -44,7 +44,19 @@ struct ResultRenderer: Sendable {
     var json: Bool
 
     func line(_ result: TokenResult) -> String {
-        self.json ? self.jsonLine(result) : self.humanLine(result)
+        var bytes: [UInt8] = []
+        self.append(result, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the line for `result`, without its newline, to `bytes`: a bulk send writes one per
+    /// token, so the JSON is built as bytes, not through string interpolation.
+    func append(_ result: TokenResult, to bytes: inout [UInt8]) {
+        if self.json {
+            Self.appendJSON(result, to: &bytes)
+        } else {
+            bytes.append(contentsOf: self.humanLine(result).utf8)
+        }
     }
 
     /// The first 8 and last 4 hex digits.
@@ -77,33 +89,45 @@ struct ResultRenderer: Sendable {
         }
     }
 
-    private func jsonLine(_ result: TokenResult) -> String {
-        var status = "null", apnsID = "null", reason = "null", timestamp = "null", attempts = 0, detail = ""
-        let outcome: String
+    /// `{"token":…,"outcome":…,"status":…,"apns_id":…,"reason":…,"timestamp":…,"attempts":…,
+    /// "may_have_been_delivered":…}`, with `"detail"` for failures and unsent tokens.
+    private static func appendJSON(_ result: TokenResult, to bytes: inout [UInt8]) {
+        func field(_ name: String, _ value: String?, quoted: Bool = true) {
+            bytes.append(contentsOf: ",\"".utf8)
+            bytes.append(contentsOf: name.utf8)
+            bytes.append(contentsOf: "\":".utf8)
+            guard let value else { return bytes.append(contentsOf: "null".utf8) }
+            if quoted { JSONText.appendQuoted(value, to: &bytes) } else { bytes.append(contentsOf: value.utf8) }
+        }
+        bytes.append(contentsOf: "{\"token\":".utf8)
+        JSONText.appendQuoted(result.token, to: &bytes)
         switch result.outcome {
         case .accepted(let sent):
-            outcome = "accepted"
-            status = "200"
-            apnsID = JSONText.quote(sent.apnsID)
-            attempts = sent.attempts
+            bytes.append(contentsOf: ",\"outcome\":\"accepted\",\"status\":200".utf8)
+            field("apns_id", sent.apnsID)
+            bytes.append(contentsOf: ",\"reason\":null,\"timestamp\":null".utf8)
+            field("attempts", String(sent.attempts), quoted: false)
         case .rejected(let error), .failed(let error), .notSent(let error):
+            let outcome: String
             switch result.outcome {
             case .rejected: outcome = "rejected"
             case .failed: outcome = "failed"
             default: outcome = "not_sent"
             }
-            status = error.status.map(String.init) ?? "null"
-            apnsID = error.apnsID.map(JSONText.quote) ?? "null"
-            reason = error.reason.map { JSONText.quote($0.rawValue) } ?? "null"
-            timestamp = error.timestamp.map { JSONText.quote(Self.iso8601($0)) } ?? "null"
-            attempts = error.attempts
-            if case .rejected = result.outcome {} else { detail = error.detail }
+            field("outcome", outcome)
+            field("status", error.status.map(String.init), quoted: false)
+            field("apns_id", error.apnsID)
+            field("reason", error.reason?.rawValue)
+            field("timestamp", error.timestamp.map(Self.iso8601))
+            field("attempts", String(error.attempts), quoted: false)
         }
-        var text = "{\"token\":\(JSONText.quote(result.token)),\"outcome\":\"\(outcome)\",\"status\":\(status),"
-            + "\"apns-id\":\(apnsID),\"reason\":\(reason),\"timestamp\":\(timestamp),\"attempts\":\(attempts),"
-            + "\"may_have_been_delivered\":\(result.outcome.mayHaveBeenDelivered)"
-        if !detail.isEmpty { text += ",\"detail\":\(JSONText.quote(detail))" }
-        return text + "}"
+        field("may_have_been_delivered", String(result.outcome.mayHaveBeenDelivered), quoted: false)
+        switch result.outcome {
+        case .failed(let error) where !error.detail.isEmpty, .notSent(let error) where !error.detail.isEmpty:
+            field("detail", error.detail)
+        default: break
+        }
+        bytes.append(UInt8(ascii: "}"))
     }
 
     /// `sent N: A accepted, R rejected (Unregistered 3), F failed, S not sent in X.XX s (Y/s)`, or

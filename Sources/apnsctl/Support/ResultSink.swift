@@ -53,10 +53,9 @@ final class ResultSink: Sendable {
     }
 
     func record(_ result: TokenResult) {
-        let line = self.renderer.line(result)
         let unreachable = self.state.withLock { state -> String? in
             state.counts.add(result.outcome)
-            state.buffer.append(contentsOf: line.utf8)
+            self.renderer.append(result, to: &state.buffer)
             state.buffer.append(0x0a)
             let now = ContinuousClock.now
             if state.buffer.count >= 1 << 16 || now - state.lastFlush >= .milliseconds(100) {
