@@ -40,7 +40,7 @@ extension APNSBench {
         @Option(name: .long, help: "bulk (sendBulk over a token sequence) or tasks (K tasks calling send).")
         var mode: Mode = .bulk
 
-        @Option(name: .customLong("in-flight"), help: "Tasks in tasks mode; h2load's -m.")
+        @Option(name: .customLong("in-flight"), help: "Tasks in tasks mode; in bulk mode, h2load's -m.")
         var inFlight = 100
 
         @Option(name: .long, help: "The most connections in the client's pool (default: the library's, 4).")
@@ -61,8 +61,27 @@ extension APNSBench {
         @Flag(name: .long, help: "Also run h2load against the same server.")
         var h2load = false
 
-        @Option(name: .customLong("h2load-connections"), help: "Connections h2load opens (its -c); its -m is --in-flight.")
+        @Option(name: .customLong("h2load-connections"), help: "Connections h2load opens (its -c).")
         var h2loadConnections = 4
+
+        @Option(
+            name: .customLong("h2load-streams"),
+            help: """
+                Streams per h2load connection (its -m). Default: --in-flight in bulk mode; in tasks mode, the \
+                tasks shared among h2load's connections, so both keep as many requests in flight (at a round \
+                trip, K tasks each waiting for its answer cannot beat K / round trip; Little's law).
+                """
+        )
+        var h2loadStreams: Int?
+
+        /// h2load's `-m`.
+        var h2loadStreamsPerConnection: Int {
+            if let streams = self.h2loadStreams { return streams }
+            switch self.mode {
+            case .bulk: return self.inFlight
+            case .tasks: return max(1, (self.inFlight + self.h2loadConnections - 1) / self.h2loadConnections)
+            }
+        }
 
         @Option(
             help: ArgumentHelp("Hold each answer of the local server this long: 30ms, 0.03s, 250us (default: 0).", valueName: "duration"),
@@ -76,6 +95,7 @@ extension APNSBench {
         func validate() throws {
             if self.url != nil, self.latency != nil { throw ValidationError("--latency applies to the local server; drop --url.") }
             guard self.h2loadConnections >= 1 else { throw ValidationError("--h2load-connections must be at least 1.") }
+            if let streams = self.h2loadStreams, streams < 1 { throw ValidationError("--h2load-streams must be at least 1.") }
         }
 
         func run() async throws {
@@ -113,7 +133,7 @@ extension APNSBench {
             var h2loadResult: H2Load.Result?
             if self.h2load {
                 h2loadResult = try H2Load.runAPNs(server: target, requests: self.notifications, connections: self.h2loadConnections,
-                                                  inFlight: self.inFlight)
+                                                  inFlight: self.h2loadStreamsPerConnection)
             }
             self.report(result, h2load: h2loadResult, target: target)
         }
@@ -190,7 +210,8 @@ extension APNSBench {
                 ]
                 if let h2load {
                     fields += h2load.jsonFields(
-                        requests: self.notifications, connections: self.h2loadConnections, streams: self.inFlight, rate: rate, cpu: cpu
+                        requests: self.notifications, connections: self.h2loadConnections, streams: self.h2loadStreamsPerConnection,
+                        rate: rate, cpu: cpu
                     )
                 }
                 print("{" + fields.joined(separator: ",") + "}")
@@ -203,7 +224,7 @@ extension APNSBench {
             if let h2load {
                 let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
                 print(String(format: "h2load     %9.0f requests/s       %6.2f µs CPU/request       (-c %d -m %d; succeeded %d)",
-                             h2load.requestsPerSecond, h2cpu, self.h2loadConnections, self.inFlight, h2load.succeeded))
+                             h2load.requestsPerSecond, h2cpu, self.h2loadConnections, self.h2loadStreamsPerConnection, h2load.succeeded))
                 print(String(format: "ratio      %9.2f× rate            %6.2f× CPU", rate / h2load.requestsPerSecond, cpu / max(h2cpu, 0.001)))
             }
         }

@@ -32,6 +32,15 @@ final class ConnectionPool: APNSTransport {
     private let jobsInput: AsyncStream<Job>.Continuation
     /// The authority of every request (the endpoint's host).
     private let authority: String
+    /// The header list last converted and checked, keyed by what it was made from: tasks calling
+    /// `send` with one prepared notification share it, so its bytes are checked once, not per push.
+    private let lastHeaders = LockedBox<CheckedHeaders?>(nil)
+
+    private struct CheckedHeaders {
+        var authorization: String?
+        var source: [APNSHeaderField]
+        var converted: [HTTP2HeaderField]
+    }
 
     init(configuration: HTTP2ClientConfiguration, authority: String, limits: PoolStateMachine.Limits, logger: Logger) {
         self.configuration = configuration
@@ -56,7 +65,7 @@ final class ConnectionPool: APNSTransport {
         guard !requests.isEmpty else { return [] }
         let http2: [HTTP2Request]
         do {
-            http2 = try self.http2Requests(requests, authorization: authorization.map { HTTP2HeaderField("authorization", $0) })
+            http2 = try self.http2Requests(requests, authorization: authorization)
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
@@ -85,23 +94,23 @@ final class ConnectionPool: APNSTransport {
     }
 
     /// The HTTP/2 requests: headers converted and checked once per distinct header list (a bulk
-    /// batch shares one), the authorization first.
-    private func http2Requests(_ requests: [APNSHTTPRequest], authorization: HTTP2HeaderField?) throws(HTTP2ClientError) -> [HTTP2Request] {
-        var converted: [HTTP2HeaderField] = []
-        var source: [APNSHeaderField]?
+    /// batch shares one, and so do sends in a row with the same notification), the authorization first.
+    private func http2Requests(_ requests: [APNSHTTPRequest], authorization: String?) throws(HTTP2ClientError) -> [HTTP2Request] {
+        var current = self.lastHeaders.withLock { $0 }
         var result: [HTTP2Request] = []
         result.reserveCapacity(requests.count)
         for request in requests {
-            if source == nil || source! != request.headers {
-                converted = []
+            if current == nil || current!.authorization != authorization || current!.source != request.headers {
+                var converted: [HTTP2HeaderField] = []
                 converted.reserveCapacity(request.headers.count + 1)
-                if let authorization { converted.append(try authorization.checked()) }
+                if let authorization { converted.append(try HTTP2HeaderField("authorization", authorization).checked()) }
                 for header in request.headers { converted.append(try HTTP2HeaderField(header.name, header.value).checked()) }
-                source = request.headers
+                current = CheckedHeaders(authorization: authorization, source: request.headers, converted: converted)
+                self.lastHeaders.withLock { $0 = current }
             }
             result.append(HTTP2Request(
                 method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
-                headers: converted, body: request.body
+                headers: current!.converted, body: request.body
             ))
         }
         return result
