@@ -1,6 +1,7 @@
 public import ForgeAPNsCore
 internal import ForgeSupport
 internal import Logging
+internal import Synchronization
 
 /// What happened to one token of a bulk send. Every token gets exactly one.
 public struct APNSBulkVerdict: Sendable {
@@ -120,18 +121,20 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
     public typealias Element = APNSBulkVerdict
 
     let channel: VerdictChannel
-    private let stop = StopSignal()
+    private let cancellation = StopSignal()
+    private let reading = ReadingSwitch()
 
     /// Starts `start` as a child task of the client's ``APNSClient/run()``; a client already shut
     /// down ends the bulk at once, having read no token.
-    init(channel: VerdictChannel, client: APNSClient, start: @escaping @Sendable (VerdictChannel) async -> Void) {
+    init(channel: VerdictChannel, client: APNSClient, start: @escaping @Sendable (VerdictChannel, ReadingSwitch) async -> Void) {
         self.channel = channel
-        let stop = self.stop
+        let cancellation = self.cancellation
+        let reading = self.reading
         let started = client.runInBackground {
             // The producer, until it ends or the bulk send is cancelled.
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await start(channel) }
-                group.addTask { await stop.wait() }
+                group.addTask { await start(channel, reading) }
+                group.addTask { await cancellation.wait() }
                 await group.next()
                 group.cancelAll()
             }
@@ -143,12 +146,19 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
         }
     }
 
-    /// Stops sending: tokens not sent yet get ``APNSBulkVerdict/Outcome/notSent(_:)``.
-    public func cancel() { self.stop.fire() }
+    /// Stops sending now: tokens not sent yet get ``APNSBulkVerdict/Outcome/notSent(_:)``, and pushes
+    /// in flight are given up on: they get `failed` (kind `cancelled`, may have been delivered)
+    /// unless their answer is in. See ``stop()`` for the gentle way.
+    public func cancel() { self.cancellation.fire() }
+
+    /// Reads no more tokens, and lets the pushes already on their way finish: each still gets its
+    /// answer, retries included, within its deadline. The sequence ends once they have; the summary
+    /// says that reading stopped (``APNSBulkSummary/stoppedReading``), and `total` counts the tokens read.
+    public func stop() { self.reading.stop() }
 
     /// A bulk send nobody holds any more is cancelled, and its workers stop waiting for a reader.
     deinit {
-        self.stop.fire()
+        self.cancellation.fire()
         self.channel.abandon()
     }
 
@@ -356,8 +366,8 @@ extension APNSClient {
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048
     ) -> APNSBulkSend where Tokens.Element == String {
-        APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel in
-            await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel)
+        APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel, reading in
+            await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel, reading: reading)
         }
     }
 
@@ -376,13 +386,14 @@ extension APNSClient {
     }
 
     private func runBulk<Tokens: AsyncSequence>(
-        _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?, channel: VerdictChannel
+        _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?, channel: VerdictChannel,
+        reading: ReadingSwitch
     ) async where Tokens.Element == String {
         // Workers, not a task per token: each worker takes a few tokens at a time from the shared
         // feed, sends them one by one and hands each verdict over, so a token costs no task
         // creation and no wake-up of a coordinator. More workers start as the pool's open streams
         // grow (one until the first push succeeds, then the server's limit), up to the cap.
-        let feed = TokenFeed(tokens.makeAsyncIterator())
+        let feed = TokenFeed(tokens.makeAsyncIterator(), reading: reading)
         let tally = LockedBox(APNSBulkSummary())
         let started = ContinuousClock.now
         // Workers are only ever added; each sizes its next batch by how many there are now.
@@ -508,6 +519,16 @@ final class StopSignal: Sendable {
     }
 }
 
+/// Turned off by ``APNSBulkSend/stop()``: the bulk reads no further token.
+final class ReadingSwitch: Sendable {
+    private let stopped = Atomic<Bool>(false)
+
+    func stop() { self.stopped.store(true, ordering: .relaxed) }
+
+    /// Read once per token: an atomic load, no lock.
+    var isStopped: Bool { self.stopped.load(ordering: .relaxed) }
+}
+
 /// The token sequence, shared by a bulk send's workers: one reads at a time (an iterator is not
 /// concurrent), a few tokens per turn; the coordinator hears about progress to add workers.
 final class TokenFeed: Sendable {
@@ -524,12 +545,14 @@ final class TokenFeed: Sendable {
     }
 
     private let state = LockedBox(State())
+    private let reading: ReadingSwitch
     // Touched only by the worker holding the reading turn.
     private nonisolated(unsafe) var next: () async throws -> String?
 
-    init<Iterator: AsyncIteratorProtocol>(_ iterator: Iterator) where Iterator.Element == String {
+    init<Iterator: AsyncIteratorProtocol>(_ iterator: Iterator, reading: ReadingSwitch) where Iterator.Element == String {
         nonisolated(unsafe) var iterator = iterator
         self.next = { try await iterator.next() }
+        self.reading = reading
     }
 
     var taken: Int { self.state.withLock { $0.taken } }
@@ -548,8 +571,8 @@ final class TokenFeed: Sendable {
             batch.reserveCapacity(count)
             let first = self.state.withLock { $0.taken }
             while batch.count < count {
-                // A cancelled bulk reads no further: the tokens already read get their verdicts.
-                if Task.isCancelled {
+                // A cancelled or stopped bulk reads no further: the tokens already read get their verdicts.
+                if Task.isCancelled || self.reading.isStopped {
                     cancelled = true
                     ended = true
                     break

@@ -235,11 +235,20 @@ public final class ChildProcess: Sendable {
     /// Waits at most `timeout` until standard output contains `text`, or has ended without it;
     /// whether it contains `text`. Blocks the calling thread.
     public func waitForStandardOutput(containing text: String, timeout: Duration) -> Bool {
+        self.wait(for: text, in: \.stdout, timeout: timeout)
+    }
+
+    /// The same for standard error.
+    public func waitForStandardError(containing text: String, timeout: Duration) -> Bool {
+        self.wait(for: text, in: \.stderr, timeout: timeout)
+    }
+
+    private func wait(for text: String, in stream: KeyPath<Captured, [UInt8]>, timeout: Duration) -> Bool {
         let needle = Array(text.utf8)
         let deadline = ContinuousClock.now + timeout
         while true {
             let (found, ended) = self.captured.withLock { captured in
-                (captured.stdout.firstRange(of: needle) != nil, captured.open == 0)
+                (captured[keyPath: stream].firstRange(of: needle) != nil, captured.open == 0)
             }
             if found { return true }
             if ended || ContinuousClock.now >= deadline { return false }

@@ -1,4 +1,11 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 @main
 struct APNSCtl: AsyncParsableCommand {
@@ -19,4 +26,43 @@ struct APNSCtl: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [Send.self, Activity.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
     )
+
+    /// ArgumentParser's `main()`, with two differences. Rules between flags (each command's
+    /// `check()`) run after parsing, so an unknown flag is reported as one ("unknown option
+    /// '--tokn'"), not as the required flag it was meant to be; ArgumentParser runs `validate()`
+    /// before it looks for unknown options. And every error starts with `error:`, as apnsctl's own do.
+    static func main() async {
+        let command: any ParsableCommand
+        do {
+            command = try Self.parseAsRoot()
+        } catch {
+            Self.exitReporting(error, usage: nil)
+        }
+        do {
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                var synchronous = command
+                try synchronous.run()
+            }
+        } catch let error as ValidationError {
+            Self.exitReporting(error, usage: type(of: command))
+        } catch {
+            Self.exit(withError: error)
+        }
+    }
+
+    /// Exits with ArgumentParser's message for `error`, `error:` first, and for a rule broken between
+    /// flags the usage of the command that broke it.
+    private static func exitReporting(_ error: any Error, usage command: (any ParsableCommand.Type)?) -> Never {
+        guard Self.exitCode(for: error) != .success else { Self.exit(withError: error) }
+        var text = Self.fullMessage(for: error)
+        if let command, let validation = error as? ValidationError {
+            let name = Self.usageString(for: command).split(separator: " ").prefix(while: { !$0.hasPrefix("<") && !$0.hasPrefix("[") })
+            text = "\(validation.message)\nUsage: \(Self.usageString(for: command))\n  See '\(name.joined(separator: " ")) --help' for more information."
+        }
+        if text.hasPrefix("Error: ") { text = "error: " + text.dropFirst("Error: ".count) } else if !text.hasPrefix("error:") { text = "error: " + text }
+        Output.diagnostic(text)
+        Glibc.exit(Self.exitCode(for: error).rawValue)
+    }
 }

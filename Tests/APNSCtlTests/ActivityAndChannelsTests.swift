@@ -37,7 +37,7 @@ struct ActivityAndChannelsTests {
         ])
         let served = try objects(server.stop().stdout)
         for result in [start, update, end] { #expect(result.exitCode == 0, "\(result.stderr)") }
-        #expect(start.stdout.hasPrefix("abababab…abab 200 accepted apns-id="), "\(start.stdout)")
+        #expect(start.stdout.hasPrefix("\(token) 200 accepted apns-id="), "\(start.stdout)")
         let updateLine = try #require(try objects(update.stdout).first)
         #expect(updateLine["outcome"] as? String == "accepted" && updateLine["status"] as? Int == 200)
         #expect(served.count == 3 && served.allSatisfy { $0["push_type"] as? String == "liveactivity" && $0["status"] as? Int == 200 })

@@ -64,6 +64,7 @@ struct CredentialFlagTests {
         _ = server.stop()
         #expect(result.exitCode == 69, "\(result.stdout)\(result.stderr)")
         #expect(result.stderr.contains("the certificate chain is not trusted"), "\(result.stderr)")
-        #expect(result.stderr.contains("if the server uses a private CA, pass it with --ca-file"), "\(result.stderr)")
+        #expect(result.stderr.contains("hint: the server's certificate is signed by a CA this machine does not trust: pass it with --ca-file"), "\(result.stderr)")
+        #expect(result.stderr.contains("apnsctl doctor"), "\(result.stderr)")
     }
 }

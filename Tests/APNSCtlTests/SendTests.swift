@@ -44,13 +44,14 @@ struct SendTests {
     func oneTokenTLS() throws {
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
         let result = try CommandRunner.run(
-            send(port: server.port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload, "--verbose"]
+            send(port: server.port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload, "--verbose",
+                                                     "--format", "human"]
         )
         let served = server.stop()
         #expect(result.exitCode == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n")
         #expect(lines.count == 2)
-        #expect(lines.first?.hasPrefix("abababab…abab 200 accepted apns-id=") == true, "\(result.stdout)")
+        #expect(lines.first?.hasPrefix("\(good) 200 accepted apns-id=") == true, "\(result.stdout)")
         #expect(lines.last?.hasPrefix("sent 1: 1 accepted, 0 rejected, 0 failed, 0 not sent in ") == true, "\(result.stdout)")
         let printed = result.stdout + result.stderr
         #expect(!printed.contains("eyJ") && !printed.contains("PRIVATE KEY"))
@@ -61,7 +62,8 @@ struct SendTests {
     func oneTokenH2C() throws {
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--h2c", "--quiet"])
         let result = try CommandRunner.run(
-            send(port: server.port, h2c: true) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload]
+            send(port: server.port, h2c: true) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload,
+                                                                "--format", "human"]
         )
         _ = server.stop()
         #expect(result.exitCode == 0, "\(result.stderr)")
@@ -72,7 +74,7 @@ struct SendTests {
     func environmentCredentials() throws {
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         let result = try CommandRunner.run(
-            send(port: server.port) + ["--token", good, "--title", "Hello"],
+            send(port: server.port) + ["--token", good, "--title", "Hello", "--format", "human"],
             environment: ["APNS_KEY_FILE": keyFile, "APNS_KEY_ID": "FORGEKEY01", "APNS_TEAM_ID": "FORGETEAM1", "APNS_TOPIC": bundle]
         )
         _ = server.stop()
@@ -89,13 +91,13 @@ struct SendTests {
             send(port: server.port) + [
                 "--cert", KeysExample.path("client.pem"),
                 "--cert-key", KeysExample.path("client.key"),
-                "--topic", bundle, "--token", good, "--payload", alertPayload,
+                "--topic", bundle, "--token", good, "--payload", alertPayload, "--format", "human",
             ]
         )
         let p12 = try CommandRunner.run(
             send(port: server.port) + [
                 "--p12", KeysExample.path("client.p12"), "--p12-password-env", "FORGE_TEST_P12_PASSWORD",
-                "--topic", bundle, "--token", good, "--payload", alertPayload,
+                "--topic", bundle, "--token", good, "--payload", alertPayload, "--format", "human",
             ],
             environment: ["FORGE_TEST_P12_PASSWORD": "forgepush-test"]
         )
@@ -110,12 +112,12 @@ struct SendTests {
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--unregistered", gone, "--quiet"])
         let arguments = send(port: server.port) + credentials + ["--topic", bundle, "--token", good, "--token", gone,
                                                                  "--payload", alertPayload]
-        let human = try CommandRunner.run(arguments)
-        let json = try CommandRunner.run(arguments + ["--json"])
+        let human = try CommandRunner.run(arguments + ["--format", "human"])
+        let json = try CommandRunner.run(arguments)  // NDJSON: stdout is not a terminal
         _ = server.stop()
         #expect(human.exitCode == 1, "\(human.stderr)")
-        let line = try #require(human.stdout.split(separator: "\n").first { $0.hasPrefix("0f0f0f0f…0f0f") })
-        #expect(line.hasPrefix("0f0f0f0f…0f0f 410 Unregistered since 20"), "\(line)")
+        let line = try #require(human.stdout.split(separator: "\n").first { $0.hasPrefix(gone) })
+        #expect(line.hasPrefix("\(gone) 410 Unregistered since 20"), "\(line)")
         #expect(human.stdout.contains("sent 2: 1 accepted, 1 rejected (Unregistered 1), 0 failed, 0 not sent in "))
 
         #expect(json.exitCode == 1)
@@ -152,7 +154,7 @@ struct SendTests {
         let file = try temporaryFile(lines.joined(separator: "\n") + "\n")
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
         let sent = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
-                                                                                  "--payload", alertPayload])
+                                                                                  "--payload", alertPayload, "--format", "human"])
         let strict = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
                                                                                     "--payload", alertPayload, "--strict"])
         let served = server.stop()
@@ -173,10 +175,12 @@ struct SendTests {
     func tokensFromStandardInput() throws {
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         let input = Array("\(good)\n\(other)\n".utf8)
-        let plain = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi"],
-                                          stdin: input)
+        let plain = try CommandRunner.run(
+            send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi", "--format", "human"], stdin: input
+        )
         let strict = try CommandRunner.run(
-            send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi", "--strict"], stdin: input
+            send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", "-", "--title", "Hi", "--strict", "--format", "human"],
+            stdin: input
         )
         // Every line with its own payload and no shared one: a plain token line has nothing to send.
         let ndjson = #"{"token":"\#(good)","payload":{"aps":{"alert":"one"}}}"# + "\n" + other + "\n"
@@ -279,20 +283,26 @@ struct SendTests {
         let file = try temporaryFile(all.joined(separator: "\n") + "\n")
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         let human = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
-                                                                                   "--payload", alertPayload], timeout: 120)
+                                                                                   "--payload", alertPayload, "--format", "human"], timeout: 120)
+        // Into a pipe, results are NDJSON unless a format is asked for.
         let json = try CommandRunner.run(send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file,
-                                                                                  "--payload", alertPayload, "--json"], timeout: 120)
+                                                                                  "--payload", alertPayload], timeout: 120)
         _ = server.stop()
         #expect(human.exitCode == 0, "\(human.stderr)")
         let lines = human.stdout.split(separator: "\n")
         #expect(lines.count == 2001)
-        #expect(lines.dropLast().allSatisfy { $0.contains(" 200 accepted apns-id=") })
+        #expect(lines.dropLast().allSatisfy { Self.isAccepted($0, in: all) }, "\(lines.prefix(3))")
+        #expect(Set(lines.dropLast().map { $0.split(separator: " ")[2] }).count == all.count)
         #expect(lines.last?.hasPrefix("sent 2000: 2000 accepted, 0 rejected, 0 failed, 0 not sent in ") == true)
         #expect(!human.stderr.contains("\r"))
         #expect(json.exitCode == 0)
         let parsed = try objects(json.stdout)
         #expect(parsed.count == 2001)
         #expect(Set(parsed.dropLast().compactMap { $0["token"] as? String }) == Set(all))
+        // Each verdict names its line, and the line holds that token.
+        #expect(parsed.dropLast().allSatisfy { object in
+            (object["line"] as? Int).map { all[$0 - 1] == object["token"] as? String } ?? false
+        })
         #expect(parsed.last?["total"] as? Int == 2000 && parsed.last?["accepted"] as? Int == 2000)
         #expect(!json.stderr.contains("\r"))
     }
@@ -340,7 +350,7 @@ struct SendTests {
         #expect(withAlert.exitCode == 64 && withAlert.stderr.contains("carries no alert"))
     }
 
-    @Test("Ctrl-C stops a bulk send: every token read gets one line, the summary says where reading stopped, exit 130")
+    @Test("Ctrl-C stops sending: pushes on their way still get their answers, the summary says where reading stopped, exit 130")
     func interrupt() throws {
         let all = tokens(200_000)
         let file = try temporaryFile(all.joined(separator: "\n") + "\n")
@@ -348,7 +358,8 @@ struct SendTests {
         defer { _ = server.stop() }
         let process = try ChildProcess(
             executable: CommandRunner.binary,
-            arguments: send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload],
+            arguments: send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload,
+                                                                "--format", "human"],
             environment: CommandRunner.environment()
         )
         // Wait for the first results (real output, not a timer), then interrupt. Bounded: whatever
@@ -361,18 +372,110 @@ struct SendTests {
         #expect(finished.exitCode == 130, "\(stderr)")
         let lines = stdout.split(separator: "\n")
         let summary = try #require(lines.last)
-        // Reading stops at Ctrl-C: each token read has exactly one line, and the summary names the
-        // last line read, so a rerun can resume after it.
+        // Reading stops at Ctrl-C, and every push already read is answered: each token read has one
+        // accepted line, and the summary names the last line read.
         let read = lines.count - 1
         #expect(read > 0 && read < all.count, "\(read) of \(all.count) tokens read")
-        let notSent = lines.filter { $0.contains(" not sent: ") }.count
-        #expect(summary.hasPrefix("sent \(read): ") && summary.contains(", \(notSent) not sent in "), "\(summary)")
+        #expect(lines.dropLast().allSatisfy { Self.isAccepted($0, in: all) }, "\(lines.prefix(3))")
+        #expect(summary.hasPrefix("sent \(read): \(read) accepted, 0 rejected, 0 failed, 0 not sent in "), "\(summary)")
         #expect(summary.hasSuffix("; input after line \(read) not read"), "\(summary)")
-        // Accepted, not sent, or cut off in flight (then said to be possibly delivered): nothing else.
-        #expect(lines.dropLast().allSatisfy {
-            $0.contains(" 200 accepted ") || $0.contains(" not sent: ") || $0.hasSuffix("(may have been delivered)")
-        })
-        #expect(stderr.contains("interrupted: \(read - notSent) sent, \(notSent) not sent; the input after line \(read) was not read"),
+        #expect(stderr.contains("interrupted: \(read) answered, 0 in flight at the stop, 0 not sent; resume with --resume-from \(read + 1) "),
                 "\(stderr)")
+    }
+
+    @Test("Ctrl-C twice: pushes still waiting for answers are reported as in flight (never as not sent), and the resume line points at the first")
+    func interruptTwice() throws {
+        let all = tokens(3000)
+        let file = try temporaryFile(all.joined(separator: "\n") + "\n")
+        // Answers held a minute: every push sent is still in flight when the second Ctrl-C comes.
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--json", "--latency", "60s"])
+        let process = try ChildProcess(
+            executable: CommandRunner.binary,
+            arguments: send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload],
+            environment: CommandRunner.environment()
+        )
+        // The server prints each push as it judges it, before holding the answer.
+        #expect(server.child.waitForStandardOutput(containing: "push_type", timeout: .seconds(60)))
+        process.signal(SIGINT)
+        #expect(process.waitForStandardError(containing: "interrupted: sending no more", timeout: .seconds(60)))
+        process.signal(SIGINT)
+        let finished = process.finish(timeout: .seconds(60))
+        let judged = try objects(server.stop().stdout)
+        #expect(finished.exitCode == 130, "\(finished.stderr)")
+        let results = try objects(finished.stdout)
+        let verdicts = results.dropLast()
+        let summary = try #require(results.last)
+        #expect(!verdicts.isEmpty && verdicts.allSatisfy { ["in_flight", "not_sent"].contains($0["outcome"] as? String) }, "\(finished.stdout)")
+        let inFlight = verdicts.filter { $0["outcome"] as? String == "in_flight" }
+        #expect(inFlight.allSatisfy { $0["may_have_been_delivered"] as? Bool == true })
+        #expect(summary["in_flight"] as? Int == inFlight.count && summary["total"] as? Int == verdicts.count)
+        // Whatever reached the server is reported as in flight: a resend may duplicate it.
+        let reported = Set(inFlight.compactMap { $0["token"] as? String })
+        #expect(judged.allSatisfy { reported.contains($0["token"] as? String ?? "") }, "\(judged.count) judged, \(reported.count) in flight")
+        let first = try #require(verdicts.compactMap { $0["line"] as? Int }.min())
+        #expect(finished.stderr.contains("in flight at the stop") && finished.stderr.contains("resume with --resume-from \(first) "),
+                "\(finished.stderr)")
+    }
+
+    @Test("--resume-from LINE sends the lines from there on, each verdict naming its line in the file")
+    func resumeFrom() throws {
+        let some = tokens(4)
+        let file = try temporaryFile([some[0], "", some[1], "# a comment", some[2], some[3]].joined(separator: "\n") + "\n")
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--json"])
+        let resumed = try CommandRunner.run(send(port: server.port) + credentials + [
+            "--topic", bundle, "--tokens-file", file, "--payload", alertPayload, "--resume-from", "3",
+        ])
+        let bad = try CommandRunner.run(send(port: server.port) + credentials + [
+            "--topic", bundle, "--token", good, "--payload", alertPayload, "--resume-from", "3",
+        ])
+        let judged = try objects(server.stop().stdout)
+        #expect(resumed.exitCode == 0, "\(resumed.stderr)")
+        let verdicts = try objects(resumed.stdout).dropLast()
+        #expect(verdicts.compactMap { $0["line"] as? Int }.sorted() == [3, 5, 6])
+        #expect(verdicts.allSatisfy { some[[3: 1, 5: 2, 6: 3][$0["line"] as? Int ?? 0] ?? 0] == $0["token"] as? String })
+        #expect(Set(judged.compactMap { $0["token"] as? String }) == Set(some[1...]))
+        #expect(bad.exitCode == 64 && bad.stderr.contains("--resume-from applies to --tokens-file"), "\(bad.stderr)")
+    }
+
+    @Test("On a terminal: the bar, only the lines that need attention (full token and line), the summary left on screen")
+    func terminal() throws {
+        var all = tokens(300)
+        all[149] = gone
+        let file = try temporaryFile(all.joined(separator: "\n") + "\n")
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--unregistered", gone, "--quiet"])
+        let command = (send(port: server.port) + credentials + ["--topic", bundle, "--tokens-file", file, "--payload", alertPayload])
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("verdicts-\(UUID().uuidString).ndjson").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        // `script` runs apnsctl on a pseudo-terminal: first both streams on it, then stdout into a file.
+        let onTerminal = try Self.onTerminal([CommandRunner.binary.path] + command)
+        let redirected = try Self.onTerminal([CommandRunner.binary.path] + command, stdoutTo: output)
+        _ = server.stop()
+        #expect(onTerminal.contains("\r[") && onTerminal.contains("300/300"), "no progress bar: \(onTerminal)")
+        #expect(onTerminal.contains("line 150: \(gone) 410 Unregistered since "), "\(onTerminal)")
+        #expect(!onTerminal.contains(" 200 accepted "), "\(onTerminal)")
+        #expect(onTerminal.contains("sent 300: 299 accepted, 1 rejected (Unregistered 1), 0 failed, 0 not sent in "), "\(onTerminal)")
+        #expect(redirected.contains("\r[") && redirected.contains("sent 300: 299 accepted, 1 rejected"), "\(redirected)")
+        let written = try objects(String(contentsOfFile: output, encoding: .utf8))
+        #expect(written.count == 301 && written.last?["summary"] as? Bool == true)
+    }
+
+    /// Whether `line` is `line N: TOKEN 200 accepted …` with the token on line N of `file`.
+    private static func isAccepted(_ line: Substring, in file: [String]) -> Bool {
+        let words = line.split(separator: " ")
+        guard words.count > 3, words[0] == "line", let number = Int(words[1].dropLast()), (1...file.count).contains(number) else { return false }
+        return words[2] == file[number - 1] && words[3] == "200" && words[4] == "accepted"
+    }
+
+    /// What a terminal shows while `arguments` run on it (util-linux `script`), stdout optionally
+    /// redirected to a file.
+    private static func onTerminal(_ arguments: [String], stdoutTo file: String? = nil) throws -> String {
+        func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let command = arguments.map(quoted).joined(separator: " ") + (file.map { " > " + quoted($0) } ?? "")
+        let result = try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"], environment: CommandRunner.environment(),
+            timeout: .seconds(60)
+        )
+        #expect(result.exitCode == 1, "\(result.stdout)\(result.stderr)")
+        return result.stdout
     }
 }

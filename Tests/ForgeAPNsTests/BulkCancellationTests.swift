@@ -31,6 +31,30 @@ private struct CountedTokens: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(limit: self.limit, read: self.read) }
 }
 
+/// Holds every caller of ``wait()`` until ``open()``.
+private final class Gate: Sendable {
+    private let state = LockedBox<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let open = self.state.withLock { state -> Bool in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
 private let accepted = APNSTransportResponse(status: 200, headers: [APNSHeaderField("apns-id", "00000000-0000-0000-0000-000000000001")])
 
 private func inProcessClient(
@@ -60,6 +84,33 @@ struct BulkCancellationTests {
         #expect(summary.total == verdicts)
         #expect(summary.accepted + summary.notSent == summary.total)
         #expect(summary.description.contains("were not read"))
+        }
+    }
+
+    @Test("stop() reads no more tokens and lets the pushes on their way finish: each gets its answer, none is given up")
+    func stopLetsInFlightFinish() async throws {
+        let gate = Gate()
+        let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self)
+        let client = try inProcessClient(window: 16) { _ in
+            arrived.yield()
+            await gate.wait()
+            return accepted
+        }
+        try await withAPNSClient(client) { client in
+            let read = Count()
+            let bulk = try client.sendBulk(alert(), to: CountedTokens(limit: 1_000_000, read: read), bufferedVerdicts: 16)
+            // Pushes are on their way (held by the transport) when the bulk is stopped.
+            var iterator = arrivals.makeAsyncIterator()
+            _ = await iterator.next()
+            bulk.stop()
+            gate.open()
+            var verdicts: [APNSBulkVerdict] = []
+            for await verdict in bulk { verdicts.append(verdict) }
+            let summary = try #require(bulk.summary)
+            #expect(!verdicts.isEmpty && verdicts.allSatisfy(\.isAccepted), "\(summary)")
+            #expect(summary.stoppedReading && summary.total == verdicts.count && summary.accepted == verdicts.count)
+            #expect(Set(verdicts.map(\.index)) == Set(0..<verdicts.count))
+            #expect(read.current < 1_000, "stop() went on reading: \(read.current) tokens")
         }
     }
 

@@ -106,12 +106,16 @@ extension APNSCtl.Activity {
         @Flag(name: .customLong("input-push-token"), help: "Ask the device for the new activity's update token.")
         var inputPushToken = false
 
-        func validate() throws {
+        /// Rules between flags; run() checks them first, once the parser has refused unknown options.
+
+        func check() throws {
             if self.options.channel != nil { throw ValidationError("A Live Activity starts with a push-to-start --token; --channel updates or ends one.") }
             if self.options.alertTitle == nil { throw ValidationError("Missing --alert-title: a push that starts a Live Activity must alert.") }
         }
 
         func run() async throws {
+            try self.options.check()
+            try self.check()
             try await runReportingFailures {
                 let attributes = try ActivityOptions.jsonObject(self.attributes, flag: "--attributes")
                 let notification = APNSLiveActivityStartNotification(
@@ -141,6 +145,7 @@ extension APNSCtl.Activity {
         @OptionGroup(title: "Live Activity") var options: ActivityOptions
 
         func run() async throws {
+            try self.options.check()
             try await runReportingFailures {
                 let prepared = try APNSCtl.Activity.prepareEvent(.update, self.options)
                 try await APNSCtl.Activity.deliver(prepared, options: self.options, auth: self.auth, endpoint: self.endpoint)
@@ -161,6 +166,7 @@ extension APNSCtl.Activity {
         var dismissalDate: String?
 
         func run() async throws {
+            try self.options.check()
             try await runReportingFailures {
                 let dismissal = try self.dismissalDate.map { try ActivityOptions.date($0, flag: "--dismissal-date") }
                 let prepared = try APNSCtl.Activity.prepareEvent(.end(dismissalDate: dismissal), self.options)

@@ -29,11 +29,14 @@ extension APNSCtl {
         @Option(help: "How many tokens the bulk send addresses (every 100th is unregistered).")
         var tokens: Int = 10_000
 
-        func validate() throws {
+        /// Rules between flags; run() checks them first, once the parser has refused unknown options.
+
+        func check() throws {
             guard (1...1_000_000).contains(self.tokens) else { throw ValidationError("--tokens must be 1...1000000 (got \(self.tokens)).") }
         }
 
         func run() async throws {
+            try self.check()
             var failed = false
             try await runReportingFailures {
                 failed = try await Self.runScenarios(tokens: self.tokens) > 0

@@ -3,15 +3,23 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCrypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension APNSCtl {
     struct Send: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send a notification to one or more device tokens.",
             discussion: """
-                Results go to stdout, one line a token and a summary (--json: one object a token and a summary \
-                object); diagnostics go to stderr, with a progress bar when stderr is a terminal. Ctrl-C stops \
-                cleanly: tokens not sent yet are reported as not sent, and the exit code is 130.
+                Results go to stdout: on a terminal, a line for each token that was not accepted (with its line \
+                in the tokens file) and a summary; otherwise (or with --json) one JSON object a token and a summary \
+                object. Diagnostics go to stderr, with a progress bar and the summary when stderr is a terminal.
+
+                Ctrl-C stops sending: no new push leaves, the pushes on their way get their answers, and the exit \
+                code is 130; the last line says where to go on (--resume-from LINE: the first line not sent or \
+                with no answer). Ctrl-C again stops waiting for answers (those pushes are reported as in flight: \
+                they may have been delivered); a third time quits at once.
 
                 A tokens file has one hex token a line, or NDJSON lines {"token":"…","payload":{…}} (a line with its \
                 own payload is sent with it); blank lines and # comments are skipped. A bad line is reported on \
@@ -59,13 +67,33 @@ extension APNSCtl {
         @Flag(name: .customLong("dry-run"), help: "Validate and print the request; send nothing.")
         var dryRun = false
 
-        @Flag(name: .long, help: "Print one JSON object per request (per token, then a summary).")
+        @Flag(name: .long, help: "Print one JSON object per request (per token, then a summary); the same as --format json.")
         var json = false
+
+        @Option(name: .long, help: "human or json (default: human on a terminal, json otherwise).")
+        var format: OutputFormat?
+
+        @Option(
+            name: .customLong("resume-from"),
+            help: ArgumentHelp("With --tokens-file: start at this line (as an interrupted send printed it).", valueName: "line")
+        )
+        var resumeFrom: Int?
+
+        /// A dry run prints JSON only when asked: the request it renders is for reading.
+        var dryRunJSON: Bool { self.json || self.format == .json }
+
+        /// The format results are printed in.
+        var outputFormat: OutputFormat {
+            if let format = self.format { return format }
+            return self.json || isatty(STDOUT_FILENO) != 1 ? .json : .human
+        }
 
         @Flag(name: .long, help: "Log the client's connections and retries on stderr (never a key or a provider token).")
         var verbose = false
 
-        func validate() throws {
+        /// Rules between flags; run() checks them first, once the parser has refused unknown options.
+
+        func check() throws {
             if self.channelID != nil {
                 guard self.tokens.isEmpty else {
                     throw ValidationError("--channel-id broadcasts to a channel; it cannot be combined with --token.")
@@ -85,12 +113,18 @@ extension APNSCtl {
             } else if self.strict {
                 throw ValidationError("--strict applies to --tokens-file.")
             }
+            if let line = self.resumeFrom {
+                guard self.tokensFile != nil else { throw ValidationError("--resume-from applies to --tokens-file.") }
+                guard line >= 1 else { throw ValidationError("--resume-from must be a line number, 1 or more (got \(line)).") }
+            }
+            if self.json, self.format == .human { throw ValidationError("--json and --format human contradict each other.") }
             if let concurrency = self.concurrency, concurrency < 1 {
                 throw ValidationError("--concurrency must be at least 1 (got \(concurrency)).")
             }
         }
 
         func run() async throws {
+            try self.check()
             try await runReportingFailures {
                 let environment = try self.endpoint.resolved()
                 // The TLS flags are checked as a send would (a garbage --ca-file, --insecure-loopback
@@ -102,7 +136,7 @@ extension APNSCtl {
                     let rendered = try DryRunRenderer(
                         request: prepared.request(), environment: environment, authorization: authorization
                     )
-                    Output.result(self.json ? rendered.json() : rendered.text())
+                    Output.result(self.dryRunJSON ? rendered.json() : rendered.text())
                     return
                 }
                 var tokens: [DeviceToken] = []
@@ -120,7 +154,7 @@ extension APNSCtl {
                 for token in tokens {
                     let request = prepared.request(to: token)
                     let rendered = try DryRunRenderer(request: request, environment: environment, authorization: authorization)
-                    Output.result(self.json ? rendered.json() : rendered.text())
+                    Output.result(self.dryRunJSON ? rendered.json() : rendered.text())
                 }
             }
         }
@@ -133,7 +167,7 @@ extension APNSCtl {
             let source: SendSession.Tokens
             if let path = self.tokensFile {
                 source = try TokenFileReading.open(
-                    path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil
+                    path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil, firstLine: self.resumeFrom ?? 1
                 )
             } else {
                 source = .list(tokens)
@@ -149,7 +183,7 @@ extension APNSCtl {
             )
             let code = try await withAPNSClient(ClientFactory.client(configuration)) { client in
                 await SendSession(
-                    client: client, shared: shared, tokens: source, renderer: ResultRenderer(json: self.json),
+                    client: client, shared: shared, tokens: source, renderer: ResultRenderer(format: self.outputFormat),
                     width: self.concurrency ?? 64, endpoint: configuration.environment.authority
                 ).run()
             }

@@ -112,7 +112,9 @@ extension APNSCtl {
               help: "Also print each accepted push as it arrived: path, headers (authorization redacted) and the exact body, as one JSON object.")
         var printRequests = false
 
-        func validate() throws {
+        /// Rules between flags; run() checks them first, once the parser has refused unknown options.
+
+        func check() throws {
             guard (0...65_535).contains(self.port) else { throw ValidationError("--port must be 0...65535 (got \(self.port)).") }
             guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
             if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
@@ -126,6 +128,7 @@ extension APNSCtl {
         }
 
         func run() async throws {
+            try self.check()
             try await runReportingFailures {
                 let server = try self.startServer()
                 // Subscribed before the port is printed, so no push can come first.

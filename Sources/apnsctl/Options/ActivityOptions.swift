@@ -58,7 +58,9 @@ struct ActivityOptions: ParsableArguments {
     @Flag(name: .long, help: "Log the client's connections and retries on stderr (never a key or a provider token).")
     var verbose = false
 
-    func validate() throws {
+    /// Rules between flags; run() checks them first, once the parser has refused unknown options.
+
+    func check() throws {
         if self.token != nil, self.channel != nil { throw ValidationError("Give --token or --channel, not both.") }
         if self.token == nil, self.channel == nil { throw ValidationError("Missing --token (the activity's push token) or --channel.") }
         if self.channel != nil, self.collapseID != nil { throw ValidationError("--collapse-id does not apply to broadcasts.") }

@@ -60,12 +60,6 @@ enum ClientFactory {
         }
     }
 
-    /// A hint for a transport failure's detail, or "" when none applies: an untrusted certificate
-    /// chain usually means a private CA that `--ca-file` should name.
-    static func hint(forTransportDetail detail: String) -> String {
-        detail.contains("certificate chain is not trusted") ? " (if the server uses a private CA, pass it with --ca-file)" : ""
-    }
-
     /// The exit code an error that ended a send maps to: 69 when nothing could reach the endpoint
     /// (refused, unresolvable, TLS failure), 65 for data the client refused, 1 for a rejection.
     static func exitCode(for error: APNSError) -> Int32 {

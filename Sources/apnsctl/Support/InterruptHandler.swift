@@ -17,12 +17,16 @@ enum StopReason: Sendable, Equatable {
     case unreachable(String)
 }
 
-/// Stops a send once: on the first SIGINT (a second one exits at once with 130), or when the
-/// endpoint turns out to be unreachable. Whoever started sending registers how to stop it.
+/// Stops a send in two steps. The first SIGINT (or an unreachable endpoint) stops sending: no new
+/// push leaves, and the ones on their way still get their answers. A second SIGINT stops waiting
+/// for those answers (their pushes are reported as in flight at the stop); a third exits at once
+/// with 130. Whoever started sending registers how to do each.
 final class InterruptHandler: Sendable {
     private struct State {
         var reason: StopReason?
-        var handlers: [@Sendable () -> Void] = []
+        var abandoned = false
+        var stopHandlers: [@Sendable () -> Void] = []
+        var abandonHandlers: [@Sendable () -> Void] = []
     }
 
     private let state = LockedBox(State())
@@ -33,8 +37,11 @@ final class InterruptHandler: Sendable {
     func install() async {
         let sources = await SignalSources.install([(SIGINT, { @Sendable [weak self] in
             guard let self else { return }
-            if self.reason == .interrupted { _exit(CLIExit.interrupted) }
-            self.stop(.interrupted)
+            switch (self.reason, self.abandoned) {
+            case (nil, _): self.stop(.interrupted)
+            case (_, false): self.abandon()
+            case (_, true): _exit(CLIExit.interrupted)
+            }
         })])
         self.sources.withLock { $0 = sources }
     }
@@ -50,14 +57,19 @@ final class InterruptHandler: Sendable {
 
     var reason: StopReason? { self.state.withLock { $0.reason } }
 
-    /// Runs `handler` when the send stops (at once if it already has).
-    func onStop(_ handler: @escaping @Sendable () -> Void) {
-        let now = self.state.withLock { state -> Bool in
-            if state.reason != nil { return true }
-            state.handlers.append(handler)
-            return false
+    /// Whether a second Ctrl-C gave up on the answers of pushes in flight.
+    var abandoned: Bool { self.state.withLock { $0.abandoned } }
+
+    /// Runs `stop` when the send stops (at once if it already has) and `abandon` when the answers
+    /// in flight are given up on.
+    func onStop(_ stop: @escaping @Sendable () -> Void, abandon: @escaping @Sendable () -> Void = {}) {
+        let (stopNow, abandonNow) = self.state.withLock { state -> (Bool, Bool) in
+            if state.reason == nil { state.stopHandlers.append(stop) }
+            if !state.abandoned { state.abandonHandlers.append(abandon) }
+            return (state.reason != nil, state.abandoned)
         }
-        if now { handler() }
+        if stopNow { stop() }
+        if abandonNow { abandon() }
     }
 
     /// Stops the send; the first reason wins.
@@ -65,12 +77,25 @@ final class InterruptHandler: Sendable {
         let handlers = self.state.withLock { state -> [@Sendable () -> Void] in
             guard state.reason == nil else { return [] }
             state.reason = reason
-            defer { state.handlers.removeAll() }
-            return state.handlers
+            defer { state.stopHandlers.removeAll() }
+            return state.stopHandlers
         }
-        if reason == .interrupted, self.reason == .interrupted {
-            Output.diagnostic("\ninterrupted: stopping; tokens not sent yet are reported as not sent (Ctrl-C again quits at once)")
+        if reason == .interrupted, !handlers.isEmpty || self.reason == .interrupted {
+            Output.diagnostic("\ninterrupted: sending no more; waiting for the answers of the pushes in flight "
+                + "(Ctrl-C again stops waiting; a third time quits at once)")
         }
+        for handler in handlers { handler() }
+    }
+
+    /// Gives up on the answers of the pushes in flight.
+    func abandon() {
+        let handlers = self.state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.abandoned else { return [] }
+            state.abandoned = true
+            defer { state.abandonHandlers.removeAll() }
+            return state.abandonHandlers
+        }
+        Output.diagnostic("\ninterrupted again: not waiting for answers; pushes in flight are reported as such (they may have been delivered)")
         for handler in handlers { handler() }
     }
 }

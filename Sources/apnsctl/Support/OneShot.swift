@@ -39,7 +39,9 @@ enum OneShot {
         Output.result(renderer.line(TokenResult(token: target, outcome: outcome)))
         switch outcome {
         case .accepted: return
-        case .rejected: throw ExitCode(1)
+        case .rejected(let error):
+            if let reason = error.reason, let hint = RejectionHints.hint(for: reason) { Output.diagnostic(hint) }
+            throw ExitCode(1)
         case .failed(let error), .notSent(let error):
             if error.kind == .transport || error.kind == .unreachable {
                 Output.diagnostic("error: \(Self.describe(error, endpoint: configuration.environment.authority))")
@@ -54,7 +56,7 @@ enum OneShot {
             return "\(error.status.map(String.init) ?? "-") \(error.reason?.rawValue ?? error.detail)"
         case .transport, .unreachable, .deadlineExceeded:
             return "cannot reach \(endpoint): \(error.detail.isEmpty ? error.kind.rawValue : error.detail)"
-                + ClientFactory.hint(forTransportDetail: error.detail)
+                + (RejectionHints.hint(forTransportDetail: error.detail).map { "\n" + $0 } ?? "")
         default:
             return error.detail.isEmpty ? "\(error)" : error.detail
         }

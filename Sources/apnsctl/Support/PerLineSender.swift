@@ -12,6 +12,7 @@ final class PerLineSender: Sendable {
     private let stream: AsyncStream<TokenEntry>
     private let continuation: AsyncStream<TokenEntry>.Continuation
     private let stopped = Atomic<Bool>(false)
+    private let abandonment = Tripwire()
 
     init(client: APNSClient, width: Int, sink: ResultSink) {
         self.client = client
@@ -29,12 +30,20 @@ final class PerLineSender: Sendable {
     /// No more entries will come.
     func finish() { self.continuation.finish() }
 
-    /// Entries not started yet are reported as not sent.
+    /// Entries not started yet are reported as not sent; those on their way still get answers.
     func stop() { self.stopped.store(true, ordering: .relaxed) }
 
-    /// Sends every queued entry until ``finish()``.
+    /// Cancels the sends on their way: each is reported with what is known of it.
+    func abandon() { self.abandonment.trip() }
+
+    /// Sends every queued entry until ``finish()``, or until ``abandon()`` cancels them.
     func run() async {
-        await withDiscardingTaskGroup { group in
+        // A child that throws cancels the whole group: the tripwire's child throws when tripped.
+        try? await withThrowingDiscardingTaskGroup { group in
+            group.addTask {
+                if await self.abandonment.wait() { throw CancellationError() }
+            }
+            defer { self.abandonment.release() }
             for await entry in self.stream {
                 group.addTask {
                     let outcome: APNSBulkVerdict.Outcome
@@ -47,11 +56,41 @@ final class PerLineSender: Sendable {
                             outcome = APNSBulkVerdict.Outcome(error)
                         }
                     }
-                    self.sink.record(TokenResult(token: entry.token.hexString, outcome: outcome))
+                    self.sink.record(TokenResult(token: entry.token.hexString, outcome: outcome, line: entry.line))
                     self.slots.release()
                 }
             }
         }
+    }
+}
+
+/// Trips once, or is released; ``wait()`` says which.
+final class Tripwire: Sendable {
+    private let state = LockedBox<(settled: Bool?, waiter: CheckedContinuation<Bool, Never>?)>((nil, nil))
+
+    func trip() { self.settle(true) }
+
+    func release() { self.settle(false) }
+
+    /// `true` once tripped, `false` once released, whichever came first.
+    func wait() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let settled = self.state.withLock { state -> Bool? in
+                if state.settled == nil { state.waiter = continuation }
+                return state.settled
+            }
+            if let settled { continuation.resume(returning: settled) }
+        }
+    }
+
+    private func settle(_ value: Bool) {
+        let waiter = self.state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard state.settled == nil else { return nil }
+            state.settled = value
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: value)
     }
 }
 

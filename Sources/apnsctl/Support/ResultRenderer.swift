@@ -1,3 +1,4 @@
+import ArgumentParser
 import ForgeAPNs
 import ForgeAPNsCore
 import Foundation
@@ -6,6 +7,21 @@ import Foundation
 struct TokenResult: Sendable {
     var token: String
     var outcome: APNSBulkVerdict.Outcome
+    /// Its line in the tokens file, when it came from one.
+    var line: Int?
+
+    init(token: String, outcome: APNSBulkVerdict.Outcome, line: Int? = nil) {
+        self.token = token
+        self.outcome = outcome
+        self.line = line
+    }
+
+    /// A push that was on its way when a second Ctrl-C stopped waiting for its answer: its fate is
+    /// unknown, which is neither a failure of APNs nor of the network.
+    var wasInFlightAtStop: Bool {
+        if case .failed(let error) = self.outcome, error.kind == .cancelled { return true }
+        return false
+    }
 }
 
 /// The counts of a send, as the summary line reports them.
@@ -15,6 +31,8 @@ struct SendCounts: Sendable {
     var rejected: [String: Int] = [:]
     var failed = 0
     var notSent = 0
+    /// Pushes whose answer was still awaited when a second Ctrl-C stopped the wait (may have been delivered).
+    var inFlight = 0
     /// Verdicts whose push may have been delivered without its answer being known.
     var mayHaveBeenDelivered = 0
     /// Lines of the tokens file that were reported and skipped.
@@ -24,29 +42,51 @@ struct SendCounts: Sendable {
     var unreadAfterLine: Int?
 
     var rejectedCount: Int { self.rejected.values.reduce(0, +) }
-    var problems: Int { self.rejectedCount + self.failed + self.notSent }
+    var problems: Int { self.rejectedCount + self.failed + self.notSent + self.inFlight }
 
-    mutating func add(_ outcome: APNSBulkVerdict.Outcome) {
+    mutating func add(_ result: TokenResult) {
         self.total += 1
-        if outcome.mayHaveBeenDelivered { self.mayHaveBeenDelivered += 1 }
-        switch outcome {
+        if result.outcome.mayHaveBeenDelivered { self.mayHaveBeenDelivered += 1 }
+        switch result.outcome {
         case .accepted: self.accepted += 1
         case .rejected(let error): self.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
-        case .failed: self.failed += 1
+        case .failed: if result.wasInFlightAtStop { self.inFlight += 1 } else { self.failed += 1 }
         case .notSent: self.notSent += 1
         }
     }
 }
 
-/// Renders results: one human line a token (`7c1d3f0e…b4e2 200 accepted apns-id=…`) or one NDJSON
-/// object a token, then a summary.
+/// How results are printed: a line for a person, or one JSON object a token (NDJSON).
+enum OutputFormat: String, CaseIterable, Sendable, ExpressibleByArgument {
+    case human, json
+}
+
+/// Renders results: one human line a token (`line 12: 7c1d…e2 410 Unregistered since …`) or one
+/// NDJSON object a token, then a summary.
 struct ResultRenderer: Sendable {
-    var json: Bool
+    var format: OutputFormat
+    /// Accepted pushes are not printed (a bulk send on a terminal shows what needs attention).
+    var omitsAccepted = false
+
+    var json: Bool { self.format == .json }
+
+    init(format: OutputFormat, omitsAccepted: Bool = false) {
+        self.format = format
+        self.omitsAccepted = omitsAccepted
+    }
+
+    init(json: Bool) { self.init(format: json ? .json : .human) }
 
     func line(_ result: TokenResult) -> String {
         var bytes: [UInt8] = []
         self.append(result, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether `result` gets a line at all.
+    func prints(_ result: TokenResult) -> Bool {
+        guard self.omitsAccepted, case .accepted(let sent) = result.outcome else { return true }
+        return sent.mayHaveBeenDeliveredTwice
     }
 
     /// Appends the line for `result`, without its newline, to `bytes`: a bulk send writes one per
@@ -59,15 +99,13 @@ struct ResultRenderer: Sendable {
         }
     }
 
-    /// The first 8 and last 4 hex digits.
-    static func abbreviate(_ token: String) -> String {
-        token.count > 14 ? "\(token.prefix(8))…\(token.suffix(4))" : token
-    }
-
     static func iso8601(_ date: Date) -> String { date.formatted(.iso8601) }
 
     private func humanLine(_ result: TokenResult) -> String {
-        let token = Self.abbreviate(result.token)
+        let token = (result.line.map { "line \($0): " } ?? "") + result.token
+        if result.wasInFlightAtStop {
+            return "\(token) in flight at the stop: no answer awaited (may have been delivered)"
+        }
         switch result.outcome {
         case .accepted(let sent):
             let attempts = sent.attempts > 1 ? " attempts=\(sent.attempts)" : ""
@@ -101,6 +139,7 @@ struct ResultRenderer: Sendable {
         }
         bytes.append(contentsOf: "{\"token\":".utf8)
         JSONText.appendQuoted(result.token, to: &bytes)
+        if let line = result.line { field("line", String(line), quoted: false) }
         switch result.outcome {
         case .accepted(let sent):
             bytes.append(contentsOf: ",\"outcome\":\"accepted\",\"status\":200".utf8)
@@ -111,7 +150,7 @@ struct ResultRenderer: Sendable {
             let outcome: String
             switch result.outcome {
             case .rejected: outcome = "rejected"
-            case .failed: outcome = "failed"
+            case .failed: outcome = result.wasInFlightAtStop ? "in_flight" : "failed"
             default: outcome = "not_sent"
             }
             field("outcome", outcome)
@@ -139,7 +178,7 @@ struct ResultRenderer: Sendable {
             let byReason = reasons.map { "\(JSONText.quote($0.key)):\($0.value)" }.joined(separator: ",")
             return "{\"summary\":true,\"total\":\(counts.total),\"accepted\":\(counts.accepted),"
                 + "\"rejected\":\(counts.rejectedCount),\"rejected_by_reason\":{\(byReason)},\"failed\":\(counts.failed),"
-                + "\"not_sent\":\(counts.notSent),\"may_have_been_delivered\":\(counts.mayHaveBeenDelivered),"
+                + "\"not_sent\":\(counts.notSent),\"in_flight\":\(counts.inFlight),\"may_have_been_delivered\":\(counts.mayHaveBeenDelivered),"
                 + "\"bad_lines\":\(counts.badLines),"
                 + (counts.unreadAfterLine.map { "\"unread_after_line\":\($0)," } ?? "")
                 + "\"seconds\":\(String(format: "%.3f", seconds)),\"rate\":\(String(format: "%.1f", rate))}"
@@ -147,6 +186,7 @@ struct ResultRenderer: Sendable {
         var text = "sent \(counts.total): \(counts.accepted) accepted, \(counts.rejectedCount) rejected"
         if !reasons.isEmpty { text += " (" + reasons.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")" }
         text += ", \(counts.failed) failed, \(counts.notSent) not sent"
+        if counts.inFlight > 0 { text += ", \(counts.inFlight) in flight at the stop" }
         text += " in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate))/s)"
         if counts.mayHaveBeenDelivered > 0 {
             text += "; \(counts.mayHaveBeenDelivered) may have been delivered without an answer (a resend may duplicate them)"

@@ -10,8 +10,8 @@ import Darwin
 #endif
 
 /// Collects the results of a send from every sender (the bulk's verdicts and per-line sends):
-/// counts them, writes their lines to stdout in batches, keeps the progress bar up to date, and
-/// notices an endpoint that nothing reaches.
+/// counts them, writes their lines to stdout in batches, keeps the progress bar up to date,
+/// remembers where a stopped run can resume, and notices an endpoint that nothing reaches.
 final class ResultSink: Sendable {
     private struct State {
         var counts = SendCounts()
@@ -19,6 +19,14 @@ final class ResultSink: Sendable {
         var lastFlush = ContinuousClock.now
         var progress: ProgressBar?
         var unreachable = false
+        /// Lines of the tokens file whose push has a final verdict (accepted or rejected).
+        var settled = LineSet()
+        /// The first line whose push was not sent, or whose fate is unknown.
+        var firstUnsettled: Int?
+        /// Rejection reasons seen, for the hints at the end.
+        var reasons: Set<APNSErrorReason> = []
+        /// A transport failure's detail, for the hint at the end.
+        var transportDetail: String?
     }
 
     private let renderer: ResultRenderer
@@ -54,11 +62,24 @@ final class ResultSink: Sendable {
 
     func record(_ result: TokenResult) {
         let unreachable = self.state.withLock { state -> String? in
-            state.counts.add(result.outcome)
-            self.renderer.append(result, to: &state.buffer)
-            state.buffer.append(0x0a)
+            state.counts.add(result)
+            if let line = result.line {
+                switch result.outcome {
+                case .accepted, .rejected: state.settled.insert(line)
+                case .failed, .notSent: state.firstUnsettled = min(state.firstUnsettled ?? line, line)
+                }
+            }
+            switch result.outcome {
+            case .rejected(let error): if let reason = error.reason { state.reasons.insert(reason) }
+            case .failed(let error), .notSent(let error): if state.transportDetail == nil, !error.detail.isEmpty { state.transportDetail = error.detail }
+            case .accepted: break
+            }
+            if self.renderer.prints(result) {
+                self.renderer.append(result, to: &state.buffer)
+                state.buffer.append(0x0a)
+            }
             let now = ContinuousClock.now
-            if state.buffer.count >= 1 << 16 || now - state.lastFlush >= .milliseconds(100) {
+            if state.buffer.count >= 1 << 16 || (!state.buffer.isEmpty && now - state.lastFlush >= .milliseconds(100)) {
                 self.flush(&state)
                 state.lastFlush = now
             }
@@ -83,14 +104,38 @@ final class ResultSink: Sendable {
         }
     }
 
-    /// Writes what is buffered and the summary, and takes the progress bar down.
+    /// Writes what is buffered and the summary, and takes the progress bar down. When stdout goes
+    /// to a file and stderr is a terminal, the summary is also left on the terminal, where the bar was.
     func finish(seconds: Double) -> SendCounts {
         self.state.withLock { state in
             self.flush(&state)
+            let barShown = state.progress != nil
             state.progress?.clear()
             state.progress = nil
             Output.result(self.renderer.summary(state.counts, seconds: seconds))
+            if barShown, !self.stdoutIsTerminal {
+                Output.diagnostic(ResultRenderer(format: .human).summary(state.counts, seconds: seconds))
+            }
             return state.counts
+        }
+    }
+
+    /// Where a stopped run resumes: the first line whose push was not sent or whose fate is unknown,
+    /// else the first line not read; and how many lines after it already have a final verdict (they
+    /// would be sent again). `nil` when every line read has a final verdict and reading finished.
+    func resumePoint() -> (line: Int, settledAfter: Int)? {
+        self.state.withLock { state in
+            let unread = state.counts.unreadAfterLine.map { $0 + 1 }
+            let candidates = [state.firstUnsettled, unread].compactMap { $0 }
+            guard let line = candidates.min() else { return nil }
+            return (line, state.settled.count(after: line))
+        }
+    }
+
+    /// One hint per likely cause seen in this send's rejections and failures.
+    func hints() -> [String] {
+        self.state.withLock { state in
+            RejectionHints.hints(reasons: state.reasons, transportDetail: state.transportDetail)
         }
     }
 
@@ -107,5 +152,33 @@ final class ResultSink: Sendable {
             offset += written
         }
         state.buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+/// A set of line numbers as bits: a million lines take 125 KiB.
+struct LineSet {
+    private var words: [UInt64] = []
+
+    mutating func insert(_ line: Int) {
+        guard line >= 0 else { return }
+        let word = line >> 6
+        if word >= self.words.count { self.words.append(contentsOf: repeatElement(0, count: word - self.words.count + 1)) }
+        self.words[word] |= 1 << UInt64(line & 63)
+    }
+
+    func contains(_ line: Int) -> Bool {
+        let word = line >> 6
+        return line >= 0 && word < self.words.count && self.words[word] & (1 << UInt64(line & 63)) != 0
+    }
+
+    /// Members greater than `line`.
+    func count(after line: Int) -> Int {
+        let first = line + 1
+        var total = 0
+        for (index, word) in self.words.enumerated() where (index + 1) << 6 > first {
+            let masked = index << 6 >= first ? word : word & ~((1 << UInt64(first & 63)) &- 1)
+            total += masked.nonzeroBitCount
+        }
+        return total
     }
 }

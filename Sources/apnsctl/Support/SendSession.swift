@@ -1,6 +1,9 @@
 import ForgeAPNs
 import ForgeAPNsCore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One real send of `apnsctl send`: tokens from flags or a file, results to stdout, the progress
 /// bar and Ctrl-C on stderr; returns the exit code.
@@ -32,7 +35,10 @@ struct SendSession {
         // A bar for bulk sends only (one token is done before a bar could help), on a terminal only.
         let isBulk = total.map { $0 > 1 } ?? true
         let progress = isBulk && ProgressBar.isAvailable ? ProgressBar(total: total) : nil
-        let sink = ResultSink(renderer: self.renderer, progress: progress, stopper: stopper)
+        // On a terminal a bulk send prints only what needs attention; the bar shows the rest.
+        var renderer = self.renderer
+        if renderer.format == .human, isBulk, isatty(STDOUT_FILENO) == 1 { renderer.omitsAccepted = true }
+        let sink = ResultSink(renderer: renderer, progress: progress, stopper: stopper)
         let started = ContinuousClock.now
 
         // Lines wait in a buffer while results arrive; a tick writes them (and redraws the bar)
@@ -50,22 +56,37 @@ struct SendSession {
         if let failure { return failure }
 
         let counts = sink.finish(seconds: ProgressBar.seconds(.now - started))
+        for hint in sink.hints() { Output.diagnostic(hint) }
+        let resume = self.isFromFile ? sink.resumePoint() : nil
         switch stopper.reason {
         case .interrupted:
-            var note = "interrupted: \(counts.total - counts.notSent) sent, \(counts.notSent) not sent"
-            if let line = counts.unreadAfterLine { note += "; the input after line \(line) was not read (resume from line \(line + 1))" }
+            var note = "interrupted: \(counts.total - counts.notSent - counts.inFlight) answered, \(counts.inFlight) in flight at the stop, "
+                + "\(counts.notSent) not sent"
+            if let resume { note += "; " + Self.resumeAdvice(resume) }
             Output.diagnostic(note)
             return CLIExit.interrupted
         case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
-            var note = "error: cannot reach \(self.endpoint): \(detail)\(ClientFactory.hint(forTransportDetail: detail))"
-            if let line = counts.unreadAfterLine {
-                note += "\n\(counts.notSent) not sent; the input after line \(line) was not read (resume from line \(line + 1))"
-            }
+            var note = "error: cannot reach \(self.endpoint): \(detail)"
+            if let resume { note += "\n\(counts.notSent) not sent; " + Self.resumeAdvice(resume) }
             Output.diagnostic(note)
             return CLIExit.unavailable
         default:
             return counts.problems == 0 && counts.badLines == 0 ? 0 : 1
         }
+    }
+
+    private var isFromFile: Bool {
+        if case .file = self.tokens { return true }
+        return false
+    }
+
+    /// `resume with --resume-from L`, and how many tokens after L would go a second time.
+    static func resumeAdvice(_ resume: (line: Int, settledAfter: Int)) -> String {
+        var text = "resume with --resume-from \(resume.line) (the first line not sent or with no answer)"
+        if resume.settledAfter > 0 {
+            text += "; \(resume.settledAfter) token\(resume.settledAfter == 1 ? "" : "s") after it already had an answer and would be sent again"
+        }
+        return text
     }
 
     /// Sends every token, recording each result in `sink`; returns an exit code when sending could not start.
@@ -77,21 +98,24 @@ struct SendSession {
                 return CLIExit.software
             }
             let bulk = self.client.sendBulk(shared, to: list)
-            stopper.onStop { bulk.cancel() }
+            stopper.onStop({ bulk.stop() }, abandon: { bulk.cancel() })
             for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome)) }
         case .file(let open, _):
             let perLine = PerLineSender(client: self.client, width: self.width, sink: sink)
-            stopper.onStop { perLine.stop() }
-            let source = TokenSource(open: open, tally: sink, perLine: perLine)
+            stopper.onStop({ perLine.stop() }, abandon: { perLine.abandon() })
+            let lines = LineMap()
+            let source = TokenSource(open: open, tally: sink, perLine: perLine, lines: lines, stopper: stopper)
             await withDiscardingTaskGroup { group in
                 group.addTask { await perLine.run() }
                 defer { perLine.finish() }
                 if let shared = self.shared {
                     let bulk = self.client.sendBulk(shared, to: source)
-                    stopper.onStop { bulk.cancel() }
-                    for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome)) }
+                    stopper.onStop({ bulk.stop() }, abandon: { bulk.cancel() })
+                    for await verdict in bulk {
+                        sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome, line: lines.line(of: verdict.index)))
+                    }
                     if let error = bulk.summary?.inputError { Output.diagnostic("error: reading tokens stopped: \(error)") }
-                    // Cancelled: the bulk stops reading, so what follows in the file was never read.
+                    // Stopped: the bulk stops reading, so what follows in the file was never read.
                     if bulk.summary?.stoppedReading == true { sink.markInputStopped() }
                 } else {
                     // Every usable line carries its own payload: read them all into the per-line sender.

@@ -11,19 +11,24 @@ import Darwin
 /// Opens `--tokens-file` for a send: checks it exists, and with `--strict` reads it once to report
 /// every bad line before anything is sent (standard input is spooled to a temporary file first).
 enum TokenFileReading {
+    /// - Parameter firstLine: lines before it are skipped unread (`--resume-from`).
     static func open(
-        path: String, strict: Bool, headers: NotificationOptions.Headers, hasSharedPayload: Bool
+        path: String, strict: Bool, headers: NotificationOptions.Headers, hasSharedPayload: Bool, firstLine: Int = 1
     ) throws -> SendSession.Tokens {
         if path != "-" { try InputFiles.requireReadable(path, flag: "--tokens-file") }
+        @Sendable func lines(spooled: Int32? = nil) throws -> TokenLines {
+            let lines = try spooled.map { try TokenLines(spooled: $0, name: "stdin", headers: headers, hasSharedPayload: hasSharedPayload) }
+                ?? TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload)
+            lines.firstLine = firstLine
+            return lines
+        }
         guard strict else {
             // The progress bar's total: counted cheaply (no parsing) when a bar will be drawn.
-            let count = path != "-" && ProgressBar.isAvailable ? Self.countTokenLines(path) : nil
-            return .file(open: { try TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload) }, count: count)
+            let count = path != "-" && ProgressBar.isAvailable ? Self.countTokenLines(path, from: firstLine) : nil
+            return .file(open: { try lines() }, count: count)
         }
         let spooled = path == "-" ? try TokenLines.spoolStandardInput() : nil
-        let first = try spooled.map {
-            try TokenLines(spooled: $0, name: "stdin", headers: headers, hasSharedPayload: hasSharedPayload)
-        } ?? TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload)
+        let first = try lines(spooled: spooled)
         var good = 0
         var bad = 0
         while let line = first.next() {
@@ -40,23 +45,18 @@ enum TokenFileReading {
                 message: "\(first.name): \(bad) bad line\(bad == 1 ? "" : "s"); nothing sent (--strict)", exitCode: CLIExit.dataError
             )
         }
-        if let spooled {
-            return .file(
-                open: { try TokenLines(spooled: spooled, name: "stdin", headers: headers, hasSharedPayload: hasSharedPayload) },
-                count: good
-            )
-        }
-        return .file(open: { try TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload) }, count: good)
+        return .file(open: { try lines(spooled: spooled) }, count: good)
     }
 
-    /// Lines that are neither blank nor `#` comments (bad lines included), read in 64 KiB chunks;
-    /// `nil` when the file cannot be read.
-    static func countTokenLines(_ path: String) -> Int? {
+    /// Lines from `first` on that are neither blank nor `#` comments (bad lines included), read in
+    /// 64 KiB chunks; `nil` when the file cannot be read.
+    static func countTokenLines(_ path: String, from first: Int = 1) -> Int? {
         let descriptor = Glibc.open(path, O_RDONLY)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         var count = 0
+        var line = 1
         var atLineStart = true
         var lineCounts = false
         while true {
@@ -67,11 +67,12 @@ enum TokenFileReading {
             for byte in chunk[0..<read] {
                 if byte == 0x0a {
                     if lineCounts { count += 1 }
+                    line += 1
                     atLineStart = true
                     lineCounts = false
                 } else if atLineStart, byte != 0x20, byte != 0x09, byte != 0x0d {
                     atLineStart = false
-                    lineCounts = byte != UInt8(ascii: "#")
+                    lineCounts = byte != UInt8(ascii: "#") && line >= first
                 }
             }
         }

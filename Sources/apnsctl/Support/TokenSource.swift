@@ -1,4 +1,5 @@
 import ForgeAPNsCore
+import ForgeSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -35,6 +36,8 @@ final class TokenLines {
     let name: String
     let headers: NotificationOptions.Headers
     let hasSharedPayload: Bool
+    /// Lines before this one are skipped unread (`--resume-from`).
+    var firstLine = 1
 
     /// Opens `path`, or reads standard input for `-`.
     /// - Throws: ``CLIFailure`` 66 when the file does not exist.
@@ -82,6 +85,7 @@ final class TokenLines {
         let count = getline(&self.buffer, &self.capacity, self.file)
         guard count >= 0, let buffer = self.buffer else { return nil }
         self.lineNumber += 1
+        if self.lineNumber < self.firstLine { return .skipped }
         let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
         var start = 0
         var end = count
@@ -170,7 +174,8 @@ final class TokenLines {
 }
 
 /// The tokens of a file as the `AsyncSequence<String>` that `sendBulk` reads lazily: bad lines are
-/// reported and skipped, lines with their own payload go to `perLine`, the rest are yielded.
+/// reported and skipped, lines with their own payload go to `perLine`, the rest are yielded, each
+/// one's line noted in `lines`. Reading ends early once the send is stopped.
 struct TokenSource: AsyncSequence, Sendable {
     typealias Element = String
 
@@ -178,20 +183,26 @@ struct TokenSource: AsyncSequence, Sendable {
     let open: @Sendable () throws -> TokenLines
     let tally: ResultSink
     let perLine: PerLineSender?
+    let lines: LineMap
+    let stopper: InterruptHandler
 
     struct AsyncIterator: AsyncIteratorProtocol {
-        var lines: TokenLines?
+        var file: TokenLines?
         let source: TokenSource
+        /// Tokens yielded so far: the bulk's index of the next one.
+        var yielded = 0
+        /// The line the next yielded token has if the file has no gap before it.
+        var expectedLine: Int?
 
         mutating func next() async throws -> String? {
-            if self.lines == nil { self.lines = try self.source.open() }
-            guard let lines = self.lines else { return nil }
-            while let line = lines.next() {
+            if self.file == nil { self.file = try self.source.open() }
+            guard let file = self.file else { return nil }
+            while self.source.stopper.reason == nil, let line = file.next() {
                 switch line {
                 case .skipped:
                     continue
                 case .bad(let number, let problem):
-                    lines.report(line: number, problem: problem)
+                    file.report(line: number, problem: problem)
                     self.source.tally.addBadLine()
                 case .entry(let entry):
                     self.source.tally.noteLineRead(entry.line)
@@ -199,13 +210,43 @@ struct TokenSource: AsyncSequence, Sendable {
                         await perLine.submit(entry)
                         continue
                     }
+                    if entry.line != self.expectedLine { self.source.lines.note(index: self.yielded, line: entry.line) }
+                    self.yielded += 1
+                    self.expectedLine = entry.line + 1
                     return entry.token.hexString
                 }
             }
+            if self.source.stopper.reason != nil { self.source.tally.markInputStopped() }
             self.source.perLine?.finish()
             return nil
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: nil, source: self) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(file: nil, source: self) }
+}
+
+/// The line of each token a bulk send read, by its index in the bulk. Kept as the points where the
+/// two stop moving together (after blank, comment, bad or per-line lines), so a clean file of a
+/// million lines needs one entry and the reader takes the lock only at such a point.
+final class LineMap: Sendable {
+    private let points = LockedBox<[(index: Int, line: Int)]>([])
+
+    /// From `index` on, tokens are on consecutive lines starting at `line` (indices only grow).
+    func note(index: Int, line: Int) {
+        self.points.withLock { $0.append((index, line)) }
+    }
+
+    /// The line of the token at `index`, or `nil` before the first one noted.
+    func line(of index: Int) -> Int? {
+        self.points.withLock { points in
+            var low = 0, high = points.count
+            while low < high {
+                let middle = (low + high) / 2
+                if points[middle].index <= index { low = middle + 1 } else { high = middle }
+            }
+            guard low > 0 else { return nil }
+            let point = points[low - 1]
+            return point.line + (index - point.index)
+        }
+    }
 }
