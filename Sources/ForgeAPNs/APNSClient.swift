@@ -143,7 +143,8 @@ public final class APNSClient: Sendable {
             host: environment.host, port: environment.port, tls: tls, connectTimeout: configuration.timeouts.connect,
             pingInterval: configuration.timeouts.ping, stallInterval: configuration.timeouts.stall,
             pingTimeout: configuration.timeouts.pingTimeout,
-            maximumConcurrentStreams: configuration.pool.maxStreamsPerConnection
+            maximumConcurrentStreams: configuration.pool.maxStreamsPerConnection,
+            proxy: configuration.proxy?.base
         )
     }
 
