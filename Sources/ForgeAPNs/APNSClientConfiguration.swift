@@ -1,6 +1,7 @@
 public import ForgeAPNsCore
 public import ForgeCrypto
 public import Logging
+public import struct Foundation.Data
 internal import ForgeHTTP2
 
 extension APNSClient {
@@ -58,8 +59,8 @@ extension APNSClient {
     public struct Authentication: Sendable, CustomStringConvertible {
         enum Base: Sendable {
             case jwt(key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID, refreshAge: Duration)
-            case certificatePEM(certificateFile: String, privateKeyFile: String)
-            case pkcs12(path: String, password: String)
+            /// A client certificate; `label` names it in descriptions (a path, or "in memory").
+            case certificate(HTTP2TLSConfiguration.ClientIdentity, label: String)
         }
 
         let base: Base
@@ -74,20 +75,30 @@ extension APNSClient {
 
         /// Certificate authentication with PEM files.
         public static func certificate(certificateFile: String, privateKeyFile: String) -> Authentication {
-            Authentication(base: .certificatePEM(certificateFile: certificateFile, privateKeyFile: privateKeyFile))
+            Authentication(base: .certificate(.pem(certificateFile: certificateFile, privateKeyFile: privateKeyFile), label: certificateFile))
+        }
+
+        /// Certificate authentication with a PEM certificate (chain) and its PEM private key from
+        /// memory, such as a secret store's value, instead of files.
+        public static func certificate(certificatePEM: Data, privateKeyPEM: Data) -> Authentication {
+            Authentication(base: .certificate(.pem(certificatePEM: Array(certificatePEM), privateKeyPEM: Array(privateKeyPEM)), label: "in memory"))
         }
 
         /// Certificate authentication with a PKCS#12 file.
         public static func certificate(pkcs12Path: String, password: String) -> Authentication {
-            Authentication(base: .pkcs12(path: pkcs12Path, password: password))
+            Authentication(base: .certificate(.pkcs12(path: pkcs12Path, password: password), label: "pkcs12: \(pkcs12Path)"))
+        }
+
+        /// Certificate authentication with PKCS#12 bytes from memory and their password.
+        public static func certificate(pkcs12: Data, password: String) -> Authentication {
+            Authentication(base: .certificate(.pkcs12(bytes: Array(pkcs12), password: password), label: "pkcs12: in memory"))
         }
 
         /// Names the method and the key id, never the key or a password.
         public var description: String {
             switch self.base {
             case .jwt(_, let keyID, let teamID, _): return "jwt(keyID: \(keyID), teamID: \(teamID))"
-            case .certificatePEM(let certificate, _): return "certificate(\(certificate))"
-            case .pkcs12(let path, _): return "certificate(pkcs12: \(path))"
+            case .certificate(_, let label): return "certificate(\(label))"
             }
         }
     }
