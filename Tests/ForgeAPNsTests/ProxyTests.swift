@@ -26,6 +26,23 @@ struct ProxyTests {
         return (loopback, proxy, configuration)
     }
 
+    /// Sends `count` pushes through a new client, each of which must fail as unreachable; their errors' texts.
+    private static func unreachable(_ configuration: APNSClient.Configuration, count: Int = 1) async throws -> [String] {
+        try await withAPNSClient(configuration: configuration) { client in
+            var details: [String] = []
+            for index in 0..<count {
+                do throws(APNSError) {
+                    _ = try await client.send(alert(), to: token(index))
+                    Issue.record("accepted through a proxy that should have failed it")
+                } catch {
+                    #expect(error.kind == .unreachable, "\(error)")
+                    details.append("\(error) \(error.detail)")
+                }
+            }
+            return details
+        }
+    }
+
     @Test(
         "A push through the proxy reaches the server and is accepted; TLS is end to end",
         arguments: [(ProxyProcess.Kind.httpConnect, false), (.httpConnect, true), (.socks5, false), (.socks5, true)]
@@ -55,18 +72,11 @@ struct ProxyTests {
         let (loopback, proxy, base) = try await Self.start(kind, credentials: true, logger: logs.logger(label: "test.apns"))
         var configuration = base
         configuration.proxy = try APNSClient.Proxy(url: proxy.url(password: "wrong-password"))
-        try await withAPNSClient(configuration: configuration) { client in
-            for index in 0..<3 {
-                do throws(APNSError) {
-                    _ = try await client.send(alert(), to: token(index))
-                    Issue.record("accepted through a proxy that refused the credentials")
-                } catch {
-                    #expect(error.kind == .unreachable, "\(error)")
-                    #expect(error.detail.contains("proxy 127.0.0.1:\(proxy.port)"), "\(error.detail)")
-                    #expect(error.detail.contains("rejected"), "\(error.detail)")
-                    #expect(!error.detail.contains("wrong-password") && !"\(error)".contains("wrong-password"))
-                }
-            }
+        let details = try await Self.unreachable(configuration, count: 3)
+        #expect(details.count == 3)
+        for detail in details {
+            #expect(detail.contains("proxy 127.0.0.1:\(proxy.port)") && detail.contains("rejected"), "\(detail)")
+            #expect(!detail.contains("wrong-password"))
         }
         // Permanent: three sends, one connect attempt, no retries or reconnects.
         let failedConnects = logs.lines.filter { $0.contains("connect failed") }
@@ -84,15 +94,30 @@ struct ProxyTests {
         var configuration = base
         configuration.proxy = kind == .httpConnect
             ? .httpConnect(host: "127.0.0.1", port: proxy.port) : .socks5(host: "127.0.0.1", port: proxy.port)
-        try await withAPNSClient(configuration: configuration) { client in
-            do throws(APNSError) {
-                _ = try await client.send(alert(), to: token(0))
-                Issue.record("accepted without proxy credentials")
-            } catch {
-                #expect(error.kind == .unreachable)
-                #expect(error.detail.contains("requires authentication"), "\(error.detail)")
-            }
-        }
+        let details = try await Self.unreachable(configuration)
+        #expect(details.first?.contains("requires authentication") == true, "\(details)")
+        proxy.stop()
+        await loopback.server.shutdown()
+    }
+
+    @Test("tinyproxy refusing the target's port (403) fails at once, permanently; a target it cannot reach fails naming the proxy")
+    func proxyRefusesOrFails() async throws {
+        let loopback = try Loopback.start()
+        let deadPort = try ProxyProcess.freePort()
+        // ConnectPort allows only the dead port: CONNECT to the server's port is forbidden.
+        let proxy = try await ProxyProcess.start(.httpConnect, targetPort: deadPort)
+        var configuration = loopback.configuration
+        configuration.environment = .custom(host: "127.0.0.1", port: loopback.server.port)
+        configuration.proxy = .httpConnect(host: "127.0.0.1", port: proxy.port)
+        let refused = try await Self.unreachable(configuration)
+        #expect(refused.first?.contains(
+            "proxy 127.0.0.1:\(proxy.port) (HTTP CONNECT): refused the tunnel to 127.0.0.1:\(loopback.server.port) (403") == true, "\(refused)")
+        #expect(proxy.connectRequests == 1, "permanent: no second CONNECT\n\(proxy.log)")
+        configuration.environment = .custom(host: "127.0.0.1", port: deadPort)
+        let failed = try await Self.unreachable(configuration)
+        #expect(failed.first?.contains("proxy 127.0.0.1:\(proxy.port) (HTTP CONNECT): answered CONNECT 127.0.0.1:\(deadPort) with 5") == true,
+                "\(failed)")
+        #expect(loopback.server.acceptedConnections == 0)
         proxy.stop()
         await loopback.server.shutdown()
     }
@@ -104,16 +129,9 @@ struct ProxyTests {
         var configuration = loopback.configuration
         configuration.retry = APNSClient.RetryPolicy(attempts: 1)
         configuration.proxy = try APNSClient.Proxy(url: "http://user:\(Self.password)@127.0.0.1:\(port)")
-        try await withAPNSClient(configuration: configuration) { client in
-            do throws(APNSError) {
-                _ = try await client.send(alert(), to: token(0))
-                Issue.record("accepted through a proxy that is not there")
-            } catch {
-                #expect(error.kind == .unreachable)
-                #expect(error.detail.contains("cannot reach the proxy 127.0.0.1:\(port)"), "\(error.detail)")
-                #expect(!"\(error)".contains(Self.password))
-            }
-        }
+        let details = try await Self.unreachable(configuration)
+        #expect(details.first?.contains("cannot reach the proxy 127.0.0.1:\(port)") == true, "\(details)")
+        #expect(!details.joined().contains(Self.password))
         await loopback.server.shutdown()
     }
 

@@ -116,13 +116,19 @@ struct ProxyHandshakeTests {
         }
     }
 
+    /// A "proxy" whose listen backlog accepts TCP and which never answers, and a configuration through it.
+    private static func silentProxy(_ kind: HTTP2Proxy.Kind, connectTimeout: Duration) throws -> (Socket, Int, HTTP2ClientConfiguration) {
+        let (listener, port) = try Socket.listen(host: "127.0.0.1", port: 0)
+        let configuration = HTTP2ClientConfiguration(
+            host: "api.push.apple.com", connectTimeout: connectTimeout, proxy: HTTP2Proxy(kind, host: "127.0.0.1", port: port)
+        )
+        return (listener, port, configuration)
+    }
+
     @Test("A proxy that accepts and never answers: the tunnel gives up at the connect timeout, naming the proxy")
     func silentProxyTimesOut() async throws {
-        let (listener, port) = try Socket.listen(host: "127.0.0.1", port: 0)
+        let (listener, port, configuration) = try Self.silentProxy(.httpConnect, connectTimeout: .milliseconds(300))
         defer { withExtendedLifetime(listener) {} }
-        let configuration = HTTP2ClientConfiguration(
-            host: "api.push.apple.com", connectTimeout: .milliseconds(300), proxy: HTTP2Proxy(.httpConnect, host: "127.0.0.1", port: port)
-        )
         let started = ContinuousClock.now
         do {
             _ = try await HTTP2Connection.connect(configuration)
@@ -137,12 +143,9 @@ struct ProxyHandshakeTests {
 
     @Test("Cancelling a connect that waits for the proxy's answer ends it at once as cancelled")
     func cancelWhileTunnelling() async throws {
-        let (listener, port) = try Socket.listen(host: "127.0.0.1", port: 0)
-        defer { withExtendedLifetime(listener) {} }
         // The connect timeout is past the suite's time limit: only the cancellation ends this.
-        let configuration = HTTP2ClientConfiguration(
-            host: "api.push.apple.com", connectTimeout: .seconds(120), proxy: HTTP2Proxy(.socks5, host: "127.0.0.1", port: port)
-        )
+        let (listener, _, configuration) = try Self.silentProxy(.socks5, connectTimeout: .seconds(120))
+        defer { withExtendedLifetime(listener) {} }
         let connect = Task { () -> (any Error)? in
             do {
                 _ = try await HTTP2Connection.connect(configuration)
