@@ -84,7 +84,7 @@ public final class APNSClient: Sendable {
             } catch {
                 throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
             }
-        case .certificatePEM, .pkcs12:
+        case .certificate:
             self.tokens = nil
         }
     }
@@ -126,10 +126,8 @@ public final class APNSClient: Sendable {
             )
             switch configuration.authentication.base {
             case .jwt: break
-            case .certificatePEM(let certificate, let key):
-                options.clientIdentity = .pem(certificateFile: certificate, privateKeyFile: key)
-            case .pkcs12(let path, let password):
-                options.clientIdentity = .pkcs12(path: path, password: password)
+            case .certificate(let identity, _):
+                options.clientIdentity = identity
             }
             // Loaded once, now: a bad file or password is a configuration error, not a connect failure.
             do {
@@ -143,7 +141,8 @@ public final class APNSClient: Sendable {
             host: environment.host, port: environment.port, tls: tls, connectTimeout: configuration.timeouts.connect,
             pingInterval: configuration.timeouts.ping, stallInterval: configuration.timeouts.stall,
             pingTimeout: configuration.timeouts.pingTimeout,
-            maximumConcurrentStreams: configuration.pool.maxStreamsPerConnection
+            maximumConcurrentStreams: configuration.pool.maxStreamsPerConnection,
+            proxy: configuration.proxy?.base
         )
     }
 

@@ -1,6 +1,8 @@
 public import ForgeAPNsCore
 public import ForgeCrypto
 public import Logging
+public import struct Foundation.Data
+internal import ForgeHTTP2
 
 extension APNSClient {
     /// Everything a client needs, with documented defaults. A value type: build one, pass it to
@@ -25,6 +27,9 @@ extension APNSClient {
         public var logger: Logger
         /// The clock provider tokens are dated by.
         public var clock: any APNSWallClock
+        /// An outbound proxy every connection tunnels through (HTTP CONNECT or SOCKS5); `nil`
+        /// (the default) connects directly. The environment is not read: apnsctl does that.
+        public var proxy: Proxy?
 
         /// Creates a configuration; everything but the credentials and environment has a default.
         public init(
@@ -35,8 +40,10 @@ extension APNSClient {
             pool: Pool = Pool(),
             retry: RetryPolicy = RetryPolicy(),
             logger: Logger = APNSClient.Configuration.silentLogger,
-            clock: any APNSWallClock = .system
+            clock: any APNSWallClock = .system,
+            proxy: Proxy? = nil
         ) {
+            self.proxy = proxy
             self.authentication = authentication
             self.environment = environment
             self.tls = tls
@@ -52,8 +59,8 @@ extension APNSClient {
     public struct Authentication: Sendable, CustomStringConvertible {
         enum Base: Sendable {
             case jwt(key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID, refreshAge: Duration)
-            case certificatePEM(certificateFile: String, privateKeyFile: String)
-            case pkcs12(path: String, password: String)
+            /// A client certificate; `label` names it in descriptions (a path, or "in memory").
+            case certificate(HTTP2TLSConfiguration.ClientIdentity, label: String)
         }
 
         let base: Base
@@ -68,22 +75,73 @@ extension APNSClient {
 
         /// Certificate authentication with PEM files.
         public static func certificate(certificateFile: String, privateKeyFile: String) -> Authentication {
-            Authentication(base: .certificatePEM(certificateFile: certificateFile, privateKeyFile: privateKeyFile))
+            Authentication(base: .certificate(.pem(certificateFile: certificateFile, privateKeyFile: privateKeyFile), label: certificateFile))
+        }
+
+        /// Certificate authentication with a PEM certificate (chain) and its PEM private key from
+        /// memory, such as a secret store's value, instead of files.
+        public static func certificate(certificatePEM: Data, privateKeyPEM: Data) -> Authentication {
+            Authentication(base: .certificate(.pem(certificatePEM: Array(certificatePEM), privateKeyPEM: Array(privateKeyPEM)), label: "in memory"))
         }
 
         /// Certificate authentication with a PKCS#12 file.
         public static func certificate(pkcs12Path: String, password: String) -> Authentication {
-            Authentication(base: .pkcs12(path: pkcs12Path, password: password))
+            Authentication(base: .certificate(.pkcs12(path: pkcs12Path, password: password), label: "pkcs12: \(pkcs12Path)"))
+        }
+
+        /// Certificate authentication with PKCS#12 bytes from memory and their password.
+        public static func certificate(pkcs12: Data, password: String) -> Authentication {
+            Authentication(base: .certificate(.pkcs12(bytes: Array(pkcs12), password: password), label: "pkcs12: in memory"))
         }
 
         /// Names the method and the key id, never the key or a password.
         public var description: String {
             switch self.base {
             case .jwt(_, let keyID, let teamID, _): return "jwt(keyID: \(keyID), teamID: \(teamID))"
-            case .certificatePEM(let certificate, _): return "certificate(\(certificate))"
-            case .pkcs12(let path, _): return "certificate(pkcs12: \(path))"
+            case .certificate(_, let label): return "certificate(\(label))"
             }
         }
+    }
+
+    /// An outbound proxy: HTTP `CONNECT` (with basic authentication) or SOCKS5 (with or without
+    /// user and password). TLS to APNs runs end to end through the tunnel, so the proxy never sees
+    /// a provider token, and certificate checks are for the APNs host. A proxy that refuses or asks
+    /// for credentials fails the send as `unreachable`, naming the proxy's `host:port`; refused
+    /// credentials are permanent (no retries). The password appears in no description, error or log.
+    public struct Proxy: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+        let base: HTTP2Proxy
+
+        /// A proxy from a URL, as curl's `--proxy` and `HTTPS_PROXY` take it:
+        /// `http://[user:password@]host[:port]` (CONNECT), `socks5://…` or `socks5h://…` (SOCKS5;
+        /// the proxy resolves APNs' host name in both). The port defaults to 1080.
+        /// - Throws: ``APNSError`` of kind `invalidNotification` naming the rule, with the password hidden.
+        public init(url: String) throws(APNSError) {
+            do {
+                self.base = try HTTP2Proxy(url: url)
+            } catch {
+                throw APNSError(kind: .invalidNotification, detail: "proxy: \(error)")
+            }
+        }
+
+        /// HTTP `CONNECT` at `host:port`, with basic authentication when `username` is given.
+        public static func httpConnect(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
+            Proxy(base: HTTP2Proxy(.httpConnect, host: host, port: port, username: username, password: password))
+        }
+
+        /// SOCKS5 at `host:port`, with user/password authentication (RFC 1929) when `username` is given.
+        public static func socks5(host: String, port: Int, username: String? = nil, password: String? = nil) -> Proxy {
+            Proxy(base: HTTP2Proxy(.socks5, host: host, port: port, username: username, password: password))
+        }
+
+        private init(base: HTTP2Proxy) { self.base = base }
+
+        /// The proxy's `host:port`, as errors name it.
+        public var endpoint: String { self.base.endpoint }
+
+        /// The URL with the password replaced by `***`.
+        public var description: String { self.base.description }
+        public var debugDescription: String { self.base.description }
+        public var customMirror: Mirror { self.base.customMirror }
     }
 
     /// TLS options. Verification is on unless ``insecureLoopbackOnly`` says otherwise.

@@ -10,10 +10,13 @@ enum CommandRunner {
     static let binary: URL = URL(fileURLWithPath: CommandLine.arguments[0])
         .deletingLastPathComponent().appendingPathComponent("apnsctl")
 
-    /// The test process's environment without APNS_* variables (a developer's own settings must not
-    /// change what a test sees), plus `extra`.
+    /// The test process's environment without APNS_* and proxy variables (a developer's own settings
+    /// must not change what a test sees), plus `extra`.
     static func environment(_ extra: [String: String] = [:]) -> [String: String] {
-        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }.merging(extra) { $1 }
+        let proxyVariables: Set = ["https_proxy", "http_proxy", "all_proxy", "no_proxy"]
+        return ProcessInfo.processInfo.environment
+            .filter { !$0.key.hasPrefix("APNS_") && !proxyVariables.contains($0.key.lowercased()) }
+            .merging(extra) { $1 }
     }
 
     /// Runs apnsctl with `arguments`, an environment without APNS_* variables plus `environment`,

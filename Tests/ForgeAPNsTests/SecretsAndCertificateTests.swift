@@ -63,6 +63,10 @@ struct SecretsAndCertificateTests {
         for authentication in [
             APNSClient.Authentication.certificate(certificateFile: KeysExample.path("client.pem"), privateKeyFile: KeysExample.path("client.key")),
             .certificate(pkcs12Path: KeysExample.path("client.p12"), password: "forgepush-test"),
+            // The same identities from memory, as a secret store hands them over.
+            .certificate(certificatePEM: try Data(contentsOf: URL(fileURLWithPath: KeysExample.path("client.pem"))),
+                         privateKeyPEM: try Data(contentsOf: URL(fileURLWithPath: KeysExample.path("client.key")))),
+            .certificate(pkcs12: try Data(contentsOf: URL(fileURLWithPath: KeysExample.path("client.p12"))), password: "forgepush-test"),
         ] {
             let configuration = APNSClient.Configuration(
                 authentication: authentication, environment: .custom(host: "localhost", port: server.port),
@@ -74,7 +78,7 @@ struct SecretsAndCertificateTests {
                 #expect(client.providerTokenSignings == 0)
             }
         }
-        #expect(server.accepted.count == 2 && server.accepted.allSatisfy { $0[header: "authorization"] == nil })
+        #expect(server.accepted.count == 4 && server.accepted.allSatisfy { $0[header: "authorization"] == nil })
         // Revoked: 403 BadCertificate, not retried.
         server.register(certificate: LocalAPNsCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle, revoked: true))
         let configuration = APNSClient.Configuration(
@@ -90,5 +94,33 @@ struct SecretsAndCertificateTests {
             }
         }
         await server.shutdown()
+    }
+
+    @Test("In-memory identities that cannot be used fail when the client is made, naming the field, never the bytes")
+    func badInMemoryIdentity() throws {
+        let key = try Data(contentsOf: URL(fileURLWithPath: KeysExample.path("client.key")))
+        let p12 = try Data(contentsOf: URL(fileURLWithPath: KeysExample.path("client.p12")))
+        let cases: [(APNSClient.Authentication, String)] = [
+            (.certificate(certificatePEM: Data("not a certificate".utf8), privateKeyPEM: key), "clientIdentity certificate '(in memory)'"),
+            (.certificate(certificatePEM: try Data(contentsOf: URL(fileURLWithPath: KeysExample.path("client.pem"))),
+                          privateKeyPEM: Data("-----BEGIN PRIVATE KEY-----\nQUJD\n-----END PRIVATE KEY-----\n".utf8)),
+             "clientIdentity private key '(in memory)'"),
+            (.certificate(pkcs12: p12, password: "wrong-password"), "clientIdentity PKCS#12 password '(in memory)'"),
+        ]
+        for (authentication, field) in cases {
+            #expect("\(authentication)".hasPrefix("certificate(") && !"\(authentication)".contains("wrong-password"))
+            let configuration = APNSClient.Configuration(
+                authentication: authentication, environment: .custom(host: "localhost", port: 1),
+                tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem"))
+            )
+            do {
+                _ = try APNSClient(configuration: configuration)
+                Issue.record("an unusable in-memory identity made a client")
+            } catch let error as APNSError {
+                #expect(error.kind == .credentials)
+                #expect(error.detail.contains(field), "\(error.detail)")
+                #expect(!error.detail.contains("QUJD") && !error.detail.contains("wrong-password"), "\(error.detail)")
+            }
+        }
     }
 }

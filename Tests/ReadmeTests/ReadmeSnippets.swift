@@ -133,3 +133,29 @@ func readmeSeveralDevices(
     }
     return (phone, tablet)
 }
+
+/// README, "Deploying": a proxy and Apple's other port (runs: it only builds a configuration).
+func readmeDeployed(configuration: APNSClient.Configuration) throws -> APNSClient.Configuration {
+    var deployed = configuration
+    deployed.proxy = try APNSClient.Proxy(url: "http://pushes:s3cret@proxy.internal:3128")  // or socks5://…, .socks5(host:port:…)
+    deployed.environment = try APNSEnvironment.production.port(APNSEnvironment.alternatePort)  // 2197
+    print(deployed.proxy!)  // http://pushes:***@proxy.internal:3128
+    return deployed
+}
+
+/// README, "Deploying": a key and a certificate from memory (`secrets` stands for a secret store).
+func readmeFromSecrets(secrets: [String: String], p12Data: Data) throws -> (APNSClient.Configuration, APNSClient.Configuration) {
+    let fromSecrets = APNSClient.Configuration(
+        authentication: .jwt(
+            key: try APNSSigningKey(pemRepresentation: secrets["apns-key"]!),
+            keyID: try APNSKeyID("ABC123DEFG"),
+            teamID: try APNSTeamID("DEF123GHIJ")
+        ),
+        environment: .sandbox
+    )
+    let withCertificate = APNSClient.Configuration(
+        authentication: .certificate(pkcs12: p12Data, password: secrets["apns-p12-password"]!),  // or certificatePEM:privateKeyPEM:
+        environment: .sandbox
+    )
+    return (fromSecrets, withCertificate)
+}

@@ -112,6 +112,21 @@ struct ReadmeTests {
         #expect(timeline.contains { $0.contains("added to the notification list") || $0.contains("addedToNotificationList") })
         #expect(timeline.contains { $0.contains("tap") || $0.contains("response") })
     }
+
+    @Test("The deployment snippets build what they say: the proxy, port 2197, a key and a PKCS#12 from memory")
+    func deploymentSnippetsRun() async throws {
+        let (server, configuration) = try localServer()
+        let deployed = try readmeDeployed(configuration: configuration)
+        #expect("\(deployed.proxy!)" == "http://pushes:***@proxy.internal:3128")
+        #expect(deployed.environment.authority == "api.push.apple.com:2197")
+        let secrets = ["apns-key": try String(contentsOfFile: "\(keys)/AuthKey_FORGEKEY01.p8", encoding: .utf8),
+                       "apns-p12-password": "forgepush-test"]
+        let p12 = try Data(contentsOf: URL(fileURLWithPath: "\(keys)/client.p12"))
+        let (fromSecrets, withCertificate) = try readmeFromSecrets(secrets: secrets, p12Data: p12)
+        _ = try APNSClient(configuration: fromSecrets)
+        _ = try APNSClient(configuration: withCertificate)  // the PKCS#12 and its password load
+        await server.shutdown()
+    }
 }
 
 /// An array of strings as an async sequence.

@@ -23,6 +23,28 @@ public struct APNSEnvironment: Hashable, Sendable, CustomStringConvertible {
     /// `api.sandbox.push.apple.com:443`: apps built for development.
     public static let sandbox = APNSEnvironment(name: "sandbox", host: "api.sandbox.push.apple.com", port: 443)
 
+    /// The other port Apple serves APNs on (production and sandbox), for networks that block 443 outbound.
+    public static let alternatePort = 2197
+
+    /// This environment on `port`: Apple's hosts serve 443 and ``alternatePort`` (2197); a custom
+    /// endpoint any port 1-65535. Channel management stays where it was (Apple's hosts keep their own ports).
+    ///
+    /// ```swift
+    /// let environment = try APNSEnvironment.production.port(APNSEnvironment.alternatePort)
+    /// ```
+    /// - Throws: ``APNSValidationError`` (`badConfiguration`, field `port`) for another port.
+    public func port(_ port: Int) throws(APNSValidationError) -> APNSEnvironment {
+        if self.name != nil, port != 443, port != Self.alternatePort {
+            throw APNSValidationError(
+                .badConfiguration, field: "port", rule: "\(self.host) serves APNs on 443 and \(Self.alternatePort) only (got \(port))"
+            )
+        }
+        guard (1...65_535).contains(port) else {
+            throw APNSValidationError(.badConfiguration, field: "port", rule: "must be 1-65535 (got \(port))")
+        }
+        return APNSEnvironment(name: self.name, host: self.host, port: port)
+    }
+
     /// Any other endpoint, such as `127.0.0.1` and the port of a local test server.
     public static func custom(host: String, port: Int) -> APNSEnvironment {
         APNSEnvironment(name: nil, host: host, port: port)
@@ -46,5 +68,8 @@ public struct APNSEnvironment: Hashable, Sendable, CustomStringConvertible {
         return self.port == 443 ? host : "\(host):\(self.port)"
     }
 
-    public var description: String { self.name ?? self.authority }
+    public var description: String {
+        guard let name else { return self.authority }
+        return self.port == 443 || self.name?.hasSuffix("channels") == true ? name : "\(name) (port \(self.port))"
+    }
 }

@@ -72,11 +72,30 @@ final class ClientLoop: @unchecked Sendable {
     private func open() throws {
         let deadline = monotonicNanoseconds() &+ UInt64(max(0, HTTP2Connection.nanoseconds(self.configuration.connectTimeout)))
         let socket: Socket
+        let proxy = self.configuration.proxy
         do {
-            socket = try Socket.connect(host: self.configuration.host, port: self.configuration.port, timeout: self.configuration.connectTimeout)
+            socket = try Socket.connect(host: proxy?.host ?? self.configuration.host, port: proxy?.port ?? self.configuration.port,
+                                        timeout: self.configuration.connectTimeout)
         } catch {
-            throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)",
+            let what = proxy.map { "cannot reach the proxy \($0.endpoint): " } ?? ""
+            throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(what)\(error)",
                                    permanent: (error as? SocketError)?.isNameNotFound ?? false)
+        }
+        let inbox = self.inbox
+        let interrupt = (self.waker.readDescriptor, { inbox.withLock { $0.connectCancelled } })
+        if let proxy {
+            // The tunnel first, on the bare socket: TLS then runs end to end with the target.
+            var handshake = ProxyHandshake(proxy: proxy, targetHost: self.configuration.host, targetPort: self.configuration.port)
+            do {
+                try Channel(socket: socket, tls: nil).openTunnel(&handshake, deadline: deadline, interrupt: interrupt)
+            } catch let error as HTTP2ClientError {
+                throw error
+            } catch let error as ProxyHandshake.Failure {
+                throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(error)", permanent: error.isPermanent)
+            } catch {
+                let failure = ProxyHandshake.Failure(proxy: proxy, reason: "\(error)", isPermanent: false)
+                throw HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(failure)")
+            }
         }
         var tls: TLSConnection?
         if let tlsConfiguration = self.configuration.tls {
@@ -91,9 +110,8 @@ final class ClientLoop: @unchecked Sendable {
             }
         }
         self.channel = Channel(socket: socket, tls: tls)
-        let inbox = self.inbox
         do {
-            try self.channel.handshake(deadline: deadline, interrupt: (self.waker.readDescriptor, { inbox.withLock { $0.connectCancelled } }))
+            try self.channel.handshake(deadline: deadline, interrupt: interrupt)
         } catch let error as HTTP2ClientError {
             throw error
         } catch let error as TLSError where error.isALPNMismatch {

@@ -7,8 +7,10 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// TLS settings; `nil` speaks cleartext HTTP/2 with prior knowledge (h2c), for local tests and
     /// benchmarks only: APNs has no h2c.
     public var tls: HTTP2TLSConfiguration?
-    /// How long name resolution, TCP connect and the TLS handshake may take together.
+    /// How long name resolution, TCP connect, the proxy's tunnel and the TLS handshake may take together.
     public var connectTimeout: Duration
+    /// An outbound proxy to tunnel through (TLS stays end to end with ``host``); `nil` connects directly.
+    public var proxy: HTTP2Proxy?
     /// Send a PING after this long without any frame from the peer; `nil` never pings.
     public var pingInterval: Duration?
     /// While requests are out, send a PING after this long without any frame from the peer (a
@@ -32,8 +34,10 @@ public struct HTTP2ClientConfiguration: Sendable {
         stallInterval: Duration? = .seconds(3),
         pingTimeout: Duration = .seconds(5),
         maximumConcurrentStreams: Int = 1000,
-        settings: HTTP2Settings = HTTP2Settings(initialWindowSize: 1 << 20)
+        settings: HTTP2Settings = HTTP2Settings(initialWindowSize: 1 << 20),
+        proxy: HTTP2Proxy? = nil
     ) {
+        self.proxy = proxy
         self.host = host
         self.port = port
         self.tls = tls

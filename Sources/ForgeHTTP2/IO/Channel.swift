@@ -115,9 +115,47 @@ final class Channel {
         }
     }
 
-    private func wait(events: Int16, deadline: UInt64) throws {
+    /// Asks the proxy at the other end of the socket for a tunnel, before any TLS, blocking this
+    /// thread with `poll` until `deadline` (the connect's, shared with the TLS handshake).
+    /// - Parameter interrupt: as for ``handshake(deadline:interrupt:)``.
+    /// - Throws: ``ProxyHandshake/Failure`` naming the proxy, `cancelled`, or a socket error.
+    func openTunnel(_ handshake: inout ProxyHandshake, deadline: UInt64, interrupt: (descriptor: Int32, isInterrupted: () -> Bool)? = nil) throws {
+        self.interrupt = interrupt
+        defer { self.interrupt = nil }
+        let proxy = handshake.proxy
+        let timedOut = { ProxyHandshake.Failure(proxy: proxy, reason: "no tunnel within the connect timeout", isPermanent: false) }
+        var step = try handshake.start()
+        while true {
+            let read: ProxyHandshake.Read
+            switch step {
+            case .open:
+                return
+            case .send(let bytes, let then):
+                self.outbound.append(contentsOf: bytes)
+                while !(try self.flush()) { try self.wait(events: Int16(POLLOUT), deadline: deadline, timedOut: timedOut) }
+                read = then
+            case .read(let next):
+                read = next
+            }
+            var received: [UInt8] = []
+            while true {
+                try self.wait(events: Int16(POLLIN), deadline: deadline, timedOut: timedOut)
+                let done: Bool
+                switch read {
+                case .exactly(let count): done = try self.socket.receive(exactly: count, into: &received)
+                case .httpHead: done = try self.socket.receiveHTTPHead(into: &received)
+                }
+                if done { break }
+            }
+            step = try handshake.receive(received)
+        }
+    }
+
+    private func wait(events: Int16, deadline: UInt64, timedOut: () -> any Error = {
+        TLSError(description: "the TLS handshake did not finish within the connect timeout")
+    }) throws {
         let now = monotonicNanoseconds()
-        guard now < deadline else { throw TLSError(description: "the TLS handshake did not finish within the connect timeout") }
+        guard now < deadline else { throw timedOut() }
         var descriptors = [
             pollfd(fd: self.socket.descriptor, events: events, revents: 0),
             pollfd(fd: self.interrupt?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
@@ -125,7 +163,7 @@ final class Channel {
         let result = poll(&descriptors, 2, Int32(clamping: (deadline - now) / 1_000_000 + 1))
         if result < 0 && errno != EINTR { throw SocketError(operation: "poll", code: errno) }
         if descriptors[1].revents != 0, let interrupt = self.interrupt, interrupt.isInterrupted() {
-            throw HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled during the TLS handshake")
+            throw HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "the connect was cancelled")
         }
     }
 }

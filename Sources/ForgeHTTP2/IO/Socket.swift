@@ -201,6 +201,45 @@ final class Socket {
         }
     }
 
+    /// Reads what is available towards `count` bytes in all, never beyond them.
+    /// - Returns: whether `buffer` now holds `count` bytes. - Throws: at end of stream.
+    func receive(exactly count: Int, into buffer: inout [UInt8]) throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: count - buffer.count)
+        guard let read = try chunk.withUnsafeMutableBytes({ try self.receive(into: $0) }) else { return false }
+        guard read > 0 else { throw SocketError(operation: "the peer closed the connection before it answered", code: 0) }
+        buffer += chunk[0..<read]
+        return buffer.count == count
+    }
+
+    /// Reads what is available of an HTTP/1.x response head, through its blank line and not one
+    /// byte further (it peeks first, so the bytes after the head stay in the socket).
+    /// - Returns: whether `head` is complete. - Throws: at end of stream, or past 16 KiB.
+    func receiveHTTPHead(into head: inout [UInt8]) throws -> Bool {
+        let limit = 16 * 1024
+        var chunk = [UInt8](repeating: 0, count: limit - head.count)
+        guard !chunk.isEmpty else { throw SocketError(operation: "the peer's answer head is longer than 16 KiB", code: 0) }
+        let peeked = chunk.withUnsafeMutableBytes { recv(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_PEEK)) }
+        if peeked < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return false }
+            throw SocketError(operation: "recv", code: errno)
+        }
+        guard peeked > 0 else { throw SocketError(operation: "the peer closed the connection before it answered", code: 0) }
+        // The terminator may straddle what was read before and what was peeked now.
+        let combined = head + chunk[0..<peeked]
+        let searchFrom = max(0, head.count - 3)
+        var take = peeked
+        var complete = false
+        if combined.count >= 4 {
+            for index in searchFrom...(combined.count - 4)
+            where combined[index] == 13 && combined[index + 1] == 10 && combined[index + 2] == 13 && combined[index + 3] == 10 {
+                take = index + 4 - head.count
+                complete = true
+                break
+            }
+        }
+        return try self.receive(exactly: head.count + take, into: &head) && complete
+    }
+
     /// Closes the connection at once with RST (SO_LINGER 0), as a crashed peer would.
     func abort() {
         var option = linger(l_onoff: 1, l_linger: 0)

@@ -35,20 +35,31 @@ public struct HTTP2TLSConfiguration: Sendable {
     /// A client certificate for APNs certificate authentication.
     public struct ClientIdentity: Hashable, Sendable {
         enum Base: Hashable, Sendable {
-            case pem(certificate: String, privateKey: String)
-            case pkcs12(path: String, password: String)
+            case pem(certificate: TLSSource, privateKey: TLSSource)
+            case pkcs12(TLSSource, password: String)
         }
 
         let base: Base
 
         /// A PEM certificate (chain) file and its PEM private key file.
         public static func pem(certificateFile: String, privateKeyFile: String) -> ClientIdentity {
-            ClientIdentity(base: .pem(certificate: certificateFile, privateKey: privateKeyFile))
+            ClientIdentity(base: .pem(certificate: .file(certificateFile), privateKey: .file(privateKeyFile)))
+        }
+
+        /// A PEM certificate (chain) and its PEM private key, from memory (a secret store, an
+        /// environment variable) instead of files.
+        public static func pem(certificatePEM: [UInt8], privateKeyPEM: [UInt8]) -> ClientIdentity {
+            ClientIdentity(base: .pem(certificate: .memory(certificatePEM), privateKey: .memory(privateKeyPEM)))
         }
 
         /// A PKCS#12 (`.p12`) file and its password.
         public static func pkcs12(path: String, password: String) -> ClientIdentity {
-            ClientIdentity(base: .pkcs12(path: path, password: password))
+            ClientIdentity(base: .pkcs12(.file(path), password: password))
+        }
+
+        /// PKCS#12 (`.p12`) bytes from memory and their password.
+        public static func pkcs12(bytes: [UInt8], password: String) -> ClientIdentity {
+            ClientIdentity(base: .pkcs12(.memory(bytes), password: password))
         }
     }
 

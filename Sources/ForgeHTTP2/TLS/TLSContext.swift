@@ -118,37 +118,38 @@ final class TLSContext: @unchecked Sendable {
     private func useIdentity(_ identity: HTTP2TLSConfiguration.ClientIdentity) throws(HTTP2TLSConfigurationError) {
         switch identity.base {
         case .pem(let certificate, let privateKey):
-            guard SSL_CTX_use_certificate_chain_file(self.pointer, certificate) == 1 else {
+            guard self.useCertificateChain(certificate) else {
                 throw HTTP2TLSConfigurationError(
-                    field: .clientCertificate, path: certificate, rule: "must be a readable PEM certificate (chain)",
+                    field: .clientCertificate, path: certificate.label, rule: "must be a readable PEM certificate (chain)",
                     detail: tlsErrorReasons()
                 )
             }
             // Read apart from SSL_CTX_use_PrivateKey, which would report a key of another certificate
             // as unreadable; and with a password callback that gives none, so an encrypted key fails
             // instead of OpenSSL asking for its password on the terminal.
-            guard let file = BIO_new_file(privateKey, "rb") else {
+            guard let file = privateKey.openBIO() else {
                 throw HTTP2TLSConfigurationError(
-                    field: .clientPrivateKey, path: privateKey, rule: "must be a readable, unencrypted PEM private key",
+                    field: .clientPrivateKey, path: privateKey.label, rule: "must be a readable, unencrypted PEM private key",
                     detail: tlsErrorReasons()
                 )
             }
             defer { BIO_free(file) }
             guard let key = PEM_read_bio_PrivateKey(file, nil, { _, _, _, _ in 0 }, nil) else {
                 throw HTTP2TLSConfigurationError(
-                    field: .clientPrivateKey, path: privateKey, rule: "must be a readable, unencrypted PEM private key",
+                    field: .clientPrivateKey, path: privateKey.label, rule: "must be a readable, unencrypted PEM private key",
                     detail: tlsErrorReasons()
                 )
             }
             defer { EVP_PKEY_free(key) }
             guard SSL_CTX_use_PrivateKey(self.pointer, key) == 1, SSL_CTX_check_private_key(self.pointer) == 1 else {
                 throw HTTP2TLSConfigurationError(
-                    field: .clientPrivateKey, path: privateKey, rule: "must be the private key of the certificate '\(certificate)'",
-                    detail: tlsErrorReasons()
+                    field: .clientPrivateKey, path: privateKey.label,
+                    rule: "must be the private key of the certificate '\(certificate.label)'", detail: tlsErrorReasons()
                 )
             }
-        case .pkcs12(let path, let password):
-            guard let bio = BIO_new_file(path, "rb") else {
+        case .pkcs12(let source, let password):
+            let path = source.label
+            guard let bio = source.openBIO() else {
                 throw HTTP2TLSConfigurationError(
                     field: .pkcs12, path: path, rule: "must be a readable PKCS#12 (.p12) file", detail: tlsErrorReasons()
                 )
@@ -189,6 +190,58 @@ final class TLSContext: @unchecked Sendable {
                     detail: tlsErrorReasons()
                 )
             }
+        }
+    }
+
+    /// Uses the first PEM certificate of `source` and the rest as its chain (what
+    /// `SSL_CTX_use_certificate_chain_file` does for a file). - Returns: whether a certificate loaded.
+    private func useCertificateChain(_ source: TLSSource) -> Bool {
+        if case .file(let path) = source { return SSL_CTX_use_certificate_chain_file(self.pointer, path) == 1 }
+        guard let bio = source.openBIO() else { return false }
+        defer { BIO_free(bio) }
+        guard let leaf = PEM_read_bio_X509_AUX(bio, nil, nil, nil) else { return false }
+        defer { X509_free(leaf) }
+        guard SSL_CTX_use_certificate(self.pointer, leaf) == 1 else { return false }
+        while let intermediate = PEM_read_bio_X509(bio, nil, nil, nil) {
+            // SSL_CTX_add0_chain_cert (a macro): the context takes the certificate on success.
+            guard SSL_CTX_ctrl(self.pointer, SSL_CTRL_CHAIN_CERT, 0, UnsafeMutableRawPointer(intermediate)) == 1 else {
+                X509_free(intermediate)
+                return false
+            }
+        }
+        // The loop ends at the end of the text, which OpenSSL queues as an error.
+        ERR_clear_error()
+        return true
+    }
+}
+
+/// Where TLS material comes from: a file, or bytes in memory (named `(in memory)` in errors; the
+/// bytes themselves are never shown).
+enum TLSSource: Hashable, Sendable {
+    case file(String)
+    case memory([UInt8])
+
+    /// How errors name it.
+    var label: String {
+        switch self {
+        case .file(let path): path
+        case .memory: "(in memory)"
+        }
+    }
+
+    /// A BIO reading the file or a copy of the bytes; the caller frees it.
+    func openBIO() -> OpaquePointer? {
+        switch self {
+        case .file(let path):
+            return BIO_new_file(path, "rb")
+        case .memory(let bytes):
+            guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+            let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32($0.count)) }
+            guard written == Int32(bytes.count) || bytes.isEmpty else {
+                BIO_free(bio)
+                return nil
+            }
+            return bio
         }
     }
 }

@@ -74,16 +74,24 @@ extension APNSCtl {
             let environment: APNSEnvironment
             do {
                 environment = try self.endpoint.resolved()
-                let configuration = APNSClient.Configuration(authentication: authentication, environment: environment, tls: try self.endpoint.tls())
+                let proxy = try self.endpoint.proxy(for: environment.host)
+                let configuration = APNSClient.Configuration(
+                    authentication: authentication, environment: environment, tls: try self.endpoint.tls(), proxy: proxy
+                )
                 var http2 = try APNSClient.connectionConfiguration(for: configuration)
                 http2.connectTimeout = .seconds(10)
                 http2.pingInterval = nil
-                let addresses = Host(name: environment.host).addresses
-                guard !addresses.isEmpty || ["127.0.0.1", "::1"].contains(environment.host) else {
-                    return report.fail("name resolution", "\(environment.host) does not resolve", kind: .network,
-                                       fix: "check DNS and the host name (--environment, --url)")
+                if let proxy {
+                    // The proxy resolves the host; this machine may not.
+                    report.ok("proxy", "tunnelling through \(proxy)")
+                } else {
+                    let addresses = Host(name: environment.host).addresses
+                    guard !addresses.isEmpty || ["127.0.0.1", "::1"].contains(environment.host) else {
+                        return report.fail("name resolution", "\(environment.host) does not resolve", kind: .network,
+                                           fix: "check DNS and the host name (--environment, --url)")
+                    }
+                    report.ok("name resolution", "\(environment.host) -> \(addresses.prefix(3).joined(separator: ", "))")
                 }
-                report.ok("name resolution", "\(environment.host) -> \(addresses.prefix(3).joined(separator: ", "))")
                 connection = try await self.connect(http2, environment: environment, report: &report)
             } catch let failure as DoctorReport.Stop {
                 _ = failure

@@ -11,7 +11,10 @@ import Foundation
 struct AuthOptions: ParsableArguments {
     @Option(
         name: .customLong("key-file"),
-        help: ArgumentHelp("The .p8 signing key from developer.apple.com (or APNS_KEY_FILE).", valueName: "path")
+        help: ArgumentHelp(
+            "The .p8 signing key from developer.apple.com (or APNS_KEY_FILE; or APNS_KEY holding the key's PEM text or its base64).",
+            valueName: "path"
+        )
     )
     var keyFile: String?
 
@@ -40,8 +43,16 @@ struct AuthOptions: ParsableArguments {
     var resolvedKeyID: String? { EnvironmentFallback.value(self.keyID, "APNS_KEY_ID") }
     var resolvedTeamID: String? { EnvironmentFallback.value(self.teamID, "APNS_TEAM_ID") }
 
+    /// `APNS_KEY`: the key itself, used when neither `--key-file` nor `APNS_KEY_FILE` is given.
+    private var keyVariable: String? {
+        guard self.resolvedKeyFile == nil else { return nil }
+        return EnvironmentFallback.value(nil, "APNS_KEY")
+    }
+
     /// Whether any token-authentication input was given.
-    var isPresent: Bool { self.resolvedKeyFile != nil || self.resolvedKeyID != nil || self.resolvedTeamID != nil }
+    var isPresent: Bool {
+        self.resolvedKeyFile != nil || self.keyVariable != nil || self.resolvedKeyID != nil || self.resolvedTeamID != nil
+    }
 
     /// Whether a client certificate was given.
     var usesCertificate: Bool { self.certificate != nil || self.certificateKey != nil || self.pkcs12 != nil }
@@ -84,8 +95,8 @@ struct AuthOptions: ParsableArguments {
     /// Loads and checks the credentials: ids first (cheap), then the key.
     /// - Throws: `ValidationError` (exit 64) for a missing flag, ``CLIFailure`` with 65 or 66 for bad data.
     func load() throws -> (key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID) {
-        guard let path = self.resolvedKeyFile else {
-            throw ValidationError("Missing --key-file (or APNS_KEY_FILE): the .p8 key that signs provider tokens.")
+        guard self.resolvedKeyFile != nil || self.keyVariable != nil else {
+            throw ValidationError("Missing --key-file (or APNS_KEY_FILE, or APNS_KEY): the .p8 key that signs provider tokens.")
         }
         guard let keyIDText = self.resolvedKeyID else {
             throw ValidationError("Missing --key-id (or APNS_KEY_ID): the 10-character id of the key.")
@@ -105,11 +116,34 @@ struct AuthOptions: ParsableArguments {
         } catch {
             throw CLIFailure.badData("--team-id", error, value: teamIDText)
         }
+        guard let path = self.resolvedKeyFile else { return (try Self.key(fromVariable: self.keyVariable ?? ""), keyID, teamID) }
         do {
             return (try APNSSigningKey(contentsOfFile: path), keyID, teamID)
         } catch {
             let exitCode = error.code == .fileNotFound ? CLIExit.noInput : CLIExit.dataError
             throw CLIFailure(message: "--key-file: \(error)", exitCode: exitCode)
+        }
+    }
+
+    /// The key in `APNS_KEY`: the `.p8` file's PEM text, or base64 of it (as gorush's `key_base64`).
+    /// - Throws: ``CLIFailure`` (65) naming the variable and the rule, never its content.
+    static func key(fromVariable text: String) throws -> APNSSigningKey {
+        var pem = Array(text.utf8)
+        defer { _ = pem.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        if !text.contains("-----BEGIN") {
+            let compact = text.filter { !$0.isWhitespace }
+            guard let decoded = Data(base64Encoded: compact), decoded.starts(with: Array("-----BEGIN".utf8)) else {
+                throw CLIFailure(
+                    message: "APNS_KEY: must hold the .p8 key as PEM text (-----BEGIN PRIVATE KEY-----…) or as base64 of that text",
+                    exitCode: CLIExit.dataError
+                )
+            }
+            pem = Array(decoded)
+        }
+        do {
+            return try APNSSigningKey(pemBytes: pem)
+        } catch {
+            throw CLIFailure(message: "APNS_KEY: \(error)", exitCode: CLIExit.dataError)
         }
     }
 

@@ -8,16 +8,29 @@ import Foundation
 /// certificate is checked.
 struct EndpointOptions: ParsableArguments {
     enum Environment: String, CaseIterable, ExpressibleByArgument {
-        case production, sandbox
+        /// `development` is Apple's (and APNSwift's, gorush's) name for the sandbox.
+        case production, sandbox, development
     }
 
-    @Option(name: .long, help: "production or sandbox (or APNS_ENVIRONMENT); production when unset.")
+    @Option(name: .long, help: "production, sandbox or development (the sandbox's other name) (or APNS_ENVIRONMENT); production when unset.")
     var environment: Environment?
+
+    @Option(name: .long, help: "Apple's port: 443 (default) or 2197, for networks that block 443 outbound (or APNS_PORT).")
+    var port: Int?
 
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Any other APNs-compatible endpoint, such as the local server: https://127.0.0.1:2197 (TLS) or http://127.0.0.1:2197 (cleartext h2c, loopback only).",
+            "Tunnel through this proxy: http://[user:password@]host[:port] (CONNECT) or socks5://… / socks5h://…; else HTTPS_PROXY, https_proxy or ALL_PROXY; NO_PROXY lists hosts that bypass it; --proxy '' connects directly.",
+            valueName: "url"
+        )
+    )
+    var proxy: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Any other APNs-compatible endpoint, such as the local server: https://127.0.0.1:2197 (TLS) or http://127.0.0.1:2197 (cleartext h2c, loopback only). Channel commands use the same server.",
             valueName: "url"
         )
     )
@@ -31,16 +44,68 @@ struct EndpointOptions: ParsableArguments {
 
     /// The chosen environment: `--url` when given, else `--environment` / `APNS_ENVIRONMENT`.
     /// - Throws: `ValidationError` for an unknown `APNS_ENVIRONMENT` or a URL that is not http(s)://host:port.
+    /// - Throws: `ValidationError` for an unknown `APNS_ENVIRONMENT`, a URL that is not
+    ///   http(s)://host:port, or a port Apple does not serve (or `--port` with `--url`).
     func resolved() throws -> APNSEnvironment {
+        let portText = EnvironmentFallback.value(self.port.map(String.init), "APNS_PORT")
         if let url = self.url {
+            if self.port != nil { throw ValidationError("--port goes with --environment; with --url, put the port in the URL.") }
             return try Self.parse(url: url).environment
         }
         let text = EnvironmentFallback.value(self.environment?.rawValue, "APNS_ENVIRONMENT") ?? "production"
+        let environment: APNSEnvironment
         switch Environment(rawValue: text) {
-        case .production: return .production
-        case .sandbox: return .sandbox
-        case nil: throw ValidationError("APNS_ENVIRONMENT must be production or sandbox (got '\(text)').")
+        case .production: environment = .production
+        case .sandbox, .development: environment = .sandbox
+        case nil: throw ValidationError("APNS_ENVIRONMENT must be production, sandbox or development (got '\(text)').")
         }
+        guard let portText else { return environment }
+        let source = self.port == nil ? "APNS_PORT" : "--port"
+        guard let port = Int(portText) else { throw ValidationError("\(source) must be 443 or 2197 (got '\(portText)').") }
+        do {
+            return try environment.port(port)
+        } catch {
+            throw ValidationError("\(source) must be 443 or 2197, the ports Apple serves APNs on (got \(port)).")
+        }
+    }
+
+    /// The proxy for `host`, as curl picks it: `--proxy`, else `https_proxy`, `HTTPS_PROXY`,
+    /// `all_proxy`, `ALL_PROXY` (lowercase first); none when `NO_PROXY` (`no_proxy` first) lists
+    /// the host, a domain it is in, or `*`, or when the chosen value is empty.
+    /// - Throws: `ValidationError` naming the flag or variable for a URL that cannot be used, with the password hidden.
+    func proxy(for host: String, environment variables: [String: String] = ProcessInfo.processInfo.environment) throws -> APNSClient.Proxy? {
+        var source = "--proxy"
+        var text = self.proxy
+        if text == nil {
+            for name in ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+                if let value = variables[name] {
+                    (source, text) = (name, value)
+                    break
+                }
+            }
+        }
+        guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else { return nil }
+        if let list = variables["no_proxy"] ?? variables["NO_PROXY"], Self.bypasses(host: host, noProxy: list) { return nil }
+        do {
+            return try APNSClient.Proxy(url: text.trimmingCharacters(in: .whitespaces))
+        } catch {
+            throw ValidationError("\(source): \(error.detail.replacingOccurrences(of: "proxy: ", with: ""))")
+        }
+    }
+
+    /// Whether `NO_PROXY`'s comma- (or space-) separated list names `host`: `*` names every host;
+    /// an entry names itself and, as a domain, every name under it (a leading dot is optional);
+    /// matching ignores case and IPv6 brackets.
+    static func bypasses(host: String, noProxy: String) -> Bool {
+        let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]."))
+        for raw in noProxy.split(whereSeparator: { $0 == "," || $0 == " " }) {
+            let entry = raw.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")).trimmingCharacters(in: .whitespaces)
+            if entry == "*" { return true }
+            let domain = entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
+            guard !domain.isEmpty else { continue }
+            if host == domain || host.hasSuffix("." + domain) { return true }
+        }
+        return false
     }
 
     /// The TLS options: the CA file, the loopback-only insecure mode, cleartext for `http://` URLs.

@@ -22,7 +22,8 @@ enum ClientFactory {
         var pool = APNSClient.Pool()
         if let concurrency { pool.maxStreamsPerConnection = max(1, concurrency) }
         return APNSClient.Configuration(
-            authentication: authentication, environment: environment, tls: tls, pool: pool, logger: logger
+            authentication: authentication, environment: environment, tls: tls, pool: pool, logger: logger,
+            proxy: try endpoint.proxy(for: environment.host)
         )
     }
 
