@@ -121,6 +121,36 @@ struct LoopbackModeTests {
         }
     }
 
+    @Test("No TLS argument: a CA made in memory that the client and the bare transport trust, and nothing else does")
+    func ephemeralTLS() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        let seen = Seen()
+        let phone = makeApp()
+        phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
+        device.install(phone)
+        try await withLoopbackMode(devices: [device]) { loopback in
+            #expect(loopback.clientConfiguration.tls.caFile == nil)
+            #expect(loopback.clientConfiguration.tls.caPEM?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
+            let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                try await client.send(try assigned("T-8"), to: try DeviceToken(sandboxToken))
+            }
+            _ = try await event(device) { if case .addedToNotificationList = $0 { true } else { false } }
+            #expect(try await device.tap(sent.apnsID, in: app) == ["task-tapped"])
+            #expect(seen.all == ["\(NotificationAction.default.identifier):T-8"])
+            let connection = try await HTTP2Connection.connect(loopback.http2Configuration)
+            await connection.close()
+            // The keys-example CA, which the files mode uses, does not vouch for this server.
+            do {
+                _ = try await HTTP2Connection.connect(HTTP2ClientConfiguration(
+                    host: "localhost", port: loopback.server.port, tls: HTTP2TLSConfiguration(trustRoots: .file(KeysExample.path("ca.pem")))
+                ))
+                Issue.record("the keys-example CA was trusted for the ephemeral certificate")
+            } catch let error as HTTP2ClientError {
+                #expect(error.code == .tlsFailed, "\(error)")
+            }
+        }
+    }
+
     @Test("A payload a device cannot read: accepted with a warning (P3), dropped by the device, named when a wait fails")
     func unreadablePayload() async throws {
         let device = SimulatedDevice(backgroundBudget: nil)
