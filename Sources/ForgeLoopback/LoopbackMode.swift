@@ -7,9 +7,8 @@ internal import ForgeSupport
 internal import struct Foundation.Date
 
 /// End-to-end tests in one process: the local APNs server on loopback (TLS with a CA made in memory
-/// for the run, or PEM files), one or
-/// more simulated devices whose apps' tokens are registered with it, and a client configuration that
-/// trusts the server and holds a key the server knows.
+/// for the run, or PEM files), one or more simulated devices whose apps' tokens are registered with
+/// it, and a client configuration that trusts the server and holds a key the server knows.
 ///
 /// ```swift
 /// try await withLoopbackMode(devices: [phone, tablet]) { loopback in

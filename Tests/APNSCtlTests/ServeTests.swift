@@ -154,7 +154,7 @@ struct ServeTests {
         #expect(!stopped.stderr.contains("keys-example"))
     }
 
-    @Test("--write-ca: a usage error with --h2c or --cert; an unwritable file is 73; both name the flag")
+    @Test("--write-ca: a usage error with --h2c or --cert; an unwritable file is 73, naming the flag; not written when a flag is bad")
     func writeCAFlags() throws {
         let withH2C = try CommandRunner.run(["serve", "--port", "0", "--h2c", "--write-ca", "/tmp/never.pem"])
         #expect(withH2C.exitCode == 64 && withH2C.stderr.contains("--write-ca needs TLS"), "\(withH2C.stderr)")
@@ -166,6 +166,12 @@ struct ServeTests {
         #expect(unwritable.exitCode == 73 && unwritable.stderr.contains("--write-ca: cannot write '/nonexistent-folder/ca.pem'"),
                 "\(unwritable.stderr)")
         #expect(unwritable.stdout.isEmpty)
+        // A bad flag stops serve before the CA is written.
+        let folder = try TemporaryFolder("apnsctl-write-ca")
+        defer { folder.remove() }
+        let caFile = try folder.file("ca.pem")
+        let badToken = try CommandRunner.run(["serve", "--port", "0", "--topic", bundle, "--token", "zz", "--write-ca", caFile])
+        #expect(badToken.exitCode == 65 && !FileManager.default.fileExists(atPath: caFile), "\(badToken.stderr)")
     }
 
     @Test("Bad flags: a missing key file is 66, a bad token 65, a bad port 64")

@@ -192,7 +192,6 @@ extension APNSCtl {
                     } catch {
                         throw CLIFailure(message: "cannot make the server's certificate: \(error)", exitCode: CLIExit.software)
                     }
-                    if let file = self.writeCA { try OutputFiles.write(identity.caCertificatePEM, to: file, flag: "--write-ca") }
                     tls = HTTP2ServerTLSConfiguration(
                         identity: identity, requestsClientCertificate: self.clientCA != nil, clientCertificateTrustRoots: self.clientCA
                     )
@@ -219,6 +218,11 @@ extension APNSCtl {
             if !self.quiet {
                 let printer = JudgementPrinter(json: self.json)
                 observer = { printer.print($0) }
+            }
+            // Written once every flag is known good, before the port is printed: a client that read
+            // the port finds the CA.
+            if let file = self.writeCA, let identity = tls?.identity {
+                try OutputFiles.write(identity.caCertificatePEM, to: file, flag: "--write-ca")
             }
             do {
                 return try LocalAPNsServer.start(
