@@ -90,6 +90,7 @@ let package = Package(
         ),
 
         // MARK: Client
+        // It re-exports ForgeAPNsCore and ForgeCrypto (Exports.swift): `import ForgeAPNs` is enough to send.
         .target(
             name: "ForgeAPNs",
             dependencies: [
@@ -140,7 +141,11 @@ let package = Package(
         ),
         .target(
             name: "ForgeLoopback",
-            dependencies: ["ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs"],
+            // It re-exports the client and the device's app-side types (Exports.swift): one import for a loopback test.
+            dependencies: [
+                "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs",
+                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+            ],
             swiftSettings: swiftSettings
         ),
         // The end-to-end scenarios `apnsctl demo` runs and prints (client, local server, a device with

@@ -45,6 +45,9 @@ static inline int CForgeOpenSSL_SSL_set_tlsext_host_name(SSL *ssl, const char *n
 /// `SSL_CTX_set_mode` is a macro over `SSL_CTX_ctrl`.
 static inline long CForgeOpenSSL_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 
+/// `MBSTRING_ASC` is `(MBSTRING_FLAG|1)`, which does not import.
+static const int CForgeOpenSSL_MBSTRING_ASC = MBSTRING_ASC;
+
 /// `SSL_OP_*` are `SSL_OP_BIT(n)` expressions, which do not import.
 static const uint64_t CForgeOpenSSL_SSL_OP_NO_COMPRESSION = SSL_OP_NO_COMPRESSION;
 static const uint64_t CForgeOpenSSL_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;

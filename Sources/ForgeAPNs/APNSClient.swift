@@ -120,8 +120,16 @@ public final class APNSClient: Sendable {
                         + "(127.0.0.0/8, ::1, localhost), not \(environment.host)"
                 )
             }
+            let trustRoots: HTTP2TLSConfiguration.TrustRoots
+            switch (configuration.tls.caFile, configuration.tls.caPEM) {
+            case (let file?, nil): trustRoots = .file(file)
+            case (nil, let pem?): trustRoots = .pem(pem)
+            case (nil, nil): trustRoots = .system
+            case (_?, _?):
+                throw APNSError(kind: .credentials, detail: "tls.caFile and tls.caPEM: set one of them, not both")
+            }
             var options = HTTP2TLSConfiguration(
-                trustRoots: configuration.tls.caFile.map { .file($0) } ?? .system,
+                trustRoots: trustRoots,
                 verification: configuration.tls.insecureLoopbackOnly ? .insecureLoopbackOnly : .full
             )
             switch configuration.authentication.base {
@@ -133,7 +141,7 @@ public final class APNSClient: Sendable {
             do {
                 tls = try options.prepared()
             } catch {
-                let field = error.field == .trustRoots ? "tls.caFile" : "authentication"
+                let field = error.field == .trustRoots ? (configuration.tls.caPEM == nil ? "tls.caFile" : "tls.caPEM") : "authentication"
                 throw APNSError(kind: .credentials, detail: "\(field): \(error)")
             }
         }

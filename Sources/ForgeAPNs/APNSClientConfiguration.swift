@@ -148,14 +148,20 @@ extension APNSClient {
     public struct TLS: Sendable {
         /// A PEM file of trusted roots, instead of the system's.
         public var caFile: String?
+        /// Trusted roots as PEM text, instead of the system's (for example the CA `LoopbackMode`
+        /// makes in memory). At most one of ``caFile`` and ``caPEM``.
+        public var caPEM: String?
         /// Skip certificate checks, allowed only for 127.0.0.0/8 and ::1 (the local server).
         public var insecureLoopbackOnly: Bool
         /// Cleartext HTTP/2 (h2c), allowed only for loopback: a local server started with `--h2c`.
         public var cleartextLoopbackOnly: Bool
 
         /// Creates TLS options: system roots, full verification, TLS on.
-        public init(caFile: String? = nil, insecureLoopbackOnly: Bool = false, cleartextLoopbackOnly: Bool = false) {
+        public init(
+            caFile: String? = nil, insecureLoopbackOnly: Bool = false, cleartextLoopbackOnly: Bool = false, caPEM: String? = nil
+        ) {
             self.caFile = caFile
+            self.caPEM = caPEM
             self.insecureLoopbackOnly = insecureLoopbackOnly
             self.cleartextLoopbackOnly = cleartextLoopbackOnly
         }

@@ -6,12 +6,12 @@ public import ForgeSimulatedDevice
 internal import ForgeSupport
 internal import struct Foundation.Date
 
-/// End-to-end tests in one process: the local APNs server on loopback (TLS with a test CA), one or
-/// more simulated devices whose apps' tokens are registered with it, and a client configuration that
-/// trusts the server and holds a key the server knows.
+/// End-to-end tests in one process: the local APNs server on loopback (TLS with a CA made in memory
+/// for the run, or PEM files), one or more simulated devices whose apps' tokens are registered with
+/// it, and a client configuration that trusts the server and holds a key the server knows.
 ///
 /// ```swift
-/// try await withLoopbackMode(devices: [phone, tablet], tls: .files(chain: …, key: …, ca: …)) { loopback in
+/// try await withLoopbackMode(devices: [phone, tablet]) { loopback in
 ///     try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
 ///         _ = try await client.send(alert, to: token)
 ///     }
@@ -61,26 +61,33 @@ public final class LoopbackMode: Sendable {
 
     /// Where the server's certificate comes from.
     public struct TLS: Sendable {
-        let chain: String
-        let key: String
-        let ca: String
+        enum Base: Sendable {
+            case files(chain: String, key: String, ca: String)
+            case ephemeral
+        }
+
+        let base: Base
+
+        /// A CA and a server certificate made in memory when the loopback starts (``LoopbackTLSIdentity``),
+        /// trusted by ``LoopbackMode/clientConfiguration`` only: no file on disk. The default.
+        public static let ephemeral = TLS(base: .ephemeral)
 
         /// PEM files: the server's chain and key (for `localhost`, `127.0.0.1`, `::1`) and the CA that issued it.
-        public static func files(chain: String, key: String, ca: String) -> TLS { TLS(chain: chain, key: key, ca: ca) }
+        public static func files(chain: String, key: String, ca: String) -> TLS { TLS(base: .files(chain: chain, key: key, ca: ca)) }
     }
 
     /// Starts the server and registers every installed app's tokens; deliveries wait for ``run()``.
     /// - Parameters:
     ///   - devices: the devices, each with its apps installed; no two may own the same token.
-    ///   - tls: the server's certificate and the CA the client trusts.
+    ///   - tls: the server's certificate and the CA the client trusts: by default made in memory now.
     ///   - environment: the environment the server plays; apps' tokens for it are routed.
     ///   - configuration: the server's judging rules (its `environment` is replaced by `environment`).
     ///   - observer: called with every judged request, accepted or not, on the connection's thread
     ///     (see ``LocalAPNsServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:observer:)``); keep it short.
-    /// - Throws: when the key cannot be generated or the server cannot start.
+    /// - Throws: when the key or the certificate cannot be generated or the server cannot start.
     public init(
         devices: [SimulatedDevice],
-        tls: TLS,
+        tls: TLS = .ephemeral,
         environment: LocalAPNsConfiguration.Environment = .sandbox,
         configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
         observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
@@ -108,9 +115,23 @@ public final class LoopbackMode: Sendable {
                 }
             }
         }
+        let serverTLS: HTTP2ServerTLSConfiguration
+        let trustRoots: HTTP2TLSConfiguration.TrustRoots
+        let clientTLS: APNSClient.TLS
+        switch tls.base {
+        case .files(let chain, let key, let ca):
+            serverTLS = HTTP2ServerTLSConfiguration(certificateChainFile: chain, privateKeyFile: key)
+            trustRoots = .file(ca)
+            clientTLS = APNSClient.TLS(caFile: ca)
+        case .ephemeral:
+            let identity = try LoopbackTLSIdentity()
+            serverTLS = HTTP2ServerTLSConfiguration(identity: identity)
+            trustRoots = .pem(identity.caCertificatePEM)
+            clientTLS = APNSClient.TLS(caPEM: identity.caCertificatePEM)
+        }
         let server = try LocalAPNsServer.start(
             configuration,
-            http2: HTTP2ServerConfiguration(tls: HTTP2ServerTLSConfiguration(certificateChainFile: tls.chain, privateKeyFile: tls.key)),
+            http2: HTTP2ServerConfiguration(tls: serverTLS),
             tokens: tokens,
             authenticator: TokenAuthenticator(
                 keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: environment
@@ -127,10 +148,10 @@ public final class LoopbackMode: Sendable {
         self.clientConfiguration = APNSClient.Configuration(
             authentication: .jwt(key: key, keyID: keyID, teamID: teamID),
             environment: .custom(host: "localhost", port: server.port),
-            tls: APNSClient.TLS(caFile: tls.ca)
+            tls: clientTLS
         )
         self.http2Configuration = HTTP2ClientConfiguration(
-            host: "localhost", port: server.port, tls: HTTP2TLSConfiguration(trustRoots: .file(tls.ca))
+            host: "localhost", port: server.port, tls: HTTP2TLSConfiguration(trustRoots: trustRoots)
         )
         let ownerTable = LockedBox(owners)
         self.owners = ownerTable
@@ -211,7 +232,7 @@ public final class LoopbackMode: Sendable {
 ///
 /// - Parameters:
 ///   - devices: the devices, each with its apps installed; no two may own the same token.
-///   - tls: the server's certificate and the CA the client trusts.
+///   - tls: the server's certificate and the CA the client trusts: by default made in memory now.
 ///   - environment: the environment the server plays.
 ///   - configuration: the server's judging rules (unknown tokens, stream limits, …).
 ///   - observer: called with every judged request, on the connection's thread; keep it short.
@@ -222,7 +243,7 @@ public final class LoopbackMode: Sendable {
 ///   handler that never returns) keeps this from returning until the test expires it.
 public func withLoopbackMode<Result: Sendable>(
     devices: [SimulatedDevice],
-    tls: LoopbackMode.TLS,
+    tls: LoopbackMode.TLS = .ephemeral,
     environment: LocalAPNsConfiguration.Environment = .sandbox,
     configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
     observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil,

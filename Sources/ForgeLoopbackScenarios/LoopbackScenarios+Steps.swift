@@ -369,6 +369,14 @@ struct ScenarioSteps {
         guard case .liveActivityStarted(let activityID, _, _, let updateToken) = started.event else {
             throw StepFailure(description: "no Live Activity started for order \(order): \(started.event)")
         }
+        // The device records the subscription just after the start: waited for, so a broadcast sent
+        // next finds it, and the timeline shows it before the broadcast's verdict.
+        if let channel {
+            _ = try await self.device.awaitEvent(from: position) { event in
+                if case .liveActivitySubscribed(activityID, channel.rawValue) = event { return true }
+                return false
+            }
+        }
         return (activityID, updateToken)
     }
 

@@ -45,9 +45,9 @@ public struct LoopbackScenarios: Sendable {
 
     /// Creates the scenarios.
     /// - Parameters:
-    ///   - tls: the server's certificate and CA (`keys-example/` in this repository).
+    ///   - tls: the server's certificate and CA: by default made in memory for the run.
     ///   - bulkTokens: how many tokens the bulk send addresses (every 100th is unregistered).
-    public init(tls: LoopbackMode.TLS, bulkTokens: Int = 10_000) {
+    public init(tls: LoopbackMode.TLS = .ephemeral, bulkTokens: Int = 10_000) {
         self.tls = tls
         self.bulkTokens = bulkTokens
     }

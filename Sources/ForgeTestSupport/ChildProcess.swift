@@ -74,17 +74,20 @@ public final class ChildProcess: Sendable {
     /// - Parameters:
     ///   - environment: the whole environment; nil inherits the test process's.
     ///   - mergesStandardError: standard error goes to the same pipe as standard output, as `2>&1`.
+    ///   - currentDirectory: its working directory; nil inherits the test process's.
     public init(
         executable: URL,
         arguments: [String],
         environment: [String: String]? = nil,
         standardInput: StandardInput = .nullDevice,
-        mergesStandardError: Bool = false
+        mergesStandardError: Bool = false,
+        currentDirectory: URL? = nil
     ) throws {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         let out = Pipe()
         let err = mergesStandardError ? out : Pipe()
         process.standardOutput = out
@@ -134,11 +137,12 @@ public final class ChildProcess: Sendable {
         environment: [String: String]? = nil,
         standardInput: StandardInput = .nullDevice,
         mergesStandardError: Bool = false,
+        currentDirectory: URL? = nil,
         timeout: Duration = .seconds(60)
     ) throws -> Result {
         try ChildProcess(
             executable: executable, arguments: arguments, environment: environment, standardInput: standardInput,
-            mergesStandardError: mergesStandardError
+            mergesStandardError: mergesStandardError, currentDirectory: currentDirectory
         ).finish(timeout: timeout)
     }
 

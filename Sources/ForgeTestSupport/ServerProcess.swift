@@ -25,6 +25,7 @@ public final class ServerProcess: Sendable {
     ///   - environment: the whole environment; nil inherits the test process's.
     ///   - keepsInputOpen: gives the server a standard input that stays open until ``stop(signal:)``,
     ///     instead of /dev/null.
+    ///   - currentDirectory: its working directory; nil inherits the test process's.
     ///   - reportProblem: told when the server outlives its stop signal (a test records an issue:
     ///     this module does not depend on a test framework).
     /// - Throws: ``ChildProcessError`` naming what it printed instead, and its standard error; the
@@ -35,12 +36,13 @@ public final class ServerProcess: Sendable {
         environment: [String: String]? = nil,
         portPrefix: String = "",
         keepsInputOpen: Bool = false,
+        currentDirectory: URL? = nil,
         timeout: Duration = .seconds(30),
         reportProblem: @escaping @Sendable (String) -> Void
     ) throws {
         let child = try ChildProcess(
             executable: executable, arguments: arguments, environment: environment,
-            standardInput: keepsInputOpen ? .heldOpen : .nullDevice
+            standardInput: keepsInputOpen ? .heldOpen : .nullDevice, currentDirectory: currentDirectory
         )
         let printedLine = child.waitForStandardOutput(containing: "\n", timeout: timeout)
         let text = child.standardOutputSoFar.prefix { $0 != "\n" }

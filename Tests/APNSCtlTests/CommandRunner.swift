@@ -19,33 +19,54 @@ enum CommandRunner {
             .merging(extra) { $1 }
     }
 
-    /// Runs apnsctl with `arguments`, an environment without APNS_* variables plus `environment`,
-    /// and optional standard input. Bounded: the process is terminated after `timeout` seconds.
+    /// Runs apnsctl (or `binary`) with `arguments`, an environment without APNS_* variables plus
+    /// `environment`, and optional standard input, in `currentDirectory` (nil: the test's). Bounded:
+    /// the process is terminated after `timeout` seconds.
     static func run(
         _ arguments: [String],
         environment: [String: String] = [:],
         stdin: [UInt8]? = nil,
+        binary: URL = Self.binary,
+        currentDirectory: URL? = nil,
         timeout: TimeInterval = 30
     ) throws -> Result {
         try ChildProcess.run(
-            Self.binary, arguments, environment: Self.environment(environment), standardInput: .bytes(stdin ?? []),
-            timeout: .seconds(timeout)
+            binary, arguments, environment: Self.environment(environment), standardInput: .bytes(stdin ?? []),
+            currentDirectory: currentDirectory, timeout: .seconds(timeout)
         )
+    }
+
+    /// A copy of apnsctl in `folder` (a hard link when possible), as an installed binary far from
+    /// the checkout: run from there it can find nothing of the repository.
+    static func installedCopy(in folder: TemporaryFolder) throws -> URL {
+        let copy = folder.url.appendingPathComponent("apnsctl")
+        do {
+            try FileManager.default.linkItem(at: Self.binary, to: copy)
+        } catch {
+            try FileManager.default.copyItem(at: Self.binary, to: copy)
+        }
+        return copy
     }
 }
 
 extension ServerProcess {
-    /// `apnsctl serve --port 0` with `arguments`; its first stdout line is the port.
+    /// `apnsctl serve --port 0` with `arguments`; its first stdout line is the port. Unless the
+    /// arguments choose (`--cert`, `--h2c`, `--write-ca`), it serves keys-example's server
+    /// certificate, so that the tests' clients trust it with keys-example/ca.pem.
     convenience init(_ arguments: [String]) throws {
-        try self.init(executable: CommandRunner.binary, arguments: ["serve", "--port", "0"] + arguments)
+        let chooses = arguments.contains { ["--cert", "--h2c", "--write-ca"].contains($0) }
+        let certificate = chooses ? [] : ["--cert", KeysExample.path("server.pem"), "--key", KeysExample.path("server.key")]
+        try self.init(executable: CommandRunner.binary, arguments: ["serve", "--port", "0"] + certificate + arguments)
     }
 
     /// `executable` as a server for an apnsctl test: the environment without APNS_* variables, and
     /// a server that outlives its stop signal fails the test.
-    convenience init(executable: URL, arguments: [String], portPrefix: String = "", keepsInputOpen: Bool = false) throws {
+    convenience init(
+        executable: URL, arguments: [String], portPrefix: String = "", keepsInputOpen: Bool = false, currentDirectory: URL? = nil
+    ) throws {
         try self.init(
             executable: executable, arguments: arguments, environment: CommandRunner.environment(), portPrefix: portPrefix,
-            keepsInputOpen: keepsInputOpen, reportProblem: { Issue.record(Comment(rawValue: $0)) }
+            keepsInputOpen: keepsInputOpen, currentDirectory: currentDirectory, reportProblem: { Issue.record(Comment(rawValue: $0)) }
         )
     }
 }

@@ -26,6 +26,19 @@ struct DemoTests {
         #expect(result.stdout.isEmpty)
     }
 
+    @Test("Installed outside the checkout, demo needs no file: its CA is made in memory")
+    func noFileOnDisk() throws {
+        let folder = try TemporaryFolder("apnsctl-demo")
+        defer { folder.remove() }
+        let result = try CommandRunner.run(
+            ["demo", "--tokens", "100"], binary: try CommandRunner.installedCopy(in: folder), currentDirectory: folder.url, timeout: 60
+        )
+        #expect(result.exitCode == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("trusting a CA made in memory for this run"))
+        #expect(result.stdout.contains("demo: all 12 checks passed"), "\(result.stdout)")
+        #expect(!result.stdout.contains("keys-example") && !result.stderr.contains("keys-example"))
+    }
+
     @Test("demo --tokens 500 exits 0 and its timeline reaches every milestone, in order")
     func run() throws {
         let result = try CommandRunner.run(["demo", "--tokens", "500"])

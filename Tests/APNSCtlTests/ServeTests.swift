@@ -120,6 +120,60 @@ struct ServeTests {
         }
     }
 
+    @Test("Installed outside the checkout: serve makes its certificate in memory; curl trusts --write-ca's file, openssl reads CA:TRUE")
+    func noFileOnDisk() throws {
+        let folder = try TemporaryFolder("apnsctl-installed")
+        defer { folder.remove() }
+        let binary = try CommandRunner.installedCopy(in: folder)
+        // A relative --write-ca: written in the server's working directory, before the port is printed.
+        let server = try ServerProcess(
+            executable: binary, arguments: ["serve", "--port", "0", "--topic", bundle, "--token", good, "--write-ca", "ca.pem", "--json"],
+            currentDirectory: folder.url
+        )
+        let ca = try folder.file("ca.pem")
+        let url = "https://localhost:\(server.port)/3/device/\(good)"
+        let request = ["--http2", "-o", "-", "-w", "\n%{http_code}", "-H", "apns-topic: \(bundle)", "-H", "apns-push-type: alert", "-d", payload]
+        let trusted = try runTool(["curl", "-s", "--cacert", ca] + request + [url])
+        #expect(trusted.status == 0 && trusted.output.hasSuffix("\n200"), "\(trusted.output)")
+        let overIPv4 = try runTool(["curl", "-s", "--cacert", ca] + request + ["https://127.0.0.1:\(server.port)/3/device/\(good)"])
+        #expect(overIPv4.status == 0 && overIPv4.output.hasSuffix("\n200"), "\(overIPv4.output)")
+        // Without the CA curl refuses the certificate (60: peer certificate cannot be authenticated).
+        let untrusted = try runTool(["curl", "-s"] + request + [url])
+        #expect(untrusted.status == 60, "\(untrusted.output)")
+        // Nor does the repository's test CA vouch for it.
+        let testCA = try runTool(["curl", "-s", "--cacert", self.ca] + request + [url])
+        #expect(testCA.status == 60, "\(testCA.output)")
+
+        let text = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), ["openssl", "x509", "-in", ca, "-noout", "-text"])
+        #expect(text.exitCode == 0 && text.stdout.contains("CA:TRUE"), "\(text.stdout)\(text.stderr)")
+        #expect(!(try String(contentsOfFile: ca, encoding: .utf8)).contains("PRIVATE KEY"))
+
+        let stopped = server.stop(signal: SIGTERM)
+        #expect(stopped.exitCode == 0, "\(stopped.stderr)")
+        #expect(stopped.stdout.split(separator: "\n").filter { $0.contains(#""status":200"#) }.count == 2, "\(stopped.stdout)")
+        #expect(!stopped.stderr.contains("keys-example"))
+    }
+
+    @Test("--write-ca: a usage error with --h2c or --cert; an unwritable file is 73, naming the flag; not written when a flag is bad")
+    func writeCAFlags() throws {
+        let withH2C = try CommandRunner.run(["serve", "--port", "0", "--h2c", "--write-ca", "/tmp/never.pem"])
+        #expect(withH2C.exitCode == 64 && withH2C.stderr.contains("--write-ca needs TLS"), "\(withH2C.stderr)")
+        let withCert = try CommandRunner.run([
+            "serve", "--port", "0", "--cert", KeysExample.path("server.pem"), "--key", KeysExample.path("server.key"), "--write-ca", "/tmp/never.pem",
+        ])
+        #expect(withCert.exitCode == 64 && withCert.stderr.contains("--write-ca"), "\(withCert.stderr)")
+        let unwritable = try CommandRunner.run(["serve", "--port", "0", "--write-ca", "/nonexistent-folder/ca.pem"])
+        #expect(unwritable.exitCode == 73 && unwritable.stderr.contains("--write-ca: cannot write '/nonexistent-folder/ca.pem'"),
+                "\(unwritable.stderr)")
+        #expect(unwritable.stdout.isEmpty)
+        // A bad flag stops serve before the CA is written.
+        let folder = try TemporaryFolder("apnsctl-write-ca")
+        defer { folder.remove() }
+        let caFile = try folder.file("ca.pem")
+        let badToken = try CommandRunner.run(["serve", "--port", "0", "--topic", bundle, "--token", "zz", "--write-ca", caFile])
+        #expect(badToken.exitCode == 65 && !FileManager.default.fileExists(atPath: caFile), "\(badToken.stderr)")
+    }
+
     @Test("Bad flags: a missing key file is 66, a bad token 65, a bad port 64")
     func badFlags() throws {
         let missing = try CommandRunner.run(["serve", "--port", "0", "--register-key", "/nonexistent.p8:FORGEKEY01:FORGETEAM1"])

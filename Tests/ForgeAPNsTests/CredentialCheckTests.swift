@@ -14,7 +14,7 @@ private func configuration(
 
 @Suite("APNSClient: credentials checked when the client is made; failures that cannot heal are not retried", .timeLimit(.minutes(1)))
 struct CredentialCheckTests {
-    @Test("A wrong PKCS#12 password, a corrupt or mismatched certificate, or a garbage CA file fail at init, naming the field")
+    @Test("A wrong PKCS#12 password, a corrupt or mismatched certificate, a garbage CA file or CA text, or both, fail at init, naming the field")
     func refusedAtInit() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("forge-credentials-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -28,6 +28,9 @@ struct CredentialCheckTests {
             (configuration(.certificate(certificateFile: KeysExample.path("client.pem"), privateKeyFile: KeysExample.path("server.key"))),
              "must be the private key of the certificate"),
             (configuration(jwt, tls: APNSClient.TLS(caFile: garbage)), "tls.caFile"),
+            (configuration(jwt, tls: APNSClient.TLS(caPEM: "not a certificate")), "tls.caPEM"),
+            (configuration(jwt, tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem"), caPEM: "-----BEGIN CERTIFICATE-----")),
+             "tls.caFile and tls.caPEM: set one of them"),
         ]
         for (configuration, expected) in cases {
             do {

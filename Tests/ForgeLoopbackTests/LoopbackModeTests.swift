@@ -103,14 +103,15 @@ private func event(_ device: SimulatedDevice, _ match: @escaping @Sendable (Devi
 
 @Suite("Loopback mode: the client, the local server and the simulated devices in one process", .timeLimit(.minutes(1)))
 struct LoopbackModeTests {
-    @Test("Alert -> shown -> tap -> the visible handler ran with the payload")
-    func alertTap() async throws {
+    @Test("Alert -> shown -> tap -> the visible handler ran with the payload (TLS from files, and made in memory)",
+          arguments: [false, true])
+    func alertTap(inMemoryTLS: Bool) async throws {
         let device = SimulatedDevice(backgroundBudget: nil)
         let seen = Seen()
         let phone = makeApp()
         phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
         device.install(phone)
-        try await withLoopbackMode(devices: [device], tls: loopbackTLS()) { loopback in
+        try await withLoopbackMode(devices: [device], tls: inMemoryTLS ? .ephemeral : loopbackTLS()) { loopback in
             let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
                 try await client.send(try assigned("T-7"), to: try DeviceToken(sandboxToken))
             }
@@ -118,6 +119,24 @@ struct LoopbackModeTests {
             let ran = try await device.tap(sent.apnsID, in: app)
             #expect(ran == ["task-tapped"])
             #expect(seen.all == ["\(NotificationAction.default.identifier):T-7"])
+        }
+    }
+
+    @Test("No TLS argument: a CA made in memory that the client and the bare transport trust, and keys-example's CA does not")
+    func ephemeralTLS() async throws {
+        try await withLoopbackMode(devices: [SimulatedDevice()]) { loopback in
+            #expect(loopback.clientConfiguration.tls.caFile == nil)
+            #expect(loopback.clientConfiguration.tls.caPEM?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
+            let connection = try await HTTP2Connection.connect(loopback.http2Configuration)
+            await connection.close()
+            do {
+                _ = try await HTTP2Connection.connect(HTTP2ClientConfiguration(
+                    host: "localhost", port: loopback.server.port, tls: HTTP2TLSConfiguration(trustRoots: .file(KeysExample.path("ca.pem")))
+                ))
+                Issue.record("the keys-example CA was trusted for the in-memory certificate")
+            } catch let error as HTTP2ClientError {
+                #expect(error.code == .tlsFailed, "\(error)")
+            }
         }
     }
 

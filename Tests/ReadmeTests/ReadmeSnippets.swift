@@ -1,18 +1,13 @@
-import ForgeAPNs
-import ForgeAPNsCore
-import ForgeCrypto
 import ForgeLoopback
-import ForgeNotificationTypes
-import ForgeSimulatedDevice
 import Foundation
 
-// Every ```swift block of README.md appears here line for line (ReadmeTests checks it), so the
-// README's code compiles in CI; the blocks that need no Apple account also run there, against
-// the local server.
+// Every ```swift block of README.md appears here line for line, without its imports (ReadmeTests
+// checks it), so that the in-package tests can run them against the local server. The oracle that
+// the blocks compile as written, with only their own imports, is the outside build in
+// ReadmeTests.swift.
 
-/// README, "Using the library": a configuration (compiled only: the key file is an example).
-func readmeConfiguration() throws -> APNSClient.Configuration {
-    let configuration = APNSClient.Configuration(
+func makeConfiguration() throws -> APNSClient.Configuration {
+    APNSClient.Configuration(
         authentication: .jwt(
             key: try APNSSigningKey(contentsOfFile: "AuthKey_ABC123DEFG.p8"),
             keyID: try APNSKeyID("ABC123DEFG"),
@@ -20,11 +15,9 @@ func readmeConfiguration() throws -> APNSClient.Configuration {
         ),
         environment: .production  // .sandbox for apps built for development
     )
-    return configuration
 }
 
-/// README: one alert.
-func readmeSendOne(configuration: APNSClient.Configuration, deviceToken: DeviceToken) async throws {
+func notifyShipped(_ deviceToken: DeviceToken, configuration: APNSClient.Configuration) async throws {
     try await withAPNSClient(configuration: configuration) { client in
         let shipped = APNSAlertNotification(
             alert: APNSAlert(title: "Your order shipped", body: "It arrives tomorrow."),
@@ -40,13 +33,34 @@ func readmeSendOne(configuration: APNSClient.Configuration, deviceToken: DeviceT
     }
 }
 
-/// README: a Live Activity update.
-func readmeLiveActivity(configuration: APNSClient.Configuration, activityToken: DeviceToken) async throws {
-    struct DeliveryState: Codable, Sendable {
-        var status: String
-        var minutesAway: Int
+actor OrderNotifier {
+    let configuration: APNSClient.Configuration
+    private(set) var sentIDs: [String] = []  // the apns-id of every push APNs accepted
+
+    init(configuration: APNSClient.Configuration) {
+        self.configuration = configuration
     }
 
+    func notifyShipped(_ tokens: [DeviceToken]) async throws {
+        try await withAPNSClient(configuration: self.configuration) { client in
+            let shipped = APNSAlertNotification(
+                alert: APNSAlert(title: "Your order shipped", body: "It arrives tomorrow."),
+                topic: try APNSBundleID("com.example.shop")
+            )
+            for token in tokens {
+                let result = try await client.send(shipped, to: token)
+                self.sentIDs.append(result.apnsID)  // on the actor
+            }
+        }
+    }
+}
+
+struct DeliveryState: Codable, Sendable {
+    var status: String
+    var minutesAway: Int
+}
+
+func updateDelivery(_ activityToken: DeviceToken, configuration: APNSClient.Configuration) async throws {
     try await withAPNSClient(configuration: configuration) { client in
         let update = APNSLiveActivityNotification(
             event: .update,
@@ -59,10 +73,7 @@ func readmeLiveActivity(configuration: APNSClient.Configuration, activityToken: 
     }
 }
 
-/// README: a bulk send with its verdicts.
-func readmeBulk<Tokens: AsyncSequence & Sendable>(
-    configuration: APNSClient.Configuration, tokens: Tokens
-) async throws where Tokens.Element == String {
+func announceSale(to tokens: some AsyncSequence<String, Never> & Sendable, configuration: APNSClient.Configuration) async throws {
     try await withAPNSClient(configuration: configuration) { client in
         let sale = APNSAlertNotification(
             alert: APNSAlert(title: "Flash sale", body: "Everything half price until midnight."),
@@ -83,26 +94,19 @@ func readmeBulk<Tokens: AsyncSequence & Sendable>(
     }
 }
 
-/// README, "Testing your backend without an iPhone".
-func readmeLoopback(keys: String, deviceTokenHex: String) async throws -> [String] {
+func orderNotifierReachesTheApp() async throws -> [String] {
+    let deviceTokenHex = String(repeating: "ab", count: 32)
     let device = SimulatedDevice()
     device.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: deviceTokenHex]))
-    let tls = LoopbackMode.TLS.files(chain: "\(keys)/server.pem", key: "\(keys)/server.key", ca: "\(keys)/ca.pem")
-    try await withLoopbackMode(devices: [device], tls: tls) { loopback in
-        let result = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-            try await client.send(
-                APNSAlertNotification(alert: APNSAlert(title: "Hi", body: "From the test"), topic: try APNSBundleID("com.example.shop")),
-                to: try DeviceToken(deviceTokenHex)
-            )
-        }
+    try await withLoopbackMode(devices: [device]) { loopback in
+        let notifier = OrderNotifier(configuration: loopback.clientConfiguration)
+        try await notifier.notifyShipped([try DeviceToken(deviceTokenHex)])
         _ = try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
-        _ = try await device.tap(result.apnsID, in: "com.example.shop")
+        _ = try await device.tap(await notifier.sentIDs[0], in: "com.example.shop")
     }
-    print(device.timelineDescription.joined(separator: "\n"))
     return device.timelineDescription
 }
 
-// README: the delegate.
 /// The app's scene and notification-centre delegate (seed 004).
 struct ShopDelegate: SimulatedAppDelegate {
     func sceneWillConnect(_ options: SceneConnectionOptions) async {
@@ -111,16 +115,13 @@ struct ShopDelegate: SimulatedAppDelegate {
     func willPresent(_ notification: DeliveredNotification) async -> PresentationOptions { [.banner, .list] }
 }
 
-/// README: several devices, a delegate, the launch route.
-func readmeSeveralDevices(
-    tls: LoopbackMode.TLS, phoneToken: String, tabletToken: String
-) async throws -> (phone: SimulatedDevice, tablet: SimulatedDevice) {
+func backInStock(phoneToken: String, tabletToken: String) async throws -> (phone: SimulatedDevice, tablet: SimulatedDevice) {
     let phone = SimulatedDevice(), tablet = SimulatedDevice()
     let shop = SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: phoneToken], state: .notRunning,
                             delegate: ShopDelegate())
     phone.install(shop)
     tablet.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: tabletToken]))
-    try await withLoopbackMode(devices: [phone, tablet], tls: tls) { loopback in
+    try await withLoopbackMode(devices: [phone, tablet]) { loopback in
         let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
             let alert = APNSAlertNotification(alert: APNSAlert(title: "Back in stock", body: "Your size"),
                                               topic: try APNSBundleID("com.example.shop"))

@@ -10,28 +10,11 @@ import Testing
 
 private let keys = KeysExample.directory.path
 
-/// The lines of `text`, each without the whitespace around it, blank lines dropped.
+/// The lines of `text`, each without the whitespace around it, blank lines and imports dropped.
 private func significantLines(_ text: String) -> [String] {
     text.split(separator: "\n", omittingEmptySubsequences: false)
         .map { $0.trimmingCharacters(in: .whitespaces) }
-        .filter { !$0.isEmpty }
-}
-
-/// The ```swift blocks of a Markdown text.
-private func swiftBlocks(_ markdown: String) -> [String] {
-    var blocks: [String] = []
-    var current: [Substring]?
-    for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
-        if current == nil, line.trimmingCharacters(in: .whitespaces) == "```swift" {
-            current = []
-        } else if current != nil, line.trimmingCharacters(in: .whitespaces) == "```" {
-            blocks.append(current!.joined(separator: "\n"))
-            current = nil
-        } else {
-            current?.append(line)
-        }
-    }
-    return blocks
+        .filter { !$0.isEmpty && !$0.hasPrefix("import ") }
 }
 
 /// A local server with the test key registered and a client configuration for it.
@@ -57,46 +40,48 @@ private func localServer() throws -> (LocalAPNsServer, APNSClient.Configuration)
     return (server, configuration)
 }
 
-@Suite("README: every Swift snippet compiles, and those that need no Apple account run", .timeLimit(.minutes(1)))
+@Suite("README: every Swift snippet is in-package too, and those that need no Apple account run", .timeLimit(.minutes(1)))
 struct ReadmeTests {
-    @Test("Every ```swift block of README.md is in ReadmeSnippets.swift, line for line")
-    func snippetsAreCompiled() throws {
-        let readme = try String(contentsOf: PackageRoot.directory.appendingPathComponent("README.md"), encoding: .utf8)
+    @Test("Every ```swift block of README.md is in ReadmeSnippets.swift, line for line but for its imports")
+    func snippetsAreCopied() throws {
         let source = significantLines(try String(
             contentsOf: PackageRoot.directory.appendingPathComponent("Tests/ReadmeTests/ReadmeSnippets.swift"), encoding: .utf8
         ))
-        let blocks = swiftBlocks(readme)
-        #expect(blocks.count >= 5, "README.md has \(blocks.count) swift blocks")
+        let blocks = try ReadmeBlocks.read()
+        #expect(blocks.count >= 8, "README.md has \(blocks.count) swift blocks")
         for block in blocks {
             let lines = significantLines(block)
             let found = lines.isEmpty || source.indices.contains { start in
                 start + lines.count <= source.count && Array(source[start..<start + lines.count]) == lines
             }
-            #expect(found, "README block not in ReadmeSnippets.swift (so not compiled):\n\(block)")
+            #expect(found, "README block not in ReadmeSnippets.swift (so not run in-package):\n\(block)")
         }
     }
 
-    @Test("The send, Live Activity and bulk snippets work against the local server")
+    @Test("The send, actor, Live Activity and bulk snippets work against the local server")
     func snippetsRun() async throws {
         let (server, configuration) = try localServer()
         let token = try DeviceToken(String(repeating: "ab", count: 32))
-        try await readmeSendOne(configuration: configuration, deviceToken: token)
-        try await readmeLiveActivity(configuration: configuration, activityToken: token)
+        try await notifyShipped(token, configuration: configuration)
+        let notifier = OrderNotifier(configuration: configuration)
+        try await notifier.notifyShipped([token, token])
+        #expect(await notifier.sentIDs.count == 2)
+        try await updateDelivery(token, configuration: configuration)
         let tokens = (1...50).map { String(format: "%064x", $0) }
-        try await readmeBulk(configuration: configuration, tokens: AsyncTokenList(tokens))
+        try await announceSale(to: AsyncTokenList(tokens), configuration: configuration)
         let pushTypes = server.accepted.map(\.pushType.rawValue)
-        #expect(pushTypes.prefix(2) == ["alert", "liveactivity"])
+        #expect(pushTypes.prefix(4) == ["alert", "alert", "alert", "liveactivity"])
+        #expect(Set(server.accepted.prefix(3).map(\.apnsID)).isSuperset(of: await notifier.sentIDs))
         // The bulk's 50 tokens: 49 accepted, the unregistered one not.
-        #expect(server.accepted.count == 2 + 49)
+        #expect(server.accepted.count == 4 + 49)
         #expect(!server.accepted.contains { $0.token == String(format: "%064x", 7) })
         await server.shutdown()
     }
 
     @Test("The several-devices snippet: each device gets its own push; the scene connects before the router")
     func severalDevicesSnippetRuns() async throws {
-        let tls = LoopbackMode.TLS.files(chain: "\(keys)/server.pem", key: "\(keys)/server.key", ca: "\(keys)/ca.pem")
-        let (phone, tablet) = try await readmeSeveralDevices(
-            tls: tls, phoneToken: String(repeating: "d1", count: 32), tabletToken: String(repeating: "d2", count: 32)
+        let (phone, tablet) = try await backInStock(
+            phoneToken: String(repeating: "d1", count: 32), tabletToken: String(repeating: "d2", count: 32)
         )
         let received = { (device: SimulatedDevice) in device.timeline.filter { if case .pushReceived = $0.event { true } else { false } }.count }
         #expect(received(phone) == 1 && received(tablet) == 1)
@@ -106,11 +91,11 @@ struct ReadmeTests {
         #expect(scene < routed)
     }
 
-    @Test("The loopback snippet: send, shown, tapped")
+    @Test("The loopback snippet: the actor sends, the alert is shown and tapped")
     func loopbackSnippetRuns() async throws {
-        let timeline = try await readmeLoopback(keys: keys, deviceTokenHex: String(repeating: "cd", count: 32))
-        #expect(timeline.contains { $0.contains("added to the notification list") || $0.contains("addedToNotificationList") })
-        #expect(timeline.contains { $0.contains("tap") || $0.contains("response") })
+        let timeline = try await orderNotifierReachesTheApp()
+        #expect(timeline.contains { $0.contains(ReadmeBlocks.shownMark) }, "\(timeline)")
+        #expect(timeline.contains { $0.contains(ReadmeBlocks.tappedMark) }, "\(timeline)")
     }
 
     @Test("The deployment snippets build what they say: the proxy, port 2197, a key and a PKCS#12 from memory")

@@ -6,6 +6,7 @@ public struct HTTP2TLSConfiguration: Sendable {
         enum Base: Hashable, Sendable {
             case system
             case file(String)
+            case pem(String)
         }
 
         let base: Base
@@ -14,6 +15,8 @@ public struct HTTP2TLSConfiguration: Sendable {
         public static let system = TrustRoots(base: .system)
         /// The PEM certificates in `path` (for example a test CA).
         public static func file(_ path: String) -> TrustRoots { TrustRoots(base: .file(path)) }
+        /// The certificates in PEM text, held in memory (for example ``LoopbackTLSIdentity/caCertificatePEM``).
+        public static func pem(_ text: String) -> TrustRoots { TrustRoots(base: .pem(text)) }
     }
 
     /// How strictly the server certificate is checked.
@@ -146,12 +149,15 @@ public struct HTTP2TLSConfiguration: Sendable {
     }
 }
 
-/// How a server sets up TLS: its certificate and, optionally, a request for client certificates.
+/// How a server sets up TLS: its certificate (PEM files, or a ``LoopbackTLSIdentity`` in memory)
+/// and, optionally, a request for client certificates.
 public struct HTTP2ServerTLSConfiguration: Sendable {
-    /// The PEM certificate chain file.
+    /// The PEM certificate chain file (unused, and empty, when ``identity`` is set).
     public var certificateChainFile: String
-    /// The PEM private key file.
+    /// The PEM private key file (unused, and empty, when ``identity`` is set).
     public var privateKeyFile: String
+    /// A certificate and key in memory, used instead of the files.
+    public var identity: LoopbackTLSIdentity?
     /// Ask clients for a certificate. Any certificate is accepted by the handshake; whether it
     /// verified against ``clientCertificateTrustRoots`` is reported with the request.
     public var requestsClientCertificate: Bool
@@ -169,5 +175,18 @@ public struct HTTP2ServerTLSConfiguration: Sendable {
         self.privateKeyFile = privateKeyFile
         self.requestsClientCertificate = requestsClientCertificate
         self.clientCertificateTrustRoots = clientCertificateTrustRoots
+    }
+
+    /// Creates a configuration that serves `identity`'s certificate, with no file on disk.
+    public init(
+        identity: LoopbackTLSIdentity,
+        requestsClientCertificate: Bool = false,
+        clientCertificateTrustRoots: String? = nil
+    ) {
+        self.init(
+            certificateChainFile: "", privateKeyFile: "", requestsClientCertificate: requestsClientCertificate,
+            clientCertificateTrustRoots: clientCertificateTrustRoots
+        )
+        self.identity = identity
     }
 }

@@ -8,7 +8,7 @@ public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStrin
     /// Which setting is wrong.
     public struct Field: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case trustRoots, clientCertificate, clientPrivateKey, pkcs12, pkcs12Password
+            case trustRoots, clientCertificate, clientPrivateKey, pkcs12, pkcs12Password, serverCertificate
         }
 
         private let base: Base
@@ -24,6 +24,8 @@ public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStrin
         public static let pkcs12 = Field(.pkcs12)
         /// The password of a PKCS#12 ``HTTP2TLSConfiguration/ClientIdentity``.
         public static let pkcs12Password = Field(.pkcs12Password)
+        /// A server's certificate, such as a ``LoopbackTLSIdentity`` that could not be made.
+        public static let serverCertificate = Field(.serverCertificate)
 
         public var description: String {
             switch self.base {
@@ -32,6 +34,7 @@ public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStrin
             case .clientPrivateKey: return "clientIdentity private key"
             case .pkcs12: return "clientIdentity PKCS#12 file"
             case .pkcs12Password: return "clientIdentity PKCS#12 password"
+            case .serverCertificate: return "server certificate"
             }
         }
     }

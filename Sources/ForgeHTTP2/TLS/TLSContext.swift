@@ -77,6 +77,14 @@ final class TLSContext: @unchecked Sendable {
                     detail: tlsErrorReasons()
                 )
             }
+        case .pem(let text):
+            let store = SSL_CTX_get_cert_store(ctx)
+            let count = forEachPEMCertificate(text) { X509_STORE_add_cert(store, $0) == 1 }
+            guard let count, count > 0 else {
+                throw HTTP2TLSConfigurationError(
+                    field: .trustRoots, path: "", rule: "must be PEM text of one or more CA certificates", detail: tlsErrorReasons()
+                )
+            }
         }
         let verify = configuration.verification == .full ? SSL_VERIFY_PEER : SSL_VERIFY_NONE
         SSL_CTX_set_verify(ctx, verify, nil)
@@ -94,13 +102,21 @@ final class TLSContext: @unchecked Sendable {
     static func server(_ configuration: HTTP2ServerTLSConfiguration) throws -> TLSContext {
         let context = try TLSContext(role: .server)
         let ctx = context.pointer
-        guard SSL_CTX_use_certificate_chain_file(ctx, configuration.certificateChainFile) == 1 else {
-            throw TLSError(description: "cannot load the certificate '\(configuration.certificateChainFile)': \(tlsErrorReasons())")
-        }
-        guard SSL_CTX_use_PrivateKey_file(ctx, configuration.privateKeyFile, SSL_FILETYPE_PEM) == 1,
-            SSL_CTX_check_private_key(ctx) == 1
-        else {
-            throw TLSError(description: "cannot load the private key '\(configuration.privateKeyFile)': \(tlsErrorReasons())")
+        if let identity = configuration.identity {
+            guard SSL_CTX_use_certificate(ctx, identity.certificate) == 1, SSL_CTX_use_PrivateKey(ctx, identity.privateKey) == 1,
+                SSL_CTX_check_private_key(ctx) == 1
+            else {
+                throw TLSError(description: "cannot use the in-memory loopback certificate: \(tlsErrorReasons())")
+            }
+        } else {
+            guard SSL_CTX_use_certificate_chain_file(ctx, configuration.certificateChainFile) == 1 else {
+                throw TLSError(description: "cannot load the certificate '\(configuration.certificateChainFile)': \(tlsErrorReasons())")
+            }
+            guard SSL_CTX_use_PrivateKey_file(ctx, configuration.privateKeyFile, SSL_FILETYPE_PEM) == 1,
+                SSL_CTX_check_private_key(ctx) == 1
+            else {
+                throw TLSError(description: "cannot load the private key '\(configuration.privateKeyFile)': \(tlsErrorReasons())")
+            }
         }
         SSL_CTX_set_alpn_select_cb(ctx, selectH2, nil)
         if configuration.requestsClientCertificate {

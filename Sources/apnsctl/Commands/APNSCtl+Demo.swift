@@ -12,7 +12,8 @@ extension APNSCtl {
             commandName: "demo",
             abstract: "Run the whole push path in-process on loopback: no Apple account, no network.",
             discussion: """
-                Starts the local APNs server (TLS with keys-example/ certificates) and a simulated device \
+                Starts the local APNs server (TLS with a CA and certificate made in memory: no file is \
+                needed) and a simulated device \
                 with one app (two silent-push handlers, a visible-push handler, a scene delegate, a \
                 notification service extension, a Live Activity type), then sends with the real client: an \
                 alert the user taps, a background push, a mutable-content alert the extension rewrites, a \
@@ -46,15 +47,12 @@ extension APNSCtl {
 
         /// Runs the scenarios, printing each section as it finishes; returns how many checks failed.
         private static func runScenarios(tokens: Int) async throws -> Int {
-            let ca = try KeysExample.path("ca.pem")
-            let tls = LoopbackMode.TLS.files(chain: try KeysExample.path("server.pem"), key: try KeysExample.path("server.key"), ca: ca)
-            let cwd = FileManager.default.currentDirectoryPath + "/"
             let sections: [ScenarioSection]
             do {
-                sections = try await LoopbackScenarios(tls: tls, bulkTokens: tokens).run(
+                sections = try await LoopbackScenarios(tls: .ephemeral, bulkTokens: tokens).run(
                     started: { setup in
                         Output.result("apnsctl demo: local APNs (\(setup.environment)) on localhost:\(setup.port) over TLS, "
-                                      + "trusting \(ca.hasPrefix(cwd) ? String(ca.dropFirst(cwd.count)) : ca)")
+                                      + "trusting a CA made in memory for this run")
                         for app in setup.apps { Output.result("device: \(app)") }
                     },
                     finished: Self.print

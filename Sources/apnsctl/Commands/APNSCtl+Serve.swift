@@ -27,8 +27,13 @@ extension APNSCtl {
                 With --latency, every answer is held that long before it is sent, as from an APNs 20-50 ms \
                 away; the server goes on reading, answering PINGs and holding other answers meanwhile.
 
+                Without --cert and --key, TLS uses a CA and a server certificate (for localhost, 127.0.0.1 \
+                and ::1) made in memory at start: no file is needed. --write-ca FILE hands that CA to a \
+                client (curl --cacert FILE, apnsctl send --ca-file FILE); it is written before the port \
+                is printed.
+
                 Example:
-                  apnsctl serve --port 0 --register-key keys-example/AuthKey_FORGEKEY01.p8:FORGEKEY01:FORGETEAM1 \\
+                  apnsctl serve --port 0 --write-ca /tmp/apns-ca.pem --register-key AuthKey_ABC123DEFG.p8:ABC123DEFG:DEF123GHIJ \\
                       --topic com.example.forgepush --token 7c1d…:com.example.forgepush --json
                 """
         )
@@ -42,11 +47,17 @@ extension APNSCtl {
         @Flag(help: "Serve cleartext HTTP/2 (h2c) instead of TLS.")
         var h2c = false
 
-        @Option(help: "The server certificate chain (PEM); default: keys-example/server.pem.")
+        @Option(help: "The server certificate chain (PEM); default: one made in memory at start, for localhost, 127.0.0.1 and ::1.")
         var cert: String?
 
-        @Option(help: "The server private key (PEM); default: keys-example/server.key.")
+        @Option(help: "The server private key (PEM), with --cert.")
         var key: String?
+
+        @Option(
+            name: .customLong("write-ca"),
+            help: ArgumentHelp("Write the CA of the certificate made at start (PEM) to this file, for clients to trust.", valueName: "file")
+        )
+        var writeCA: String?
 
         @Option(name: .customLong("register-key"), help: "A provider-token key, as FILE:KEYID:TEAMID (a .p8 or a public key PEM). Repeatable.")
         var registerKey: [String] = []
@@ -119,6 +130,10 @@ extension APNSCtl {
             guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
             if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
             if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together.") }
+            if self.writeCA != nil, self.h2c { throw ValidationError("--write-ca needs TLS; drop --h2c.") }
+            if self.writeCA != nil, self.cert != nil {
+                throw ValidationError("--write-ca writes the CA of the certificate made at start; with --cert, give clients the CA that issued it.")
+            }
             guard self.handshakeTimeout > 0, self.handshakeTimeout <= 86_400 else {
                 throw ValidationError("--handshake-timeout must be more than 0 and at most 86400 seconds (got \(self.handshakeTimeout)).")
             }
@@ -165,15 +180,25 @@ extension APNSCtl {
         private func startServer() throws -> LocalAPNsServer {
             var tls: HTTP2ServerTLSConfiguration?
             if !self.h2c {
-                let certificate = try self.cert ?? KeysExample.path("server.pem")
-                let privateKey = try self.key ?? KeysExample.path("server.key")
-                try InputFiles.requireReadable(certificate, flag: "--cert")
-                try InputFiles.requireReadable(privateKey, flag: "--key")
                 if let ca = self.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
-                tls = HTTP2ServerTLSConfiguration(
-                    certificateChainFile: certificate, privateKeyFile: privateKey,
-                    requestsClientCertificate: self.clientCA != nil, clientCertificateTrustRoots: self.clientCA
-                )
+                if let certificate = self.cert, let privateKey = self.key {
+                    try InputFiles.requireReadable(certificate, flag: "--cert")
+                    try InputFiles.requireReadable(privateKey, flag: "--key")
+                    tls = HTTP2ServerTLSConfiguration(
+                        certificateChainFile: certificate, privateKeyFile: privateKey,
+                        requestsClientCertificate: self.clientCA != nil, clientCertificateTrustRoots: self.clientCA
+                    )
+                } else {
+                    let identity: LoopbackTLSIdentity
+                    do {
+                        identity = try LoopbackTLSIdentity()
+                    } catch {
+                        throw CLIFailure(message: "cannot make the server's certificate: \(error)", exitCode: CLIExit.software)
+                    }
+                    tls = HTTP2ServerTLSConfiguration(
+                        identity: identity, requestsClientCertificate: self.clientCA != nil, clientCertificateTrustRoots: self.clientCA
+                    )
+                }
             }
             let keys = try self.registerKey.map(Self.parseKey)
             let certificates = try self.registerCert.map { try Self.parseCertificate($0, defaultBundle: self.topic) }
@@ -196,6 +221,11 @@ extension APNSCtl {
             if !self.quiet {
                 let printer = JudgementPrinter(json: self.json)
                 observer = { printer.print($0) }
+            }
+            // Written once every flag is known good, before the port is printed: a client that read
+            // the port finds the CA.
+            if let file = self.writeCA, let identity = tls?.identity {
+                try OutputFiles.write(identity.caCertificatePEM, to: file, flag: "--write-ca")
             }
             do {
                 return try LocalAPNsServer.start(
@@ -346,23 +376,5 @@ private struct JudgementPrinter: Sendable {
             let lint = (verdict.warning.map { " (warning: \($0))" } ?? "") + (verdict.lint.map { " (lint: \($0))" } ?? "")
             Output.result("\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)\(lint)")
         }
-    }
-}
-
-/// Finds `keys-example/` for the default test certificate: beside the working directory, or above
-/// the executable (`.build/<config>/apnsctl` in a checkout).
-enum KeysExample {
-    static func path(_ name: String) throws -> String {
-        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
-        var executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        for _ in 0..<5 {
-            executable.deleteLastPathComponent()
-            candidates.append(executable)
-        }
-        for directory in candidates {
-            let file = directory.appendingPathComponent("keys-example").appendingPathComponent(name).path
-            if FileManager.default.fileExists(atPath: file) { return file }
-        }
-        throw CLIFailure(message: "no keys-example/\(name) found near here; pass --cert and --key, or --h2c", exitCode: CLIExit.noInput)
     }
 }

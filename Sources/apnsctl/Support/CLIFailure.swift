@@ -11,6 +11,8 @@ enum CLIExit {
     static let unavailable: Int32 = 69
     /// A bug in apnsctl or the library.
     static let software: Int32 = 70
+    /// An output file cannot be written.
+    static let cannotCreate: Int32 = 73
     /// Stopped by SIGINT (Ctrl-C), as shells report it: 128 + 2.
     static let interrupted: Int32 = 130
 }

@@ -38,3 +38,16 @@ enum InputFiles {
         }
     }
 }
+
+/// Writes the files named on the command line.
+enum OutputFiles {
+    /// Writes `text` to `path` whole (a reader never sees half of it).
+    /// - Throws: a ``CLIFailure`` with exit code 73 naming the flag when it cannot be written.
+    static func write(_ text: String, to path: String, flag: String) throws {
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw CLIFailure(message: "\(flag): cannot write '\(path)': \(error.localizedDescription)", exitCode: CLIExit.cannotCreate)
+        }
+    }
+}
