@@ -35,7 +35,7 @@ struct DeploymentTests {
         let result = try CommandRunner.run(send(port: server.port) + ["--proxy", proxy.url(), "--verbose"])
         _ = server.stop()
         #expect(result.exitCode == 0, "\(result.stdout)\(result.stderr)")
-        #expect(result.stdout.contains("200 accepted"))
+        #expect(result.stdout.contains("\"outcome\":\"accepted\""))
         #expect(proxy.connectRequests == 1, "\(proxy.log)")
         #expect(!(result.stdout + result.stderr).contains(password))
         proxy.stop()
@@ -70,7 +70,7 @@ struct DeploymentTests {
         let wrong = try CommandRunner.run(send(port: server.port) + ["--verbose"], environment: ["HTTPS_PROXY": proxy.url(password: "not-it")])
         _ = server.stop()
         for result in [upper, lowerFirst, all] {
-            #expect(result.exitCode == 0 && result.stdout.contains("200 accepted"), "\(result.stdout)\(result.stderr)")
+            #expect(result.exitCode == 0 && result.stdout.contains("\"outcome\":\"accepted\""), "\(result.stdout)\(result.stderr)")
         }
         #expect(wrong.exitCode == 69, "\(wrong.stdout)\(wrong.stderr)")
         #expect(wrong.stderr.contains("proxy 127.0.0.1:\(proxy.port) (SOCKS5): rejected the user name and password"), "\(wrong.stderr)")
@@ -128,8 +128,8 @@ struct DeploymentTests {
         let fileWins = try CommandRunner.run(send(port: server.port), environment: ["APNS_KEY": "not a key"])
         let variableWins = try CommandRunner.run(withoutFile, environment: ["APNS_KEY_FILE": keyFile, "APNS_KEY": "not a key"])
         _ = server.stop()
-        #expect(text.exitCode == 0 && text.stdout.contains("200 accepted"), "\(text.stdout)\(text.stderr)")
-        #expect(base64.exitCode == 0 && base64.stdout.contains("200 accepted"), "\(base64.stdout)\(base64.stderr)")
+        #expect(text.exitCode == 0 && text.stdout.contains("\"outcome\":\"accepted\""), "\(text.stdout)\(text.stderr)")
+        #expect(base64.exitCode == 0 && base64.stdout.contains("\"outcome\":\"accepted\""), "\(base64.stdout)\(base64.stderr)")
         #expect(fileWins.exitCode == 0, "\(fileWins.stderr)")
         #expect(variableWins.exitCode == 0, "\(variableWins.stderr)")
     }
