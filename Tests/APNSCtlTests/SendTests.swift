@@ -417,6 +417,25 @@ struct SendTests {
                 "\(finished.stderr)")
     }
 
+    @Test("A mismatched key id: 403 InvalidProviderToken with a hint that points to doctor; a misspelt flag is an unknown option")
+    func hintsAndUnknownOptions() throws {
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
+        let mismatched = try CommandRunner.run(send(port: server.port) + [
+            "--key-file", keyFile, "--key-id", "OTHERKEY01", "--team-id", "FORGETEAM1", "--topic", bundle, "--token", good, "--title", "Hi",
+        ])
+        _ = server.stop()
+        #expect(mismatched.exitCode == 1, "\(mismatched.stderr)")
+        #expect(mismatched.stdout.contains("\"reason\":\"InvalidProviderToken\""), "\(mismatched.stdout)")
+        #expect(mismatched.stderr.contains("hint: InvalidProviderToken: the key id, the team id and the .p8 key must belong together")
+                && mismatched.stderr.contains("apnsctl doctor"), "\(mismatched.stderr)")
+        let misspelt = try CommandRunner.run(["send", "--tokn", good, "--title", "Hi"])
+        #expect(misspelt.exitCode == 64)
+        #expect(misspelt.stderr.hasPrefix("error: Unknown option '--tokn'. Did you mean '--token'?"), "\(misspelt.stderr)")
+        #expect(misspelt.stderr.contains("Usage: apnsctl send"), "\(misspelt.stderr)")
+        let missing = try CommandRunner.run(["send", "--title", "Hi"])
+        #expect(missing.exitCode == 64 && missing.stderr.hasPrefix("error: Missing --token"), "\(missing.stderr)")
+    }
+
     @Test("--resume-from LINE sends the lines from there on, each verdict naming its line in the file")
     func resumeFrom() throws {
         let some = tokens(4)

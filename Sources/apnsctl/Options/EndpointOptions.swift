@@ -30,14 +30,20 @@ struct EndpointOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Any other APNs-compatible endpoint, such as the local server: https://127.0.0.1:2197 (TLS) or http://127.0.0.1:2197 (cleartext h2c, loopback only). Channel commands use the same server.",
+            "Any other APNs-compatible endpoint, such as the local server: https://127.0.0.1:2197 (TLS) or http://127.0.0.1:2197 (cleartext h2c, loopback only) (or APNS_URL). Channel commands use the same server.",
             valueName: "url"
         )
     )
     var url: String?
 
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust this CA (PEM) instead of the system's.", valueName: "path"))
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Trust this CA (PEM) instead of the system's (or APNS_CA_FILE).", valueName: "path"))
     var caFile: String?
+
+    /// `--url`, else `APNS_URL`.
+    private var urlText: String? { EnvironmentFallback.value(self.url, "APNS_URL") }
+
+    /// `--ca-file`, else `APNS_CA_FILE`.
+    private var caFileText: String? { EnvironmentFallback.value(self.caFile, "APNS_CA_FILE") }
 
     @Flag(name: .customLong("insecure-loopback"), help: "Skip certificate verification; refused unless the host is 127.0.0.1, ::1 or localhost.")
     var insecureLoopback = false
@@ -48,7 +54,7 @@ struct EndpointOptions: ParsableArguments {
     ///   http(s)://host:port, or a port Apple does not serve (or `--port` with `--url`).
     func resolved() throws -> APNSEnvironment {
         let portText = EnvironmentFallback.value(self.port.map(String.init), "APNS_PORT")
-        if let url = self.url {
+        if let url = self.urlText {
             if self.port != nil { throw ValidationError("--port goes with --environment; with --url, put the port in the URL.") }
             return try Self.parse(url: url).environment
         }
@@ -112,11 +118,11 @@ struct EndpointOptions: ParsableArguments {
     /// - Throws: ``CLIFailure`` (66) for a CA file that does not exist, (65) for one that holds no
     ///   certificate; `ValidationError` (64) for `--insecure-loopback` with a host that is not loopback.
     func tls() throws -> APNSClient.TLS {
-        if let caFile = self.caFile {
-            try InputFiles.requireReadable(caFile, flag: "--ca-file")
+        if let caFile = self.caFileText {
+            try InputFiles.requireReadable(caFile, flag: self.caFile == nil ? "APNS_CA_FILE" : "--ca-file")
             try ClientFactory.check(HTTP2TLSConfiguration(trustRoots: .file(caFile)))
         }
-        let cleartext = try self.url.map { try Self.parse(url: $0).cleartext } ?? false
+        let cleartext = try self.urlText.map { try Self.parse(url: $0).cleartext } ?? false
         if self.insecureLoopback, !cleartext {
             let host = try self.resolved().host
             guard host == "localhost" || host == "::1" || host.hasPrefix("127.") else {
@@ -125,7 +131,7 @@ struct EndpointOptions: ParsableArguments {
                 )
             }
         }
-        return APNSClient.TLS(caFile: self.caFile, insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: cleartext)
+        return APNSClient.TLS(caFile: self.caFileText, insecureLoopbackOnly: self.insecureLoopback, cleartextLoopbackOnly: cleartext)
     }
 
     /// `https://host[:port]` or `http://host:port`; IPv6 hosts in brackets.
