@@ -19,9 +19,9 @@ extension APNSClient {
         let transport = channelAPI ? self.channelTransport : self.transport
         let policy = self.configuration.retry
         let started = ContinuousClock.now
-        var outcomes = [Result<APNSSendResult, APNSError>?](repeating: nil, count: requests.count)
-        var states = [SendState](repeating: SendState(), count: requests.count)
-        var due = [ContinuousClock.Instant](repeating: started, count: requests.count)
+        // One array of outcomes and one of states: a single `send` allocates as little as it can.
+        var outcomes = [Result<APNSSendResult, APNSError>](repeating: Self.noOutcome, count: requests.count)
+        var states = [Scheduled](repeating: Scheduled(due: started), count: requests.count)
         var pending = Array(requests.indices)
         self.metrics.inFlight.increment(by: Double(requests.count))
         defer { self.metrics.inFlight.decrement(by: Double(requests.count)) }
@@ -29,7 +29,7 @@ extension APNSClient {
         func fail(_ indices: [Int], _ kind: APNSError.Kind, _ detail: String) {
             for index in indices {
                 outcomes[index] = .failure(APNSError(
-                    kind: kind, attempts: states[index].attempts, mayHaveBeenDelivered: states[index].mayHaveBeenDelivered, detail: detail
+                    kind: kind, attempts: states[index].decision.attempts, mayHaveBeenDelivered: states[index].decision.mayHaveBeenDelivered, detail: detail
                 ))
             }
         }
@@ -41,9 +41,9 @@ extension APNSClient {
             }
             // Those whose wait is over go now, together; the others wait for the earliest of them.
             var now = ContinuousClock.now
-            var ready = pending.filter { due[$0] <= now }
+            var ready = pending.allSatisfy { states[$0].due <= now } ? pending : pending.filter { states[$0].due <= now }
             if ready.isEmpty {
-                let next = pending.lazy.map { due[$0] }.min()!
+                let next = pending.lazy.map { states[$0].due }.min()!
                 do {
                     try await Task.sleep(until: next, clock: .continuous)
                 } catch {
@@ -51,7 +51,7 @@ extension APNSClient {
                     break
                 }
                 now = .now
-                ready = pending.filter { due[$0] <= now }
+                ready = pending.filter { states[$0].due <= now }
             }
             var providerToken: APNSProviderToken?
             if let tokens = self.tokens {
@@ -63,11 +63,12 @@ extension APNSClient {
                 }
             }
             let results = await transport.send(
-                ready.map { requests[$0] }, authorization: providerToken?.authorizationHeaderValue, deadline: deadline
+                ready.elementsEqual(requests.indices) ? requests : ready.map { requests[$0] },
+                authorization: providerToken?.authorizationHeaderValue, deadline: deadline
             )
             // One batch's answers arrive together: one clock reading and one metrics update for all.
             let answered = ContinuousClock.now
-            var again = pending.filter { due[$0] > now }
+            var again = ready.count == pending.count ? [] : pending.filter { states[$0].due > now }
             var accepted = 0
             var renew = false
             for (position, index) in ready.enumerated() {
@@ -83,19 +84,19 @@ extension APNSClient {
                     outcome = SendTry(failure)
                 }
                 let decision = SendDecision.after(
-                    outcome, state: &states[index], policy: policy, renewableToken: providerToken != nil,
+                    outcome, state: &states[index].decision, policy: policy, renewableToken: providerToken != nil,
                     remaining: answered.duration(to: deadline)
                 )
                 switch decision {
                 case .accept:
                     accepted += 1
                     outcomes[index] = .success(APNSSendResult(
-                        response: response!, attempts: states[index].attempts,
-                        mayHaveBeenDeliveredTwice: states[index].mayHaveBeenDelivered, duration: answered - started
+                        response: response!, attempts: states[index].decision.attempts,
+                        mayHaveBeenDeliveredTwice: states[index].decision.mayHaveBeenDelivered, duration: answered - started
                     ))
                 case .reject:
                     self.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
-                    outcomes[index] = .failure(APNSError(rejection!, state: states[index]))
+                    outcomes[index] = .failure(APNSError(rejection!, state: states[index].decision))
                 case .renewProviderToken:
                     renew = true
                     again.append(index)
@@ -103,19 +104,19 @@ extension APNSClient {
                     self.metrics.count(decision)
                     if self.logger.logLevel <= .debug {
                         self.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
-                            "apns.push_type": "\(pushType)", "apns.attempt": "\(states[index].attempts)",
-                            "apns.replay": "\(states[index].replays)",
+                            "apns.push_type": "\(pushType)", "apns.attempt": "\(states[index].decision.attempts)",
+                            "apns.replay": "\(states[index].decision.replays)",
                             "apns.reason": "\(rejection?.reason.rawValue ?? results[position].failure.map { "\($0)" } ?? "-")",
                             "apns.path": "\(Self.abbreviatePath(requests[index].path))",
                         ])
                     }
-                    due[index] = answered + wait
+                    states[index].due = answered + wait
                     again.append(index)
                 case .fail(let kind):
                     self.metrics.failed(pushType: pushType)
                     let detail = results[position].failure.map(\.detail) ?? ""
                     outcomes[index] = .failure(APNSError(
-                        kind: kind, attempts: states[index].attempts, mayHaveBeenDelivered: states[index].mayHaveBeenDelivered,
+                        kind: kind, attempts: states[index].decision.attempts, mayHaveBeenDelivered: states[index].decision.mayHaveBeenDelivered,
                         detail: detail
                     ))
                 }
@@ -124,8 +125,19 @@ extension APNSClient {
             if renew, let providerToken { self.renew(providerToken) }
             pending = again
         }
-        return outcomes.map { $0 ?? .failure(APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome")) }
+        return outcomes
     }
+
+    /// A push of the batch: its decision state, and when it may go (again).
+    private struct Scheduled {
+        var decision = SendState()
+        var due: ContinuousClock.Instant
+    }
+
+    /// What a push has before its outcome is known; every path out of the loop replaces it.
+    private static let noOutcome = Result<APNSSendResult, APNSError>.failure(
+        APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome")
+    )
 
     /// Sends one request as ``execute(_:pushType:deadline:channelAPI:)`` does.
     func executeOne(
