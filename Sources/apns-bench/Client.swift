@@ -146,6 +146,13 @@ extension APNSBench {
         }
 
         private func measure(_ client: APNSClient, _ alert: APNSAlertNotification<APNSNoCustomKeys>) async throws -> Measured {
+            // In tasks mode each task's tokens are made before the clock starts: an application holds
+            // its tokens already, and h2load makes none.
+            let tasks = max(1, self.inFlight)
+            let per = self.notifications / tasks, extra = self.notifications % tasks
+            let taskTokens = self.mode == .tasks
+                ? (0..<tasks).map { index in (0..<(per + (index < extra ? 1 : 0))).map { GeneratedTokens.token(index * (per + 1) + $0) } }
+                : []
             let cpuStart = Bench.cpuMicroseconds()
             let start = ContinuousClock.now
             var latencies: [Double] = []
@@ -163,16 +170,13 @@ extension APNSBench {
                 }
             case .tasks:
                 let prepared = try alert.prepared()
-                let tasks = max(1, self.inFlight)
-                let per = self.notifications / tasks, extra = self.notifications % tasks
                 await withTaskGroup(of: ([Double], Int).self) { group in
-                    for index in 0..<tasks {
+                    for tokens in taskTokens {
                         group.addTask {
                             var local: [Double] = []
+                            local.reserveCapacity(tokens.count)
                             var failures = 0
-                            let count = per + (index < extra ? 1 : 0)
-                            for n in 0..<count {
-                                let token = GeneratedTokens.token(index * (per + 1) + n)
+                            for token in tokens {
                                 let sent = ContinuousClock.now
                                 do {
                                     _ = try await client.send(prepared, to: token)
