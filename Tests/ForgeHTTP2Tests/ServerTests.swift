@@ -62,6 +62,18 @@ private let post = HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/
 
 @Suite("Server and client over sockets", .timeLimit(.minutes(1)))
 struct ServerTests {
+    @Test("shutdown() a second time, and two at once, return: a stopped server has nothing left to wait for")
+    func shutdownTwice() async throws {
+        let server = try echoServer()
+        let client = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: nil))
+        #expect(try await client.send(post).status == 200)
+        async let first: Void = server.shutdown()
+        async let second: Void = server.shutdown()
+        _ = await (first, second)
+        await server.shutdown()
+        await client.close()
+    }
+
     @Test("Client against the project's server: h2c, and TLS on IPv4 and IPv6")
     func clientAgainstServer() async throws {
         let plain = try echoServer()

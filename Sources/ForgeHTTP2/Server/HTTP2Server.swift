@@ -159,12 +159,15 @@ public final class HTTP2Server: Sendable {
     /// Returns when all are closed.
     public func shutdown(goAwayDebugData: [UInt8] = []) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            self.shared.withLock { shared in
+            let stopped = self.shared.withLock { shared -> Bool in
+                // Already stopped (a second call): nothing will run the waiters again.
+                if shared.acceptLoopDone, shared.open.isEmpty { return true }
+                if !shared.stopping { shared.goAwayDebugData = goAwayDebugData }
                 shared.stopping = true
-                shared.goAwayDebugData = goAwayDebugData
                 shared.stopWaiters.append { continuation.resume() }
+                return false
             }
-            self.waker.wake()
+            if stopped { continuation.resume() } else { self.waker.wake() }
         }
     }
 }
