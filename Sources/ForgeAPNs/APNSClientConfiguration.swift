@@ -1,6 +1,7 @@
 public import ForgeAPNsCore
 public import ForgeCrypto
 public import Logging
+public import Tracing
 
 extension APNSClient {
     /// Everything a client needs, with documented defaults. A value type: build one, pass it to
@@ -25,6 +26,10 @@ extension APNSClient {
         public var logger: Logger
         /// The clock provider tokens are dated by.
         public var clock: any APNSWallClock
+        /// Where the client's spans go (one per send, one per bulk send; see the README's "Operating
+        /// it"). `nil`, the default: the tracer bootstrapped with `InstrumentationSystem` when the
+        /// client is made, a no-op unless the app bootstrapped one.
+        public var tracer: (any Tracer)?
 
         /// Creates a configuration; everything but the credentials and environment has a default.
         public init(
@@ -35,7 +40,8 @@ extension APNSClient {
             pool: Pool = Pool(),
             retry: RetryPolicy = RetryPolicy(),
             logger: Logger = APNSClient.Configuration.silentLogger,
-            clock: any APNSWallClock = .system
+            clock: any APNSWallClock = .system,
+            tracer: (any Tracer)? = nil
         ) {
             self.authentication = authentication
             self.environment = environment
@@ -45,6 +51,7 @@ extension APNSClient {
             self.retry = retry
             self.logger = logger
             self.clock = clock
+            self.tracer = tracer
         }
     }
 
