@@ -236,10 +236,20 @@ public final class ChildProcess: Sendable {
     /// whether it contains `text`. Blocks the calling thread.
     public func waitForStandardOutput(containing text: String, timeout: Duration) -> Bool {
         let needle = Array(text.utf8)
+        return self.waitForStandardOutput(timeout: timeout) { $0.firstRange(of: needle) != nil }
+    }
+
+    /// Waits at most `timeout` until standard output has `count` complete lines, or has ended
+    /// without them; whether it has them. Blocks the calling thread.
+    public func waitForStandardOutput(lines count: Int, timeout: Duration) -> Bool {
+        self.waitForStandardOutput(timeout: timeout) { bytes in bytes.lazy.filter { $0 == UInt8(ascii: "\n") }.count >= count }
+    }
+
+    private func waitForStandardOutput(timeout: Duration, until done: ([UInt8]) -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
             let (found, ended) = self.captured.withLock { captured in
-                (captured.stdout.firstRange(of: needle) != nil, captured.open == 0)
+                (done(captured.stdout), captured.open == 0)
             }
             if found { return true }
             if ended || ContinuousClock.now >= deadline { return false }

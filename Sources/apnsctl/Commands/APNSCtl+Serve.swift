@@ -27,6 +27,10 @@ extension APNSCtl {
                 With --latency, every answer is held that long before it is sent, as from an APNs 20-50 ms \
                 away; the server goes on reading, answering PINGs and holding other answers meanwhile.
 
+                With --metrics-port, GET /metrics on that port (127.0.0.1, HTTP/1.1) serves Prometheus text: \
+                apns_local_requests_total by status, reason and push type, apns_local_request_duration_seconds, \
+                apns_local_connections_accepted. Its port is the second line on stdout (useful with --metrics-port 0).
+
                 Example:
                   apnsctl serve --port 0 --register-key keys-example/AuthKey_FORGEKEY01.p8:FORGEKEY01:FORGETEAM1 \\
                       --topic com.example.forgepush --token 7c1d…:com.example.forgepush --json
@@ -102,6 +106,10 @@ extension APNSCtl {
         )
         var latency: Duration?
 
+        @Option(name: .customLong("metrics-port"),
+                help: "Serve Prometheus metrics on GET /metrics at 127.0.0.1 on this port; 0 lets the system choose (printed on the second line).")
+        var metricsPort: Int?
+
         @Flag(help: "One JSON object per judged request on stdout.")
         var json = false
 
@@ -114,6 +122,9 @@ extension APNSCtl {
 
         func validate() throws {
             guard (0...65_535).contains(self.port) else { throw ValidationError("--port must be 0...65535 (got \(self.port)).") }
+            if let metricsPort = self.metricsPort, !(0...65_535).contains(metricsPort) {
+                throw ValidationError("--metrics-port must be 0...65535 (got \(metricsPort)).")
+            }
             guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
             if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
             if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together.") }
@@ -127,7 +138,9 @@ extension APNSCtl {
 
         func run() async throws {
             try await runReportingFailures {
-                let server = try self.startServer()
+                let metrics = self.metricsPort.map { _ in ServeMetrics() }
+                let server = try self.startServer(metrics: metrics)
+                let endpoint = try metrics.map { try self.serveMetrics($0, server: server) }
                 // Subscribed before the port is printed, so no push can come first.
                 let accepted = self.printRequests ? server.acceptedPushes() : nil
                 let requests = accepted.map { stream in Task { await Self.printAccepted(stream) } }
@@ -135,11 +148,14 @@ extension APNSCtl {
                 // has read the port must not find the signal ignored while the handler is set up.
                 let signals = await TerminationSignals.install()
                 Output.result(String(server.port))
+                if let endpoint { Output.result(String(endpoint.port)) }
                 let scheme = self.h2c ? "h2c" : "TLS"
                 let latency = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
                 Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
+                if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
                 let signal = await signals.next()
                 Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
+                await endpoint?.shutdown()
                 await server.shutdown()
                 await requests?.value  // the server's shutdown ends the stream: every accepted push is printed
             }
@@ -159,7 +175,15 @@ extension APNSCtl {
             }
         }
 
-        private func startServer() throws -> LocalAPNsServer {
+        private func serveMetrics(_ metrics: ServeMetrics, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
+            do {
+                return try metrics.serve(host: "127.0.0.1", port: self.metricsPort ?? 0, server: server)
+            } catch {
+                throw CLIFailure(message: "--metrics-port: cannot serve metrics: \(error)", exitCode: CLIExit.unavailable)
+            }
+        }
+
+        private func startServer(metrics: ServeMetrics?) throws -> LocalAPNsServer {
             var tls: HTTP2ServerTLSConfiguration?
             if !self.h2c {
                 let certificate = try self.cert ?? KeysExample.path("server.pem")
@@ -190,9 +214,12 @@ extension APNSCtl {
             )
             let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local, lenient: self.lenientTokens)
             var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
-            if !self.quiet {
-                let printer = JudgementPrinter(json: self.json)
-                observer = { printer.print($0) }
+            let printer = self.quiet ? nil : JudgementPrinter(json: self.json)
+            if printer != nil || metrics != nil {
+                observer = { judgement in
+                    metrics?.record(judgement)
+                    printer?.print(judgement)
+                }
             }
             do {
                 return try LocalAPNsServer.start(
