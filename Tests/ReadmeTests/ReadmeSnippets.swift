@@ -5,6 +5,7 @@ import ForgeLoopback
 import ForgeNotificationTypes
 import ForgeSimulatedDevice
 import Foundation
+import Tracing
 
 // Every ```swift block of README.md appears here line for line (ReadmeTests checks it), so the
 // README's code compiles in CI; the blocks that need no Apple account also run there, against
@@ -132,4 +133,16 @@ func readmeSeveralDevices(
         _ = try await phone.tap(sent.apnsID, in: "com.example.shop")
     }
     return (phone, tablet)
+}
+
+/// README, "Operating it": the client's spans under the app's own.
+func readmeTracing(configuration: APNSClient.Configuration, tracer: any Tracer, deviceToken: DeviceToken) async throws {
+    var traced = configuration
+    traced.tracer = tracer  // nil, the default: InstrumentationSystem.tracer (swift-otel's, say)
+    try await withAPNSClient(configuration: traced) { client in
+        let alert = APNSAlertNotification(alert: APNSAlert(title: "Paid", body: "Thank you"), topic: try APNSBundleID("com.example.shop"))
+        try await tracer.withSpan("checkout") { _ in           // the app's span
+            _ = try await client.send(alert, to: deviceToken)   // its child: "APNs send"
+        }
+    }
 }
