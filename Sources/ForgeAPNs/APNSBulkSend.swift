@@ -358,7 +358,7 @@ extension APNSClient {
         bufferedVerdicts: Int = 2048
     ) -> APNSBulkSend where Tokens.Element == String {
         // The bulk's span is a child of the caller's span, though its work runs under the client's run().
-        let context = ServiceContext.current ?? .topLevel
+        let context = self.tracer == nil ? .topLevel : ServiceContext.current ?? .topLevel
         return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel in
             await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel, context: context)
         }
@@ -383,9 +383,9 @@ extension APNSClient {
         context: ServiceContext
     ) async where Tokens.Element == String {
         // One span for the whole bulk, none per push: a million tokens make one span.
-        let span = self.tracer.startSpan(ClientTracing.bulkSpan, context: context, ofKind: .client)
-        defer { span.end() }
-        if span.isRecording { ClientTracing.describe(pushType: prepared.pushType, topic: prepared.topic.rawValue, on: span) }
+        let span = self.tracer?.startSpan(ClientTracing.bulkSpan, context: context, ofKind: .client)
+        defer { span?.end() }
+        if let span, span.isRecording { ClientTracing.describe(pushType: prepared.pushType, topic: prepared.topic.rawValue, on: span) }
         // Workers, not a task per token: each worker takes a few tokens at a time from the shared
         // feed, sends them one by one and hands each verdict over, so a token costs no task
         // creation and no wake-up of a coordinator. More workers start as the pool's open streams
@@ -418,7 +418,7 @@ extension APNSClient {
             "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
             "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
         ])
-        if span.isRecording { ClientTracing.record(summary, on: span) }
+        if let span, span.isRecording { ClientTracing.record(summary, on: span) }
         channel.finish(summary)
     }
 

@@ -26,8 +26,9 @@ public final class APNSClient: Sendable {
     let tokens: APNSProviderTokenManager?
     let logger: Logger
     let metrics = ClientMetrics()
-    /// Where spans go: the configuration's tracer, else the one bootstrapped when the client was made.
-    let tracer: any Tracer
+    /// Where spans go: the configuration's tracer, else the one bootstrapped when the client was made;
+    /// `nil` for `NoOpTracer`, so that sends without tracing do not even start a no-op span.
+    let tracer: (any Tracer)?
     private let lifecycle = LockedBox(Lifecycle())
     /// Work ``run()`` runs as child tasks: bulk sends' producers, a graceful shutdown.
     private let background: AsyncStream<BackgroundWork>
@@ -78,7 +79,8 @@ public final class APNSClient: Sendable {
         self.transport = transport
         self.channelTransport = channelTransport ?? transport
         self.logger = configuration.logger
-        self.tracer = configuration.tracer ?? InstrumentationSystem.tracer
+        let tracer = configuration.tracer ?? InstrumentationSystem.tracer
+        self.tracer = tracer is NoOpTracer ? nil : tracer
         (self.background, self.backgroundInput) = AsyncStream.makeStream(of: BackgroundWork.self)
         switch configuration.authentication.base {
         case .jwt(let key, let keyID, let teamID, let refreshAge):

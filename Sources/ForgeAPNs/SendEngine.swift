@@ -129,15 +129,16 @@ extension APNSClient {
     }
 
     /// Sends one request as ``execute(_:pushType:deadline:channelAPI:)`` does, in a span of its own
-    /// (``ClientTracing``); attributes are built only when the tracer records.
+    /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     func executeOne(
         _ request: APNSHTTPRequest, pushType: APNSPushType, deadline: ContinuousClock.Instant, channelAPI: Bool = false
     ) async throws(APNSError) -> APNSSendResult {
-        let span = self.tracer.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
-        defer { span.end() }
-        if span.isRecording { ClientTracing.describe(pushType: pushType, topic: request[header: "apns-topic"], on: span) }
+        let span = self.tracer?.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
+        defer { span?.end() }
+        let recording = span?.isRecording == true
+        if recording, let span { ClientTracing.describe(pushType: pushType, topic: request[header: "apns-topic"], on: span) }
         let outcome = await self.execute([request], pushType: pushType, deadline: deadline, channelAPI: channelAPI)[0]
-        if span.isRecording { ClientTracing.record(outcome, on: span) }
+        if recording, let span { ClientTracing.record(outcome, on: span) }
         return try outcome.get()
     }
 

@@ -176,7 +176,7 @@ public final class LocalAPNsServer: Sendable {
         configuration: LocalAPNsConfiguration, clock: any APNSWallClock, hold: Duration,
         observer: (@Sendable (LocalAPNsJudgement) -> Void)?
     ) -> HTTP2Response? {
-        let arrived = ContinuousClock.now
+        let arrived = observer == nil ? nil : ContinuousClock.now
         let now = clock.now
         let judged = APNsJudge.Request(
             method: request.method, path: request.path, headers: request.headers.map { (name: $0.name, value: $0.value) },
@@ -231,7 +231,7 @@ public final class LocalAPNsServer: Sendable {
             return (fault, verdict, settings)
         }
         if let settings { connection.updateSettings(Self.apnsSettings(maxConcurrentStreams: settings)) }
-        if let observer, let verdict {
+        if let observer, let verdict, let arrived {
             var held = hold
             if case .delay(let extra) = fault { held += extra }
             observer(LocalAPNsJudgement(
