@@ -77,16 +77,8 @@ package final class PlainHTTPEndpoint: Sendable {
         }
 
         func run() {
-            var descriptors = [
-                pollfd(fd: self.listener.descriptor, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: self.waker.readDescriptor, events: Int16(POLLIN), revents: 0),
-            ]
-            while !self.state.withLock({ $0.stopping }) {
-                descriptors[0].revents = 0
-                descriptors[1].revents = 0
-                if poll(&descriptors, 2, -1) < 0 && errno != EINTR { break }
-                if descriptors[1].revents != 0 { self.waker.drain() }
-                while let socket = try? self.listener.accept() { self.answer(socket) }
+            acceptConnections(on: self.listener, waker: self.waker, until: { self.state.withLock { $0.stopping } }) { socket in
+                self.answer(socket)
             }
             let waiters = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.done = true
