@@ -139,15 +139,21 @@ struct TracingTests {
         Self.expectNoToken(bulk)
     }
 
-    @Test("Without a tracer in the configuration the client uses the bootstrapped one (NoOpTracer here): nothing recorded, sends work")
+    @Test("Without a tracer in the configuration the client takes InstrumentationSystem.tracer when it is made")
     func defaultTracer() async throws {
+        let tracer = InMemoryTracer()
         let loopback = try Loopback.start()
         #expect(loopback.configuration.tracer == nil)
-        let result = try await withAPNSClient(configuration: loopback.configuration) { client in
+        // `withTracer` binds the tracer InstrumentationSystem.tracer returns, as a bootstrap would,
+        // for this scope only: other suites running beside this one keep NoOpTracer.
+        let client = try withTracer(tracer) { try APNSClient(configuration: loopback.configuration) }
+        let result = try await withAPNSClient(client) { client in
             try await client.send(alert(), to: Self.known)
         }
         await loopback.server.shutdown()
-        #expect(!result.apnsID.isEmpty)
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(tracer.finishedSpans.count == 1)
+        #expect(span.attributes["apns.id"]?.toSpanAttribute() == .string(result.apnsID))
     }
 
     /// No attribute value carries a device token (the test tokens' hex) or a provider token.
