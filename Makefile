@@ -26,7 +26,7 @@ ONLY_CLI     := --filter APNSCtlTests
 # build would take the 2 cores from the library's timing-sensitive tests: a third test process.
 ONLY_README  := --filter ReadmePackageTests
 
-.PHONY: all deps pydeps build release test demo sanitize bench lint clean
+.PHONY: all deps pydeps build release test example demo sanitize bench lint clean
 
 all: build
 
@@ -61,12 +61,25 @@ build: deps
 release: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
-## test: every test (unit, crypto against the openssl tool, apnsctl binary tests, the fault oracle).
+## test: every test (unit, crypto against the openssl tool, apnsctl binary tests, the fault oracle),
+## then `make example`.
 test: deps pydeps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(SKIP_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(ONLY_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(ONLY_README) $(SWIFT_FLAGS)
+	$(MAKE) --no-print-directory example
+
+## example: builds Examples/HummingbirdPush (a Hummingbird 2 app sending through ForgeAPNs; its own
+## package, built in $(EXAMPLE_BUILD)/ so reruns are incremental) and runs requests through it
+## against `apnsctl serve`: one accepted, one rejected, then /metrics (Examples/HummingbirdPush/check.sh).
+EXAMPLE_DIR   := Examples/HummingbirdPush
+EXAMPLE_BUILD := $(CURDIR)/.build-example
+example: deps
+	$(SWIFT) build --product apnsctl $(SWIFT_FLAGS)
+	$(SWIFT) build --package-path $(EXAMPLE_DIR) --scratch-path $(EXAMPLE_BUILD) $(SWIFT_FLAGS)
+	$(EXAMPLE_DIR)/check.sh "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" \
+	  "$$($(SWIFT) build --package-path $(EXAMPLE_DIR) --scratch-path $(EXAMPLE_BUILD) --show-bin-path $(SWIFT_FLAGS))/HummingbirdPush"
 
 ## demo: `apnsctl demo`: client, local APNs server (TLS on loopback) and a simulated device in one
 ## process; prints a checked timeline and a 10,000-token bulk summary. No Apple account, no network.
@@ -90,4 +103,4 @@ bench: deps
 	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" transport --requests 100000 --in-flight 100 --h2load
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-readme $(VENV)
+	rm -rf .build .build-asan .build-tsan .build-readme .build-example $(VENV)

@@ -52,6 +52,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // The client's spans (one per send, one per bulk): the ecosystem's tracing API, NIO-free; a
+        // no-op unless the app bootstraps a tracer. Its InMemoryTracing product checks spans in tests.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // `apnsctl serve --metrics-port`: the local server's counters in Prometheus text. Depends on
+        // swift-metrics and swift-atomics only; linked by apnsctl alone, never by the libraries.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // MARK: C system libraries
@@ -98,6 +104,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -174,6 +181,8 @@ let package = Package(
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                // `serve --metrics-port`: the local server's counters in Prometheus text.
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -245,6 +254,8 @@ let package = Package(
                 "ForgeTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -258,6 +269,8 @@ let package = Package(
             dependencies: [
                 "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice",
                 "ForgeNotificationTypes", "ForgeTestSupport",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),

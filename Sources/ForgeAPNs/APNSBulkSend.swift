@@ -2,6 +2,7 @@ public import ForgeAPNsCore
 internal import ForgeSupport
 internal import Logging
 internal import Synchronization
+internal import Tracing
 
 /// What happened to one token of a bulk send. Every token gets exactly one.
 public struct APNSBulkVerdict: Sendable {
@@ -366,8 +367,10 @@ extension APNSClient {
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048
     ) -> APNSBulkSend where Tokens.Element == String {
-        APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel, reading in
-            await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel, reading: reading)
+        // The bulk's span is a child of the caller's span, though its work runs under the client's run().
+        let context = self.tracer == nil ? .topLevel : ServiceContext.current ?? .topLevel
+        return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel, reading in
+            await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel, reading: reading, context: context)
         }
     }
 
@@ -387,8 +390,12 @@ extension APNSClient {
 
     private func runBulk<Tokens: AsyncSequence>(
         _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?, channel: VerdictChannel,
-        reading: ReadingSwitch
+        reading: ReadingSwitch, context: ServiceContext
     ) async where Tokens.Element == String {
+        // One span for the whole bulk, none per push: a million tokens make one span.
+        let span = self.tracer?.startSpan(ClientTracing.bulkSpan, context: context, ofKind: .client)
+        defer { span?.end() }
+        if let span, span.isRecording { ClientTracing.describe(pushType: prepared.pushType, topic: prepared.topic.rawValue, on: span) }
         // Workers, not a task per token: each worker takes a few tokens at a time from the shared
         // feed, sends them one by one and hands each verdict over, so a token costs no task
         // creation and no wake-up of a coordinator. More workers start as the pool's open streams
@@ -421,6 +428,7 @@ extension APNSClient {
             "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
             "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
         ])
+        if let span, span.isRecording { ClientTracing.record(summary, on: span) }
         channel.finish(summary)
     }
 

@@ -6,6 +6,7 @@ internal import Metrics
 internal import ForgeSupport
 internal import Synchronization
 public import ServiceLifecycle
+internal import Tracing
 
 /// Sends pushes to APNs over a pool of HTTP/2 connections: one provider token shared by the pool,
 /// reason-aware retries, replays of what the server never processed, and bulk sends with one
@@ -25,6 +26,9 @@ public final class APNSClient: Sendable {
     let tokens: APNSProviderTokenManager?
     let logger: Logger
     let metrics = ClientMetrics()
+    /// Where spans go: the configuration's tracer, else the one bootstrapped when the client was made;
+    /// `nil` for `NoOpTracer`, so that sends without tracing do not even start a no-op span.
+    let tracer: (any Tracer)?
     private let lifecycle = LockedBox(Lifecycle())
     /// Work ``run()`` runs as child tasks: bulk sends' producers, a graceful shutdown.
     private let background: AsyncStream<BackgroundWork>
@@ -75,6 +79,8 @@ public final class APNSClient: Sendable {
         self.transport = transport
         self.channelTransport = channelTransport ?? transport
         self.logger = configuration.logger
+        let tracer = configuration.tracer ?? InstrumentationSystem.tracer
+        self.tracer = tracer is NoOpTracer ? nil : tracer
         (self.background, self.backgroundInput) = AsyncStream.makeStream(of: BackgroundWork.self)
         switch configuration.authentication.base {
         case .jwt(let key, let keyID, let teamID, let refreshAge):

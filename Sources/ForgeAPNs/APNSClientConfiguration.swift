@@ -3,6 +3,7 @@ public import ForgeCrypto
 public import Logging
 public import struct Foundation.Data
 internal import ForgeHTTP2
+public import Tracing
 
 extension APNSClient {
     /// Everything a client needs, with documented defaults. A value type: build one, pass it to
@@ -30,6 +31,10 @@ extension APNSClient {
         /// An outbound proxy every connection tunnels through (HTTP CONNECT or SOCKS5); `nil`
         /// (the default) connects directly. The environment is not read: apnsctl does that.
         public var proxy: Proxy?
+        /// Where the client's spans go (one per send, one per bulk send; see the README's "Operating
+        /// it"). `nil`, the default: the tracer bootstrapped with `InstrumentationSystem` when the
+        /// client is made, a no-op unless the app bootstrapped one.
+        public var tracer: (any Tracer)?
 
         /// Creates a configuration; everything but the credentials and environment has a default.
         public init(
@@ -41,7 +46,8 @@ extension APNSClient {
             retry: RetryPolicy = RetryPolicy(),
             logger: Logger = APNSClient.Configuration.silentLogger,
             clock: any APNSWallClock = .system,
-            proxy: Proxy? = nil
+            proxy: Proxy? = nil,
+            tracer: (any Tracer)? = nil
         ) {
             self.proxy = proxy
             self.authentication = authentication
@@ -52,6 +58,7 @@ extension APNSClient {
             self.retry = retry
             self.logger = logger
             self.clock = clock
+            self.tracer = tracer
         }
     }
 

@@ -2,6 +2,7 @@ internal import ForgeAPNsCore
 internal import ForgeCrypto
 internal import Logging
 internal import Metrics
+internal import Tracing
 
 /// The one send engine: `send`, `sendBulk`, broadcasts and the channel API all come here.
 ///
@@ -139,11 +140,18 @@ extension APNSClient {
         APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome")
     )
 
-    /// Sends one request as ``execute(_:pushType:deadline:channelAPI:)`` does.
+    /// Sends one request as ``execute(_:pushType:deadline:channelAPI:)`` does, in a span of its own
+    /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     func executeOne(
         _ request: APNSHTTPRequest, pushType: APNSPushType, deadline: ContinuousClock.Instant, channelAPI: Bool = false
     ) async throws(APNSError) -> APNSSendResult {
-        try await self.execute([request], pushType: pushType, deadline: deadline, channelAPI: channelAPI)[0].get()
+        let span = self.tracer?.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
+        defer { span?.end() }
+        let recording = span?.isRecording == true
+        if recording, let span { ClientTracing.describe(pushType: pushType, topic: request[header: "apns-topic"], on: span) }
+        let outcome = await self.execute([request], pushType: pushType, deadline: deadline, channelAPI: channelAPI)[0]
+        if recording, let span { ClientTracing.record(outcome, on: span) }
+        return try outcome.get()
     }
 
     /// Signs a new provider token in place of `expired` (others sharing it see the new one).

@@ -39,6 +39,9 @@ public struct LocalAPNsJudgement: Sendable {
     public var fault: LocalAPNsFault?
     /// The connection.
     public var connectionID: UInt64
+    /// How long the request waits for its answer at the server: the judging, plus the time the
+    /// answer is held (``HTTP2ServerConfiguration/responseDelay`` and a ``LocalAPNsFault/delay(_:)``).
+    public var duration: Duration
 }
 
 /// A local APNs-compatible HTTP/2 server on loopback: it judges each request as APNs does
@@ -136,8 +139,12 @@ public final class LocalAPNsServer: Sendable {
         http2.settings = Self.apnsSettings(
             maxConcurrentStreams: configuration.oneStreamUntilFirstPush ? 1 : configuration.maxConcurrentStreams
         )
+        let hold = http2.responseDelay
         let server = try HTTP2Server.start(http2) { request, responder in
-            Self.handle(request, responder: responder, state: state, configuration: configuration, clock: clock, observer: observer)
+            Self.handle(
+                request, responder: responder, state: state, configuration: configuration, clock: clock,
+                hold: hold, observer: observer
+            )
         }
         let idle = configuration.idleTimeout
         // One task, awaited by shutdown(), whose children do the background work: nothing outlives the server.
@@ -166,9 +173,10 @@ public final class LocalAPNsServer: Sendable {
 
     private static func handle(
         _ request: HTTP2ServerRequest, responder: HTTP2Responder, state: LockedBox<State>,
-        configuration: LocalAPNsConfiguration, clock: any APNSWallClock,
+        configuration: LocalAPNsConfiguration, clock: any APNSWallClock, hold: Duration,
         observer: (@Sendable (LocalAPNsJudgement) -> Void)?
     ) -> HTTP2Response? {
+        let arrived = observer == nil ? nil : ContinuousClock.now
         let now = clock.now
         let judged = APNsJudge.Request(
             method: request.method, path: request.path, headers: request.headers.map { (name: $0.name, value: $0.value) },
@@ -223,8 +231,12 @@ public final class LocalAPNsServer: Sendable {
             return (fault, verdict, settings)
         }
         if let settings { connection.updateSettings(Self.apnsSettings(maxConcurrentStreams: settings)) }
-        if let observer, let verdict {
-            observer(LocalAPNsJudgement(date: now, verdict: verdict, fault: fault, connectionID: connection.id))
+        if let observer, let verdict, let arrived {
+            var held = hold
+            if case .delay(let extra) = fault { held += extra }
+            observer(LocalAPNsJudgement(
+                date: now, verdict: verdict, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held
+            ))
         }
         switch fault {
         case .reset(let code):

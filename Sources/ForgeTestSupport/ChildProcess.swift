@@ -239,20 +239,27 @@ public final class ChildProcess: Sendable {
     /// Waits at most `timeout` until standard output contains `text`, or has ended without it;
     /// whether it contains `text`. Blocks the calling thread.
     public func waitForStandardOutput(containing text: String, timeout: Duration) -> Bool {
-        self.wait(for: text, in: \.stdout, timeout: timeout)
+        let needle = Array(text.utf8)
+        return self.wait(for: \.stdout, timeout: timeout) { $0.firstRange(of: needle) != nil }
     }
 
     /// The same for standard error.
     public func waitForStandardError(containing text: String, timeout: Duration) -> Bool {
-        self.wait(for: text, in: \.stderr, timeout: timeout)
+        let needle = Array(text.utf8)
+        return self.wait(for: \.stderr, timeout: timeout) { $0.firstRange(of: needle) != nil }
     }
 
-    private func wait(for text: String, in stream: KeyPath<Captured, [UInt8]>, timeout: Duration) -> Bool {
-        let needle = Array(text.utf8)
+    /// Waits at most `timeout` until standard output has `count` complete lines, or has ended
+    /// without them; whether it has them. Blocks the calling thread.
+    public func waitForStandardOutput(lines count: Int, timeout: Duration) -> Bool {
+        self.wait(for: \.stdout, timeout: timeout) { bytes in bytes.lazy.filter { $0 == UInt8(ascii: "\n") }.count >= count }
+    }
+
+    private func wait(for stream: KeyPath<Captured, [UInt8]>, timeout: Duration, until done: ([UInt8]) -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
             let (found, ended) = self.captured.withLock { captured in
-                (captured[keyPath: stream].firstRange(of: needle) != nil, captured.open == 0)
+                (done(captured[keyPath: stream]), captured.open == 0)
             }
             if found { return true }
             if ended || ContinuousClock.now >= deadline { return false }

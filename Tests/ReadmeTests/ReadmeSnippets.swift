@@ -1,5 +1,6 @@
 import ForgeLoopback
 import Foundation
+import Tracing
 
 // Every ```swift block of README.md appears here line for line, without its imports (ReadmeTests
 // checks it), so that the in-package tests can run them against the local server. The oracle that
@@ -159,4 +160,16 @@ func readmeFromSecrets(secrets: [String: String], p12Data: Data) throws -> (APNS
         environment: .sandbox
     )
     return (fromSecrets, withCertificate)
+}
+
+/// README, "Operating it": the client's spans under the app's own.
+func readmeTracing(configuration: APNSClient.Configuration, tracer: any Tracer, deviceToken: DeviceToken) async throws {
+    var traced = configuration
+    traced.tracer = tracer  // nil, the default: InstrumentationSystem.tracer (swift-otel's, say)
+    try await withAPNSClient(configuration: traced) { client in
+        let alert = APNSAlertNotification(alert: APNSAlert(title: "Paid", body: "Thank you"), topic: try APNSBundleID("com.example.shop"))
+        try await tracer.withSpan("checkout") { _ in           // the app's span
+            _ = try await client.send(alert, to: deviceToken)   // its child: "APNs send"
+        }
+    }
 }

@@ -6,7 +6,9 @@ import ForgeLoopback
 import ForgeSimulatedDevice
 import ForgeTestSupport
 import Foundation
+import InMemoryTracing
 import Testing
+import Tracing
 
 private let keys = KeysExample.directory.path
 
@@ -76,6 +78,20 @@ struct ReadmeTests {
         #expect(server.accepted.count == 4 + 49)
         #expect(!server.accepted.contains { $0.token == String(format: "%064x", 7) })
         await server.shutdown()
+    }
+
+    @Test("The tracing snippet: one 'APNs send' span, a child of the app's 'checkout' span")
+    func tracingSnippetRuns() async throws {
+        let (server, configuration) = try localServer()
+        let tracer = InMemoryTracer()
+        try await readmeTracing(configuration: configuration, tracer: tracer, deviceToken: try DeviceToken(String(repeating: "ab", count: 32)))
+        await server.shutdown()
+        let spans = tracer.finishedSpans
+        let send = try #require(spans.first { $0.operationName == "APNs send" })
+        let checkout = try #require(spans.first { $0.operationName == "checkout" })
+        #expect(spans.count == 2)
+        #expect(send.parentSpanID == checkout.spanID)
+        #expect(send.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
     }
 
     @Test("The several-devices snippet: each device gets its own push; the scene connects before the router")

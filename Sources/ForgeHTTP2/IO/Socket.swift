@@ -316,6 +316,34 @@ final class WakePipe: @unchecked Sendable {
     }
 }
 
+/// Accepts connections on `listener` until `stopping()` says so: waits in `poll` for a client or
+/// for `waker`, and hands each accepted socket to `accepted`, on the calling thread. Out of
+/// descriptors or memory (EMFILE, ENFILE, ENOBUFS) the listener stays readable, so it backs off
+/// briefly instead of spinning; pending clients wait in the backlog.
+func acceptConnections(on listener: Socket, waker: WakePipe, until stopping: () -> Bool, _ accepted: (Socket) -> Void) {
+    var descriptors = [
+        pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: waker.readDescriptor, events: Int16(POLLIN), revents: 0),
+    ]
+    while !stopping() {
+        descriptors[0].revents = 0
+        descriptors[1].revents = 0
+        if poll(&descriptors, 2, -1) < 0 && errno != EINTR { break }
+        if descriptors[1].revents != 0 { waker.drain() }
+        while true {
+            let socket: Socket
+            do {
+                guard let next = try listener.accept() else { break }
+                socket = next
+            } catch {
+                usleep(10_000)
+                break
+            }
+            accepted(socket)
+        }
+    }
+}
+
 /// Monotonic time in nanoseconds, for deadlines and timers.
 func monotonicNanoseconds() -> UInt64 {
     var time = timespec()

@@ -199,40 +199,20 @@ private final class Acceptor: @unchecked Sendable {
     }
 
     func run() {
-        var descriptors = [
-            pollfd(fd: self.listener.descriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: self.waker.readDescriptor, events: Int16(POLLIN), revents: 0),
-        ]
-        while !self.shared.withLock({ $0.stopping }) {
-            descriptors[0].revents = 0
-            descriptors[1].revents = 0
-            if poll(&descriptors, 2, -1) < 0 && errno != EINTR { break }
-            if descriptors[1].revents != 0 { self.waker.drain() }
-            while true {
-                let socket: Socket
-                do {
-                    guard let accepted = try self.listener.accept() else { break }
-                    socket = accepted
-                } catch {
-                    // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): the listener stays readable,
-                    // so back off briefly instead of spinning; pending clients wait in the backlog.
-                    usleep(10_000)
-                    break
-                }
-                self.nextID += 1
-                let settings = self.shared.withLock { $0.settings }
-                guard let connection = try? HTTP2ServerConnection(id: self.nextID, peerAddress: socket.peerAddress, server: self.shared)
-                else { continue }  // dropping `socket` closes it: the client sees the connection refused
-                let loop = ServerLoop(
-                    connection: connection, socket: socket, context: self.context, configuration: self.configuration,
-                    settings: settings, handler: self.handler
-                )
-                self.shared.withLock { $0.open[connection.id] = connection }
-                self.yield(connection)
-                let thread = Thread { loop.run() }
-                thread.name = "forge-h2-server-\(self.nextID)"
-                thread.start()
-            }
+        acceptConnections(on: self.listener, waker: self.waker, until: { self.shared.withLock { $0.stopping } }) { socket in
+            self.nextID += 1
+            let settings = self.shared.withLock { $0.settings }
+            guard let connection = try? HTTP2ServerConnection(id: self.nextID, peerAddress: socket.peerAddress, server: self.shared)
+            else { return }  // dropping `socket` closes it: the client sees the connection refused
+            let loop = ServerLoop(
+                connection: connection, socket: socket, context: self.context, configuration: self.configuration,
+                settings: settings, handler: self.handler
+            )
+            self.shared.withLock { $0.open[connection.id] = connection }
+            self.yield(connection)
+            let thread = Thread { loop.run() }
+            thread.name = "forge-h2-server-\(self.nextID)"
+            thread.start()
         }
         self.finish()
         // Close every connection, then let shutdown() return when the last one has ended.

@@ -107,7 +107,6 @@ extension APNSCtl.Activity {
         var inputPushToken = false
 
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
-
         func check() throws {
             if self.options.channel != nil { throw ValidationError("A Live Activity starts with a push-to-start --token; --channel updates or ends one.") }
             if self.options.alertTitle == nil { throw ValidationError("Missing --alert-title: a push that starts a Live Activity must alert.") }

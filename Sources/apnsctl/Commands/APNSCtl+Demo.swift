@@ -31,7 +31,6 @@ extension APNSCtl {
         var tokens: Int = 10_000
 
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
-
         func check() throws {
             guard (1...1_000_000).contains(self.tokens) else { throw ValidationError("--tokens must be 1...1000000 (got \(self.tokens)).") }
         }

@@ -92,7 +92,6 @@ extension APNSCtl {
         var verbose = false
 
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
-
         func check() throws {
             if self.channelID != nil {
                 guard self.tokens.isEmpty else {

@@ -32,6 +32,10 @@ extension APNSCtl {
                 client (curl --cacert FILE, apnsctl send --ca-file FILE); it is written before the port \
                 is printed.
 
+                With --metrics-port, GET /metrics on that port (127.0.0.1, HTTP/1.1) serves Prometheus text: \
+                apns_local_requests_total by status, reason and push type, apns_local_request_duration_seconds, \
+                apns_local_connections_accepted. Its port is the second line on stdout (useful with --metrics-port 0).
+
                 Example:
                   apnsctl serve --port 0 --write-ca /tmp/apns-ca.pem --register-key AuthKey_ABC123DEFG.p8:ABC123DEFG:DEF123GHIJ \\
                       --topic com.example.forgepush --token 7c1d…:com.example.forgepush --json
@@ -113,6 +117,10 @@ extension APNSCtl {
         )
         var latency: Duration?
 
+        @Option(name: .customLong("metrics-port"),
+                help: "Serve Prometheus metrics on GET /metrics at 127.0.0.1 on this port; 0 lets the system choose (printed on the second line).")
+        var metricsPort: Int?
+
         @Flag(help: "One JSON object per judged request on stdout.")
         var json = false
 
@@ -124,9 +132,11 @@ extension APNSCtl {
         var printRequests = false
 
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
-
         func check() throws {
             guard (0...65_535).contains(self.port) else { throw ValidationError("--port must be 0...65535 (got \(self.port)).") }
+            if let metricsPort = self.metricsPort, !(0...65_535).contains(metricsPort) {
+                throw ValidationError("--metrics-port must be 0...65535 (got \(metricsPort)).")
+            }
             guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
             if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
             if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together.") }
@@ -145,7 +155,9 @@ extension APNSCtl {
         func run() async throws {
             try self.check()
             try await runReportingFailures {
-                let server = try self.startServer()
+                let metrics = self.metricsPort.map { _ in ServeMetrics() }
+                let server = try self.startServer(metrics: metrics)
+                let endpoint = try metrics.map { try self.serveMetrics($0, server: server) }
                 // Subscribed before the port is printed, so no push can come first.
                 let accepted = self.printRequests ? server.acceptedPushes() : nil
                 let requests = accepted.map { stream in Task { await Self.printAccepted(stream) } }
@@ -153,11 +165,14 @@ extension APNSCtl {
                 // has read the port must not find the signal ignored while the handler is set up.
                 let signals = await TerminationSignals.install()
                 Output.result(String(server.port))
+                if let endpoint { Output.result(String(endpoint.port)) }
                 let scheme = self.h2c ? "h2c" : "TLS"
                 let latency = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
                 Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
+                if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
                 let signal = await signals.next()
                 Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
+                await endpoint?.shutdown()
                 await server.shutdown()
                 await requests?.value  // the server's shutdown ends the stream: every accepted push is printed
             }
@@ -177,7 +192,15 @@ extension APNSCtl {
             }
         }
 
-        private func startServer() throws -> LocalAPNsServer {
+        private func serveMetrics(_ metrics: ServeMetrics, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
+            do {
+                return try metrics.serve(host: "127.0.0.1", port: self.metricsPort ?? 0, server: server)
+            } catch {
+                throw CLIFailure(message: "--metrics-port: cannot serve metrics: \(error)", exitCode: CLIExit.unavailable)
+            }
+        }
+
+        private func startServer(metrics: ServeMetrics?) throws -> LocalAPNsServer {
             var tls: HTTP2ServerTLSConfiguration?
             if !self.h2c {
                 if let ca = self.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
@@ -218,9 +241,12 @@ extension APNSCtl {
             )
             let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local, lenient: self.lenientTokens)
             var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
-            if !self.quiet {
-                let printer = JudgementPrinter(json: self.json)
-                observer = { printer.print($0) }
+            let printer = self.quiet ? nil : JudgementPrinter(json: self.json)
+            if printer != nil || metrics != nil {
+                observer = { judgement in
+                    metrics?.record(judgement)
+                    printer?.print(judgement)
+                }
             }
             // Written once every flag is known good, before the port is printed: a client that read
             // the port finds the CA.

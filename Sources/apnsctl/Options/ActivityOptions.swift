@@ -59,7 +59,6 @@ struct ActivityOptions: ParsableArguments {
     var verbose = false
 
     /// Rules between flags; run() checks them first, once the parser has refused unknown options.
-
     func check() throws {
         if self.token != nil, self.channel != nil { throw ValidationError("Give --token or --channel, not both.") }
         if self.token == nil, self.channel == nil { throw ValidationError("Missing --token (the activity's push token) or --channel.") }
