@@ -9,7 +9,8 @@ public import ServiceLifecycle
 
 /// Sends pushes to APNs over a pool of HTTP/2 connections: one provider token shared by the pool,
 /// reason-aware retries, replays of what the server never processed, and bulk sends with one
-/// verdict per token.
+/// verdict per token. With several credentials (``Configuration/init(credentials:environment:tls:timeouts:pool:retry:logger:clock:proxy:)``),
+/// one pool and one provider token per credential, each push going with its topic's credential.
 ///
 /// ```swift
 /// try await withAPNSClient(configuration: configuration) { client in
