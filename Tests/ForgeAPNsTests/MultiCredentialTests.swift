@@ -4,6 +4,7 @@ import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
 import ForgeTestSupport
+import InMemoryLogging
 import Foundation
 import Logging
 import Testing
@@ -209,6 +210,24 @@ struct MultiCredentialTests {
             }
         }
         #expect(server.accepted.isEmpty)
+        await server.shutdown()
+    }
+
+    @Test("Logs name each credential as TEAMID/KEYID, never the key or a token")
+    func logsNameTheCredential() async throws {
+        let server = try Self.server()
+        let capture = LogCapture()
+        var configuration = Self.configuration(server, credentials: Self.twoTeams)
+        configuration.logger = capture.logger(label: "test.teams")
+        try await withAPNSClient(configuration: configuration) { client in
+            _ = try await client.sendBulk(Self.alert(Self.appA), to: [token(1)]).summary()
+            _ = try await client.sendBulk(Self.alert(Self.appB), to: [token(2)]).summary()
+        }
+        let finished = capture.entries.filter { "\($0.message)" == "bulk send finished" }
+        #expect(finished.map { $0.metadata["apns.credential"].map { "\($0)" } } == ["FORGETEAM1/FORGEKEY01", "FORGETEAM2/FORGEKEY02"],
+                "\(capture.lines)")
+        let text = capture.lines.joined(separator: "\n")
+        #expect(!text.contains("PRIVATE KEY") && !text.contains("bearer ") && !text.contains("eyJ"))
         await server.shutdown()
     }
 
