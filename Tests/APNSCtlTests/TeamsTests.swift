@@ -98,7 +98,7 @@ struct TeamsTests {
         #expect(try statuses(served.stdout) == [200, 200, 200, 403], "\(served.stdout)")
     }
 
-    @Test("A --credential that cannot be used: 64 for its shape, 65 for a bad id, 66 for a missing key file, before anything is sent")
+    @Test("A --credential that cannot be used: 64 for its shape (and in doctor), 65 for a bad id, 66 for a missing key file, before anything is sent")
     func badCredentialFlags() throws {
         let base = ["send", "--url", "https://127.0.0.1:9", "--topic", appA, "--token", token(0), "--title", "Hi"]
         let shape = try CommandRunner.run(base + ["--credential", "\(keyA):FORGEKEY01:FORGETEAM1"])
@@ -112,5 +112,7 @@ struct TeamsTests {
         #expect(missing.exitCode == 66 && missing.stderr.contains("--credential"), "\(missing.stderr)")
         let twice = try CommandRunner.run(base + ["--credential", credentialA, "--credential", "\(appA)=\(keyB):FORGEKEY02:FORGETEAM2"])
         #expect(twice.exitCode == 65 && twice.stderr.contains("'com.teama.app' is already served by credentials[0]"), "\(twice.stderr)")
+        let doctor = try CommandRunner.run(["doctor", "--credential", credentialA, "--topic", appA])
+        #expect(doctor.exitCode == 64 && doctor.stderr.contains("doctor checks one credential"), "\(doctor.stderr)")
     }
 }
