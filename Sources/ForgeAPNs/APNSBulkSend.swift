@@ -401,6 +401,14 @@ extension APNSClient {
         // creation and no wake-up of a coordinator. More workers start as the pool's open streams
         // grow (one until the first push succeeds, then the server's limit), up to the cap.
         let feed = TokenFeed(tokens.makeAsyncIterator(), reading: reading)
+        // One topic, one credential: its pool sizes the workers. With none serving the topic, every
+        // token is rejected unsent (one worker is enough for that).
+        let route: Result<CredentialRoute, APNSError>
+        do throws(APNSError) {
+            route = .success(try self.route(forBundleID: CredentialTable.bundleID(of: prepared)))
+        } catch {
+            route = .failure(error)
+        }
         let tally = LockedBox(APNSBulkSummary())
         let started = ContinuousClock.now
         // Workers are only ever added; each sizes its next batch by how many there are now.
@@ -409,13 +417,16 @@ extension APNSClient {
             func spawn() {
                 workers.withLock { $0 += 1 }
                 group.addTask {
-                    await self.bulkWorker(prepared, feed: feed, workers: workers, deadline: deadline, channel: channel, tally: tally)
+                    await self.bulkWorker(
+                        prepared, route: route, feed: feed, workers: workers, deadline: deadline, channel: channel, tally: tally
+                    )
                 }
             }
             spawn()
             while await feed.waitForProgress() {
                 // Requests in flight follow the pool's open streams, up to the cap; a worker keeps a batch in flight.
-                let wanted = self.bulkWorkersWanted(capacity: self.transport.capacity)
+                guard case .success(let route) = route else { continue }
+                let wanted = self.bulkWorkersWanted(capacity: route.transport.capacity)
                 while workers.withLock({ $0 }) < wanted { spawn() }
             }
         }
@@ -424,7 +435,7 @@ extension APNSClient {
         summary.inputError = feed.inputError
         summary.stoppedReading = feed.stoppedReading
         summary.duration = .now - started
-        self.logger.info("bulk send finished", metadata: [
+        ((try? route.get())?.logger ?? self.logger).info("bulk send finished", metadata: [
             "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
             "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
         ])
@@ -435,10 +446,14 @@ extension APNSClient {
     /// Sends the feed's tokens in batches (``bulkBatch(workers:capacity:)``) through the send engine,
     /// which owns retries, replays and provider-token renewal: a bulk send is batching, nothing more.
     private func bulkWorker(
-        _ prepared: APNSPreparedNotification, feed: TokenFeed, workers: LockedBox<Int>, deadline: ContinuousClock.Instant?,
-        channel: VerdictChannel, tally: LockedBox<APNSBulkSummary>
+        _ prepared: APNSPreparedNotification, route: Result<CredentialRoute, APNSError>, feed: TokenFeed, workers: LockedBox<Int>,
+        deadline: ContinuousClock.Instant?, channel: VerdictChannel, tally: LockedBox<APNSBulkSummary>
     ) async {
-        while let batch = await feed.take(self.bulkBatch(workers: workers.withLock { $0 }, capacity: self.transport.capacity)) {
+        func batchSize() -> Int {
+            guard case .success(let route) = route else { return Self.maximumBulkBatch }
+            return self.bulkBatch(workers: workers.withLock { $0 }, capacity: route.transport.capacity)
+        }
+        while let batch = await feed.take(batchSize()) {
             var outcomes = [APNSBulkVerdict.Outcome?](repeating: nil, count: batch.count)
             var requests: [APNSHTTPRequest] = []
             var slots: [Int] = []
@@ -457,9 +472,15 @@ extension APNSClient {
                 }
             }
             if !requests.isEmpty {
-                let results = await self.execute(
-                    requests, pushType: prepared.pushType, deadline: deadline ?? .now + self.configuration.timeouts.request
-                )
+                let results: [Result<APNSSendResult, APNSError>]
+                switch route {
+                case .success(let route):
+                    results = await self.execute(
+                        requests, pushType: prepared.pushType, route: route, deadline: deadline ?? .now + self.configuration.timeouts.request
+                    )
+                case .failure(let error):
+                    results = Array(repeating: .failure(error), count: requests.count)
+                }
                 for (position, slot) in slots.enumerated() {
                     switch results[position] {
                     case .success(let result): outcomes[slot] = .accepted(result)

@@ -18,7 +18,8 @@ extension APNSClient {
     ) async throws(APNSError) -> APNSChannelID {
         let body = #"{"message-storage-policy":\#(storagePolicy.rawValue),"push-type":"LiveActivity"}"#
         let request = APNSHTTPRequest(method: "POST", path: Self.channelsPath(bundleID), headers: [], body: Array(body.utf8))
-        let response = try await self.executeOne(request, pushType: .liveactivity, deadline: self.deadline(deadline), channelAPI: true).response
+        let response = try await self.executeOne(request, pushType: .liveactivity, bundleID: bundleID.rawValue, deadline: self.deadline(deadline),
+                                                 channelAPI: true).response
         guard let text = response[header: "apns-channel-id"], let id = try? APNSChannelID(text) else {
             throw APNSError(kind: .transport, status: response.status, detail: "the channel API answered without a valid apns-channel-id")
         }
@@ -31,7 +32,8 @@ extension APNSClient {
     ) async throws(APNSError) -> APNSMessageStoragePolicy {
         let request = APNSHTTPRequest(method: "GET", path: Self.channelsPath(bundleID),
                                       headers: [APNSHeaderField("apns-channel-id", channel.rawValue)], body: [])
-        let response = try await self.executeOne(request, pushType: .liveactivity, deadline: self.deadline(deadline), channelAPI: true).response
+        let response = try await self.executeOne(request, pushType: .liveactivity, bundleID: bundleID.rawValue, deadline: self.deadline(deadline),
+                                                 channelAPI: true).response
         guard let object = Self.object(response.body), let raw = object["message-storage-policy"] as? Int,
             let policy = APNSMessageStoragePolicy(rawValue: raw)
         else {
@@ -46,14 +48,16 @@ extension APNSClient {
     ) async throws(APNSError) {
         let request = APNSHTTPRequest(method: "DELETE", path: Self.channelsPath(bundleID),
                                       headers: [APNSHeaderField("apns-channel-id", channel.rawValue)], body: [])
-        _ = try await self.executeOne(request, pushType: .liveactivity, deadline: self.deadline(deadline), channelAPI: true)
+        _ = try await self.executeOne(request, pushType: .liveactivity, bundleID: bundleID.rawValue, deadline: self.deadline(deadline),
+                                                 channelAPI: true)
     }
 
     /// Lists the app's channels (`GET /1/apps/<bundle>/all-channels`). Apple's page also says the
     /// body may be empty; that reads as no channels.
     public func channels(bundleID: APNSBundleID, deadline: ContinuousClock.Instant? = nil) async throws(APNSError) -> [APNSChannelID] {
         let request = APNSHTTPRequest(method: "GET", path: "/1/apps/\(bundleID.rawValue)/all-channels", headers: [], body: [])
-        let response = try await self.executeOne(request, pushType: .liveactivity, deadline: self.deadline(deadline), channelAPI: true).response
+        let response = try await self.executeOne(request, pushType: .liveactivity, bundleID: bundleID.rawValue, deadline: self.deadline(deadline),
+                                                 channelAPI: true).response
         guard !response.body.isEmpty else { return [] }
         guard let object = Self.object(response.body), let ids = object["channels"] as? [String] else {
             throw APNSError(kind: .transport, status: response.status, detail: "the channel API answered an unreadable list")

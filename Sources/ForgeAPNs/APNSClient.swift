@@ -10,7 +10,8 @@ internal import Tracing
 
 /// Sends pushes to APNs over a pool of HTTP/2 connections: one provider token shared by the pool,
 /// reason-aware retries, replays of what the server never processed, and bulk sends with one
-/// verdict per token.
+/// verdict per token. With several credentials (``Configuration/init(credentials:environment:tls:timeouts:pool:retry:logger:clock:proxy:)``),
+/// one pool and one provider token per credential, each push going with its topic's credential.
 ///
 /// ```swift
 /// try await withAPNSClient(configuration: configuration) { client in
@@ -20,12 +21,15 @@ internal import Tracing
 public final class APNSClient: Sendable {
     /// The configuration it was made with.
     public let configuration: Configuration
-    let transport: any APNSTransport
-    /// The channel management endpoint's transport (the same one when the endpoint is the same).
-    let channelTransport: any APNSTransport
-    let tokens: APNSProviderTokenManager?
+    /// One per credential of the configuration, in its order: pools, provider tokens, metrics.
+    let routes: [CredentialRoute]
+    /// Which route serves which bundle id.
+    let table: CredentialTable
+    /// The transports ``run()`` runs and ``shutdown(gracePeriod:)`` closes, each once.
+    private let transports: [any APNSTransport]
+    /// The credentials' push transports, each once (no channel-API transport).
+    private let pushTransports: [any APNSTransport]
     let logger: Logger
-    let metrics = ClientMetrics()
     /// Where spans go: the configuration's tracer, else the one bootstrapped when the client was made;
     /// `nil` for `NoOpTracer`, so that sends without tracing do not even start a no-op span.
     let tracer: (any Tracer)?
@@ -47,52 +51,115 @@ public final class APNSClient: Sendable {
         case shutdown(Duration)
     }
 
-    /// Creates a client over a pool of connections to `configuration.environment`. The client
-    /// certificate and the CA file are loaded and checked here, once, and the TLS context they make
-    /// serves every connection. Nothing connects until ``run()`` runs (``withAPNSClient(configuration:isolation:_:)``
-    /// runs it).
+    /// Creates a client over a pool of connections to `configuration.environment` for each
+    /// credential. Client certificates and the CA file are loaded and checked here, once, and the
+    /// TLS context they make serves every connection of that credential. The pools are made here,
+    /// all of them (a pool is cheap until it connects), so a bad credential fails now and ``run()``
+    /// owns a fixed set of pools; nothing connects until ``run()`` runs (``withAPNSClient(configuration:isolation:_:)``
+    /// runs it) and a push for that credential comes.
     /// - Throws: ``APNSError`` of kind `invalidNotification` for a bad configuration (a refresh
-    ///   age outside 20-55 minutes, cleartext or an insecure mode for a non-loopback host), of kind
+    ///   age outside 20-55 minutes, cleartext or an insecure mode for a non-loopback host, a
+    ///   credential list without credentials, with an empty topic list, or naming a bundle id twice), of kind
     ///   `credentials` for a client certificate, key, PKCS#12 file or password, or a CA file that
     ///   cannot be used (the detail names the field and the rule).
     public convenience init(configuration: Configuration) throws {
-        let pool = ConnectionPool(
-            configuration: try Self.http2Configuration(configuration, endpoint: configuration.environment),
-            authority: configuration.environment.authority, limits: Self.limits(configuration, connections: configuration.pool.maximumConnections),
-            logger: configuration.logger
-        )
-        var channels: (any APNSTransport)?
-        let channelEndpoint = configuration.environment.channelManagement
-        if channelEndpoint != configuration.environment {
-            channels = ConnectionPool(
-                configuration: try Self.http2Configuration(configuration, endpoint: channelEndpoint),
-                authority: channelEndpoint.authority, limits: Self.limits(configuration, connections: 1), logger: configuration.logger
+        let table = try CredentialTable(configuration.credentials)
+        let labelled = configuration.credentials.count > 1
+        var transports: [(any APNSTransport, (any APNSTransport)?)] = []
+        for credential in configuration.credentials {
+            let logger = Self.logger(configuration, credential: credential, labelled: labelled)
+            let dimensions = labelled ? [("credential", credential.authentication.label)] : []
+            let pool = ConnectionPool(
+                configuration: try Self.http2Configuration(configuration, endpoint: configuration.environment,
+                                                           authentication: credential.authentication),
+                authority: configuration.environment.authority,
+                limits: Self.limits(configuration, connections: configuration.pool.maximumConnections),
+                logger: logger, dimensions: dimensions
             )
+            var channels: (any APNSTransport)?
+            let channelEndpoint = configuration.environment.channelManagement
+            if channelEndpoint != configuration.environment {
+                channels = ConnectionPool(
+                    configuration: try Self.http2Configuration(configuration, endpoint: channelEndpoint,
+                                                               authentication: credential.authentication),
+                    authority: channelEndpoint.authority, limits: Self.limits(configuration, connections: 1), logger: logger,
+                    dimensions: dimensions + [("endpoint", "channels")]
+                )
+            }
+            transports.append((pool, channels))
         }
-        try self.init(configuration: configuration, transport: pool, channelTransport: channels)
+        try self.init(configuration: configuration, table: table, transports: transports)
     }
 
-    /// Creates a client over another transport, such as `ForgeAPNsTesting`'s in-process one in unit tests.
+    /// Creates a client over another transport, such as `ForgeAPNsTesting`'s in-process one in unit
+    /// tests. Every credential of the configuration sends through it (each with its own provider token).
     /// - Parameter channelTransport: the channel API's transport; `transport` by default.
-    public init(configuration: Configuration, transport: any APNSTransport, channelTransport: (any APNSTransport)? = nil) throws {
+    public convenience init(configuration: Configuration, transport: any APNSTransport, channelTransport: (any APNSTransport)? = nil) throws {
+        let table = try CredentialTable(configuration.credentials)
+        try self.init(
+            configuration: configuration, table: table,
+            transports: Array(repeating: (transport, channelTransport), count: configuration.credentials.count)
+        )
+    }
+
+    /// - Parameter transports: for each credential, its transport and its channel API's (`nil`: the same).
+    private init(
+        configuration: Configuration, table: CredentialTable, transports: [(any APNSTransport, (any APNSTransport)?)]
+    ) throws {
         self.configuration = configuration
-        self.transport = transport
-        self.channelTransport = channelTransport ?? transport
+        self.table = table
         self.logger = configuration.logger
         let tracer = configuration.tracer ?? InstrumentationSystem.tracer
         self.tracer = tracer is NoOpTracer ? nil : tracer
         (self.background, self.backgroundInput) = AsyncStream.makeStream(of: BackgroundWork.self)
-        switch configuration.authentication.base {
-        case .jwt(let key, let keyID, let teamID, let refreshAge):
-            do {
-                self.tokens = try APNSProviderTokenManager(key: key, keyID: keyID, teamID: teamID, refreshAge: refreshAge,
-                                                           clock: configuration.clock)
-            } catch {
-                throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
-            }
-        case .certificate:
-            self.tokens = nil
+        let labelled = configuration.credentials.count > 1
+        var routes: [CredentialRoute] = []
+        var unique: [any APNSTransport] = []
+        var pushTransports: [any APNSTransport] = []
+        func own(_ transport: any APNSTransport, in list: inout [any APNSTransport]) {
+            if !list.contains(where: { $0 as AnyObject === transport as AnyObject }) { list.append(transport) }
         }
+        for (index, credential) in configuration.credentials.enumerated() {
+            let (transport, channels) = transports[index]
+            own(transport, in: &unique)
+            own(transport, in: &pushTransports)
+            if let channels { own(channels, in: &unique) }
+            var tokens: APNSProviderTokenManager?
+            switch credential.authentication.base {
+            case .jwt(let key, let keyID, let teamID, let refreshAge):
+                do {
+                    tokens = try APNSProviderTokenManager(key: key, keyID: keyID, teamID: teamID, refreshAge: refreshAge,
+                                                          clock: configuration.clock)
+                } catch {
+                    let field = labelled ? "credentials[\(index)] \(error.field)" : "\(error.field)"
+                    throw APNSError(kind: .invalidNotification, detail: "\(field) \(error.rule)")
+                }
+            case .certificate:
+                tokens = nil
+            }
+            let label = credential.authentication.label
+            routes.append(CredentialRoute(
+                label: label, transport: transport, channelTransport: channels ?? transport, tokens: tokens,
+                metrics: ClientMetrics(credential: labelled ? label : nil),
+                logger: Self.logger(configuration, credential: credential, labelled: labelled)
+            ))
+        }
+        self.routes = routes
+        self.transports = unique
+        self.pushTransports = pushTransports
+    }
+
+    /// The configuration's logger, with `apns.credential` metadata when there are several credentials.
+    private static func logger(_ configuration: Configuration, credential: Credential, labelled: Bool) -> Logger {
+        var logger = configuration.logger
+        if labelled { logger[metadataKey: "apns.credential"] = "\(credential.authentication.label)" }
+        return logger
+    }
+
+    /// The route of the credential that serves `bundleID`.
+    func route(forBundleID bundleID: String) throws(APNSError) -> CredentialRoute {
+        guard let index = self.table.index(forBundleID: bundleID) else { throw self.table.unserved(bundleID) }
+        return self.routes[index]
     }
 
     private static func limits(_ configuration: Configuration, connections: Int) -> PoolStateMachine.Limits {
@@ -106,11 +173,14 @@ public final class APNSClient: Sendable {
     /// and client identity, timeouts), for tools that probe the endpoint step by step.
     /// - Throws: ``APNSError`` of kind `invalidNotification` for an insecure or cleartext mode off
     ///   loopback, `credentials` for a client identity or CA file that cannot be used.
+    /// The first credential's identity is the one used.
     package static func connectionConfiguration(for configuration: Configuration) throws -> HTTP2ClientConfiguration {
-        try Self.http2Configuration(configuration, endpoint: configuration.environment)
+        try Self.http2Configuration(configuration, endpoint: configuration.environment, authentication: configuration.authentication)
     }
 
-    static func http2Configuration(_ configuration: Configuration, endpoint environment: APNSEnvironment) throws -> HTTP2ClientConfiguration {
+    static func http2Configuration(
+        _ configuration: Configuration, endpoint environment: APNSEnvironment, authentication: Authentication
+    ) throws -> HTTP2ClientConfiguration {
         let loopback = ["127.0.0.1", "::1", "localhost"].contains(environment.host) || environment.host.hasPrefix("127.")
         var tls: HTTP2TLSConfiguration?
         if configuration.tls.cleartextLoopbackOnly {
@@ -138,7 +208,7 @@ public final class APNSClient: Sendable {
                 trustRoots: trustRoots,
                 verification: configuration.tls.insecureLoopbackOnly ? .insecureLoopbackOnly : .full
             )
-            switch configuration.authentication.base {
+            switch authentication.base {
             case .jwt: break
             case .certificate(let identity, _):
                 options.clientIdentity = identity
@@ -160,15 +230,29 @@ public final class APNSClient: Sendable {
         )
     }
 
-    /// How many sends may usefully be in flight now: the pool's open streams (and one connection's
-    /// worth more while it may still grow).
-    public var window: Int { self.transport.capacity.window }
+    /// How many sends may usefully be in flight now: the pools' open streams (and one connection's
+    /// worth more while one may still grow), summed over the credentials' pools.
+    public var window: Int {
+        self.pushTransports.reduce(0) { $0 + $1.capacity.window }
+    }
 
-    /// Connections of the pool that are open and usable now (0 for other transports).
-    public var openConnections: Int { (self.transport as? ConnectionPool)?.openConnections ?? 0 }
+    /// Connections that are open and usable now, summed over the credentials' pools (0 for other
+    /// transports); ``openConnections(forBundleID:)`` counts one credential's.
+    public var openConnections: Int {
+        self.pushTransports.reduce(0) { $0 + (($1 as? ConnectionPool)?.openConnections ?? 0) }
+    }
 
-    /// How many provider tokens were signed so far (one per refresh, never one per push).
-    public var providerTokenSignings: Int { self.tokens?.signingCount ?? 0 }
+    /// Open connections of the pool of the credential serving `bundleID` (0 when none serves it).
+    public func openConnections(forBundleID bundleID: APNSBundleID) -> Int {
+        let index = self.table.index(forBundleID: CredentialTable.bundleID(ofTopic: bundleID.rawValue))
+        return index.flatMap { (self.routes[$0].transport as? ConnectionPool)?.openConnections } ?? 0
+    }
+
+    /// How many provider tokens were signed so far (one per refresh and key, never one per push),
+    /// summed over the credentials.
+    public var providerTokenSignings: Int {
+        self.routes.reduce(0) { $0 + ($1.tokens?.signingCount ?? 0) }
+    }
 
     var isShutDown: Bool { self.lifecycle.withLock { $0.shutDown } }
 
@@ -186,9 +270,8 @@ public final class APNSClient: Sendable {
         guard first else { throw APNSError(kind: .invalidNotification, detail: "run() was called twice on one client") }
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
-                group.addTask { await self.transport.run() }
-                if self.channelTransport as AnyObject !== self.transport as AnyObject {
-                    group.addTask { await self.channelTransport.run() }
+                for transport in self.transports {
+                    group.addTask { await transport.run() }
                 }
                 for await work in self.background {
                     switch work {
@@ -229,9 +312,11 @@ public final class APNSClient: Sendable {
             }
             return
         }
-        await self.transport.shutdown(gracePeriod: gracePeriod)
-        if self.channelTransport as AnyObject !== self.transport as AnyObject {
-            await self.channelTransport.shutdown(gracePeriod: gracePeriod)
+        // All pools together: each gets the whole grace period, not what the previous one left.
+        await withDiscardingTaskGroup { group in
+            for transport in self.transports {
+                group.addTask { await transport.shutdown(gracePeriod: gracePeriod) }
+            }
         }
         self.backgroundInput.finish()
         let waiters = self.lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -266,7 +351,7 @@ public final class APNSClient: Sendable {
     public func send(
         _ prepared: APNSPreparedNotification, to token: DeviceToken, deadline: ContinuousClock.Instant? = nil
     ) async throws(APNSError) -> APNSSendResult {
-        try await self.executeOne(prepared.request(to: token), pushType: prepared.pushType,
+        try await self.executeOne(prepared.request(to: token), pushType: prepared.pushType, bundleID: CredentialTable.bundleID(of: prepared),
                                   deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 
@@ -280,13 +365,12 @@ public final class APNSClient: Sendable {
         } catch {
             throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
         }
-        return try await self.executeOne(prepared.request(), pushType: .liveactivity,
-                                         deadline: deadline ?? .now + self.configuration.timeouts.request)
+        return try await self.send(prepared, deadline: deadline)
     }
 
     /// Sends an already prepared broadcast (validated and encoded once, as from JSON).
     public func send(_ prepared: APNSPreparedBroadcast, deadline: ContinuousClock.Instant? = nil) async throws(APNSError) -> APNSSendResult {
-        try await self.executeOne(prepared.request(), pushType: .liveactivity,
+        try await self.executeOne(prepared.request(), pushType: .liveactivity, bundleID: prepared.bundleID.rawValue,
                                   deadline: deadline ?? .now + self.configuration.timeouts.request)
     }
 }

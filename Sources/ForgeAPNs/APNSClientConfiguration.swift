@@ -12,8 +12,22 @@ extension APNSClient {
         /// The default logger: logs nothing, as a library should until its user passes one.
         public static let silentLogger = Logger(label: "forgepush.apns", factory: { _ in SwiftLogNoOpLogHandler() })
 
-        /// How the client proves who it is.
-        public var authentication: Authentication
+        /// The credentials, each with the bundle ids it sends for: one (serving every topic) unless
+        /// the client sends for apps of several teams or keys; see ``APNSClient/Credential``.
+        public var credentials: [Credential]
+        /// How the client proves who it is: the first credential's authentication. Setting it
+        /// replaces that credential's authentication (and makes one when there is none). Reading it
+        /// with no credential at all is a programming error (it traps).
+        public var authentication: Authentication {
+            get { self.credentials[0].authentication }
+            set {
+                if self.credentials.isEmpty {
+                    self.credentials = [Credential(authentication: newValue)]
+                } else {
+                    self.credentials[0].authentication = newValue
+                }
+            }
+        }
         /// Where pushes go: `.production`, `.sandbox`, or `.custom(host:port:)` (the local server).
         public var environment: APNSEnvironment
         /// TLS settings (trust, loopback-only insecure mode, cleartext for a local h2c server).
@@ -36,7 +50,8 @@ extension APNSClient {
         /// client is made, a no-op unless the app bootstrapped one.
         public var tracer: (any Tracer)?
 
-        /// Creates a configuration; everything but the credentials and environment has a default.
+        /// Creates a configuration with one credential for every topic; everything but the
+        /// credentials and environment has a default.
         public init(
             authentication: Authentication,
             environment: APNSEnvironment,
@@ -49,8 +64,31 @@ extension APNSClient {
             proxy: Proxy? = nil,
             tracer: (any Tracer)? = nil
         ) {
+            self.init(
+                credentials: [Credential(authentication: authentication)], environment: environment, tls: tls, timeouts: timeouts,
+                pool: pool, retry: retry, logger: logger, clock: clock, proxy: proxy, tracer: tracer
+            )
+        }
+
+        /// Creates a configuration with several credentials, each serving its bundle ids (apps of
+        /// several teams, or of several keys of one team). Each credential gets its own connections,
+        /// up to ``Pool/maximumConnections`` each, and its own provider token; a push goes with the
+        /// credential of its topic's bundle id, and a push to a bundle id none serves fails before
+        /// anything is sent. ``APNSClient/init(configuration:)`` checks the list.
+        public init(
+            credentials: [Credential],
+            environment: APNSEnvironment,
+            tls: TLS = TLS(),
+            timeouts: Timeouts = Timeouts(),
+            pool: Pool = Pool(),
+            retry: RetryPolicy = RetryPolicy(),
+            logger: Logger = APNSClient.Configuration.silentLogger,
+            clock: any APNSWallClock = .system,
+            proxy: Proxy? = nil,
+            tracer: (any Tracer)? = nil
+        ) {
             self.proxy = proxy
-            self.authentication = authentication
+            self.credentials = credentials
             self.environment = environment
             self.tls = tls
             self.timeouts = timeouts

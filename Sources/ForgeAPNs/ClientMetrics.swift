@@ -1,17 +1,20 @@
 internal import ForgeAPNsCore
 internal import Metrics
 
-/// The client's swift-metrics instruments. Labels are stable; dimensions are the push type and
-/// the outcome or reason (never a token).
+/// One credential's swift-metrics instruments. Labels are stable; dimensions are the push type and
+/// the outcome or reason (never a token), and with several credentials `credential` (`TEAMID/KEYID`
+/// or the certificate's label; never the key).
 struct ClientMetrics: Sendable {
     /// Sends in flight (`apns_in_flight`).
-    let inFlight = Meter(label: "apns_in_flight")
+    let inFlight: Meter
     /// Retries made (`apns_retries_total`).
-    let retries = Counter(label: "apns_retries_total")
+    let retries: Counter
     /// Replays of pushes APNs did not process (`apns_replays_total`); not attempts.
-    let replays = Counter(label: "apns_replays_total")
+    let replays: Counter
     /// Provider tokens signed again after `ExpiredProviderToken` (`apns_token_refreshes_total`).
-    let tokenRefreshes = Counter(label: "apns_token_refreshes_total")
+    let tokenRefreshes: Counter
+    /// `[("credential", label)]` with several credentials, else nothing.
+    private let credential: [(String, String)]
 
     /// Per push type, made once: creating a swift-metrics handle takes the metrics system's lock
     /// and allocates, which cost more than the send's own bookkeeping when done per push.
@@ -27,12 +30,21 @@ struct ClientMetrics: Sendable {
         }
     }
 
-    init() {
+    /// - Parameter credential: the credential's label, when the client has several.
+    init(credential: String? = nil) {
+        let credential = credential.map { [("credential", $0)] } ?? []
+        self.credential = credential
+        self.inFlight = Meter(label: "apns_in_flight", dimensions: credential)
+        self.retries = Counter(label: "apns_retries_total", dimensions: credential)
+        self.replays = Counter(label: "apns_replays_total", dimensions: credential)
+        self.tokenRefreshes = Counter(label: "apns_token_refreshes_total", dimensions: credential)
         var counters: [APNSPushType: Counter] = [:]
         var timers: [APNSPushType: Timer] = [:]
         for type in APNSPushType.allCases {
-            counters[type] = Counter(label: "apns_notifications_total", dimensions: [("push_type", type.rawValue), ("result", "accepted")])
-            timers[type] = Timer(label: "apns_send_duration", dimensions: [("push_type", type.rawValue)])
+            counters[type] = Counter(
+                label: "apns_notifications_total", dimensions: [("push_type", type.rawValue), ("result", "accepted")] + credential
+            )
+            timers[type] = Timer(label: "apns_send_duration", dimensions: [("push_type", type.rawValue)] + credential)
         }
         self.acceptedCounters = counters
         self.durations = timers
@@ -55,12 +67,14 @@ struct ClientMetrics: Sendable {
     func rejected(pushType: APNSPushType, reason: String, latency: Duration) {
         Counter(label: "apns_notifications_total", dimensions: [
             ("push_type", pushType.rawValue), ("result", "rejected"), ("reason", reason),
-        ]).increment()
+        ] + self.credential).increment()
         self.durations[pushType]?.recordNanoseconds(Self.nanoseconds(latency))
     }
 
     func failed(pushType: APNSPushType) {
-        Counter(label: "apns_notifications_total", dimensions: [("push_type", pushType.rawValue), ("result", "failed")]).increment()
+        Counter(
+            label: "apns_notifications_total", dimensions: [("push_type", pushType.rawValue), ("result", "failed")] + self.credential
+        ).increment()
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

@@ -13,19 +13,39 @@ internal import Tracing
 extension APNSClient {
     /// Sends `requests` until each has its final outcome, in order: the accepted ones' results, or
     /// the errors that end the others (a rejection, or why nothing was accepted).
-    /// - Parameter channelAPI: sends through the channel-management endpoint's transport.
+    /// - Parameters:
+    ///   - bundleID: the bundle id of the requests' topic, which picks the credential: its pool and
+    ///     provider token. When no credential serves it, every request fails at once, unsent.
+    ///   - channelAPI: sends through the channel-management endpoint's transport.
     func execute(
-        _ requests: [APNSHTTPRequest], pushType: APNSPushType, deadline: ContinuousClock.Instant, channelAPI: Bool = false
+        _ requests: [APNSHTTPRequest], pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant,
+        channelAPI: Bool = false
     ) async -> [Result<APNSSendResult, APNSError>] {
-        let transport = channelAPI ? self.channelTransport : self.transport
+        let route: CredentialRoute
+        do throws(APNSError) {
+            route = try self.route(forBundleID: bundleID)
+        } catch {
+            return Array(repeating: .failure(error), count: requests.count)
+        }
+        return await self.execute(requests, pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI)
+    }
+
+    /// ``execute(_:pushType:bundleID:deadline:channelAPI:)`` with the credential's route.
+    func execute(
+        _ requests: [APNSHTTPRequest], pushType: APNSPushType, route: CredentialRoute, deadline: ContinuousClock.Instant,
+        channelAPI: Bool = false
+    ) async -> [Result<APNSSendResult, APNSError>] {
+        let transport = channelAPI ? route.channelTransport : route.transport
+        let metrics = route.metrics
+        let logger = route.logger
         let policy = self.configuration.retry
         let started = ContinuousClock.now
         // One array of outcomes and one of states: a single `send` allocates as little as it can.
         var outcomes = [Result<APNSSendResult, APNSError>](repeating: Self.noOutcome, count: requests.count)
         var states = [Scheduled](repeating: Scheduled(due: started), count: requests.count)
         var pending = Array(requests.indices)
-        self.metrics.inFlight.increment(by: Double(requests.count))
-        defer { self.metrics.inFlight.decrement(by: Double(requests.count)) }
+        metrics.inFlight.increment(by: Double(requests.count))
+        defer { metrics.inFlight.decrement(by: Double(requests.count)) }
 
         func fail(_ indices: [Int], _ kind: APNSError.Kind, _ detail: String) {
             for index in indices {
@@ -55,7 +75,7 @@ extension APNSClient {
                 ready = pending.filter { states[$0].due <= now }
             }
             var providerToken: APNSProviderToken?
-            if let tokens = self.tokens {
+            if let tokens = route.tokens {
                 do {
                     providerToken = try tokens.currentToken()
                 } catch {
@@ -96,15 +116,15 @@ extension APNSClient {
                         mayHaveBeenDeliveredTwice: states[index].decision.mayHaveBeenDelivered, duration: answered - started
                     ))
                 case .reject:
-                    self.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
+                    metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
                     outcomes[index] = .failure(APNSError(rejection!, state: states[index].decision))
                 case .renewProviderToken:
                     renew = true
                     again.append(index)
                 case .retry(let wait), .replay(let wait):
-                    self.metrics.count(decision)
-                    if self.logger.logLevel <= .debug {
-                        self.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
+                    metrics.count(decision)
+                    if logger.logLevel <= .debug {
+                        logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
                             "apns.push_type": "\(pushType)", "apns.attempt": "\(states[index].decision.attempts)",
                             "apns.replay": "\(states[index].decision.replays)",
                             "apns.reason": "\(rejection?.reason.rawValue ?? results[position].failure.map { "\($0)" } ?? "-")",
@@ -114,7 +134,7 @@ extension APNSClient {
                     states[index].due = answered + wait
                     again.append(index)
                 case .fail(let kind):
-                    self.metrics.failed(pushType: pushType)
+                    metrics.failed(pushType: pushType)
                     let detail = results[position].failure.map(\.detail) ?? ""
                     outcomes[index] = .failure(APNSError(
                         kind: kind, attempts: states[index].decision.attempts, mayHaveBeenDelivered: states[index].decision.mayHaveBeenDelivered,
@@ -122,8 +142,8 @@ extension APNSClient {
                     ))
                 }
             }
-            if accepted > 0 { self.metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
-            if renew, let providerToken { self.renew(providerToken) }
+            if accepted > 0 { metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
+            if renew, let providerToken { Self.renew(providerToken, route: route) }
             pending = again
         }
         return outcomes
@@ -140,26 +160,26 @@ extension APNSClient {
         APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome")
     )
 
-    /// Sends one request as ``execute(_:pushType:deadline:channelAPI:)`` does, in a span of its own
+    /// Sends one request as ``execute(_:pushType:bundleID:deadline:channelAPI:)`` does, in a span of its own
     /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     func executeOne(
-        _ request: APNSHTTPRequest, pushType: APNSPushType, deadline: ContinuousClock.Instant, channelAPI: Bool = false
+        _ request: APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false
     ) async throws(APNSError) -> APNSSendResult {
         let span = self.tracer?.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
         defer { span?.end() }
         let recording = span?.isRecording == true
         if recording, let span { ClientTracing.describe(pushType: pushType, topic: request[header: "apns-topic"], on: span) }
-        let outcome = await self.execute([request], pushType: pushType, deadline: deadline, channelAPI: channelAPI)[0]
+        let outcome = await self.execute([request], pushType: pushType, bundleID: bundleID, deadline: deadline, channelAPI: channelAPI)[0]
         if recording, let span { ClientTracing.record(outcome, on: span) }
         return try outcome.get()
     }
 
-    /// Signs a new provider token in place of `expired` (others sharing it see the new one).
-    func renew(_ expired: APNSProviderToken) {
-        guard let tokens = self.tokens else { return }
+    /// Signs a new provider token for `route`'s key in place of `expired` (others sharing it see the new one).
+    static func renew(_ expired: APNSProviderToken, route: CredentialRoute) {
+        guard let tokens = route.tokens else { return }
         _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
-        self.metrics.tokenRefreshes.increment()
-        self.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
+        route.metrics.tokenRefreshes.increment()
+        route.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
     }
 
     /// A path with a device token shortened to its first and last 4 hex digits, for logs.

@@ -173,3 +173,15 @@ func readmeTracing(configuration: APNSClient.Configuration, tracer: any Tracer, 
         }
     }
 }
+
+func readmeTwoTeams(keyA: APNSSigningKey, keyB: APNSSigningKey) throws -> APNSClient.Configuration {
+    APNSClient.Configuration(
+        credentials: [
+            .init(authentication: .jwt(key: keyA, keyID: try APNSKeyID("ABC123DEFG"), teamID: try APNSTeamID("DEF123GHIJ")),
+                  topics: [try APNSBundleID("com.example.shop"), try APNSBundleID("com.example.shop.watchkitapp")]),
+            .init(authentication: .jwt(key: keyB, keyID: try APNSKeyID("XYZ987WVUT"), teamID: try APNSTeamID("TSR654QPON")),
+                  topics: [try APNSBundleID("com.partner.app")]),
+        ],
+        environment: .production
+    )
+}

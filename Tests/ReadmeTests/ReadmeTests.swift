@@ -128,6 +128,23 @@ struct ReadmeTests {
         _ = try APNSClient(configuration: withCertificate)  // the PKCS#12 and its password load
         await server.shutdown()
     }
+
+    @Test("The two-teams snippet makes a client; a bundle id it does not name fails unsent, naming the served ones")
+    func twoTeamsSnippet() async throws {
+        let keyA = try APNSSigningKey(contentsOfFile: "\(keys)/AuthKey_FORGEKEY01.p8")
+        let keyB = try APNSSigningKey(contentsOfFile: "\(keys)/AuthKey_FORGEKEY02.p8")
+        let teams = try readmeTwoTeams(keyA: keyA, keyB: keyB)
+        #expect(teams.credentials.map { $0.topics?.count } == [2, 1])
+        try await withAPNSClient(configuration: teams) { client in
+            let alert = APNSAlertNotification(alert: APNSAlert(title: "Hi"), topic: try APNSBundleID("com.example.other"))
+            do {
+                _ = try await client.send(alert, to: try DeviceToken(String(repeating: "ab", count: 32)))
+                Issue.record("a push for a bundle id no credential serves was sent")
+            } catch let error as APNSError {
+                #expect(error.detail.contains("com.example.shop, com.example.shop.watchkitapp, com.partner.app"), "\(error.detail)")
+            }
+        }
+    }
 }
 
 /// An array of strings as an async sequence.

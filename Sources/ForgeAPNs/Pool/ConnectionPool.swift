@@ -27,7 +27,7 @@ final class ConnectionPool: APNSTransport {
     private let state: LockedBox<State>
     private let configuration: HTTP2ClientConfiguration
     private let logger: Logger
-    private let connectionsGauge = Gauge(label: "apns_pool_connections")
+    private let connectionsGauge: Gauge
     private let jobs: AsyncStream<Job>
     private let jobsInput: AsyncStream<Job>.Continuation
     /// The authority of every request (the endpoint's host).
@@ -42,7 +42,13 @@ final class ConnectionPool: APNSTransport {
         var converted: [HTTP2HeaderField]
     }
 
-    init(configuration: HTTP2ClientConfiguration, authority: String, limits: PoolStateMachine.Limits, logger: Logger) {
+    /// - Parameter dimensions: the `apns_pool_connections` gauge's, naming the credential (and the
+    ///   channel endpoint) when a client has several pools.
+    init(
+        configuration: HTTP2ClientConfiguration, authority: String, limits: PoolStateMachine.Limits, logger: Logger,
+        dimensions: [(String, String)] = []
+    ) {
+        self.connectionsGauge = Gauge(label: "apns_pool_connections", dimensions: dimensions)
         self.configuration = configuration
         self.authority = authority
         self.logger = logger

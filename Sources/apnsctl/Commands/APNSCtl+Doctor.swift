@@ -33,6 +33,12 @@ extension APNSCtl {
         @Option(name: .customLong("max-skew"), help: "The clock difference to the server, in seconds, that fails the clock check.")
         var maxSkew: Double = 60
 
+        func validate() throws {
+            guard self.auth.credentialSpecs.isEmpty else {
+                throw ValidationError("doctor checks one credential: give its key flags (--key-file, --key-id, --team-id), not --credential.")
+            }
+        }
+
         func run() async throws {
             var report = DoctorReport()
             await self.diagnose(&report)

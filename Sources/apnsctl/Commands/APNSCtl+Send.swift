@@ -166,14 +166,15 @@ extension APNSCtl {
             let source: SendSession.Tokens
             if let path = self.tokensFile {
                 source = try TokenFileReading.open(
-                    path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil, firstLine: self.resumeFrom ?? 1
+                    path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil, firstLine: self.resumeFrom ?? 1,
+                    topics: LineTopics(served: try self.auth.servedBundleIDs(), sharedBody: shared?.body)
                 )
             } else {
                 source = .list(tokens)
             }
-            guard self.auth.isPresent || self.auth.usesCertificate else {
+            guard self.auth.hasCredentials else {
                 throw ValidationError(
-                    "Sending needs credentials: --key-file, --key-id and --team-id (or APNS_KEY_FILE…), or --cert/--p12; "
+                    "Sending needs credentials: --key-file, --key-id and --team-id (or APNS_KEY_FILE…), --cert/--p12, or --credential; "
                         + "--dry-run validates without them."
                 )
             }

@@ -63,7 +63,13 @@ extension APNSCtl {
         )
         var writeCA: String?
 
-        @Option(name: .customLong("register-key"), help: "A provider-token key, as FILE:KEYID:TEAMID (a .p8 or a public key PEM). Repeatable.")
+        @Option(
+            name: .customLong("register-key"),
+            help: ArgumentHelp(
+                "A provider-token key, as FILE:KEYID:TEAMID (a .p8 or a public key PEM), or FILE:KEYID:TEAMID:BUNDLEID,… for a key "
+                    + "limited to those bundle ids (other topics: InvalidProviderToken). Repeatable."
+            )
+        )
         var registerKey: [String] = []
 
         @Flag(name: .customLong("lenient-tokens"), help: "Also accept DER signatures and a string iat, as APNs was seen doing (default: strict).")
@@ -271,8 +277,21 @@ extension APNSCtl {
 
         private static func parseKey(_ entry: String) throws -> LocalAPNsKey {
             let parts = entry.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == 3 else {
-                throw CLIFailure(message: "--register-key '\(entry)': expected FILE:KEYID:TEAMID", exitCode: ExitCode.validationFailure.rawValue)
+            guard parts.count == 3 || parts.count == 4 else {
+                throw CLIFailure(
+                    message: "--register-key '\(entry)': expected FILE:KEYID:TEAMID or FILE:KEYID:TEAMID:BUNDLEID,…",
+                    exitCode: ExitCode.validationFailure.rawValue
+                )
+            }
+            var bundleIDs: Set<String>?
+            if parts.count == 4 {
+                var ids: Set<String> = []
+                for id in parts[3].split(separator: ",", omittingEmptySubsequences: false) {
+                    do { ids.insert(try APNSBundleID(String(id)).rawValue) } catch {
+                        throw CLIFailure.badData("--register-key", error, value: String(id))
+                    }
+                }
+                bundleIDs = ids
             }
             let keyID: APNSKeyID, teamID: APNSTeamID
             do {
@@ -282,7 +301,9 @@ extension APNSCtl {
                 throw CLIFailure.badData("--register-key", error, value: entry)
             }
             do {
-                return LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: try APNSVerificationKey(contentsOfFile: parts[0]))
+                return LocalAPNsKey(
+                    keyID: keyID, teamID: teamID, verificationKey: try APNSVerificationKey(contentsOfFile: parts[0]), bundleIDs: bundleIDs
+                )
             } catch {
                 let code = error.code == .fileNotFound ? CLIExit.noInput : CLIExit.dataError
                 throw CLIFailure(message: "--register-key: \(error)", exitCode: code)

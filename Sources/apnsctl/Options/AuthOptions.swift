@@ -39,6 +39,16 @@ struct AuthOptions: ParsableArguments {
     )
     var pkcs12PasswordVariable: String?
 
+    @Option(
+        name: .customLong("credential"),
+        help: ArgumentHelp(
+            "Another team's or key's credential for some apps, repeatable: bundle ids (comma-separated) = .p8 file : key id : team id. "
+                + "Pushes to those bundle ids use it; the key flags above, if given, serve every other topic.",
+            valueName: "ids=path:KEYID:TEAMID"
+        )
+    )
+    var credentialSpecs: [String] = []
+
     var resolvedKeyFile: String? { EnvironmentFallback.value(self.keyFile, "APNS_KEY_FILE") }
     var resolvedKeyID: String? { EnvironmentFallback.value(self.keyID, "APNS_KEY_ID") }
     var resolvedTeamID: String? { EnvironmentFallback.value(self.teamID, "APNS_TEAM_ID") }
@@ -56,6 +66,77 @@ struct AuthOptions: ParsableArguments {
 
     /// Whether a client certificate was given.
     var usesCertificate: Bool { self.certificate != nil || self.certificateKey != nil || self.pkcs12 != nil }
+
+    /// Whether any credential was given: a key, a certificate or a `--credential`.
+    var hasCredentials: Bool { self.isPresent || self.usesCertificate || !self.credentialSpecs.isEmpty }
+
+    /// The client's credentials: the key or certificate flags (serving every topic no `--credential`
+    /// names), then each `--credential` for its bundle ids.
+    /// - Throws: `ValidationError` (64) for missing or conflicting flags, ``CLIFailure`` (65, 66) for bad data.
+    func credentials() throws -> [APNSClient.Credential] {
+        var credentials: [APNSClient.Credential] = []
+        if self.isPresent || self.usesCertificate || self.credentialSpecs.isEmpty {
+            credentials.append(APNSClient.Credential(authentication: try self.authentication()))
+        }
+        for spec in self.credentialSpecs {
+            let parsed = try Self.credential(spec)
+            credentials.append(APNSClient.Credential(
+                authentication: .jwt(key: parsed.key, keyID: parsed.keyID, teamID: parsed.teamID), topics: parsed.topics
+            ))
+        }
+        return credentials
+    }
+
+    /// The bundle ids the credentials serve, or `nil` when the key or certificate flags serve every one.
+    /// - Throws: ``CLIFailure`` (65) for a `--credential` whose bundle ids are malformed.
+    func servedBundleIDs() throws -> Set<String>? {
+        if self.isPresent || self.usesCertificate || self.credentialSpecs.isEmpty { return nil }
+        var served: Set<String> = []
+        for spec in self.credentialSpecs {
+            served.formUnion(try Self.credentialParts(spec).topics.map(\.rawValue))
+        }
+        return served
+    }
+
+    /// A `--credential` value's parts: `ids=path:KEYID:TEAMID`, split at the first `=` and the last
+    /// two `:` (a path may hold both), the ids checked.
+    static func credentialParts(
+        _ spec: String
+    ) throws -> (topics: [APNSBundleID], path: String, keyID: APNSKeyID, teamID: APNSTeamID) {
+        let shape = "--credential '\(CLIFailure.abbreviate(spec))': must be bundle ids (comma-separated) = .p8 file : key id : team id, "
+            + "such as com.example.app,com.example.other=AuthKey_ABC123DEFG.p8:ABC123DEFG:DEF123GHIJ"
+        guard let equals = spec.firstIndex(of: "=") else { throw ValidationError(shape) }
+        let fields = spec[spec.index(after: equals)...].split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.count >= 3 else { throw ValidationError(shape) }
+        let path = fields.dropLast(2).joined(separator: ":")
+        let ids = spec[..<equals].split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !path.isEmpty, !ids.isEmpty else { throw ValidationError(shape) }
+        var topics: [APNSBundleID] = []
+        for id in ids {
+            do { topics.append(try APNSBundleID(id)) } catch {
+                throw CLIFailure.badData("--credential", error, value: id)
+            }
+        }
+        let keyIDText = String(fields[fields.count - 2])
+        let teamIDText = String(fields[fields.count - 1])
+        do {
+            return (topics, path, try APNSKeyID(keyIDText), try APNSTeamID(teamIDText))
+        } catch {
+            throw CLIFailure.badData("--credential", error, value: "\(keyIDText):\(teamIDText)")
+        }
+    }
+
+    /// A `--credential` value with its key loaded.
+    /// - Throws: ``CLIFailure``: 64 for a malformed value, 65 for bad ids or a bad key, 66 for a missing file.
+    static func credential(_ spec: String) throws -> (topics: [APNSBundleID], key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID) {
+        let parts = try Self.credentialParts(spec)
+        do {
+            return (parts.topics, try APNSSigningKey(contentsOfFile: parts.path), parts.keyID, parts.teamID)
+        } catch {
+            let exitCode = error.code == .fileNotFound ? CLIExit.noInput : CLIExit.dataError
+            throw CLIFailure(message: "--credential: \(error)", exitCode: exitCode)
+        }
+    }
 
     /// The client's authentication: a certificate when `--cert` or `--p12` is given, else the key.
     /// - Throws: `ValidationError` (64) for missing or conflicting flags, ``CLIFailure`` (65, 66) for bad data.
@@ -150,11 +231,13 @@ struct AuthOptions: ParsableArguments {
     /// Checks the credentials when given, by loading the key and signing a token that is never shown,
     /// or by loading the client certificate (and its password) as a send would.
     func dryRunAuthorization() throws -> String? {
+        for spec in self.credentialSpecs { _ = try Self.credential(spec) }
         if self.usesCertificate {
             _ = try self.authentication()
             return nil
         }
         guard self.isPresent else {
+            if !self.credentialSpecs.isEmpty { return "bearer <redacted>" }
             Output.diagnostic(
                 "note: no --key-file/--key-id/--team-id given: a real send needs them (or a client certificate)."
             )

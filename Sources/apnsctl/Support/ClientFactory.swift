@@ -15,14 +15,14 @@ enum ClientFactory {
     ) throws -> APNSClient.Configuration {
         let environment = try endpoint.resolved()
         let tls = try endpoint.tls()
-        let authentication = try auth.authentication()
+        let credentials = try auth.credentials()
         var logger = Logger(label: "apnsctl")
         // Errors only by default: send reports failures itself, per token and with a plain message.
         logger.logLevel = verbose ? .debug : .error
         var pool = APNSClient.Pool()
         if let concurrency { pool.maxStreamsPerConnection = max(1, concurrency) }
         return APNSClient.Configuration(
-            authentication: authentication, environment: environment, tls: tls, pool: pool, logger: logger,
+            credentials: credentials, environment: environment, tls: tls, pool: pool, logger: logger,
             proxy: try endpoint.proxy(for: environment.host)
         )
     }

@@ -11,15 +11,19 @@ import Darwin
 /// Opens `--tokens-file` for a send: checks it exists, and with `--strict` reads it once to report
 /// every bad line before anything is sent (standard input is spooled to a temporary file first).
 enum TokenFileReading {
-    /// - Parameter firstLine: lines before it are skipped unread (`--resume-from`).
+    /// - Parameters:
+    ///   - firstLine: lines before it are skipped unread (`--resume-from`).
+    ///   - topics: what lines with their own `topic` are checked against and sent with.
     static func open(
-        path: String, strict: Bool, headers: NotificationOptions.Headers, hasSharedPayload: Bool, firstLine: Int = 1
+        path: String, strict: Bool, headers: NotificationOptions.Headers, hasSharedPayload: Bool, firstLine: Int = 1,
+        topics: LineTopics = LineTopics()
     ) throws -> SendSession.Tokens {
         if path != "-" { try InputFiles.requireReadable(path, flag: "--tokens-file") }
         @Sendable func lines(spooled: Int32? = nil) throws -> TokenLines {
             let lines = try spooled.map { try TokenLines(spooled: $0, name: "stdin", headers: headers, hasSharedPayload: hasSharedPayload) }
                 ?? TokenLines(path: path, headers: headers, hasSharedPayload: hasSharedPayload)
             lines.firstLine = firstLine
+            lines.topics = topics
             return lines
         }
         guard strict else {

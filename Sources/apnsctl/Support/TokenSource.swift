@@ -38,6 +38,8 @@ final class TokenLines {
     let hasSharedPayload: Bool
     /// Lines before this one are skipped unread (`--resume-from`).
     var firstLine = 1
+    /// What a line's own `topic` needs: the bundle ids some credential serves, and the shared body.
+    var topics = LineTopics()
 
     /// Opens `path`, or reads standard input for `-`.
     /// - Throws: ``CLIFailure`` 66 when the file does not exist.
@@ -111,7 +113,7 @@ final class TokenLines {
         Output.diagnostic("\(self.name):\(line): \(problem)")
     }
 
-    /// An NDJSON line: `token` (required) and `payload` (optional, a JSON object).
+    /// An NDJSON line: `token` (required), `topic` and `payload` (optional, a JSON object).
     private func judgeObject(_ text: [UInt8]) -> Line {
         // The rules of a --payload file: UTF-8, valid JSON, numbers that fit a double.
         if let problem = APNSPayloadLint.jsonProblem(in: text) { return .bad(line: self.lineNumber, problem: problem) }
@@ -120,8 +122,8 @@ final class TokenLines {
             return .bad(line: self.lineNumber, problem: "not valid JSON: \(CommandLineJSON.describe(error))")
         }
         guard case .object(let fields) = value else { return .bad(line: self.lineNumber, problem: "not a JSON object") }
-        if let unknown = fields.keys.sorted().first(where: { $0 != "token" && $0 != "payload" }) {
-            return .bad(line: self.lineNumber, problem: "unknown field '\(unknown)' (a line has \"token\" and \"payload\")")
+        if let unknown = fields.keys.sorted().first(where: { $0 != "token" && $0 != "payload" && $0 != "topic" }) {
+            return .bad(line: self.lineNumber, problem: "unknown field '\(unknown)' (a line has \"token\", \"topic\" and \"payload\")")
         }
         guard case .string(let tokenText) = fields["token"] else {
             return .bad(line: self.lineNumber, problem: "\"token\" must be a string of hex digits")
@@ -130,15 +132,30 @@ final class TokenLines {
         do throws(APNSValidationError) { token = try DeviceToken(tokenText) } catch {
             return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
         }
+        var headers = self.headers
+        if let topic = fields["topic"] {
+            switch self.topics.headers(self.headers, topic: topic) {
+            case .success(let own): headers = own
+            case .failure(let problem): return .bad(line: self.lineNumber, problem: problem.text)
+            }
+        }
         guard let payload = fields["payload"] else {
             guard self.hasSharedPayload else {
                 return .bad(line: self.lineNumber, problem: "no payload for this token: give --payload (or --title…), or a \"payload\" field")
             }
-            return .entry(TokenEntry(line: self.lineNumber, token: token, notification: nil))
+            guard fields["topic"] != nil, let body = self.topics.sharedBody else {
+                return .entry(TokenEntry(line: self.lineNumber, token: token, notification: nil))
+            }
+            // The shared payload, under this line's topic.
+            do throws(APNSValidationError) {
+                return .entry(TokenEntry(line: self.lineNumber, token: token, notification: try headers.prepare(body: body)))
+            } catch {
+                return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
+            }
         }
         guard case .object = payload else { return .bad(line: self.lineNumber, problem: "\"payload\" must be a JSON object") }
         do throws(APNSValidationError) {
-            let notification = try self.headers.prepare(payload: payload)
+            let notification = try headers.prepare(payload: payload)
             return .entry(TokenEntry(line: self.lineNumber, token: token, notification: notification))
         } catch {
             return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
@@ -248,5 +265,39 @@ final class LineMap: Sendable {
             let point = points[low - 1]
             return point.line + (index - point.index)
         }
+    }
+}
+
+/// A tokens file line's own `topic`: checked as `--topic` is (a bundle id, the push type's suffix
+/// added), and against the bundle ids the credentials serve.
+struct LineTopics: Sendable {
+    /// The bundle ids some credential serves; `nil` when one serves every topic.
+    var served: Set<String>?
+    /// The shared payload's body, sent under a line's own topic when the line has no payload.
+    var sharedBody: [UInt8]?
+
+    struct Problem: Error {
+        var text: String
+    }
+
+    /// `headers` with the topic `value` names, or the problem with it.
+    func headers(_ headers: NotificationOptions.Headers, topic value: CommandLineJSON) -> Result<NotificationOptions.Headers, Problem> {
+        guard case .string(let text) = value else { return .failure(Problem(text: "\"topic\" must be a string: the app's bundle id")) }
+        let topic: APNSTopic
+        do throws(APNSValidationError) { topic = try APNSTopic(text, pushType: headers.pushType) } catch {
+            return .failure(Problem(text: "\"topic\" '\(CLIFailure.abbreviate(text))': \(error.rule)"))
+        }
+        let suffix = headers.pushType.topicSuffix ?? ""
+        let bundleID = String(topic.rawValue.dropLast(suffix.count))
+        if let served = self.served, !served.contains(bundleID) {
+            return .failure(Problem(
+                text: "\"topic\" '\(text)': no credential serves bundle id '\(bundleID)' "
+                    + "(--credential serves \(served.sorted().joined(separator: ", ")))"
+            ))
+        }
+        var own = headers
+        own.topicText = text
+        own.topic = topic
+        return .success(own)
     }
 }

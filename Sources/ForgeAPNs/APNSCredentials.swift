@@ -1,0 +1,148 @@
+public import ForgeAPNsCore
+internal import ForgeCrypto
+internal import Logging
+
+extension APNSClient {
+    /// One credential (a team's `.p8` key, or a client certificate) and the apps it sends for.
+    ///
+    /// A client configured with several of them sends for several apps, of one team or of several,
+    /// from one process: each push goes with the credential that serves its topic's bundle id.
+    /// Every credential has its own connections (APNs binds a connection to the first team and key
+    /// it sees, or to its client certificate) and its own provider token.
+    ///
+    /// ```swift
+    /// let configuration = APNSClient.Configuration(
+    ///     credentials: [
+    ///         .init(authentication: .jwt(key: keyA, keyID: keyIDA, teamID: teamA), topics: [appA, widgetsA]),
+    ///         .init(authentication: .jwt(key: keyB, keyID: keyIDB, teamID: teamB), topics: [appB]),
+    ///     ],
+    ///     environment: .production
+    /// )
+    /// ```
+    public struct Credential: Sendable, CustomStringConvertible {
+        /// How this credential proves who it is.
+        public var authentication: Authentication
+        /// The bundle ids it sends for, or `nil` for every bundle id no other credential names (at
+        /// most one credential of a configuration may be `nil`). A topic maps to its bundle id: a
+        /// push to `com.example.app.voip` or `com.example.app.push-type.liveactivity` goes with the
+        /// credential of `com.example.app`; a bundle id given with such a suffix counts as its base.
+        public var topics: [APNSBundleID]?
+
+        /// A credential for `topics` (bundle ids), or for every other bundle id when `nil`.
+        public init(authentication: Authentication, topics: [APNSBundleID]? = nil) {
+            self.authentication = authentication
+            self.topics = topics
+        }
+
+        /// The authentication (key id and team id, or the certificate's label) and its bundle ids.
+        public var description: String {
+            "\(self.authentication) for " + (self.topics.map { $0.map(\.rawValue).joined(separator: ", ") } ?? "every other topic")
+        }
+    }
+}
+
+extension APNSClient.Authentication {
+    /// How logs and metrics name the credential: `TEAMID/KEYID` for a key, the certificate's label
+    /// (a path, or "in memory") for a certificate. Never the key.
+    var label: String {
+        switch self.base {
+        case .jwt(_, let keyID, let teamID, _): return "\(teamID.rawValue)/\(keyID.rawValue)"
+        case .certificate(_, let label): return label
+        }
+    }
+}
+
+/// One credential's share of a client: its pools, its provider tokens, its metrics and logger.
+struct CredentialRoute: Sendable {
+    /// `TEAMID/KEYID` or the certificate's label, as logs and metrics name it.
+    let label: String
+    let transport: any APNSTransport
+    /// The channel management endpoint's transport (the same one when the endpoint is the same).
+    let channelTransport: any APNSTransport
+    let tokens: APNSProviderTokenManager?
+    let metrics: ClientMetrics
+    let logger: Logger
+}
+
+/// Which credential serves which bundle id; built and checked once, when the client is made.
+struct CredentialTable: Sendable {
+    /// The index of the credential of each bundle id named by a credential.
+    let byBundleID: [String: Int]
+    /// The credential with `topics: nil`, serving every other bundle id.
+    let fallback: Int?
+
+    /// - Throws: ``APNSError`` of kind `invalidNotification` for no credential, an empty topic
+    ///   list, two credentials for one bundle id, or more than one credential for every topic.
+    init(_ credentials: [APNSClient.Credential]) throws(APNSError) {
+        guard !credentials.isEmpty else {
+            throw APNSError(kind: .invalidNotification, detail: "credentials: give at least one credential")
+        }
+        var byBundleID: [String: Int] = [:]
+        var fallback: Int?
+        for (index, credential) in credentials.enumerated() {
+            guard let topics = credential.topics else {
+                if let other = fallback {
+                    throw APNSError(
+                        kind: .invalidNotification,
+                        detail: "credentials[\(index)].topics: only one credential may serve every topic (topics nil), "
+                            + "and credentials[\(other)] already does; list the bundle ids of one of them"
+                    )
+                }
+                fallback = index
+                continue
+            }
+            guard !topics.isEmpty else {
+                throw APNSError(
+                    kind: .invalidNotification,
+                    detail: "credentials[\(index)].topics: must name at least one bundle id, or be nil to serve every other topic"
+                )
+            }
+            for topic in topics {
+                let bundle = Self.bundleID(ofTopic: topic.rawValue)
+                if let other = byBundleID[bundle], other != index {
+                    throw APNSError(
+                        kind: .invalidNotification,
+                        detail: "credentials[\(index)].topics: '\(bundle)' is already served by credentials[\(other)]; "
+                            + "a bundle id has one credential"
+                    )
+                }
+                byBundleID[bundle] = index
+            }
+        }
+        self.byBundleID = byBundleID
+        self.fallback = fallback
+    }
+
+    /// The index of the credential that serves `bundleID`, or `nil` when none does.
+    func index(forBundleID bundleID: String) -> Int? {
+        self.byBundleID[bundleID] ?? self.fallback
+    }
+
+    /// What a push to `bundleID` fails with when no credential serves it.
+    func unserved(_ bundleID: String) -> APNSError {
+        let named = self.byBundleID.keys.sorted().joined(separator: ", ")
+        return APNSError(
+            kind: .invalidNotification,
+            detail: "apns-topic: no credential serves bundle id '\(bundleID)' (the credentials serve \(named)); nothing was sent"
+        )
+    }
+
+    /// A topic's bundle id: the topic without a push type's suffix (`.voip`,
+    /// `.push-type.liveactivity`, `.complication`, …). An MDM topic, which has none, stays as it is.
+    static func bundleID(ofTopic topic: String) -> String {
+        for type in APNSPushType.allCases {
+            guard let suffix = type.topicSuffix, !suffix.isEmpty, topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else {
+                continue
+            }
+            return String(topic.dropLast(suffix.count))
+        }
+        return topic
+    }
+
+    /// The bundle id of `prepared`'s topic, its push type's suffix removed.
+    static func bundleID(of prepared: APNSPreparedNotification) -> String {
+        let topic = prepared.topic.rawValue
+        guard let suffix = prepared.pushType.topicSuffix, !suffix.isEmpty, topic.hasSuffix(suffix) else { return topic }
+        return String(topic.dropLast(suffix.count))
+    }
+}
