@@ -14,7 +14,7 @@ public struct ScenarioLine: Hashable, Sendable {
 
     /// How a step ended, for the eye: what the HTML timeline colours.
     public enum Outcome: String, Hashable, Sendable {
-        /// The server accepted a request (200).
+        /// The server accepted a request (2xx).
         case accepted
         /// The server rejected a request, or the device refused a push.
         case rejected
@@ -153,9 +153,11 @@ final class SectionBuilder {
         self.pendingChecks.append(ScenarioCheck(passed: passed, text: text, detail: detail))
     }
 
-    /// The server's verdict on a request: an arrow from the client, green when accepted.
+    /// The server's verdict on a request: an arrow from the client, accepted for any 2xx (the channel
+    /// API answers 201 to a new channel).
     static func line(_ verdict: APNsVerdict, date: Date, prefix: String = "") -> ScenarioLine {
-        ScenarioLine(.client, .server, date: date, text: prefix + Self.describe(verdict), outcome: verdict.status == 200 ? .accepted : .rejected)
+        let outcome: ScenarioLine.Outcome = (200..<300).contains(verdict.status) ? .accepted : .rejected
+        return ScenarioLine(.client, .server, date: date, text: prefix + Self.describe(verdict), outcome: outcome)
     }
 
     /// How a device event ended: refused, dropped or ignored (nothing failed, nothing happened), or delivered.

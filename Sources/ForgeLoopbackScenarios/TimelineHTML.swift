@@ -108,7 +108,7 @@ public enum TimelineHTML {
     }
 
     private static let legend = [
-        ("accepted", "accepted (200)"), ("rejected", "rejected"), ("dropped", "dropped, ignored or not shown"),
+        ("accepted", "accepted (2xx)"), ("rejected", "rejected"), ("dropped", "dropped, ignored or not shown"),
         ("delivered", "received or shown by the device"), ("handled", "an app handler ran"), ("info", "summary"),
     ].map { "<span class=\"key \($0.0)\">\($0.1)</span>" }.joined(separator: " ")
 

@@ -38,12 +38,13 @@ struct LoopbackScenariosTests {
         let lines = sections.flatMap(\.lines)
         for line in lines {
             #expect(line.source == line.to.rawValue)
-            if line.text.hasPrefix("200 ") { #expect(line.from == .client && line.to == .server && line.outcome == .accepted, "\(line)") }
+            if line.text.hasPrefix("200 ") || line.text.hasPrefix("201 ") { #expect(line.from == .client && line.to == .server && line.outcome == .accepted, "\(line)") }
             if line.text.contains(" received for token ") { #expect(line.from == .server && line.to == .device && line.outcome == .delivered) }
             if line.source == "app" { #expect(line.from == .device && line.outcome == .handled) }
             if line.text.contains(" ignored: ") { #expect(line.from == .device && line.outcome == .dropped) }
         }
         #expect(lines.contains { $0.text.hasPrefix("first rejection: 410 Unregistered") && $0.outcome == .rejected })
+        #expect(lines.contains { $0.text.hasPrefix("201 ") && $0.text.hasSuffix("channel API") })
         for section in sections {
             #expect(section.lines.allSatisfy { $0.date >= section.start }, "\(section.title): a step before the scenario's start")
         }
