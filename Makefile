@@ -33,8 +33,9 @@ ONLY_README  := --filter ReadmePackageTests
 PREFIX        ?= /usr/local
 DESTDIR       ?=
 CONFIGURATION ?= release
-# swift-argument-parser's generate-manual plugin writes the man page here (for every configuration).
-MANUAL       := .build/plugins/GenerateManual/outputs/apnsctl/apnsctl.1
+# swift-argument-parser's generate-manual plugin writes the man page here, in the build folder
+# (<scratch>/<triple>/<configuration> is the bin path), whatever the configuration.
+MANUAL        = $$(dirname "$$(dirname "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))")")/plugins/GenerateManual/outputs/apnsctl/apnsctl.1
 
 .PHONY: all deps pydeps build release test demo sanitize bench lint clean manual install uninstall
 
@@ -101,7 +102,7 @@ bench: deps
 	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" encode
 	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" transport --requests 100000 --in-flight 100 --h2load
 
-## manual: apnsctl's man page ($(MANUAL)) by swift-argument-parser's generate-manual plugin, which
+## manual: apnsctl's man page (.build/plugins/GenerateManual/outputs/apnsctl/apnsctl.1) by swift-argument-parser's generate-manual plugin, which
 ## builds the package's products in $(CONFIGURATION) and runs `apnsctl --experimental-dump-help`. Offline.
 manual: deps
 	$(SWIFT) package $(SWIFT_FLAGS) plugin generate-manual --configuration $(CONFIGURATION)

@@ -36,10 +36,14 @@ struct InstallTests {
         let folder = try TemporaryFolder("apnsctl-install")
         defer { folder.remove() }
         let prefix = folder.url.appendingPathComponent("prefix with space")
-        let manual = PackageRoot.path(".build/plugins/GenerateManual/outputs/apnsctl/apnsctl.1")
-        try #require(
-            FileManager.default.fileExists(atPath: manual),
-            "no man page at \(manual): run `make manual CONFIGURATION=debug` (make test does)"
+        // generate-manual writes into the build folder (`<scratch>/<triple>/debug/apnsctl` is the binary's
+        // path); a sanitizer run's build folder has none, the package's .build/ has (make sanitize makes it).
+        let relative = "plugins/GenerateManual/outputs/apnsctl/apnsctl.1"
+        let scratch = CommandRunner.binary.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let candidates = [scratch.appendingPathComponent(relative).path, PackageRoot.path(".build/" + relative)]
+        let manual = try #require(
+            candidates.first { FileManager.default.fileExists(atPath: $0) },
+            "no man page at \(candidates.joined(separator: " or ")): run `make manual CONFIGURATION=debug` (make test does)"
         )
         let install = try ChildProcess.run(
             URL(fileURLWithPath: PackageRoot.path("Scripts/install.sh")), [prefix.path, CommandRunner.binary.path, manual],
