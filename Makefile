@@ -4,8 +4,10 @@
 SWIFT        ?= swift
 SWIFT_FLAGS  ?=
 # Debian packages the build, the tests and the demo need. Installed only when missing. tinyproxy
-# (HTTP CONNECT) and microsocks (SOCKS5) are the real proxies the proxy tests start.
-APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks
+# (HTTP CONNECT) and microsocks (SOCKS5) are the real proxies the proxy tests start; chromium
+# (headless) renders the demo's HTML timeline and groff-base the installed man page in their tests.
+APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks \
+                chromium groff-base
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The fault-oracle tests run a Python HTTP/2 server (Tests/FaultServer/fault_server.py) that is not
 # ForgePush's code. Its two packages come from PyPI into a venv (.build-*/ is ignored by git);
@@ -26,7 +28,16 @@ ONLY_CLI     := --filter APNSCtlTests
 # build would take the 2 cores from the library's timing-sensitive tests: a third test process.
 ONLY_README  := --filter ReadmePackageTests
 
-.PHONY: all deps pydeps build release test example demo sanitize bench lint clean
+# `make install`: where (DESTDIR for packagers), and which build: release unless CONFIGURATION=debug
+# (the tests install the debug build they already have, through Scripts/install.sh).
+PREFIX        ?= /usr/local
+DESTDIR       ?=
+CONFIGURATION ?= release
+# swift-argument-parser's generate-manual plugin writes the man page here, in the build folder
+# (<scratch>/<triple>/<configuration> is the bin path), whatever the configuration.
+MANUAL        = $$(dirname "$$(dirname "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))")")/plugins/GenerateManual/outputs/apnsctl/apnsctl.1
+
+.PHONY: all deps pydeps build release test example demo sanitize bench lint clean manual install uninstall
 
 all: build
 
@@ -65,6 +76,7 @@ release: deps
 ## then `make example`.
 test: deps pydeps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(MAKE) --no-print-directory manual CONFIGURATION=debug
 	$(SWIFT) test --skip-build $(SKIP_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(ONLY_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build $(ONLY_README) $(SWIFT_FLAGS)
@@ -90,6 +102,7 @@ demo: deps
 ## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer;
 ## the reconnect tests also under LeakSanitizer (connections made and lost must leave nothing behind).
 sanitize: deps pydeps
+	$(MAKE) --no-print-directory manual CONFIGURATION=debug
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan $(SKIP_CLI) $(SWIFT_FLAGS)
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan --filter ReconnectTests $(SWIFT_FLAGS)
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test -c release --sanitize=address --scratch-path .build-asan $(ONLY_CLI) $(SWIFT_FLAGS)
@@ -101,6 +114,21 @@ bench: deps
 	$(SWIFT) build -c release --product apns-bench $(SWIFT_FLAGS)
 	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" encode
 	"$$($(SWIFT) build -c release --show-bin-path $(SWIFT_FLAGS))/apns-bench" transport --requests 100000 --in-flight 100 --h2load
+
+## manual: apnsctl's man page (.build/plugins/GenerateManual/outputs/apnsctl/apnsctl.1) by swift-argument-parser's generate-manual plugin, which
+## builds the package's products in $(CONFIGURATION) and runs `apnsctl --experimental-dump-help`. Offline.
+manual: deps
+	$(SWIFT) package $(SWIFT_FLAGS) plugin generate-manual --configuration $(CONFIGURATION)
+
+## install: apnsctl ($(CONFIGURATION) build) in $(DESTDIR)$(PREFIX)/bin, its man page in share/man/man1,
+## bash, zsh and fish completions where those shells look under share/. `make install PREFIX=$$HOME/.local`.
+install: manual
+	$(SWIFT) build -c $(CONFIGURATION) --product apnsctl $(SWIFT_FLAGS)
+	Scripts/install.sh "$(DESTDIR)$(PREFIX)" "$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path $(SWIFT_FLAGS))/apnsctl" "$(MANUAL)"
+
+## uninstall: removes what `make install` installed under $(DESTDIR)$(PREFIX).
+uninstall:
+	Scripts/install.sh --uninstall "$(DESTDIR)$(PREFIX)"
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-readme .build-example $(VENV)

@@ -107,7 +107,8 @@ public struct LoopbackScenarios: Sendable {
     }
 
     private static func describe(_ app: SimulatedApp) -> String {
-        "\(app.bundleID) (\(app.state)), token \(app.deviceTokens[.sandbox]?.prefix(8) ?? "none")…; "
+        let state = app.state == .notRunning ? "app not running" : "app in \(app.state)"
+        return "\(app.bundleID) (\(state)), token \(app.deviceTokens[.sandbox]?.prefix(8) ?? "none")…; "
             + "visible: \(app.visibleRouter.handlerIDs.joined(separator: ", ")); "
             + "silent: \(app.silentRouter.handlerIDs.joined(separator: ", ")); "
             + "service extension: \(app.serviceExtension == nil ? "none" : "yes"); "

@@ -1,16 +1,59 @@
-internal import Foundation
+public import Foundation
 internal import ForgeAPNsCore
 internal import ForgeLoopback
 internal import ForgeSimulatedDevice
+internal import ForgeSupport
 
-/// One line of a scenario's timeline: when (from the start of the run), who, what.
+/// One line of a scenario's timeline: when, between whom, what, and how it ended.
 public struct ScenarioLine: Hashable, Sendable {
-    /// Who did it: `server`, `app`, `device` or `client`.
-    public var source: String
+    /// The parties of a push's way, left to right: the client sends to the server (the local APNs),
+    /// which delivers to the device, which runs the app's handlers.
+    public enum Lane: String, Hashable, Sendable, CaseIterable {
+        case client, server, device, app
+    }
+
+    /// How a step ended, for the eye: what the HTML timeline colours.
+    public enum Outcome: String, Hashable, Sendable {
+        /// The server accepted a request (2xx).
+        case accepted
+        /// The server rejected a request, or the device refused a push.
+        case rejected
+        /// Dropped, ignored, not shown, not delivered: nothing failed, but nothing happened either.
+        case dropped
+        /// The device received, showed or applied something.
+        case delivered
+        /// A handler of the app ran.
+        case handled
+        /// A summary or a note.
+        case info
+    }
+
+    /// Where the step starts: the sender of an arrow, or the lane of a step that stays on one.
+    public var from: Lane
+    /// Who did it: the receiver of an arrow (the server for its verdict on a request, the device
+    /// for a push it received, the app for a handler that ran), or the lane of a step that stays on one.
+    public var to: Lane
     /// Seconds since the run started.
     public var offset: Double
+    /// When it happened.
+    public var date: Date
     /// What happened, one line.
     public var text: String
+    /// How it ended.
+    public var outcome: Outcome
+
+    /// Who did it: `client`, `server`, `device` or `app` (``to``'s name).
+    public var source: String { self.to.rawValue }
+
+    /// A step from `from` to `to` (on one lane when they are equal); ``offset`` is set by the section.
+    init(_ from: Lane, _ to: Lane, date: Date, text: String, outcome: Outcome) {
+        self.from = from
+        self.to = to
+        self.offset = 0
+        self.date = date
+        self.text = text
+        self.outcome = outcome
+    }
 }
 
 /// One check of a scenario: passed, or what was expected and what came.
@@ -28,6 +71,8 @@ public struct ScenarioCheck: Hashable, Sendable {
 public struct ScenarioSection: Hashable, Sendable {
     /// `1. Alert -> shown -> …`.
     public var title: String
+    /// When the scenario started.
+    public var start: Date
     /// The timeline, in date order.
     public var lines: [ScenarioLine]
     /// The checks, in the order made.
@@ -40,6 +85,7 @@ final class SectionBuilder {
     /// A marked point: where a section's server, app and device records start.
     struct Mark {
         var title: String
+        var date: Date
         var recorder: Int
         var device: Int
     }
@@ -60,16 +106,16 @@ final class SectionBuilder {
 
     /// Starts a section: marks the records.
     func begin(_ title: String) -> Mark {
-        Mark(title: title, recorder: self.recorder.count, device: self.device.timeline.count)
+        Mark(title: title, date: Date(), recorder: self.recorder.count, device: self.device.timeline.count)
     }
 
     /// Ends the section: everything recorded since `mark` in date order (the device's events only
     /// with `deviceEvents`), `extra` lines, then the section's checks.
-    func finish(_ mark: Mark, deviceEvents: Bool = true, extra: [(date: Date, source: String, text: String)] = []) {
-        var lines = self.recorder.entries(since: mark.recorder).map { entry -> (Date, String, String) in
+    func finish(_ mark: Mark, deviceEvents: Bool = true, extra: [ScenarioLine] = []) {
+        var lines = self.recorder.entries(since: mark.recorder).map { entry -> ScenarioLine in
             switch entry.kind {
-            case .verdict(let verdict): return (entry.date, "server", Self.describe(verdict))
-            case .note(let handler, let text): return (entry.date, "app", "\(handler): \(text)")
+            case .verdict(let verdict): return Self.line(verdict, date: entry.date)
+            case .note(let handler, let text): return ScenarioLine(.device, .app, date: entry.date, text: "\(handler): \(text)", outcome: .handled)
             }
         }
         if deviceEvents {
@@ -80,17 +126,22 @@ final class SectionBuilder {
             }
             lines += self.device.timeline.dropFirst(mark.device).map { entry in
                 let text = ids.reduce(entry.event.description) { $0.replacingOccurrences(of: $1, with: Self.short($1)) }
-                return (entry.date, "device", text)
+                let arrives: Bool
+                switch entry.event {
+                case .pushReceived, .broadcastReceived: arrives = true
+                default: arrives = false
+                }
+                return ScenarioLine(arrives ? .server : .device, .device, date: entry.date, text: text, outcome: Self.outcome(entry.event))
             }
         }
-        lines += extra.map { ($0.date, $0.source, $0.text) }
+        lines += extra
         // Stable: equal dates keep server, app, device, extra order.
-        let ordered = lines.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element)
-        let section = ScenarioSection(
-            title: mark.title,
-            lines: ordered.map { ScenarioLine(source: $0.1, offset: $0.0.timeIntervalSince(self.start), text: $0.2) },
-            checks: self.pendingChecks
-        )
+        let ordered = lines.enumerated().sorted { ($0.element.date, $0.offset) < ($1.element.date, $1.offset) }.map { pair in
+            var line = pair.element
+            line.offset = line.date.timeIntervalSince(self.start)
+            return line
+        }
+        let section = ScenarioSection(title: mark.title, start: mark.date, lines: ordered, checks: self.pendingChecks)
         self.pendingChecks.removeAll()
         self.sections.append(section)
         self.onSection(section)
@@ -100,6 +151,26 @@ final class SectionBuilder {
     func check(_ passed: Bool, _ text: String, expected: @autoclosure () -> String = "", got: @autoclosure () -> String = "") {
         let detail = passed || expected().isEmpty ? "" : "expected \(expected()), got \(got())"
         self.pendingChecks.append(ScenarioCheck(passed: passed, text: text, detail: detail))
+    }
+
+    /// The server's verdict on a request: an arrow from the client, accepted for any 2xx (the channel
+    /// API answers 201 to a new channel).
+    static func line(_ verdict: APNsVerdict, date: Date, prefix: String = "") -> ScenarioLine {
+        let outcome: ScenarioLine.Outcome = (200..<300).contains(verdict.status) ? .accepted : .rejected
+        return ScenarioLine(.client, .server, date: date, text: prefix + Self.describe(verdict), outcome: outcome)
+    }
+
+    /// How a device event ended: refused, dropped or ignored (nothing failed, nothing happened), or delivered.
+    static func outcome(_ event: DeviceEvent) -> ScenarioLine.Outcome {
+        switch event {
+        case .liveActivityPushRejected:
+            return .rejected
+        case .droppedUnknownToken, .droppedInvalidPayload, .broadcastNotSubscribed, .backgroundNotDelivered, .backgroundBudgetExceeded,
+            .serviceExtensionNotRun, .attachmentDropped, .notShown, .responseLost, .liveActivityPushIgnored:
+            return .dropped
+        default:
+            return .delivered
+        }
     }
 
     /// `200 alert apns-id 1F2E3D4C token 7c1d…`, or with the reason (and 410 timestamp) of a rejection.
@@ -113,7 +184,7 @@ final class SectionBuilder {
         case .channels: text += " channel API"
         case .unknown: break
         }
-        if let timestamp = verdict.timestamp { text += " (unregistered at \(Self.iso(timestamp)))" }
+        if let timestamp = verdict.timestamp { text += " (unregistered at \(ISODate.string(timestamp)))" }
         return text
     }
 
@@ -121,12 +192,5 @@ final class SectionBuilder {
     /// it generates at the end, so the prefix alone would not tell them apart.
     static func short(_ apnsID: String) -> String {
         apnsID.count > 12 ? "\(apnsID.prefix(8))…\(apnsID.suffix(4))" : apnsID
-    }
-
-    /// A date as `2026-11-23T07:50:10.123Z`.
-    static func iso(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
     }
 }

@@ -1,6 +1,7 @@
 public import ForgeNotificationTypes
 public import struct Foundation.Date
 public import struct Foundation.URL
+internal import ForgeSupport
 
 /// One step the device took, in the order it took them.
 ///
@@ -184,9 +185,9 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
         case .liveActivitySubscribed(let activityID, let channelID):
             return "Live Activity \(activityID) subscribed to channel \(channelID)"
         case .liveActivityUpdated(let activityID, let timestamp):
-            return "Live Activity \(activityID) updated (timestamp \(Int(timestamp.timeIntervalSince1970)))"
+            return "Live Activity \(activityID) updated (timestamp \(ISODate.string(timestamp)))"
         case .liveActivityEnded(let activityID, let dismissalDate):
-            let dismissal = dismissalDate.map { " (dismissal at \(Int($0.timeIntervalSince1970)))" } ?? ""
+            let dismissal = dismissalDate.map { " (dismissal at \(ISODate.string($0)))" } ?? ""
             return "Live Activity \(activityID) ended\(dismissal)"
         case .liveActivityBecameStale(let activityID):
             return "Live Activity \(activityID) became stale"

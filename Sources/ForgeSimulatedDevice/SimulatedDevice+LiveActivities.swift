@@ -176,7 +176,7 @@ extension SimulatedDevice {
             self.record(
                 .liveActivityPushIgnored(
                     activityID: activity.id,
-                    reason: "timestamp \(Int(seconds: timestamp)) is older than the last applied \(Int(seconds: last))"
+                    reason: "timestamp \(ISODate.string(timestamp)) is older than the last applied \(ISODate.string(last))"
                 )
             )
             return
@@ -245,9 +245,4 @@ extension SimulatedDevice {
             relevanceScore: aps?["relevance-score"]?.doubleValue, alert: aps?["alert"]
         )
     }
-}
-
-extension Int {
-    /// Whole seconds since 1970, for messages.
-    fileprivate init(seconds date: Date) { self.init(date.timeIntervalSince1970.rounded(.down)) }
 }

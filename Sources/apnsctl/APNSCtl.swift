@@ -23,7 +23,7 @@ struct APNSCtl: AsyncParsableCommand {
             Exit codes: 0 all accepted; 1 one or more rejected; 64 usage; 65 bad data (token, payload, key, ids); \
             66 input file missing; 69 endpoint unreachable or TLS failure; 70 internal error.
             """,
-        version: "0.1.0",
+        version: APNSCtlVersion.current,
         subcommands: [Send.self, Activity.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
     )
 

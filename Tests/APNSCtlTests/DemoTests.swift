@@ -77,7 +77,7 @@ struct DemoTests {
             "ok     stale update ignored; applied states preparing -> on the way",
             "410 Unregistered alert apns-id",
             "judged 500 requests: 495 x 200, 5 x 410 Unregistered",
-            "0 pushes received: the bulk's tokens belong to no simulated device",
+            "0 of the 495 accepted pushes reached this simulated device: the bulk's tokens are made up and belong to no app on it",
             "bulk summary: 500 tokens: 495 accepted, 5 rejected (Unregistered 5), 0 failed, 0 not sent",
             "notifications/s, elapsed",
             "ok     bulk: 495 accepted + 5 Unregistered",
@@ -92,6 +92,18 @@ struct DemoTests {
             from = found.upperBound
         }
         #expect(!out.contains("FAILED"))
+        // The app's state says it is the app's; absolute times are ISO 8601 dates, never seconds since 1970.
+        #expect(out.contains("device: com.example.forgepush (app in background), token"))
+        #expect(out.contains(try Regex(#"updated \(timestamp 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z\)"#)))
+        #expect(out.contains(try Regex(#"unregistered at 20\d\d-\d\d-\d\dT[0-9:.]+Z"#)))
+        #expect(!out.contains(try Regex(#"\b1[0-9]{9}\b"#)), "a raw epoch number in the output")
+        // The rate says which build measured it, and where real figures come from.
+        #if DEBUG
+        #expect(out.contains("notifications/s, elapsed") && out.contains("(a debug build, with the whole stack in one process; "
+                                                                          + "for real figures run `swift run -c release apns-bench bulk"))
+        #else
+        #expect(out.contains("(a release build, with the whole stack in one process"))
+        #endif
         // Every timeline line carries its offset.
         let lines = out.split(separator: "\n").filter { $0.contains(" server  ") || $0.contains(" device  ") || $0.contains(" app     ") }
         #expect(lines.count > 20)

@@ -28,7 +28,7 @@ private let sendFlags = [
 /// The Python of the venv `make pydeps` creates: `FORGE_TEST_PYTHON` (set by the Makefile), else
 /// `.build-venv/bin/python` in the package. Missing is a failure, never a skip: a skipped oracle is
 /// a check that cannot fail.
-private func venvPython() throws -> URL {
+func venvPython() throws -> URL {
     var tried: [String] = []
     if let path = ProcessInfo.processInfo.environment["FORGE_TEST_PYTHON"], !path.isEmpty {
         if FileManager.default.isExecutableFile(atPath: path) { return URL(fileURLWithPath: path) }

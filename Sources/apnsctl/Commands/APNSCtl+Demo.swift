@@ -22,30 +22,53 @@ extension APNSCtl {
                 subscribed to a channel, and a bulk send where every 100th token is unregistered.
 
                 Prints a timeline: what the server judged, what the device and the app's handlers did, \
-                each line with its offset in milliseconds; then the bulk summary. Exit 0 when every step \
-                did what the demo expects; otherwise what differed goes to stderr and the exit code is 70.
+                each line with its offset in milliseconds; then the bulk summary. With --html FILE it also \
+                writes the timeline as a self-contained HTML page: a sequence diagram per scenario (client, \
+                server, device, app handler), no script and nothing fetched. Exit 0 when every step did what \
+                the demo expects; otherwise what differed goes to stderr and the exit code is 70 (73 when \
+                the HTML file cannot be written).
                 """
         )
 
         @Option(help: "How many tokens the bulk send addresses (every 100th is unregistered).")
         var tokens: Int = 10_000
 
+        @Option(help: ArgumentHelp("Also write the timeline as a self-contained HTML page to this file.", valueName: "file"))
+        var html: String?
+
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
         func check() throws {
             guard (1...1_000_000).contains(self.tokens) else { throw ValidationError("--tokens must be 1...1000000 (got \(self.tokens)).") }
+            if let html = self.html, html.isEmpty || html.hasSuffix("/") {
+                throw ValidationError("--html must name a file (got '\(html)').")
+            }
         }
 
         func run() async throws {
             try self.check()
             var failed = false
             try await runReportingFailures {
-                failed = try await Self.runScenarios(tokens: self.tokens) > 0
+                let sections = try await Self.runScenarios(tokens: self.tokens)
+                failed = sections.contains { $0.checks.contains { !$0.passed } }
+                if let html = self.html { try Self.write(TimelineHTML.render(sections: sections), to: html) }
             }
             if failed { throw ExitCode(CLIExit.software) }
         }
 
-        /// Runs the scenarios, printing each section as it finishes; returns how many checks failed.
-        private static func runScenarios(tokens: Int) async throws -> Int {
+        /// Writes the HTML timeline; a file that cannot be written is exit 73, naming --html and the file.
+        private static func write(_ page: String, to path: String) throws {
+            do {
+                try page.write(toFile: path, atomically: true, encoding: .utf8)
+            } catch {
+                throw CLIFailure(
+                    message: "--html: cannot write \(path): \((error as NSError).localizedDescription)", exitCode: CLIExit.cannotCreate
+                )
+            }
+            Output.result("demo: timeline written to \(path)")
+        }
+
+        /// Runs the scenarios, printing each section as it finishes, then the checks' tally.
+        private static func runScenarios(tokens: Int) async throws -> [ScenarioSection] {
             let sections: [ScenarioSection]
             do {
                 sections = try await LoopbackScenarios(tls: .ephemeral, bulkTokens: tokens).run(
@@ -67,7 +90,7 @@ extension APNSCtl {
             } else {
                 Output.result("demo: \(failures) of \(checks.count) checks FAILED (details on stderr)")
             }
-            return failures
+            return sections
         }
 
         /// Prints a section: its title, its timeline (`+  12.3 ms  server  …`), its checks; each failed
