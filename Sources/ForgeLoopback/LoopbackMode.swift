@@ -54,6 +54,8 @@ public final class LoopbackMode: Sendable {
     /// The server's accepted pushes, subscribed before the first request can arrive; ``run()`` reads them.
     private let accepted: AsyncStream<AcceptedPush>
     private let isRunning = LockedBox(false)
+    /// ``run()`` as started by ``start(devices:tls:environment:configuration:observer:)``; ``shutdown()`` awaits it.
+    private let delivery = LockedBox<Task<Void, Never>?>(nil)
     /// Which device owns each token: device and push-to-start tokens at start, update tokens as issued.
     private let owners: LockedBox<[String: Int]>
     /// The devices' issued-token observers, by device.
@@ -196,10 +198,46 @@ public final class LoopbackMode: Sendable {
     }
 
     /// Stops the server (GOAWAY `Shutdown`); ``run()`` then finishes the deliveries already accepted
-    /// and returns. The devices stop reporting issued tokens to this loopback.
+    /// and returns (for a loopback made by ``start(device:tls:environment:configuration:observer:)``,
+    /// this waits for that). The devices stop reporting issued tokens to this loopback.
     public func shutdown() async {
         for (device, id) in zip(self.devices, self.tokenObservers.withLock { $0 }) { device.stopObservingIssuedTokens(id) }
         await self.server.shutdown()
+        await self.delivery.withLock({ $0 })?.value
+    }
+
+    /// A loopback for `device` that is already delivering: the server started, its TLS made in memory
+    /// (no certificate file), ``run()`` running until ``shutdown()``, which waits for it. For tests
+    /// that cannot wrap their body in ``withLoopbackMode(devices:tls:environment:configuration:observer:_:)``.
+    ///
+    /// ```swift
+    /// let loopback = try LoopbackMode.start(device: phone)
+    /// // … send with loopback.clientConfiguration, await the device's events …
+    /// await loopback.shutdown()
+    /// ```
+    /// - Important: Call ``shutdown()`` once done; do not call ``run()`` on it.
+    public static func start(
+        device: SimulatedDevice,
+        tls: TLS = .ephemeral,
+        environment: LocalAPNsConfiguration.Environment = .sandbox,
+        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
+        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
+    ) throws -> LoopbackMode {
+        try Self.start(devices: [device], tls: tls, environment: environment, configuration: configuration, observer: observer)
+    }
+
+    /// ``start(device:tls:environment:configuration:observer:)`` for several devices.
+    public static func start(
+        devices: [SimulatedDevice],
+        tls: TLS = .ephemeral,
+        environment: LocalAPNsConfiguration.Environment = .sandbox,
+        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
+        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
+    ) throws -> LoopbackMode {
+        let loopback = try LoopbackMode(devices: devices, tls: tls, environment: environment, configuration: configuration, observer: observer)
+        // Awaited by shutdown(): the delivery's one owner once the caller has no task group to run it in.
+        loopback.delivery.withLock { $0 = Task { await loopback.run() } }
+        return loopback
     }
 
     /// The devices an accepted push goes to: the token's owner, or every device for a broadcast.

@@ -122,6 +122,24 @@ struct LoopbackModeTests {
         }
     }
 
+    @Test("LoopbackMode.start(device:) with no TLS argument delivers at once; shutdown() waits for the deliveries and returns once")
+    func startDevice() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        let seen = Seen()
+        let phone = makeApp()
+        phone.visibleRouter.addHandler(TaskTappedHandler(seen: seen))
+        device.install(phone)
+        let loopback = try LoopbackMode.start(device: device)
+        let sent = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+            try await client.send(try assigned("T-8"), to: try DeviceToken(sandboxToken))
+        }
+        _ = try await event(device) { if case .addedToNotificationList = $0 { true } else { false } }
+        #expect(try await device.tap(sent.apnsID, in: app) == ["task-tapped"])
+        await loopback.shutdown()
+        await loopback.shutdown()
+        #expect(seen.all == ["\(NotificationAction.default.identifier):T-8"])
+    }
+
     @Test("No TLS argument: a CA made in memory that the client and the bare transport trust, and keys-example's CA does not")
     func ephemeralTLS() async throws {
         try await withLoopbackMode(devices: [SimulatedDevice()]) { loopback in
