@@ -87,5 +87,13 @@ extension Bench {
         return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction + 0.5))]
     }
 
+    /// The median: the middle value, or the mean of the two middle ones for an even count.
+    static func median(_ values: [Double]) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
     static func format(_ value: Double, digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 }

@@ -197,13 +197,13 @@ extension APNSBench {
         }
 
         private func reportMedians(rates: [Double], ratios: [Double], cpuRatios: [Double]) {
-            let rate = Bench.percentile(rates.sorted(), 0.5)
+            let rate = Bench.median(rates)
             if self.json {
                 var fields = ["\"benchmark\":\"cli\"", "\"median\":true", "\"rounds\":\(self.rounds)", "\"notifications_per_s\":\(Int(rate))"]
                 if !ratios.isEmpty {
                     fields += [
-                        "\"ratio_rate\":\(Bench.format(Bench.percentile(ratios.sorted(), 0.5), digits: 3))",
-                        "\"ratio_cpu\":\(Bench.format(Bench.percentile(cpuRatios.sorted(), 0.5), digits: 3))",
+                        "\"ratio_rate\":\(Bench.format(Bench.median(ratios), digits: 3))",
+                        "\"ratio_cpu\":\(Bench.format(Bench.median(cpuRatios), digits: 3))",
                     ]
                 }
                 print("{" + fields.joined(separator: ",") + "}")
@@ -211,8 +211,8 @@ extension APNSBench {
             }
             var line = String(format: "median of %d rounds: %.0f notifications/s", self.rounds, rate)
             if !ratios.isEmpty {
-                line += String(format: ", %.2f× h2load's rate, %.2f× its CPU", Bench.percentile(ratios.sorted(), 0.5),
-                               Bench.percentile(cpuRatios.sorted(), 0.5))
+                line += String(format: ", %.2f× h2load's rate, %.2f× its CPU", Bench.median(ratios),
+                               Bench.median(cpuRatios))
             }
             print(line)
         }

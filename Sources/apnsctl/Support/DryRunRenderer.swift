@@ -104,9 +104,13 @@ enum JSONText {
     /// valid, so only the quote, the backslash and the control characters need escapes.
     static func appendQuoted(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        // Tokens and apns-ids need no escape: copy them whole.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            bytes.append(contentsOf: string.utf8)
+        // Tokens and apns-ids need no escape: copy them whole, in one pass over contiguous UTF-8.
+        let copied = string.utf8.withContiguousStorageIfAvailable { utf8 -> Bool in
+            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if copied == true {
             bytes.append(UInt8(ascii: "\""))
             return
         }

@@ -139,13 +139,16 @@ struct ResultRenderer: Sendable {
         }
         bytes.append(contentsOf: "{\"token\":".utf8)
         JSONText.appendQuoted(result.token, to: &bytes)
-        if let line = result.line { field("line", String(line), quoted: false) }
+        if let line = result.line {
+            bytes.append(contentsOf: ",\"line\":".utf8)
+            Self.appendDecimal(line, to: &bytes)
+        }
         switch result.outcome {
         case .accepted(let sent):
-            bytes.append(contentsOf: ",\"outcome\":\"accepted\",\"status\":200".utf8)
-            field("apns_id", sent.apnsID)
-            bytes.append(contentsOf: ",\"reason\":null,\"timestamp\":null".utf8)
-            field("attempts", String(sent.attempts), quoted: false)
+            bytes.append(contentsOf: ",\"outcome\":\"accepted\",\"status\":200,\"apns_id\":".utf8)
+            JSONText.appendQuoted(sent.apnsID, to: &bytes)
+            bytes.append(contentsOf: ",\"reason\":null,\"timestamp\":null,\"attempts\":".utf8)
+            Self.appendDecimal(sent.attempts, to: &bytes)
         case .rejected(let error), .failed(let error), .notSent(let error):
             let outcome: String
             switch result.outcome {
@@ -160,13 +163,18 @@ struct ResultRenderer: Sendable {
             field("timestamp", error.timestamp.map(Self.iso8601))
             field("attempts", String(error.attempts), quoted: false)
         }
-        field("may_have_been_delivered", String(result.outcome.mayHaveBeenDelivered), quoted: false)
+        bytes.append(contentsOf: (result.outcome.mayHaveBeenDelivered ? ",\"may_have_been_delivered\":true" : ",\"may_have_been_delivered\":false").utf8)
         switch result.outcome {
         case .failed(let error) where !error.detail.isEmpty, .notSent(let error) where !error.detail.isEmpty:
             field("detail", error.detail)
         default: break
         }
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// `value` in decimal (a small string: no allocation).
+    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: String(value).utf8)
     }
 
     /// `sent N: A accepted, R rejected (Unregistered 3), F failed, S not sent in X.XX s (Y/s)`, or
