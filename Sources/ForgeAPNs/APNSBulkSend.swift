@@ -347,10 +347,13 @@ extension APNSClient {
     /// as the pool's open streams allow, and reports one verdict per token.
     /// - Throws: ``APNSError`` of kind `invalidNotification` before anything is sent, when the
     ///   notification breaks a rule.
-    /// - Parameter bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
+    /// - Parameters:
+    ///   - bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
+    ///   - apnsIDs: the `apns-id` of the token at each index, for sends that may be repeated (see
+    ///     ``APNSID/init(campaign:index:)``); by default the notification's own, or APNs' choice.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
-        bufferedVerdicts: Int = 2048
+        bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
     ) throws(APNSError) -> APNSBulkSend where Tokens.Element == String {
         let prepared: APNSPreparedNotification
         do {
@@ -358,19 +361,21 @@ extension APNSClient {
         } catch {
             throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
         }
-        return self.sendBulk(prepared, to: tokens, deadline: deadline, bufferedVerdicts: bufferedVerdicts)
+        return self.sendBulk(prepared, to: tokens, deadline: deadline, bufferedVerdicts: bufferedVerdicts, apnsIDs: apnsIDs)
     }
 
     /// Sends an already prepared notification (validated and encoded once) to every token of
     /// `tokens`; see ``sendBulk(_:to:deadline:bufferedVerdicts:)-(_,Tokens,_,_)``.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
-        bufferedVerdicts: Int = 2048
+        bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
     ) -> APNSBulkSend where Tokens.Element == String {
         // The bulk's span is a child of the caller's span, though its work runs under the client's run().
         let context = self.tracer == nil ? .topLevel : ServiceContext.current ?? .topLevel
         return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel, reading in
-            await self.runBulk(prepared, tokens: tokens, deadline: deadline, channel: channel, reading: reading, context: context)
+            await self.runBulk(
+                prepared, tokens: tokens, deadline: deadline, apnsIDs: apnsIDs, channel: channel, reading: reading, context: context
+            )
         }
     }
 
@@ -389,8 +394,8 @@ extension APNSClient {
     }
 
     private func runBulk<Tokens: AsyncSequence>(
-        _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?, channel: VerdictChannel,
-        reading: ReadingSwitch, context: ServiceContext
+        _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?,
+        apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel, reading: ReadingSwitch, context: ServiceContext
     ) async where Tokens.Element == String {
         // One span for the whole bulk, none per push: a million tokens make one span.
         let span = self.tracer?.startSpan(ClientTracing.bulkSpan, context: context, ofKind: .client)
@@ -418,7 +423,8 @@ extension APNSClient {
                 workers.withLock { $0 += 1 }
                 group.addTask {
                     await self.bulkWorker(
-                        prepared, route: route, feed: feed, workers: workers, deadline: deadline, channel: channel, tally: tally
+                        prepared, route: route, feed: feed, workers: workers, deadline: deadline, apnsIDs: apnsIDs, channel: channel,
+                        tally: tally
                     )
                 }
             }
@@ -447,7 +453,8 @@ extension APNSClient {
     /// which owns retries, replays and provider-token renewal: a bulk send is batching, nothing more.
     private func bulkWorker(
         _ prepared: APNSPreparedNotification, route: Result<CredentialRoute, APNSError>, feed: TokenFeed, workers: LockedBox<Int>,
-        deadline: ContinuousClock.Instant?, channel: VerdictChannel, tally: LockedBox<APNSBulkSummary>
+        deadline: ContinuousClock.Instant?, apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel,
+        tally: LockedBox<APNSBulkSummary>
     ) async {
         func batchSize() -> Int {
             guard case .success(let route) = route else { return Self.maximumBulkBatch }
@@ -465,7 +472,7 @@ extension APNSClient {
                     continue
                 }
                 do throws(APNSValidationError) {
-                    requests.append(prepared.request(to: try DeviceToken(item.1)))
+                    requests.append(prepared.request(to: try DeviceToken(item.1), apnsID: apnsIDs?(item.0)))
                     slots.append(slot)
                 } catch {
                     outcomes[slot] = .rejected(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))

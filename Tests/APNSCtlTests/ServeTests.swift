@@ -185,4 +185,38 @@ struct ServeTests {
         let help = try CommandRunner.run(["serve", "--help"])
         #expect(help.exitCode == 0 && help.stdout.contains("--register-key") && help.stdout.contains("--reject-unknown-tokens"))
     }
+
+    @Test("serve --record: every accepted push, and only those, with the apns-id and the token its verdict names")
+    func record() throws {
+        let folder = try TemporaryFolder("serve-record")
+        defer { folder.remove() }
+        let recordFile = folder.url.appendingPathComponent("accepted.ndjson").path
+        var tokens = (1...60).map { String(format: "%064x", $0) }
+        tokens[29] = gone
+        let tokensFile = try folder.file("tokens.txt", contents: tokens.joined(separator: "\n") + "\n")
+        let server = try ServerProcess(["--quiet", "--topic", bundle, "--unregistered", gone, "--record", recordFile])
+        let sent = try CommandRunner.run([
+            "send", "--url", "https://localhost:\(server.port)", "--ca-file", self.ca, "--key-file", self.keyFile,
+            "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1", "--topic", bundle, "--tokens-file", tokensFile, "--title", "Hi",
+        ])
+        let stopped = server.stop()
+        #expect(sent.exitCode == 1 && stopped.exitCode == 0, "\(sent.stderr)\(stopped.stderr)")
+        func objects(_ text: String) throws -> [[String: Any]] {
+            try text.split(separator: "\n").map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        }
+        let verdicts = try objects(sent.stdout).dropLast()
+        let recorded = try objects(String(contentsOfFile: recordFile, encoding: .utf8))
+        let accepted = verdicts.filter { $0["outcome"] as? String == "accepted" }
+        #expect(accepted.count == 59 && recorded.count == 59)
+        let byID = Dictionary(uniqueKeysWithValues: recorded.map { ($0["apns_id"] as? String ?? "", $0) })
+        for verdict in accepted {
+            let entry = byID[verdict["apns_id"] as? String ?? ""]
+            #expect(entry?["token"] as? String == verdict["token"] as? String, "\(verdict)")
+            #expect(entry?["push_type"] as? String == "alert")
+            #expect((entry?["time"] as? String)?.hasSuffix("Z") == true)
+        }
+        #expect(!recorded.contains { $0["token"] as? String == gone })
+        let unwritable = try CommandRunner.run(["serve", "--port", "0", "--record", folder.url.appendingPathComponent("no/such/dir/x").path])
+        #expect(unwritable.exitCode == 73 && unwritable.stderr.contains("--record: cannot write"), "\(unwritable.stderr)")
+    }
 }

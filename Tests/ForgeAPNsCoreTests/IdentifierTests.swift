@@ -128,3 +128,25 @@ struct SmallIdentifierTests {
         #expect(throws: APNSValidationError(.badChannelID, field: "", rule: "")) { try APNSChannelID(value) }
     }
 }
+
+@Suite("Campaign apns-ids")
+struct CampaignAPNSIDTests {
+    private let campaign = UUID(uuidString: "0F2E8C5A-3B1D-4E6F-8A9B-1C2D3E4F5A6B")!
+
+    @Test("The same campaign and index give the same id; the last 12 hex digits are the index; version 8, RFC variant")
+    func deterministic() throws {
+        let id = APNSID(campaign: self.campaign, index: 0x1234_5678_9ABC)
+        #expect(id == APNSID(campaign: self.campaign, index: 0x1234_5678_9ABC))
+        #expect(id.description == "0f2e8c5a-3b1d-8e6f-8a9b-123456789abc")
+        #expect(try APNSID(id.description) == id)
+        // The variant's two high bits are 10, whatever the campaign had there.
+        let other = APNSID(campaign: UUID(uuidString: "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF")!, index: 1)
+        #expect(other.description == "ffffffff-ffff-8fff-bfff-000000000001")
+    }
+
+    @Test("Indices and campaigns never share an id", arguments: [0, 1, 255, 65_536, (1 << 48) - 1])
+    func distinct(index: Int) {
+        #expect(APNSID(campaign: self.campaign, index: index) != APNSID(campaign: self.campaign, index: index == 0 ? 1 : index - 1))
+        #expect(APNSID(campaign: self.campaign, index: index) != APNSID(campaign: UUID(), index: index))
+    }
+}

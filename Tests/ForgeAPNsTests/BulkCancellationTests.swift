@@ -114,6 +114,28 @@ struct BulkCancellationTests {
         }
     }
 
+    @Test("apnsIDs: each token's request carries the campaign id of its index, on every run")
+    func campaignIDs() async throws {
+        let campaign = UUID()
+        let seen = LockedBox<[String: String]>([:])
+        let client = try inProcessClient { request in
+            let token = String(request.path.dropFirst("/3/device/".count))
+            seen.withLock { $0[token] = request.headers.first { $0.name == "apns-id" }?.value }
+            return accepted
+        }
+        try await withAPNSClient(client) { client in
+            let tokens = (0..<300).map { String(format: "%064x", $0 + 1) }
+            let bulk = try client.sendBulk(alert(), to: AsyncTokens(values: tokens), apnsIDs: { APNSID(campaign: campaign, index: $0) })
+            let summary = await bulk.summary()
+            #expect(summary.accepted == 300)
+            let ids = seen.withLock { $0 }
+            #expect(ids.count == 300)
+            for (index, token) in tokens.enumerated() {
+                #expect(ids[token] == APNSID(campaign: campaign, index: index).description, "token \(index)")
+            }
+        }
+    }
+
     @Test("Cancelling the task that reads the verdicts cancels the bulk send")
     func readerCancellationCancelsTheBulk() async throws {
         try await withAPNSClient(inProcessClient { _ in accepted }) { client in

@@ -123,6 +123,12 @@ extension APNSCtl {
         )
         var latency: Duration?
 
+        @Option(
+            name: .customLong("record"),
+            help: ArgumentHelp("Write every accepted push to this file as NDJSON (token or channel_id, apns_id, time, push_type), flushed when the server stops.", valueName: "file")
+        )
+        var record: String?
+
         @Option(name: .customLong("metrics-port"),
                 help: "Serve Prometheus metrics on GET /metrics at 127.0.0.1 on this port; 0 lets the system choose (printed on the second line).")
         var metricsPort: Int?
@@ -162,7 +168,8 @@ extension APNSCtl {
             try self.check()
             try await runReportingFailures {
                 let metrics = self.metricsPort.map { _ in ServeMetrics() }
-                let server = try self.startServer(metrics: metrics)
+                let recorder = try self.record.map { try PushRecorder(path: $0) }
+                let server = try self.startServer(metrics: metrics, recorder: recorder)
                 let endpoint = try metrics.map { try self.serveMetrics($0, server: server) }
                 // Subscribed before the port is printed, so no push can come first.
                 let accepted = self.printRequests ? server.acceptedPushes() : nil
@@ -180,6 +187,7 @@ extension APNSCtl {
                 Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
                 await endpoint?.shutdown()
                 await server.shutdown()
+                recorder?.close()  // after the server's shutdown: no push is judged any more
                 await requests?.value  // the server's shutdown ends the stream: every accepted push is printed
             }
         }
@@ -206,7 +214,7 @@ extension APNSCtl {
             }
         }
 
-        private func startServer(metrics: ServeMetrics?) throws -> LocalAPNsServer {
+        private func startServer(metrics: ServeMetrics?, recorder: PushRecorder?) throws -> LocalAPNsServer {
             var tls: HTTP2ServerTLSConfiguration?
             if !self.h2c {
                 if let ca = self.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
@@ -248,8 +256,9 @@ extension APNSCtl {
             let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local, lenient: self.lenientTokens)
             var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
             let printer = self.quiet ? nil : JudgementPrinter(json: self.json)
-            if printer != nil || metrics != nil {
+            if printer != nil || metrics != nil || recorder != nil {
                 observer = { judgement in
+                    recorder?.record(judgement)
                     metrics?.record(judgement)
                     printer?.print(judgement)
                 }
