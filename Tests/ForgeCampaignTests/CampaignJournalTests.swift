@@ -12,13 +12,18 @@ private func entries(_ count: Int) -> [CampaignJournal.Entry] {
     (0..<count).map { CampaignJournal.Entry(index: $0, line: $0 + 1, token: String(format: "%064x", $0)) }
 }
 
+/// Where a journal goes, in a new temporary folder.
+private func journalPath() throws -> (folder: TemporaryFolder, path: String) {
+    let folder = try TemporaryFolder("journal")
+    return (folder, folder.url.appendingPathComponent("campaign.db").path)
+}
+
 @Suite("CampaignJournal: the SQLite journal of a resumable campaign")
 struct CampaignJournalTests {
     @Test("A new file starts a campaign; opening it again resumes the same campaign, in WAL mode")
     func createAndResume() async throws {
-        let folder = try TemporaryFolder("journal")
+        let (folder, path) = try journalPath()
         defer { folder.remove() }
-        let path = folder.url.appendingPathComponent("c.db").path
         let (first, resumedFirst) = try CampaignJournal.open(path: path, fingerprint: fingerprint)
         let (second, resumedSecond) = try CampaignJournal.open(path: path, fingerprint: fingerprint)
         #expect(!resumedFirst && resumedSecond)
@@ -29,9 +34,8 @@ struct CampaignJournalTests {
 
     @Test("A changed input is refused, naming each field that changed")
     func fingerprintMismatch() throws {
-        let folder = try TemporaryFolder("journal")
+        let (folder, path) = try journalPath()
         defer { folder.remove() }
-        let path = folder.url.appendingPathComponent("c.db").path
         _ = try CampaignJournal.open(path: path, fingerprint: fingerprint)
         var changed = fingerprint
         changed.payloadSHA256 = String(repeating: "c", count: 64)
@@ -43,9 +47,8 @@ struct CampaignJournalTests {
 
     @Test("Resume state: final verdicts are skipped, tokens sent without one are unsettled and flagged when sent again")
     func resumeState() async throws {
-        let folder = try TemporaryFolder("journal")
+        let (folder, path) = try journalPath()
         defer { folder.remove() }
-        let path = folder.url.appendingPathComponent("c.db").path
         do {
             let (journal, _) = try CampaignJournal.open(path: path, fingerprint: fingerprint)
             try await journal.register(entries(6))
@@ -77,9 +80,8 @@ struct CampaignJournalTests {
 
     @Test("One row per index: registering, marking and committing a token again never adds a row")
     func oneRowPerIndex() async throws {
-        let folder = try TemporaryFolder("journal")
+        let (folder, path) = try journalPath()
         defer { folder.remove() }
-        let path = folder.url.appendingPathComponent("c.db").path
         let (journal, _) = try CampaignJournal.open(path: path, fingerprint: fingerprint)
         try await journal.register(entries(3))
         try await journal.register(entries(3))

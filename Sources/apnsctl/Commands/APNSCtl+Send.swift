@@ -28,6 +28,12 @@ extension APNSCtl {
                 Exit codes: 0 all accepted; 1 one or more rejected, failed or not sent, or bad lines skipped; \
                 64 usage; 65 bad data; 66 input file missing; 69 endpoint unreachable or TLS failure; 130 Ctrl-C.
 
+                With --journal FILE (a tokens file and a shared payload): progress and verdicts are committed to a \
+                SQLite journal and a verdict is printed once committed; re-running the same command after a crash \
+                sends only the tokens with no final verdict (those sent before without one are flagged \
+                may_have_been_delivered; at most \(JournalCampaign.window) per crash). `apnsctl campaign report --journal FILE` prints \
+                one verdict per token.
+
                 With --dry-run, everything is validated and the HTTP/2 request that would be sent is printed \
                 (the authorization header as 'bearer <redacted>'); nothing is sent.
 
@@ -185,7 +191,7 @@ extension APNSCtl {
                 source = .journal(
                     try await JournalCampaign.prepare(
                         journalPath: journal, tokensPath: path, shared: shared, environment: try self.endpoint.resolved().description,
-                        headers: headers
+                        headers: headers, strict: self.strict
                     )
                 )
             } else if let path = self.tokensFile {

@@ -33,10 +33,10 @@ struct JournalCampaign {
     let badLines: Int
 
     /// Opens (or creates) the journal for `tokens` and `shared`: a changed input is refused with
-    /// exit 65, naming the fields; bad lines are reported on stderr and skipped.
+    /// exit 65, naming the fields; bad lines are reported on stderr and skipped (with `strict`, nothing is sent: exit 65).
     static func prepare(
         journalPath: String, tokensPath: String, shared: APNSPreparedNotification, environment: String,
-        headers: NotificationOptions.Headers
+        headers: NotificationOptions.Headers, strict: Bool
     ) async throws -> JournalCampaign {
         var badLines = 0
         try InputFiles.requireReadable(tokensPath, flag: "--tokens-file")
@@ -63,6 +63,11 @@ struct JournalCampaign {
                 entries.append(CampaignJournal.Entry(index: entries.count, line: entry.line, token: entry.token.hexString))
             }
         }
+        if strict, badLines > 0 {
+            throw CLIFailure(
+                message: "\(lines.name): \(badLines) bad line\(badLines == 1 ? "" : "s"); nothing sent (--strict)", exitCode: CLIExit.dataError
+            )
+        }
         guard let payloadHash = SHA256Digest.hex(shared.body), let tokensHash = SHA256Digest.hex(bytes) else {
             throw CLIFailure(message: "--journal: cannot hash the campaign's inputs", exitCode: CLIExit.software)
         }
@@ -87,6 +92,8 @@ struct JournalCampaign {
             )
         } catch let failure as CampaignJournal.Failure {
             throw CLIFailure(message: failure.description, exitCode: CLIExit.dataError)
+        } catch {
+            throw CLIFailure(message: "--journal '\(journalPath)': \(error)", exitCode: CLIExit.cannotCreate)
         }
     }
 
