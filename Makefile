@@ -6,7 +6,7 @@ SWIFT_FLAGS  ?=
 # Debian packages the build, the tests and the demo need. Installed only when missing. tinyproxy
 # (HTTP CONNECT) and microsocks (SOCKS5) are the real proxies the proxy tests start; chromium
 # (headless) renders the demo's HTML timeline and groff-base the installed man page in their tests.
-APT_PACKAGES := libnghttp2-dev libssl-dev pkg-config openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks \
+APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev pkg-config openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks \
                 chromium groff-base
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The fault-oracle tests run a Python HTTP/2 server (Tests/FaultServer/fault_server.py) that is not

@@ -15,6 +15,7 @@
 //   ForgeSimulatedDevice, ForgeLoopback
 //                                  the simulated device; the local APNs server and loopback mode
 //   ForgeLoopbackScenarios         the demo's end-to-end scenarios, a template for users' tests
+//   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -42,6 +43,7 @@ let package = Package(
         .library(name: "ForgeSimulatedDevice", targets: ["ForgeSimulatedDevice"]),
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
         .library(name: "ForgeLoopbackScenarios", targets: ["ForgeLoopbackScenarios"]),
+        .library(name: "ForgeCampaign", targets: ["ForgeCampaign"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
@@ -58,6 +60,10 @@ let package = Package(
         // `apnsctl serve --metrics-port`: the local server's counters in Prometheus text. Depends on
         // swift-metrics and swift-atomics only; linked by apnsctl alone, never by the libraries.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `apnsctl send --journal`: a campaign's progress and verdicts in SQLite (WAL, transactions,
+        // crash-safe). GRDB over the system libsqlite3 (libsqlite3-dev); no SwiftNIO. Linked by
+        // ForgeCampaign alone, never by the push path.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // MARK: C system libraries
@@ -167,6 +173,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Campaigns
+        // A campaign's journal: which tokens have a committed verdict, which were sent without one.
+        .target(
+            name: "ForgeCampaign",
+            dependencies: [
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "apnsctl",
@@ -178,6 +195,8 @@ let package = Package(
                 "ForgeLoopback",
                 // `apnsctl demo` runs and prints these.
                 "ForgeLoopbackScenarios",
+                // `send --journal`, `campaign report`.
+                "ForgeCampaign",
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -278,6 +297,11 @@ let package = Package(
             name: "ForgeCryptoTests",
             dependencies: ["ForgeCrypto", "ForgeAPNsCore", "ForgeTestSupport"],
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeCampaignTests",
+            dependencies: ["ForgeCampaign", "ForgeAPNsCore", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -63,21 +63,10 @@ public struct APNSCertificateInfo: Hashable, Sendable {
     }
 
     private init(certificate: OpaquePointer, der: [UInt8]) throws(APNSKeyError) {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var digestLength: UInt32 = 0
-        let ok = der.withUnsafeBytes { input in
-            digest.withUnsafeMutableBytes { out in
-                EVP_Digest(input.baseAddress, input.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                           &digestLength, EVP_sha256(), nil)
-            }
-        }
-        guard ok == 1, digestLength == 32 else {
+        guard let fingerprint = SHA256Digest.hex(der) else {
             throw APNSKeyError(.damaged, path: nil, detail: "cannot be hashed")
         }
-        self.sha256Fingerprint = digest.map { byte in
-            let hex = Array("0123456789abcdef".utf8)
-            return String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
-        }.joined()
+        self.sha256Fingerprint = fingerprint
         let subject = X509_get_subject_name(certificate)
         self.subjectUserID = Self.entry(NID_userId, in: subject)
         self.subjectCommonName = Self.entry(NID_commonName, in: subject)

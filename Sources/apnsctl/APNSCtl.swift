@@ -24,7 +24,7 @@ struct APNSCtl: AsyncParsableCommand {
             66 input file missing; 69 endpoint unreachable or TLS failure; 70 internal error.
             """,
         version: APNSCtlVersion.current,
-        subcommands: [Send.self, Activity.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
+        subcommands: [Send.self, Campaign.self, Activity.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
     )
 
     /// ArgumentParser's `main()`, with two differences. Rules between flags (each command's

@@ -28,6 +28,12 @@ extension APNSCtl {
                 Exit codes: 0 all accepted; 1 one or more rejected, failed or not sent, or bad lines skipped; \
                 64 usage; 65 bad data; 66 input file missing; 69 endpoint unreachable or TLS failure; 130 Ctrl-C.
 
+                With --journal FILE (a tokens file and a shared payload): progress and verdicts are committed to a \
+                SQLite journal and a verdict is printed once committed; re-running the same command after a crash \
+                sends only the tokens with no final verdict (those sent before without one are flagged \
+                may_have_been_delivered; at most \(JournalCampaign.window) per crash). `apnsctl campaign report --journal FILE` prints \
+                one verdict per token.
+
                 With --dry-run, everything is validated and the HTTP/2 request that would be sent is printed \
                 (the authorization header as 'bearer <redacted>'); nothing is sent.
 
@@ -79,6 +85,15 @@ extension APNSCtl {
         )
         var resumeFrom: Int?
 
+        @Option(
+            name: .long,
+            help: ArgumentHelp(
+                "With --tokens-file and a shared payload: record progress and verdicts in this SQLite file; re-running the same command resumes.",
+                valueName: "path"
+            )
+        )
+        var journal: String?
+
         /// A dry run prints JSON only when asked: the request it renders is for reading.
         var dryRunJSON: Bool { self.json || self.format == .json }
 
@@ -115,6 +130,14 @@ extension APNSCtl {
             if let line = self.resumeFrom {
                 guard self.tokensFile != nil else { throw ValidationError("--resume-from applies to --tokens-file.") }
                 guard line >= 1 else { throw ValidationError("--resume-from must be a line number, 1 or more (got \(line)).") }
+            }
+            if self.journal != nil {
+                guard let file = self.tokensFile else { throw ValidationError("--journal applies to --tokens-file.") }
+                guard file != "-" else { throw ValidationError("--journal needs a tokens file it can read again on resume, not standard input (-).") }
+                guard self.resumeFrom == nil else { throw ValidationError("--journal resumes by itself; --resume-from does not apply.") }
+                guard self.notification.hasSharedPayload else {
+                    throw ValidationError("--journal sends one shared payload: give --payload (or --title…).")
+                }
             }
             if self.json, self.format == .human { throw ValidationError("--json and --format human contradict each other.") }
             if let concurrency = self.concurrency, concurrency < 1 {
@@ -164,7 +187,14 @@ extension APNSCtl {
             let headers = try self.notification.headers()
             let shared = self.notification.hasSharedPayload || self.tokensFile == nil ? try self.notification.prepare(headers) : nil
             let source: SendSession.Tokens
-            if let path = self.tokensFile {
+            if let journal = self.journal, let path = self.tokensFile, let shared {
+                source = .journal(
+                    try await JournalCampaign.prepare(
+                        journalPath: journal, tokensPath: path, shared: shared, environment: try self.endpoint.resolved().description,
+                        headers: headers, strict: self.strict
+                    )
+                )
+            } else if let path = self.tokensFile {
                 source = try TokenFileReading.open(
                     path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil, firstLine: self.resumeFrom ?? 1,
                     topics: LineTopics(served: try self.auth.servedBundleIDs(), sharedBody: shared?.body)

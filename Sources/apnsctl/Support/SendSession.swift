@@ -13,6 +13,8 @@ struct SendSession {
         case list([DeviceToken])
         /// `--tokens-file`: opened when sending starts; `count` is known after a `--strict` first pass.
         case file(open: @Sendable () throws -> TokenLines, count: Int?)
+        /// `--tokens-file` with `--journal`: the tokens the journal has no final verdict for.
+        case journal(JournalCampaign)
     }
 
     var client: APNSClient
@@ -31,6 +33,7 @@ struct SendSession {
         switch self.tokens {
         case .list(let list): total = list.count
         case .file(_, let count): total = count
+        case .journal(let campaign): total = campaign.entries.count
         }
         // A bar for bulk sends only (one token is done before a bar could help), on a terminal only.
         let isBulk = total.map { $0 > 1 } ?? true
@@ -63,6 +66,7 @@ struct SendSession {
             var note = "interrupted: \(counts.total - counts.notSent - counts.inFlight) answered, \(counts.inFlight) in flight at the stop, "
                 + "\(counts.notSent) not sent"
             if let resume { note += "; " + Self.resumeAdvice(resume) }
+            if self.isJournal { note += "; resume by running the same command again (the journal sends only what has no final verdict)" }
             Output.diagnostic(note)
             return CLIExit.interrupted
         case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
@@ -77,6 +81,11 @@ struct SendSession {
 
     private var isFromFile: Bool {
         if case .file = self.tokens { return true }
+        return false
+    }
+
+    private var isJournal: Bool {
+        if case .journal = self.tokens { return true }
         return false
     }
 
@@ -100,6 +109,12 @@ struct SendSession {
             let bulk = self.client.sendBulk(shared, to: list)
             stopper.onStop({ bulk.stop() }, abandon: { bulk.cancel() })
             for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome)) }
+        case .journal(let campaign):
+            guard let shared = self.shared else {
+                Output.diagnostic("error: internal: --journal without a shared payload")
+                return CLIExit.software
+            }
+            await campaign.send(client: self.client, shared: shared, sink: sink, stopper: stopper)
         case .file(let open, _):
             let perLine = PerLineSender(client: self.client, width: self.width, sink: sink)
             stopper.onStop({ perLine.stop() }, abandon: { perLine.abandon() })
