@@ -434,6 +434,13 @@ struct SendTests {
         #expect(misspelt.stderr.contains("Usage: apnsctl send"), "\(misspelt.stderr)")
         let missing = try CommandRunner.run(["send", "--title", "Hi"])
         #expect(missing.exitCode == 64 && missing.stderr.hasPrefix("error: Missing --token"), "\(missing.stderr)")
+        // Commands whose flags are required too: the misspelt flag is named, not the required one it was meant to be.
+        for (arguments, flag) in [(["activity", "update", "--tokn", good], "--tokn"), (["channels", "get", "--chanel", "x"], "--chanel")] {
+            let result = try CommandRunner.run(arguments)
+            #expect(result.exitCode == 64 && result.stderr.hasPrefix("error: Unknown option '\(flag)'"), "\(result.stderr)")
+        }
+        let noState = try CommandRunner.run(["activity", "update", "--token", good])
+        #expect(noState.exitCode == 64 && noState.stderr.hasPrefix("error: Missing --content-state"), "\(noState.stderr)")
     }
 
     @Test("--resume-from LINE sends the lines from there on, each verdict naming its line in the file")

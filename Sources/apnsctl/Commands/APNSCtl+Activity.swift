@@ -98,10 +98,10 @@ extension APNSCtl.Activity {
         @OptionGroup(title: "Live Activity") var options: ActivityOptions
 
         @Option(name: .customLong("attributes-type"), help: "The ActivityAttributes type's name in the app.")
-        var attributesType: String
+        var attributesType: String?
 
         @Option(name: .long, help: ArgumentHelp("The attributes: a JSON object, or @file.", valueName: "json|@file"))
-        var attributes: String
+        var attributes: String?
 
         @Flag(name: .customLong("input-push-token"), help: "Ask the device for the new activity's update token.")
         var inputPushToken = false
@@ -109,6 +109,8 @@ extension APNSCtl.Activity {
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
         func check() throws {
             if self.options.channel != nil { throw ValidationError("A Live Activity starts with a push-to-start --token; --channel updates or ends one.") }
+            if self.attributesType == nil { throw ValidationError("Missing --attributes-type: the ActivityAttributes type's name in the app.") }
+            if self.attributes == nil { throw ValidationError("Missing --attributes: the activity's attributes, a JSON object or @file.") }
             if self.options.alertTitle == nil { throw ValidationError("Missing --alert-title: a push that starts a Live Activity must alert.") }
         }
 
@@ -116,9 +118,9 @@ extension APNSCtl.Activity {
             try self.options.check()
             try self.check()
             try await runReportingFailures {
-                let attributes = try ActivityOptions.jsonObject(self.attributes, flag: "--attributes")
+                let attributes = try ActivityOptions.jsonObject(self.attributes ?? "", flag: "--attributes")
                 let notification = APNSLiveActivityStartNotification(
-                    attributesType: self.attributesType, attributes: attributes, contentState: try self.options.state,
+                    attributesType: self.attributesType ?? "", attributes: attributes, contentState: try self.options.state,
                     alert: self.options.alert!, timestamp: try self.options.timestampDate, topic: try self.options.bundleID,
                     staleDate: try self.options.staleDateValue, relevanceScore: self.options.relevanceScore,
                     inputPushToken: self.inputPushToken, priority: self.options.priority?.priority,

@@ -90,12 +90,14 @@ extension APNSCtl.Channels {
         @OptionGroup var options: ChannelOptions
 
         @Option(name: .long, help: "The channel id (base64).")
-        var channel: String
+        var channel: String?
 
         func run() async throws {
+            // Checked after parsing, not by the parser: a misspelt flag beside it is then reported as unknown.
+            guard self.channel != nil else { throw ValidationError("Missing --channel: the channel id (base64).") }
             try await runReportingFailures {
                 let bundleID = try self.options.bundleID
-                let channel = try ChannelOptions.channelID(self.channel)
+                let channel = try ChannelOptions.channelID(self.channel ?? "")
                 let policy = try await self.options.withClient { client throws(APNSError) in
                     try await client.channelStoragePolicy(channel, bundleID: bundleID)
                 }
@@ -132,12 +134,14 @@ extension APNSCtl.Channels {
         @OptionGroup var options: ChannelOptions
 
         @Option(name: .long, help: "The channel id (base64).")
-        var channel: String
+        var channel: String?
 
         func run() async throws {
+            // Checked after parsing, not by the parser: a misspelt flag beside it is then reported as unknown.
+            guard self.channel != nil else { throw ValidationError("Missing --channel: the channel id (base64).") }
             try await runReportingFailures {
                 let bundleID = try self.options.bundleID
-                let channel = try ChannelOptions.channelID(self.channel)
+                let channel = try ChannelOptions.channelID(self.channel ?? "")
                 try await self.options.withClient { client throws(APNSError) in
                     try await client.deleteChannel(channel, bundleID: bundleID)
                 }

@@ -14,7 +14,7 @@ struct ActivityOptions: ParsableArguments {
     var channel: String?
 
     @Option(name: .customLong("content-state"), help: ArgumentHelp("The content state: a JSON object, or @file.", valueName: "json|@file"))
-    var contentState: String
+    var contentState: String?
 
     @Option(name: .long, help: ArgumentHelp("aps.timestamp: seconds since 1970 or ISO 8601 (default: now).", valueName: "date"))
     var timestamp: String?
@@ -62,6 +62,8 @@ struct ActivityOptions: ParsableArguments {
     func check() throws {
         if self.token != nil, self.channel != nil { throw ValidationError("Give --token or --channel, not both.") }
         if self.token == nil, self.channel == nil { throw ValidationError("Missing --token (the activity's push token) or --channel.") }
+        // Checked here, after parsing, not by the parser: a misspelt flag beside it is then reported as unknown.
+        if self.contentState == nil { throw ValidationError("Missing --content-state: the activity's content state, a JSON object or @file.") }
         if self.channel != nil, self.collapseID != nil { throw ValidationError("--collapse-id does not apply to broadcasts.") }
         if self.alertBody != nil || self.alertSound != nil, self.alertTitle == nil {
             throw ValidationError("--alert-body and --alert-sound need --alert-title.")
@@ -90,7 +92,7 @@ struct ActivityOptions: ParsableArguments {
         }
     }
 
-    var state: CommandLineJSON { get throws { try Self.jsonObject(self.contentState, flag: "--content-state") } }
+    var state: CommandLineJSON { get throws { try Self.jsonObject(self.contentState ?? "", flag: "--content-state") } }
 
     var timestampDate: Date { get throws { try self.timestamp.map { try Self.date($0, flag: "--timestamp") } ?? Date() } }
 
