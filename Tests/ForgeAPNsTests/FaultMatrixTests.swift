@@ -105,7 +105,11 @@ struct FaultMatrixTests {
         let (_, summary, server) = try await self.run { server in
             server.schedule(.respond(status: status, reason: reason), afterRequests: 30, count: 120)
         }
-        #expect(summary.accepted == server.acceptedCount)
+        // Every push the server accepted is accepted here, unless its verdict says a copy may have
+        // been delivered (a connection declared dead under a slow run, such as ThreadSanitizer's,
+        // loses answers: the push goes again, and its next copy may meet the 5xx).
+        #expect(summary.accepted <= server.acceptedCount)
+        #expect(server.acceptedCount - summary.accepted <= summary.mayHaveBeenDelivered, "\(summary)")
         #expect(summary.accepted + (summary.rejected[reason.rawValue] ?? 0) == tokens.count)
         #expect(summary.accepted > 0)
     }
