@@ -8,19 +8,7 @@ private func cliBlocks() throws -> [String] {
     let start = try #require(readme.range(of: "## Sending a push with `apnsctl`"))
     let section = readme[start.upperBound...]
     let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
-    var blocks: [String] = []
-    var current: [Substring]?
-    for line in section[..<end].split(separator: "\n", omittingEmptySubsequences: false) {
-        if current == nil, line == "```sh" {
-            current = []
-        } else if current != nil, line == "```" {
-            blocks.append(current!.joined(separator: "\n"))
-            current = nil
-        } else {
-            current?.append(line)
-        }
-    }
-    return blocks
+    return MarkdownBlocks.fenced(section[..<end], language: "sh")
 }
 
 @Suite("README: the apnsctl section runs as pasted", .serialized, .timeLimit(.minutes(2)))

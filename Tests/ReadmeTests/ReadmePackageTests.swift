@@ -19,19 +19,7 @@ enum ReadmeBlocks {
     /// The ```swift blocks of README.md, in order.
     static func read() throws -> [String] {
         let markdown = try String(contentsOf: PackageRoot.directory.appendingPathComponent("README.md"), encoding: .utf8)
-        var blocks: [String] = []
-        var current: [Substring]?
-        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
-            if current == nil, line.trimmingCharacters(in: .whitespaces) == "```swift" {
-                current = []
-            } else if current != nil, line.trimmingCharacters(in: .whitespaces) == "```" {
-                blocks.append(current!.joined(separator: "\n") + "\n")
-                current = nil
-            } else {
-                current?.append(line)
-            }
-        }
-        return blocks
+        return MarkdownBlocks.fenced(markdown[...], language: "swift").map { $0 + "\n" }
     }
 
     /// The modules `block` imports.
