@@ -1,6 +1,7 @@
 import Dispatch
 import ForgeSupport
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -31,6 +32,8 @@ final class InterruptHandler: Sendable {
 
     private let state = LockedBox(State())
     private let sources = LockedSources()
+    /// Set with ``State/reason``: read once per line of a tokens file, without the lock.
+    private let stopped = Atomic<Bool>(false)
 
     /// Starts listening for SIGINT (instead of the default, which kills the process); returns once
     /// a Ctrl-C would be seen.
@@ -57,6 +60,9 @@ final class InterruptHandler: Sendable {
 
     var reason: StopReason? { self.state.withLock { $0.reason } }
 
+    /// Whether the send was stopped (for any reason): an atomic load, for the token reader's loop.
+    var isStopped: Bool { self.stopped.load(ordering: .acquiring) }
+
     /// Whether a second Ctrl-C gave up on the answers of pushes in flight.
     var abandoned: Bool { self.state.withLock { $0.abandoned } }
 
@@ -77,6 +83,7 @@ final class InterruptHandler: Sendable {
         let handlers = self.state.withLock { state -> [@Sendable () -> Void] in
             guard state.reason == nil else { return [] }
             state.reason = reason
+            self.stopped.store(true, ordering: .releasing)
             defer { state.stopHandlers.removeAll() }
             return state.stopHandlers
         }

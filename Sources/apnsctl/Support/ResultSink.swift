@@ -1,6 +1,7 @@
 import ForgeAPNs
 import ForgeAPNsCore
 import ForgeSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -48,15 +49,16 @@ final class ResultSink: Sendable {
     }
 
     /// The last line of the tokens file handed to a sender, and whether reading stopped there.
-    private let lastLine = LockedBox(0)
+    private let lastLine = Atomic<Int>(0)
 
+    /// Called once per line the reader hands on: an atomic store, no lock.
     func noteLineRead(_ line: Int) {
-        self.lastLine.withLock { $0 = line }
+        self.lastLine.store(line, ordering: .releasing)
     }
 
     /// Reading the tokens file stopped early (Ctrl-C): the lines after the last one read are counted as unread.
     func markInputStopped() {
-        let line = self.lastLine.withLock { $0 }
+        let line = self.lastLine.load(ordering: .acquiring)
         self.state.withLock { $0.counts.unreadAfterLine = line }
     }
 

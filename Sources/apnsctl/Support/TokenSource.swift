@@ -214,7 +214,7 @@ struct TokenSource: AsyncSequence, Sendable {
         mutating func next() async throws -> String? {
             if self.file == nil { self.file = try self.source.open() }
             guard let file = self.file else { return nil }
-            while self.source.stopper.reason == nil, let line = file.next() {
+            while !self.source.stopper.isStopped, let line = file.next() {
                 switch line {
                 case .skipped:
                     continue
@@ -233,7 +233,7 @@ struct TokenSource: AsyncSequence, Sendable {
                     return entry.token.hexString
                 }
             }
-            if self.source.stopper.reason != nil { self.source.tally.markInputStopped() }
+            if self.source.stopper.isStopped { self.source.tally.markInputStopped() }
             self.source.perLine?.finish()
             return nil
         }
