@@ -53,7 +53,9 @@ extension APNSClient.Authentication {
 }
 
 /// One credential's share of a client: its pools, its provider tokens, its metrics and logger.
-struct CredentialRoute: Sendable {
+/// A class: every send looks its route up, and a reference is one retain where this struct's
+/// copy was one per field.
+final class CredentialRoute: Sendable {
     /// `TEAMID/KEYID` or the certificate's label, as logs and metrics name it.
     let label: String
     let transport: any APNSTransport
@@ -62,6 +64,18 @@ struct CredentialRoute: Sendable {
     let tokens: APNSProviderTokenManager?
     let metrics: ClientMetrics
     let logger: Logger
+
+    init(
+        label: String, transport: any APNSTransport, channelTransport: any APNSTransport, tokens: APNSProviderTokenManager?,
+        metrics: ClientMetrics, logger: Logger
+    ) {
+        self.label = label
+        self.transport = transport
+        self.channelTransport = channelTransport
+        self.tokens = tokens
+        self.metrics = metrics
+        self.logger = logger
+    }
 }
 
 /// Which credential serves which bundle id; built and checked once, when the client is made.

@@ -36,16 +36,14 @@ extension APNSClient {
         channelAPI: Bool = false
     ) async -> [Result<APNSSendResult, APNSError>] {
         let transport = channelAPI ? route.channelTransport : route.transport
-        let metrics = route.metrics
-        let logger = route.logger
         let policy = self.configuration.retry
         let started = ContinuousClock.now
         // One array of outcomes and one of states: a single `send` allocates as little as it can.
         var outcomes = [Result<APNSSendResult, APNSError>](repeating: Self.noOutcome, count: requests.count)
         var states = [Scheduled](repeating: Scheduled(due: started), count: requests.count)
         var pending = Array(requests.indices)
-        metrics.inFlight.increment(by: Double(requests.count))
-        defer { metrics.inFlight.decrement(by: Double(requests.count)) }
+        route.metrics.inFlight.increment(by: Double(requests.count))
+        defer { route.metrics.inFlight.decrement(by: Double(requests.count)) }
 
         func fail(_ indices: [Int], _ kind: APNSError.Kind, _ detail: String) {
             for index in indices {
@@ -116,15 +114,15 @@ extension APNSClient {
                         mayHaveBeenDeliveredTwice: states[index].decision.mayHaveBeenDelivered, duration: answered - started
                     ))
                 case .reject:
-                    metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
+                    route.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
                     outcomes[index] = .failure(APNSError(rejection!, state: states[index].decision))
                 case .renewProviderToken:
                     renew = true
                     again.append(index)
                 case .retry(let wait), .replay(let wait):
-                    metrics.count(decision)
-                    if logger.logLevel <= .debug {
-                        logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
+                    route.metrics.count(decision)
+                    if route.logger.logLevel <= .debug {
+                        route.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
                             "apns.push_type": "\(pushType)", "apns.attempt": "\(states[index].decision.attempts)",
                             "apns.replay": "\(states[index].decision.replays)",
                             "apns.reason": "\(rejection?.reason.rawValue ?? results[position].failure.map { "\($0)" } ?? "-")",
@@ -134,7 +132,7 @@ extension APNSClient {
                     states[index].due = answered + wait
                     again.append(index)
                 case .fail(let kind):
-                    metrics.failed(pushType: pushType)
+                    route.metrics.failed(pushType: pushType)
                     let detail = results[position].failure.map(\.detail) ?? ""
                     outcomes[index] = .failure(APNSError(
                         kind: kind, attempts: states[index].decision.attempts, mayHaveBeenDelivered: states[index].decision.mayHaveBeenDelivered,
@@ -142,7 +140,7 @@ extension APNSClient {
                     ))
                 }
             }
-            if accepted > 0 { metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
+            if accepted > 0 { route.metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
             if renew, let providerToken { Self.renew(providerToken, route: route) }
             pending = again
         }
@@ -165,6 +163,10 @@ extension APNSClient {
     func executeOne(
         _ request: APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false
     ) async throws(APNSError) -> APNSSendResult {
+        guard self.tracing else {
+            // No tracer: no existential to copy, no span to end.
+            return try await self.execute([request], pushType: pushType, bundleID: bundleID, deadline: deadline, channelAPI: channelAPI)[0].get()
+        }
         let span = self.tracer?.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
         defer { span?.end() }
         let recording = span?.isRecording == true

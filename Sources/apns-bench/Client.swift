@@ -43,6 +43,9 @@ extension APNSBench {
         @Option(name: .customLong("in-flight"), help: "Tasks in tasks mode; in bulk mode, h2load's -m.")
         var inFlight = 100
 
+        @Flag(name: .customLong("client-executor"), help: "In tasks mode, the tasks prefer the client's executor (its I/O threads).")
+        var clientExecutor = false
+
         @Option(name: .long, help: "The most connections in the client's pool (default: the library's, 4).")
         var connections: Int?
 
@@ -170,9 +173,10 @@ extension APNSBench {
                 }
             case .tasks:
                 let prepared = try alert.prepared()
+                let executor: (any TaskExecutor)? = self.clientExecutor ? client.executor : nil
                 await withTaskGroup(of: ([Double], Int).self) { group in
                     for tokens in taskTokens {
-                        group.addTask {
+                        group.addTask(executorPreference: executor) {
                             var local: [Double] = []
                             local.reserveCapacity(tokens.count)
                             var failures = 0
@@ -303,6 +307,9 @@ extension APNSBench {
 
         @Flag(name: .long, help: "Cleartext h2c.")
         var h2c = false
+
+        @Flag(name: .customLong("client-executor"), help: "In tasks mode, the tasks prefer the client's executor (its I/O threads).")
+        var clientExecutor = false
 
         @Option(name: .long, help: "The most connections in the client's pool (default: the library's, 4).")
         var connections: Int?

@@ -68,10 +68,14 @@ final class ConnectionPool: APNSTransport {
     func send(
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: ContinuousClock.Instant
     ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
-        guard !requests.isEmpty else { return [] }
-        let http2: [HTTP2Request]
+        guard requests.count > 1 else {
+            return requests.isEmpty ? [] : [await self.send(requests[0], authorization: authorization, deadline: deadline)]
+        }
+        var http2: [HTTP2Request] = []
+        http2.reserveCapacity(requests.count)
+        var checked = self.lastHeaders.withLock { $0 }
         do {
-            http2 = try self.http2Requests(requests, authorization: authorization)
+            for request in requests { http2.append(try self.http2Request(request, authorization: authorization, checked: &checked)) }
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
@@ -82,16 +86,7 @@ final class ConnectionPool: APNSTransport {
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
-        let results: [Result<HTTP2Response, HTTP2ClientError>]
-        if http2.count == 1 {
-            do {
-                results = [.success(try await connection.send(http2[0], deadline: deadline))]
-            } catch {
-                results = [.failure(error as? HTTP2ClientError ?? HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "\(error)"))]
-            }
-        } else {
-            results = await connection.sendBatch(http2, deadline: deadline)
-        }
+        let results = await connection.sendBatch(http2, deadline: deadline)
         let answered = results.contains { if case .success = $0 { true } else { false } }
         self.perform(self.state.withLock { $0.machine.release(id, count: requests.count, answered: answered, now: .now) })
         return results.map { result in
@@ -99,27 +94,50 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
-    /// The HTTP/2 requests: headers converted and checked once per distinct header list (a bulk
-    /// batch shares one, and so do sends in a row with the same notification), the authorization first.
-    private func http2Requests(_ requests: [APNSHTTPRequest], authorization: String?) throws(HTTP2ClientError) -> [HTTP2Request] {
-        var current = self.lastHeaders.withLock { $0 }
-        var result: [HTTP2Request] = []
-        result.reserveCapacity(requests.count)
-        for request in requests {
-            if current == nil || current!.authorization != authorization || current!.source != request.headers {
-                var converted: [HTTP2HeaderField] = []
-                converted.reserveCapacity(request.headers.count + 1)
-                if let authorization { converted.append(try HTTP2HeaderField("authorization", authorization).checked()) }
-                for header in request.headers { converted.append(try HTTP2HeaderField(header.name, header.value).checked()) }
-                current = CheckedHeaders(authorization: authorization, source: request.headers, converted: converted)
-                self.lastHeaders.withLock { $0 = current }
-            }
-            result.append(HTTP2Request(
-                method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
-                headers: current!.converted, body: request.body
-            ))
+    /// One request (a `send`): as the batch, with no array on the way.
+    private func send(
+        _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
+    ) async -> Result<APNSTransportResponse, APNSTransportError> {
+        let http2: HTTP2Request
+        let id: PoolStateMachine.ConnectionID
+        let connection: HTTP2Connection
+        var checked = self.lastHeaders.withLock { $0 }
+        do {
+            http2 = try self.http2Request(request, authorization: authorization, checked: &checked)
+            (id, connection) = try await self.acquire(count: 1, deadline: deadline)
+        } catch {
+            return .failure(Self.transportError(error, connection: nil))
         }
+        let result: Result<APNSTransportResponse, APNSTransportError>
+        do {
+            result = .success(APNSTransportResponse(try await connection.send(http2, deadline: deadline)))
+        } catch {
+            result = .failure(Self.transportError(error, connection: connection))
+        }
+        let answered = if case .success = result { true } else { false }
+        self.perform(self.state.withLock { $0.machine.release(id, count: 1, answered: answered, now: .now) })
         return result
+    }
+
+    /// The HTTP/2 request: headers converted and checked once per distinct header list (a bulk
+    /// batch shares one, and so do sends in a row with the same notification), the authorization first.
+    /// - Parameter current: the list last checked (``lastHeaders``, read once per batch); replaced
+    ///   there and here when this request's differs.
+    private func http2Request(
+        _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
+    ) throws(HTTP2ClientError) -> HTTP2Request {
+        if current == nil || current!.authorization != authorization || current!.source != request.headers {
+            var converted: [HTTP2HeaderField] = []
+            converted.reserveCapacity(request.headers.count + 1)
+            if let authorization { converted.append(try HTTP2HeaderField("authorization", authorization).checked()) }
+            for header in request.headers { converted.append(try HTTP2HeaderField(header.name, header.value).checked()) }
+            current = CheckedHeaders(authorization: authorization, source: request.headers, converted: converted)
+            self.lastHeaders.withLock { $0 = current }
+        }
+        return HTTP2Request(
+            method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
+            headers: current!.converted, body: request.body
+        )
     }
 
     /// The one place an HTTP/2 failure becomes an APNs transport error. A request on a connection
@@ -158,8 +176,11 @@ final class ConnectionPool: APNSTransport {
 
     /// A connection with room for `count` requests, counted against it until released.
     private func acquire(count: Int, deadline: ContinuousClock.Instant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
-        // The fast path: a connection has room; one lock, no suspension.
-        if let ready = self.state.withLock({ state in state.machine.acquireIfFree(count: count).map { ($0, state.connections[$0]!) } }) {
+        // The fast path: a connection has room; one lock, no suspension. A task on a connection's
+        // I/O thread (the client's executor) takes that connection when it has room: no thread hop.
+        if let ready = self.state.withLock({ state in
+            state.machine.acquireIfFree(count: count, preferring: Self.connectionOnCurrentThread(state.connections)).map { ($0, state.connections[$0]!) }
+        }) {
             return ready
         }
         let waiterBox = LockedBox<PoolStateMachine.WaiterID?>(nil)
@@ -193,6 +214,26 @@ final class ConnectionPool: APNSTransport {
                 waiterBox.withLock { $0 }.map { state.machine.cancel($0) } ?? PoolStateMachine.Actions()
             })
         }
+    }
+
+    /// The connection whose I/O thread the caller runs on, if any.
+    private static func connectionOnCurrentThread(
+        _ connections: [PoolStateMachine.ConnectionID: HTTP2Connection]
+    ) -> PoolStateMachine.ConnectionID? {
+        connections.first { $0.value.ownsCurrentThread }?.key
+    }
+
+    // MARK: The client's executor
+
+    /// Queues `job` to run as `executor` on the I/O thread of the connection whose turn it is
+    /// (`turn` modulo the open connections); `false` when none is open.
+    func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor, turn: Int) -> Bool {
+        let connection = self.state.withLock { state -> HTTP2Connection? in
+            let open = state.connections.values
+            guard !open.isEmpty else { return nil }
+            return open[open.index(open.startIndex, offsetBy: turn % open.count)]
+        }
+        return connection?.enqueue(job, as: executor) ?? false
     }
 
     private static func error(for failure: PoolStateMachine.Failure) -> HTTP2ClientError {

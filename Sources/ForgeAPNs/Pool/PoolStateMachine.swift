@@ -148,9 +148,17 @@ struct PoolStateMachine {
     // MARK: Requests
 
     /// Room for `count` requests on a connection that has a free stream, if one has and nobody waits
-    /// before them; `nil` otherwise (then ``acquire(count:deadline:now:)`` queues them).
-    mutating func acquireIfFree(count: Int) -> ConnectionID? {
-        guard !self.isShutDown, self.waiters.isEmpty, let index = self.leastLoadedWithRoom() else { return nil }
+    /// before them; `nil` otherwise (then ``acquire(count:deadline:now:)`` queues them). `preferred`
+    /// (the connection whose I/O thread asks) is taken when it has room, else the least loaded.
+    mutating func acquireIfFree(count: Int, preferring preferred: ConnectionID? = nil) -> ConnectionID? {
+        guard !self.isShutDown, self.waiters.isEmpty else { return nil }
+        if let preferred, let index = self.connections.firstIndex(where: { $0.id == preferred }), self.connections[index].phase == .ready,
+            self.connections[index].inFlight < self.connections[index].limit
+        {
+            self.connections[index].inFlight += count
+            return preferred
+        }
+        guard let index = self.leastLoadedWithRoom() else { return nil }
         self.connections[index].inFlight += count
         return self.connections[index].id
     }

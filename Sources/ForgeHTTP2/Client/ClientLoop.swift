@@ -25,9 +25,9 @@ final class ClientLoop: @unchecked Sendable {
     private var incoming: [UInt8] = []
     private var takenRequests: [HTTP2ClientCore.Pending] = []
     private var takenCancellations: [UInt64] = []
-    private var takenJobs: [UnownedJob] = []
+    private var takenJobs: [(job: UnownedJob, executor: UnownedTaskExecutor)] = []
     /// Set once the connection exists: jobs run on this thread as its task executor.
-    var executor: (any TaskExecutor)?
+    var executor: ConnectionExecutor?
     /// When the peer last sent anything, or when requests went out on a quiet connection: the
     /// silence a PING measures starts here.
     private var lastActivity: UInt64 = 0
@@ -50,6 +50,8 @@ final class ClientLoop: @unchecked Sendable {
     func run() {
         let thread = pthread_self()
         self.inbox.withLock { $0.loopThread = thread }
+        self.executor?.noteLoopThread()
+        defer { self.executor?.noteLoopEnded() }
         let finalError: HTTP2ClientError
         do {
             try self.open()
@@ -193,22 +195,24 @@ final class ClientLoop: @unchecked Sendable {
         }
     }
 
-    /// Moves requests, cancellations and commands from the inbox into the core.
+    /// Runs the jobs waiting for this thread, then moves requests, cancellations and commands from
+    /// the inbox into the core: the requests those jobs made go out in this same pass.
     private func takeInbox() throws -> HTTP2ClientError? {
         // Swap the inbox's arrays with this thread's empty ones: no copy and no allocation per wake-up.
+        if self.inbox.withLock({ inbox in
+            swap(&inbox.jobs, &self.takenJobs)
+            return !self.takenJobs.isEmpty
+        }) {
+            for (job, executor) in self.takenJobs { job.runSynchronously(on: executor) }
+            self.takenJobs.removeAll(keepingCapacity: true)
+        }
         let command = self.inbox.withLock { inbox -> Inbox.Command? in
             swap(&inbox.requests, &self.takenRequests)
             swap(&inbox.cancellations, &self.takenCancellations)
-            swap(&inbox.jobs, &self.takenJobs)
             inbox.wakeArmed = false
             let command = inbox.command
             if case .close = command {} else { inbox.command = nil }
             return command
-        }
-        if !self.takenJobs.isEmpty, let executor = self.executor {
-            let unowned = UnownedTaskExecutor(ordinary: executor)
-            for job in self.takenJobs { job.runSynchronously(on: unowned) }
-            self.takenJobs.removeAll(keepingCapacity: true)
         }
         for request in self.takenRequests { self.core.enqueue(request) }
         for id in self.takenCancellations {
@@ -325,7 +329,7 @@ final class ClientLoop: @unchecked Sendable {
             return (inbox.requests, inbox.closeWaiters, jobs)
         }
         // Jobs that were waiting for this thread run on the global executor from now on.
-        for job in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        for (job, _) in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
         if let core = self.core {
             core.fail(with: error)
             if let channel = self.channel {

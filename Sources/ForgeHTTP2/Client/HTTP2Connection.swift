@@ -44,6 +44,24 @@ public final class HTTP2Connection: Sendable {
     /// connection does no I/O. After the connection closes they move to the global executor.
     public var executor: any TaskExecutor { self.connectionExecutor }
 
+    /// Whether the caller runs on this connection's I/O thread (in a job of its executor, or of
+    /// an executor that runs jobs there through ``enqueue(_:as:)``).
+    public var ownsCurrentThread: Bool { self.connectionExecutor.isCurrent }
+
+    /// Queues `job` to run on this connection's I/O thread as `executor`: how an executor that
+    /// spreads tasks over several connections (a pool's) runs them where their requests go.
+    /// - Returns: `false` once the connection is closed; the caller runs the job elsewhere.
+    public func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
+        self.connectionExecutor.enqueue(job, as: executor)
+    }
+
+    /// Queues `job` on the I/O thread the caller runs on, if it runs on a connection's I/O thread:
+    /// a task resumed by a response then stays where its next request goes, with no thread hop.
+    /// - Returns: `false` when the caller is on no open connection's I/O thread.
+    public static func enqueueOnCurrentThread(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
+        CurrentConnectionExecutor.get()?.enqueue(job, as: executor) ?? false
+    }
+
     private init(endpoint: String, inbox: LockedBox<Inbox>, gauges: ConnectionGauges, waker: WakePipe, executor: ConnectionExecutor) {
         self.gauges = gauges
         self.endpoint = endpoint
@@ -84,9 +102,7 @@ public final class HTTP2Connection: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 loop.connected = { result in continuation.resume(with: result) }
-                let thread = Thread { loop.run() }
-                thread.name = "forge-h2-\(configuration.host):\(configuration.port)"
-                thread.start()
+                startIOThread(named: "forge-h2c:\(configuration.port)") { loop.run() }
             }
         } onCancel: {
             inbox.withLock { $0.connectCancelled = true }
@@ -307,8 +323,9 @@ struct Inbox {
     var state: HTTP2ConnectionState = .active
     var closeWaiters: [() -> Void] = []
 
-    /// Jobs of tasks that prefer the connection's executor.
-    var jobs: [UnownedJob] = []
+    /// Jobs to run on the I/O thread, each with the executor it runs as: the connection's own, or a
+    /// pool's that spreads tasks over its connections.
+    var jobs: [(job: UnownedJob, executor: UnownedTaskExecutor)] = []
     /// The I/O thread, once it runs; work it hands itself needs no wake-up.
     var loopThread: pthread_t?
 
@@ -386,24 +403,63 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked Sendable: the job queue lives in the lock-protected inbox.
     private let inbox: LockedBox<Inbox>
     private let waker: WakePipe
+    /// The I/O thread (`pthread_t`), once it runs; 0 before.
+    private let loopThread = Atomic<UInt>(0)
 
     init(inbox: LockedBox<Inbox>, waker: WakePipe) {
         self.inbox = inbox
         self.waker = waker
     }
 
+    /// Called by the I/O thread when it starts: jobs queued from this thread stay on it.
+    func noteLoopThread() {
+        self.loopThread.store(UInt(pthread_self()), ordering: .releasing)
+        CurrentConnectionExecutor.set(self)
+    }
+
+    /// Called by the I/O thread when it ends.
+    func noteLoopEnded() {
+        CurrentConnectionExecutor.set(nil)
+    }
+
+    /// Whether the caller runs on the connection's I/O thread.
+    var isCurrent: Bool { self.loopThread.load(ordering: .acquiring) == UInt(pthread_self()) }
+
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let (closed, wake) = self.inbox.withLock { inbox -> (Bool, Bool) in
-            if case .closed = inbox.state { return (true, false) }
-            inbox.jobs.append(job)
-            return (false, inbox.arm())
-        }
-        if closed {
+        if !self.enqueue(job, as: self.asUnownedTaskExecutor()) {
             // Nothing would run it here any more.
             globalConcurrentExecutor.enqueue(ExecutorJob(job))
-        } else if wake {
-            self.waker.wake()
         }
+    }
+
+    /// Queues `job` to run on the I/O thread as `executor`; `false` once the connection is closed.
+    func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
+        let (closed, wake) = self.inbox.withLock { inbox -> (Bool, Bool) in
+            if case .closed = inbox.state { return (true, false) }
+            inbox.jobs.append((job, executor))
+            return (false, inbox.arm())
+        }
+        if wake { self.waker.wake() }
+        return !closed
+    }
+}
+
+/// The connection executor of the I/O thread the caller runs on, in a thread-specific slot.
+private enum CurrentConnectionExecutor {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
+
+    /// Sets the current thread's executor; the I/O thread holds it strongly while it runs.
+    static func set(_ executor: ConnectionExecutor?) {
+        pthread_setspecific(self.key, executor.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) })
+    }
+
+    static func get() -> ConnectionExecutor? {
+        guard let pointer = pthread_getspecific(self.key) else { return nil }
+        return Unmanaged<ConnectionExecutor>.fromOpaque(pointer).takeUnretainedValue()
     }
 }

@@ -43,9 +43,7 @@ package final class PlainHTTPEndpoint: Sendable {
         self.waker = try WakePipe()
         self.state = LockedBox(State())
         let loop = EndpointLoop(listener: listener, waker: self.waker, state: self.state, handler: handler)
-        let thread = Thread { loop.run() }
-        thread.name = "forge-http1-\(chosen)"
-        thread.start()
+        startIOThread(named: "forge-http:\(chosen)") { loop.run() }
     }
 
     /// Stops listening; returns once the thread has finished the connection it was answering.

@@ -140,9 +140,7 @@ public final class HTTP2Server: Sendable {
             listener: listener, context: context, configuration: configuration, handler: handler, shared: shared,
             waker: waker, yield: { continuation.yield($0) }, finish: { continuation.finish() }
         )
-        let thread = Thread { acceptor.run() }
-        thread.name = "forge-h2-accept-\(port)"
-        thread.start()
+        startIOThread(named: "forge-h2a:\(port)") { acceptor.run() }
         return server
     }
 
@@ -210,9 +208,7 @@ private final class Acceptor: @unchecked Sendable {
             )
             self.shared.withLock { $0.open[connection.id] = connection }
             self.yield(connection)
-            let thread = Thread { loop.run() }
-            thread.name = "forge-h2-server-\(self.nextID)"
-            thread.start()
+            startIOThread(named: "forge-h2s#\(connection.id % 100_000)") { loop.run() }
         }
         self.finish()
         // Close every connection, then let shutdown() return when the last one has ended.
