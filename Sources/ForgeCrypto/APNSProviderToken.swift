@@ -19,6 +19,17 @@ public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible, Cu
     public let issuedAt: Date
     /// The whole token. Secret: never log it.
     public let jwt: String
+    /// `bearer <jwt>`, the `authorization` header value, made once: every request of the hour the
+    /// token lives sends it, and the pool recognises an unchanged token by it. Secret: never log it.
+    public let authorizationHeaderValue: String
+
+    private init(keyID: APNSKeyID, teamID: APNSTeamID, issuedAt: Date, jwt: String) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.issuedAt = issuedAt
+        self.jwt = jwt
+        self.authorizationHeaderValue = "bearer " + jwt
+    }
 
     /// Signs a new token.
     /// - Parameter issuedAt: rounded down to whole seconds for the `iat` claim.
@@ -42,9 +53,6 @@ public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible, Cu
             jwt: signingInput + "." + Base64URL.encode(signature)
         )
     }
-
-    /// `bearer <jwt>`, the `authorization` header value. Secret: never log it.
-    public var authorizationHeaderValue: String { "bearer " + self.jwt }
 
     /// A form safe to log: the first eight characters of the JWT.
     public var redacted: String { String(self.jwt.prefix(8)) + "…<redacted>" }

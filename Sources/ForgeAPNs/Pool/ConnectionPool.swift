@@ -82,7 +82,11 @@ final class ConnectionPool: APNSTransport {
         let id: PoolStateMachine.ConnectionID
         let connection: HTTP2Connection
         do {
-            (id, connection) = try await self.acquire(count: requests.count, deadline: deadline)
+            if let ready = self.acquireIfFree(count: requests.count) {
+                (id, connection) = ready
+            } else {
+                (id, connection) = try await self.acquire(count: requests.count, deadline: deadline)
+            }
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
@@ -104,7 +108,11 @@ final class ConnectionPool: APNSTransport {
         var checked = self.lastHeaders.withLock { $0 }
         do {
             http2 = try self.http2Request(request, authorization: authorization, checked: &checked)
-            (id, connection) = try await self.acquire(count: 1, deadline: deadline)
+            if let ready = self.acquireIfFree(count: 1) {
+                (id, connection) = ready
+            } else {
+                (id, connection) = try await self.acquire(count: 1, deadline: deadline)
+            }
         } catch {
             return .failure(Self.transportError(error, connection: nil))
         }
@@ -174,15 +182,19 @@ final class ConnectionPool: APNSTransport {
 
     // MARK: Acquiring a connection
 
-    /// A connection with room for `count` requests, counted against it until released.
-    private func acquire(count: Int, deadline: ContinuousClock.Instant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
-        // The fast path: a connection has room; one lock, no suspension. A task on a connection's
-        // I/O thread (the client's executor) takes that connection when it has room: no thread hop.
-        if let ready = self.state.withLock({ state in
+    /// The fast path: a connection with room for `count` requests, if one has it now (one lock, no
+    /// suspension, no async frame); counted against it until released. A task on a connection's I/O
+    /// thread (the client's executor) takes that connection when it has room: no thread hop.
+    private func acquireIfFree(count: Int) -> (PoolStateMachine.ConnectionID, HTTP2Connection)? {
+        self.state.withLock { state in
             state.machine.acquireIfFree(count: count, preferring: Self.connectionOnCurrentThread(state.connections)).map { ($0, state.connections[$0]!) }
-        }) {
-            return ready
         }
+    }
+
+    /// A connection with room for `count` requests, counted against it until released: at once if
+    /// one has room, else when the machine dispatches this request (a connect, a released stream).
+    private func acquire(count: Int, deadline: ContinuousClock.Instant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
+        if let ready = self.acquireIfFree(count: count) { return ready }
         let waiterBox = LockedBox<PoolStateMachine.WaiterID?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>) in
