@@ -310,9 +310,12 @@ final class WakePipe: @unchecked Sendable {
         _ = write(self.writeDescriptor, &byte, 1)
     }
 
+    /// Empties the pipe. A read that returns less than it asked for emptied it: no second read to
+    /// hear EAGAIN (a burst of requests writes one byte, so one read is the rule).
     func drain() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while buffer.withUnsafeMutableBytes({ read(self.readDescriptor, $0.baseAddress, $0.count) }) > 0 {}
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            while read(self.readDescriptor, buffer.baseAddress, buffer.count) == buffer.count {}
+        }
     }
 }
 
