@@ -214,7 +214,9 @@ final class ClientLoop: @unchecked Sendable {
             if case .close = command {} else { inbox.command = nil }
             return command
         }
-        for request in self.takenRequests { self.core.enqueue(request) }
+        // Moved out one by one, in order (reversed, then popped): no copy of each request.
+        self.takenRequests.reverse()
+        while let request = self.takenRequests.popLast() { self.core.enqueue(request) }
         for id in self.takenCancellations {
             self.core.cancel(requestID: id, error: HTTP2ClientError(.cancelled, mayHaveBeenProcessed: true, detail: "the calling task was cancelled"))
         }

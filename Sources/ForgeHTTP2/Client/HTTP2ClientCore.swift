@@ -111,7 +111,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     // MARK: Requests
 
     /// Queues a request; it starts as soon as a stream is free.
-    func enqueue(_ pending: Pending) {
+    func enqueue(_ pending: consuming Pending) {
         if let deadline = pending.deadline { self.earliestDeadline = min(self.earliestDeadline ?? deadline, deadline) }
         if let error = self.terminalError ?? self.goAwayErrorForNewRequests() {
             pending.completion(.failure(error))
@@ -129,7 +129,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     /// The most streams open at once now: the peer's limit and the local cap.
     private var streamLimit: Int { min(Int(self.session.peerMaxConcurrentStreams), self.localStreamCap) }
 
-    private func start(_ pending: Pending) {
+    private func start(_ pending: consuming Pending) {
         do {
             let streamID = try self.session.submitRequest(pending.request)
             self.streams.insert(OpenStream(id: pending.id, deadline: pending.deadline, completion: pending.completion), for: streamID)

@@ -135,9 +135,8 @@ public final class HTTP2Connection: Sendable {
             // (SessionTests count duplicate completions): with unchecked ones ThreadSanitizer cannot
             // see the runtime's ordering between the resume and the task, and reports a race.
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP2Response, any Error>) in
-                let pending = HTTP2ClientCore.Pending(id: id, request: request, deadline: monotonicDeadline,
-                                                      completion: .continuation(continuation))
-                self.submit(CollectionOfOne(pending))
+                self.submit(HTTP2ClientCore.Pending(id: id, request: request, deadline: monotonicDeadline,
+                                                    completion: .continuation(continuation)))
                 // A task cancelled before this point ran its cancellation handler before the
                 // request existed; cancel again now that it does.
                 if Task.isCancelled { self.cancel([id]) }
@@ -235,7 +234,23 @@ public final class HTTP2Connection: Sendable {
     /// `Task.isCancelled` is read under the same lock that the cancellation handler takes, and the
     /// flag is set before that handler runs: either the request is rejected here, or it reaches the
     /// inbox before its cancellation does, and the I/O thread handles requests before cancellations.
-    private func submit(_ pending: some Collection<HTTP2ClientCore.Pending>) {
+    private func submit(_ pending: [HTTP2ClientCore.Pending]) {
+        if let failure = self.submit({ $0.append(contentsOf: pending) }) {
+            for request in pending { request.completion(.failure(failure)) }
+        }
+    }
+
+    /// One request: moved into the inbox, not copied (a copy retains each of its fields).
+    private func submit(_ pending: consuming HTTP2ClientCore.Pending) {
+        var slot = Optional(pending)
+        if let failure = self.submit({ $0.append(slot.take()!) }) {
+            slot!.completion(.failure(failure))
+        }
+    }
+
+    /// Runs `append` on the inbox's requests unless the connection is closed or the calling task is
+    /// cancelled; returns the failure then (nothing was appended).
+    private func submit(_ append: (inout [HTTP2ClientCore.Pending]) -> Void) -> HTTP2ClientError? {
         var failure: HTTP2ClientError?
         let wake = self.inbox.withLock { inbox -> Bool in
             if case .closed(let closedError) = inbox.state {
@@ -246,14 +261,12 @@ public final class HTTP2Connection: Sendable {
                 failure = HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "the calling task was cancelled")
                 return false
             }
-            inbox.requests.append(contentsOf: pending)
+            append(&inbox.requests)
             return inbox.arm()
         }
-        if var failure {
-            failure.mayHaveBeenProcessed = false
-            for request in pending { request.completion(.failure(failure)) }
-        }
         if wake { self.waker.wake() }
+        failure?.mayHaveBeenProcessed = false
+        return failure
     }
 
     private func cancel(_ ids: [UInt64]) {

@@ -453,6 +453,14 @@ private func owner(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
     return Unmanaged<NGHTTP2Session>.fromOpaque(userData).takeUnretainedValue()
 }
 
+/// Runs `body` with the session of `userData`, with no retain and release around it: the session
+/// outlives every callback nghttp2 makes (it owns the `nghttp2_session`). For the callbacks of every
+/// response (headers, data, close), where that pair cost more than the callback's own work.
+private func withOwner<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (NGHTTP2Session) -> Result) -> Result {
+    guard let userData else { preconditionFailure("nghttp2 callback without user data") }
+    return Unmanaged<NGHTTP2Session>.fromOpaque(userData)._withUnsafeGuaranteedRef(body)
+}
+
 private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
     guard let frame else { preconditionFailure("nghttp2 callback without a frame") }
     let session = owner(userData)
@@ -462,20 +470,22 @@ private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, user
 
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, flags, userData in
     guard let frame, let name, let value else { preconditionFailure("nghttp2 header callback without data") }
-    let session = owner(userData)
-    session.delegate.session(
-        session,
-        didReceiveHeader: UnsafeBufferPointer(start: name, count: nameLength),
-        value: UnsafeBufferPointer(start: value, count: valueLength),
-        neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0,
-        on: frame.pointee.hd.stream_id
-    )
+    withOwner(userData) { session in
+        session.delegate.session(
+            session,
+            didReceiveHeader: UnsafeBufferPointer(start: name, count: nameLength),
+            value: UnsafeBufferPointer(start: value, count: valueLength),
+            neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0,
+            on: frame.pointee.hd.stream_id
+        )
+    }
     return 0
 }
 
 private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
-    let session = owner(userData)
-    session.delegate.session(session, didReceiveData: UnsafeRawBufferPointer(start: data, count: length), on: streamID)
+    withOwner(userData) { session in
+        session.delegate.session(session, didReceiveData: UnsafeRawBufferPointer(start: data, count: length), on: streamID)
+    }
     return 0
 }
 
@@ -507,7 +517,7 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userDa
 
 private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
     // Never return a fatal error from here (nghttp2 advisory GHSA-6pcr-v3hg-752p).
-    owner(userData).streamClosed(streamID, errorCode: errorCode)
+    withOwner(userData) { $0.streamClosed(streamID, errorCode: errorCode) }
     return 0
 }
 

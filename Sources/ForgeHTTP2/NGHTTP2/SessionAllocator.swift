@@ -106,20 +106,22 @@ final class SessionAllocator {
     var cachedBlocks: [Int] { (0..<Self.classSizes.count).map { self.depths[$0] } }
 }
 
-private func allocator(_ userData: UnsafeMutableRawPointer?) -> SessionAllocator {
+/// Runs `body` with the allocator of `userData`, with no retain and release around it (nghttp2
+/// allocates several times per request; the session keeps its allocator alive).
+private func withAllocator<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (SessionAllocator) -> Result) -> Result {
     guard let userData else { preconditionFailure("nghttp2 allocation without its allocator") }
-    return Unmanaged<SessionAllocator>.fromOpaque(userData).takeUnretainedValue()
+    return Unmanaged<SessionAllocator>.fromOpaque(userData)._withUnsafeGuaranteedRef(body)
 }
 
-private let allocateCallback: nghttp2_malloc = { size, userData in allocator(userData).allocate(size) }
+private let allocateCallback: nghttp2_malloc = { size, userData in withAllocator(userData) { $0.allocate(size) } }
 
-private let freeCallback: nghttp2_free = { pointer, userData in allocator(userData).free(pointer) }
+private let freeCallback: nghttp2_free = { pointer, userData in withAllocator(userData) { $0.free(pointer) } }
 
 private let callocCallback: nghttp2_calloc = { count, size, userData in
     let (total, overflow) = count.multipliedReportingOverflow(by: size)
-    guard !overflow, let pointer = allocator(userData).allocate(total) else { return nil }
+    guard !overflow, let pointer = withAllocator(userData, { $0.allocate(total) }) else { return nil }
     pointer.initializeMemory(as: UInt8.self, repeating: 0, count: total)
     return pointer
 }
 
-private let reallocCallback: nghttp2_realloc = { pointer, size, userData in allocator(userData).reallocate(pointer, to: size) }
+private let reallocCallback: nghttp2_realloc = { pointer, size, userData in withAllocator(userData) { $0.reallocate(pointer, to: size) } }
