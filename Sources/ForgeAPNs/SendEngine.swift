@@ -161,7 +161,7 @@ extension APNSClient {
     /// Sends one request as ``execute(_:pushType:bundleID:deadline:channelAPI:)`` does, in a span of its own
     /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     func executeOne(
-        _ request: APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false
+        _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false
     ) async throws(APNSError) -> APNSSendResult {
         guard self.tracing else {
             // No tracer: no existential to copy, no span to end.

@@ -11,24 +11,49 @@ public import struct Foundation.Date
 /// - Important: ``description`` shows only the first characters of the JWT. Read ``jwt`` only to
 ///   put it on the wire.
 public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible, CustomReflectable {
+    /// The token's fields, in one immutable object: every send reads the current token, and a copy
+    /// of this struct is then one retain, not one per string.
+    private final class Storage: Sendable {
+        let keyID: APNSKeyID
+        let teamID: APNSTeamID
+        let issuedAt: Date
+        let jwt: String
+        let authorizationHeaderValue: String
+
+        init(keyID: APNSKeyID, teamID: APNSTeamID, issuedAt: Date, jwt: String) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.issuedAt = issuedAt
+            self.jwt = jwt
+            self.authorizationHeaderValue = "bearer " + jwt
+        }
+    }
+
+    private let storage: Storage
+
     /// The `kid` of the header.
-    public let keyID: APNSKeyID
+    public var keyID: APNSKeyID { self.storage.keyID }
     /// The `iss` claim.
-    public let teamID: APNSTeamID
+    public var teamID: APNSTeamID { self.storage.teamID }
     /// The `iat` claim, in whole seconds.
-    public let issuedAt: Date
+    public var issuedAt: Date { self.storage.issuedAt }
     /// The whole token. Secret: never log it.
-    public let jwt: String
+    public var jwt: String { self.storage.jwt }
     /// `bearer <jwt>`, the `authorization` header value, made once: every request of the hour the
     /// token lives sends it, and the pool recognises an unchanged token by it. Secret: never log it.
-    public let authorizationHeaderValue: String
+    public var authorizationHeaderValue: String { self.storage.authorizationHeaderValue }
 
     private init(keyID: APNSKeyID, teamID: APNSTeamID, issuedAt: Date, jwt: String) {
-        self.keyID = keyID
-        self.teamID = teamID
-        self.issuedAt = issuedAt
-        self.jwt = jwt
-        self.authorizationHeaderValue = "bearer " + jwt
+        self.storage = Storage(keyID: keyID, teamID: teamID, issuedAt: issuedAt, jwt: jwt)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.jwt == rhs.jwt && lhs.keyID == rhs.keyID && lhs.teamID == rhs.teamID && lhs.issuedAt == rhs.issuedAt)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.jwt)
     }
 
     /// Signs a new token.
