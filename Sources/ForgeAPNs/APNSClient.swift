@@ -37,6 +37,7 @@ public final class APNSClient: Sendable {
     /// Whether ``tracer`` is set: read on every send, where copying the existential is not free.
     let tracing: Bool
     private let lifecycle = LockedBox(Lifecycle())
+    private let shutDownFlag = Atomic<Bool>(false)
     /// Work ``run()`` runs as child tasks: bulk sends' producers, a graceful shutdown.
     private let background: AsyncStream<BackgroundWork>
     private let backgroundInput: AsyncStream<BackgroundWork>.Continuation
@@ -274,7 +275,8 @@ public final class APNSClient: Sendable {
         self.routes.reduce(0) { $0 + ($1.tokens?.signingCount ?? 0) }
     }
 
-    var isShutDown: Bool { self.lifecycle.withLock { $0.shutDown } }
+    /// Read by every send: an atomic, set under the lifecycle lock when the shutdown begins.
+    var isShutDown: Bool { self.shutDownFlag.load(ordering: .acquiring) }
 
     // MARK: Running
 
@@ -317,7 +319,10 @@ public final class APNSClient: Sendable {
     /// fail with ``APNSError/Kind/shutdown``, and ``run()`` returns.
     public func shutdown(gracePeriod: Duration = .seconds(5)) async {
         let first = self.lifecycle.withLock { state -> Bool in
-            defer { state.shutDown = true }
+            defer {
+                state.shutDown = true
+                self.shutDownFlag.store(true, ordering: .releasing)
+            }
             return !state.shutDown
         }
         guard first else {

@@ -164,8 +164,10 @@ extension APNSClient {
         _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false
     ) async throws(APNSError) -> APNSSendResult {
         guard self.tracing else {
-            // No tracer: no existential to copy, no span to end.
-            return try await self.execute([request], pushType: pushType, bundleID: bundleID, deadline: deadline, channelAPI: channelAPI)[0].get()
+            // No tracer: no existential to copy, no span to end, and the route looked up here (one
+            // async frame fewer on every send).
+            let route = try self.route(forBundleID: bundleID)
+            return try await self.execute([request], pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI)[0].get()
         }
         let span = self.tracer?.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
         defer { span?.end() }
