@@ -53,13 +53,15 @@ extension APNSClient {
             }
         }
 
+        // When the batch's pushes are judged ready: the start, then each round's answer (a push to
+        // send again without a wait is due before it, one with a wait after it).
+        var now = started
         while !pending.isEmpty {
             if self.isShutDown {
                 fail(pending, .shutdown, "the client is shut down")
                 break
             }
             // Those whose wait is over go now, together; the others wait for the earliest of them.
-            var now = ContinuousClock.now
             var ready = pending.allSatisfy { states[$0].due <= now } ? pending : pending.filter { states[$0].due <= now }
             if ready.isEmpty {
                 let next = pending.lazy.map { states[$0].due }.min()!
@@ -143,6 +145,7 @@ extension APNSClient {
             if accepted > 0 { route.metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
             if renew, let providerToken { Self.renew(providerToken, route: route) }
             pending = again
+            now = answered
         }
         return outcomes
     }

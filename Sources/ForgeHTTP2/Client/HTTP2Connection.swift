@@ -285,11 +285,12 @@ public final class HTTP2Connection: Sendable {
         if wake { self.waker.wake() }
     }
 
+    /// `instant` on the I/O threads' clock (monotonic nanoseconds), with no clock reading: both
+    /// clocks count the same time from one pair of readings taken once (they could part only
+    /// while the machine sleeps, which a server does not).
     static func monotonic(_ instant: ContinuousClock.Instant) -> UInt64 {
-        let remaining = ContinuousClock.now.duration(to: instant)
-        let now = monotonicNanoseconds()
-        let delta = Self.nanoseconds(remaining)
-        return delta <= 0 ? now : now &+ UInt64(delta)
+        let base = clockBase
+        return UInt64(max(0, Int64(base.nanoseconds) &+ Self.nanoseconds(base.instant.duration(to: instant))))
     }
 
     static func nanoseconds(_ duration: Duration) -> Int64 {
@@ -457,6 +458,9 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
         return !closed
     }
 }
+
+/// One reading of both clocks, for ``HTTP2Connection/monotonic(_:)``.
+private let clockBase = (instant: ContinuousClock.now, nanoseconds: monotonicNanoseconds())
 
 /// The connection executor of the I/O thread the caller runs on, in a thread-specific slot.
 private enum CurrentConnectionExecutor {
