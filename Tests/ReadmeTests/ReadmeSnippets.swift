@@ -95,6 +95,21 @@ func announceSale(to tokens: some AsyncSequence<String, Never> & Sendable, confi
     }
 }
 
+func remind(_ tokens: [DeviceToken], of reminder: APNSPreparedNotification, client: APNSClient) async -> Int {
+    await withTaskGroup(of: Int.self) { group in
+        for share in 0..<100 {
+            group.addTask(executorPreference: client.executor) {
+                var accepted = 0
+                for index in stride(from: share, to: tokens.count, by: 100) {
+                    if (try? await client.send(reminder, to: tokens[index])) != nil { accepted += 1 }
+                }
+                return accepted
+            }
+        }
+        return await group.reduce(0, +)
+    }
+}
+
 func orderNotifierReachesTheApp() async throws -> [String] {
     let deviceTokenHex = String(repeating: "ab", count: 32)
     let device = SimulatedDevice()

@@ -77,6 +77,13 @@ struct ReadmeTests {
         // The bulk's 50 tokens: 49 accepted, the unregistered one not.
         #expect(server.accepted.count == 4 + 49)
         #expect(!server.accepted.contains { $0.token == String(format: "%064x", 7) })
+        // The executor snippet: 100 tasks on client.executor, 250 tokens (token 7 is unregistered).
+        let reminder = try APNSAlertNotification(alert: APNSAlert(title: "Reminder"), topic: APNSBundleID("com.example.shop")).prepared()
+        let reminded = try await withAPNSClient(configuration: configuration) { client in
+            await remind((1...250).map { try! DeviceToken(String(format: "%064x", $0)) }, of: reminder, client: client)
+        }
+        #expect(reminded == 249)
+        #expect(server.accepted.count == 4 + 49 + 249)
         await server.shutdown()
     }
 
