@@ -127,6 +127,29 @@ struct PoolStateMachineTests {
         #expect(machine.connection(b)?.inFlight == 2)
     }
 
+    @Test("A preferred connection (the caller's I/O thread's) is taken while it has room, else the least loaded")
+    func preferredConnection() {
+        var machine = self.machine(connections: 2, streams: 10)
+        let a = self.open(&machine, streams: 10)
+        for _ in 0..<10 { #expect(machine.acquireIfFree(count: 1) == a) }
+        let (_, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard let b = grow.connect else {
+            Issue.record("no growth")
+            return
+        }
+        _ = machine.connected(b, maximumStreams: 10, now: self.t0)
+        _ = machine.release(a, count: 2, answered: true, now: self.t0)
+        // a: 8 of 10, b: 1 of 10. Preferring a: a, though b has more room, until a is full.
+        #expect(machine.acquireIfFree(count: 1, preferring: a) == a)
+        #expect(machine.acquireIfFree(count: 1, preferring: a) == a)
+        #expect(machine.connection(a)?.inFlight == 10)
+        // a is full: the least loaded, b.
+        #expect(machine.acquireIfFree(count: 1, preferring: a) == b)
+        // A connection the machine does not know (closed meanwhile): the least loaded.
+        #expect(machine.acquireIfFree(count: 1, preferring: Machine.ConnectionID(raw: 99)) == b)
+        #expect(machine.connection(b)?.inFlight == 3)
+    }
+
     @Test("The window: open streams, plus one connection's worth while the pool may grow; the batch is one connection's streams")
     func window() {
         var machine = self.machine(connections: 2, streams: 1000)
