@@ -192,10 +192,19 @@ struct PoolStateMachine {
     }
 
     /// `count` requests on `id` are done; `answered` if one of them got an answer.
-    mutating func release(_ id: ConnectionID, count: Int, answered: Bool, now: ContinuousClock.Instant) -> Actions {
+    /// - Parameter clock: read only when the time matters (the connection goes idle, or requests
+    ///   wait), at most once: a busy connection's release, once per push, reads no clock.
+    mutating func release(_ id: ConnectionID, count: Int, answered: Bool, now clock: @autoclosure () -> ContinuousClock.Instant) -> Actions {
         guard let index = self.index(of: id) else { return Actions() }
+        var reading: ContinuousClock.Instant?
+        func now() -> ContinuousClock.Instant {
+            if let reading { return reading }
+            let instant = clock()
+            reading = instant
+            return instant
+        }
         self.connections[index].inFlight = max(0, self.connections[index].inFlight - count)
-        if self.connections[index].inFlight == 0 { self.connections[index].idleSince = now }
+        if self.connections[index].inFlight == 0 { self.connections[index].idleSince = now() }
         if answered, !self.connections[index].answered {
             self.connections[index].answered = true
             self.failures = 0
@@ -204,10 +213,10 @@ struct PoolStateMachine {
         }
         var actions = self.dispatchWaiters()
         if !self.waiters.isEmpty {
-            actions.connect = self.grow(now: now)
-            self.scheduleWaiting(now: now, into: &actions)
+            actions.connect = self.grow(now: now())
+            self.scheduleWaiting(now: now(), into: &actions)
         }
-        if self.connections[index].inFlight == 0, self.connections[index].phase == .ready { self.scheduleIdle(from: now, into: &actions) }
+        if self.connections[index].inFlight == 0, self.connections[index].phase == .ready { self.scheduleIdle(from: now(), into: &actions) }
         return actions
     }
 
