@@ -506,7 +506,7 @@ struct SendTests {
     }
 }
 
-/// JournalCampaign.window: the most tokens one crash can send twice.
+/// CampaignSend.defaultWindow: the most tokens one crash can send twice.
 private let window = 4096
 
 /// What a process killed with SIGKILL printed, without a last line it had not finished.
