@@ -78,6 +78,9 @@ public final class CampaignSend: AsyncSequence, Sendable {
         })
     }
 
+    // A send dropped unfinished: the feed stops waiting for commits that will not come.
+    deinit { self.gate.release() }
+
     /// Reads no more tokens; the pushes on their way get their answers (committed, then delivered),
     /// and the sequence ends. The tokens not sent stay to send (`not_sent`, their send taken back).
     public func stop() {
@@ -107,6 +110,8 @@ public final class CampaignSend: AsyncSequence, Sendable {
         private var ready: [Verdict] = []
         private var cursor = 0
         private var finished = false
+        /// Reading the journal failed: thrown once the verdicts committed before it are delivered.
+        private var failure: CampaignJournal.Failure?
 
         fileprivate init(owner: CampaignSend) {
             self.owner = owner
@@ -119,6 +124,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
                 if self.cursor < self.ready.count {
                     defer { self.cursor += 1 }
                     return self.ready[self.cursor]
+                }
+                if let failure = self.failure {
+                    self.failure = nil
+                    throw failure
                 }
                 if self.finished { return nil }
                 guard let verdict = await self.verdicts.next() else {
@@ -158,7 +167,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
         private mutating func finish() async throws(CampaignJournal.Failure) {
             try await self.commit()
             self.finished = true
-            if let failure = self.owner.ledger.failure { throw failure }
+            if let failure = self.owner.ledger.failure {
+                self.failure = failure
+                return
+            }
             let unread = self.owner.ledger.drain().map {
                 CampaignJournal.Verdict(index: $0.entry.index, outcome: .notSent, reason: "stopped before sending")
             }
