@@ -301,8 +301,9 @@ public final class CampaignJournal: Sendable {
             let entries = self.buffer
             self.buffer.removeAll(keepingCapacity: true)
             try await self.journal.writing("registering tokens") { db in
-                let statement = try db.cachedStatement(sql: "INSERT INTO token (idx, token, line) VALUES (?, ?, ?)")
-                for entry in entries { try statement.execute(arguments: [entry.index, entry.token, entry.line]) }
+                try CampaignJournal.inChunks(entries, sql: { "INSERT INTO token (idx, token, line) VALUES " + CampaignJournal.rows($0, of: 3) }, db: db) {
+                    [$0.index, $0.token, $0.line]
+                }
             }
         }
     }
@@ -353,17 +354,41 @@ public final class CampaignJournal: Sendable {
     /// `sending`, in one transaction: the sender's next page, read from the journal, not from memory.
     func claim(after: Int, limit: Int) async throws(Failure) -> [Claimed] {
         try await self.writing("marking tokens as sending") { db in
+            // One statement a page: `sends` in RETURNING is the count after this send.
             let rows = try GRDB.Row.fetchAll(
-                db,
-                sql: "SELECT idx, line, token, sends FROM token WHERE idx > ? AND state NOT IN ('accepted', 'rejected') ORDER BY idx LIMIT ?",
+                db.cachedStatement(
+                    sql: """
+                        UPDATE token SET state = 'sending', sends = sends + 1, may_have_been_delivered = (may_have_been_delivered OR sends >= 1)
+                        WHERE idx IN (SELECT idx FROM token WHERE idx > ? AND state NOT IN ('accepted', 'rejected') ORDER BY idx LIMIT ?)
+                        RETURNING idx, line, token, sends
+                        """
+                ),
                 arguments: [after, limit]
             )
-            let mark = try db.cachedStatement(sql: Self.markSQL)
-            return try rows.map { row in
-                let index: Int = row["idx"]
-                try mark.execute(arguments: [index])
-                return Claimed(entry: Entry(index: index, line: row["line"], token: row["token"]), sentBefore: (row["sends"] as Int) > 0)
+            return rows.map { row in
+                Claimed(entry: Entry(index: row[0], line: row[1], token: row[2]), sentBefore: (row[3] as Int) > 1)
             }
+            .sorted { $0.entry.index < $1.entry.index }
+        }
+    }
+
+    /// `(?, ?, …), …`: `count` rows of `columns` placeholders, for a statement that takes many rows at once.
+    static func rows(_ count: Int, of columns: Int) -> String {
+        let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
+        return Array(repeating: row, count: count).joined(separator: ", ")
+    }
+
+    /// Runs the statement `sql(n)` makes for each chunk of `items` (n of them, at most 256), with the
+    /// arguments of each item in turn: one statement per chunk instead of one per item.
+    static func inChunks<Item>(
+        _ items: [Item], sql: (Int) -> String, db: Database, arguments: (Item) -> [(any DatabaseValueConvertible)?]
+    ) throws {
+        var start = items.startIndex
+        while start < items.endIndex {
+            let end = Swift.min(start + 256, items.endIndex)
+            let statement = try db.cachedStatement(sql: sql(end - start))
+            try statement.execute(arguments: StatementArguments(items[start..<end].flatMap(arguments)))
+            start = end
         }
     }
 
@@ -371,26 +396,29 @@ public final class CampaignJournal: Sendable {
     /// (the push never left); the flag an earlier send set stays, as that copy may still have left.
     public func commit(verdicts: [Verdict]) async throws(Failure) {
         try await self.writing("committing \(verdicts.count) verdicts") { db in
-            let sent = try db.cachedStatement(
-                sql: """
-                    UPDATE token SET state = ?, status = ?, reason = ?, apns_id = ?, attempts = attempts + ?,
-                        may_have_been_delivered = (may_have_been_delivered OR ?) WHERE idx = ?
+            try Self.inChunks(
+                verdicts.filter { $0.outcome != .notSent },
+                sql: { count in
                     """
-            )
+                    UPDATE token SET state = v.column2, status = v.column3, reason = v.column4, apns_id = v.column5,
+                        attempts = attempts + v.column6, may_have_been_delivered = (may_have_been_delivered OR v.column7)
+                    FROM (VALUES \(Self.rows(count, of: 7))) AS v WHERE token.idx = v.column1
+                    """
+                },
+                db: db
+            ) { verdict in
+                [
+                    verdict.index, verdict.outcome.rawValue, verdict.status, verdict.reason, verdict.apnsID, verdict.attempts,
+                    verdict.mayHaveBeenDelivered,
+                ]
+            }
             let unsent = try db.cachedStatement(
                 sql: """
                     UPDATE token SET state = 'not_sent', status = ?, reason = ?, sends = max(sends - 1, 0) WHERE idx = ?
                     """
             )
-            for verdict in verdicts {
-                if verdict.outcome == .notSent {
-                    try unsent.execute(arguments: [verdict.status, verdict.reason, verdict.index])
-                } else {
-                    try sent.execute(arguments: [
-                        verdict.outcome.rawValue, verdict.status, verdict.reason, verdict.apnsID, verdict.attempts,
-                        verdict.mayHaveBeenDelivered, verdict.index,
-                    ])
-                }
+            for verdict in verdicts where verdict.outcome == .notSent {
+                try unsent.execute(arguments: [verdict.status, verdict.reason, verdict.index])
             }
         }
     }

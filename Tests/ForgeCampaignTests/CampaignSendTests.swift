@@ -39,6 +39,14 @@ private func collect(_ send: CampaignSend) async throws(CampaignJournal.Failure)
     return verdicts
 }
 
+/// A new journal in a temporary folder, with `count` tokens registered.
+private func newCampaign(_ count: Int) async throws -> (folder: TemporaryFolder, path: String, journal: CampaignJournal) {
+    let (folder, path) = try journalPath()
+    let journal = try CampaignJournal.open(path: path)
+    try await journal.register(entries(count), fingerprint: fingerprint)
+    return (folder, path, journal)
+}
+
 @Suite("CampaignSend: a journaled bulk send against the local server", .serialized, .timeLimit(.minutes(2)))
 struct CampaignSendTests {
     @Test("A crash between marking and committing: the resumed send sends only what has no final verdict, flagging the tokens sent before")
@@ -80,13 +88,11 @@ struct CampaignSendTests {
 
     @Test("A token that failed (its connection dropped after the server took it) is not final: the next send sends it again, flagged")
     func failedIsSentAgain() async throws {
-        let (folder, path) = try journalPath()
+        let (folder, path, journal) = try await newCampaign(300)
         defer { folder.remove() }
         // No retry of a push that may have been delivered: its verdict is `failed`.
         let loopback = try Loopback(retry: APNSClient.RetryPolicy(attempts: 1, retriesPossiblyDelivered: false))
         let all = entries(300)
-        let journal = try CampaignJournal.open(path: path)
-        try await journal.register(all, fingerprint: fingerprint)
         loopback.server.schedule(.dropConnection(processed: true), afterRequests: 10)
         let (first, second) = try await withAPNSClient(configuration: loopback.configuration) { client in
             let first = try await collect(try journal.send(try alert(), client: client))
@@ -120,11 +126,9 @@ struct CampaignSendTests {
 
     @Test("A journal write that fails mid-send (its lock held by another connection): a storage failure naming the file; every verdict delivered before it is committed")
     func failedCommit() async throws {
-        let (folder, path) = try journalPath()
+        let (folder, path, journal) = try await newCampaign(5000)
         defer { folder.remove() }
         let loopback = try Loopback()
-        let journal = try CampaignJournal.open(path: path)
-        try await journal.register(entries(5000), fingerprint: fingerprint)
         var configuration = Configuration()
         configuration.allowsUnsafeTransactions = true
         // Waits for the journal's write under way, if any, then holds the lock.
@@ -158,11 +162,9 @@ struct CampaignSendTests {
 
     @Test("A window out of range is refused, naming the range")
     func windowRange() async throws {
-        let (folder, path) = try journalPath()
+        let (folder, _, journal) = try await newCampaign(1)
         defer { folder.remove() }
         let loopback = try Loopback()
-        let journal = try CampaignJournal.open(path: path)
-        try await journal.register(entries(1), fingerprint: fingerprint)
         try await withAPNSClient(configuration: loopback.configuration) { client in
             let error = #expect(throws: CampaignJournal.Failure.self) { _ = try journal.send(try alert(), client: client, window: 127) }
             #expect(error?.kind == .invalidArgument && error?.description == "window must be between 128 and 1000000 (got 127)")
