@@ -178,7 +178,7 @@ let package = Package(
         .target(
             name: "ForgeCampaign",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -286,7 +286,7 @@ let package = Package(
         .testTarget(
             name: "ReadmeTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice",
                 "ForgeNotificationTypes", "ForgeTestSupport",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
@@ -301,7 +301,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeCampaignTests",
-            dependencies: ["ForgeCampaign", "ForgeAPNsCore", "ForgeTestSupport"],
+            // The local server (ForgeLoopback) for sends end to end; GRDB to hold the journal's lock from a second connection.
+            dependencies: [
+                "ForgeCampaign", "ForgeAPNs", "ForgeAPNsCore", "ForgeLoopback", "ForgeTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 public import ForgeAPNs
 public import struct Foundation.UUID
+internal import ForgeSupport
 internal import GRDB
 
 /// A campaign's journal: one SQLite file (WAL mode) that records which tokens of a tokens file were
@@ -55,11 +56,31 @@ public final class CampaignJournal: Sendable {
         }
     }
 
-    /// A journal that cannot be used.
+    /// A journal that cannot be used, or a write to it that failed.
     public struct Failure: Error, CustomStringConvertible, Sendable {
+        public enum Kind: Sendable, Equatable {
+            /// The campaign in the journal was made with other inputs (``changed`` names them).
+            case changedInputs
+            /// The file cannot be opened or created, holds no campaign, or is damaged.
+            case unusable
+            /// A read or a commit failed mid-campaign (I/O, a full disk, a lock held by another
+            /// process): what was not committed is not reported as final.
+            case storage
+            /// An argument out of its range (``CampaignSend/windowRange``).
+            case invalidArgument
+        }
+
+        public var kind: Kind
         /// The fingerprint fields that differ from the journal's (empty for other failures).
         public var changed: [String]
+        /// Names the journal file and what failed.
         public var description: String
+
+        public init(kind: Kind, changed: [String] = [], description: String) {
+            self.kind = kind
+            self.changed = changed
+            self.description = description
+        }
     }
 
     /// One token of the file: its 0-based position among the file's tokens, its line, its hex.
@@ -152,61 +173,65 @@ public final class CampaignJournal: Sendable {
 
     /// The campaign's id: the first part of every push's `apns-id` (``APNSID/init(campaign:index:)``).
     public let campaign: UUID
+    /// The file, as given.
+    public let path: String
+    /// The inputs of the campaign in the file; `nil` while no campaign is registered in it.
+    public var fingerprint: Fingerprint? { self.stored.withLock { $0 } }
+    /// Whether the file held a campaign when it was opened: a resumed run registers nothing, it
+    /// only ``verify(_:)``s its inputs.
+    public let isResumed: Bool
     private let database: DatabaseQueue
+    private let stored: LockedBox<Fingerprint?>
 
-    private init(campaign: UUID, database: DatabaseQueue) {
+    private init(campaign: UUID, path: String, fingerprint: Fingerprint?, database: DatabaseQueue) {
         self.campaign = campaign
+        self.path = path
+        self.isResumed = fingerprint != nil
+        self.stored = LockedBox(fingerprint)
         self.database = database
     }
 
-    /// Opens the journal at `path` in WAL mode, creating it (with a new campaign id) when it does
-    /// not exist or holds no campaign.
-    /// - Returns: the journal, and whether it resumes an earlier run's campaign.
-    /// - Throws: ``Failure`` naming the fields when `fingerprint` differs from the campaign's.
-    public static func open(path: String, fingerprint: Fingerprint) throws -> (journal: CampaignJournal, resumed: Bool) {
-        let database: DatabaseQueue
+    /// Opens the journal at `path` in WAL mode, creating it when it does not exist. A file that
+    /// holds no campaign yet (new, or a registration that did not finish) gets a new campaign id.
+    /// - Throws: ``Failure`` (`unusable`) when the file cannot be opened or created.
+    public static func open(path: String) throws(Failure) -> CampaignJournal {
         do {
-            database = try DatabaseQueue(path: path)
+            let database = try DatabaseQueue(path: path)
             // WAL: a commit appends to the log, readers never block the writer; a killed process
             // loses only its uncommitted transaction.
             _ = try database.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
-            try database.write { db in
-                try db.execute(sql: Self.schema)
+            try database.write { db in try db.execute(sql: Self.schema) }
+            guard let row = try database.read({ db in try GRDB.Row.fetchOne(db, sql: "SELECT * FROM campaign WHERE id = 1") }) else {
+                return CampaignJournal(campaign: UUID(), path: path, fingerprint: nil, database: database)
             }
-        } catch let error as DatabaseError {
-            throw Failure(changed: [], description: "--journal '\(path)': \(error.message ?? error.description)")
-        }
-        return try database.write { db -> (CampaignJournal, Bool) in
-            if let row = try GRDB.Row.fetchOne(db, sql: "SELECT * FROM campaign WHERE id = 1") {
-                let stored = Fingerprint(
-                    payloadSHA256: row["payload_sha256"], topic: row["topic"], pushType: row["push_type"],
-                    environment: row["environment"], tokensPath: row["tokens_path"], tokensSize: row["tokens_size"],
-                    tokensSHA256: row["tokens_sha256"]
-                )
-                let changed = fingerprint.changes(from: stored)
-                guard changed.isEmpty else {
-                    throw Failure(
-                        changed: changed,
-                        description: "--journal '\(path)' is a campaign with other inputs: changed \(changed.joined(separator: ", ")) "
-                            + "(resume with the same command, or start a new journal)"
-                    )
-                }
-                guard let uuid = UUID(uuidString: row["uuid"]) else {
-                    throw Failure(changed: [], description: "--journal '\(path)': the campaign id is damaged")
-                }
-                return (CampaignJournal(campaign: uuid, database: database), true)
+            guard let uuid = UUID(uuidString: row["uuid"]) else {
+                throw Failure(kind: .unusable, description: "journal '\(path)': the campaign id is damaged")
             }
-            let uuid = UUID()
-            var arguments: StatementArguments = [uuid.uuidString]
-            arguments += StatementArguments(fingerprint.fields.map(\.value))
-            try db.execute(
-                sql: """
-                    INSERT INTO campaign (id, uuid, payload_sha256, topic, push_type, environment, tokens_path, tokens_size, tokens_sha256)
-                    VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: arguments
+            let stored = Fingerprint(
+                payloadSHA256: row["payload_sha256"], topic: row["topic"], pushType: row["push_type"], environment: row["environment"],
+                tokensPath: row["tokens_path"], tokensSize: row["tokens_size"], tokensSHA256: row["tokens_sha256"]
             )
-            return (CampaignJournal(campaign: uuid, database: database), false)
+            return CampaignJournal(campaign: uuid, path: path, fingerprint: stored, database: database)
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(kind: .unusable, description: "journal '\(path)': \(Self.message(error))")
+        }
+    }
+
+    /// Checks that `fingerprint` is the campaign's: run it before anything is sent on resume.
+    /// - Throws: ``Failure`` (`changedInputs`) naming every field that differs.
+    public func verify(_ fingerprint: Fingerprint) throws(Failure) {
+        guard let stored = self.fingerprint else {
+            throw Failure(kind: .unusable, description: "journal '\(self.path)': no campaign registered in it")
+        }
+        let changed = fingerprint.changes(from: stored)
+        guard changed.isEmpty else {
+            throw Failure(
+                kind: .changedInputs, changed: changed,
+                description: "journal '\(self.path)' is a campaign with other inputs: changed \(changed.joined(separator: ", ")) "
+                    + "(resume with the same inputs, or start a new journal)"
+            )
         }
     }
 
@@ -229,68 +254,206 @@ public final class CampaignJournal: Sendable {
         );
         """
 
-    /// Records the file's tokens (one row per index, `not_sent`); rows that exist are kept as they are.
-    public func register(_ entries: [Entry]) async throws {
-        try await self.database.write { db in
-            let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO token (idx, token, line) VALUES (?, ?, ?)")
-            for entry in entries { try statement.execute(arguments: [entry.index, entry.token, entry.line]) }
-        }
-    }
+    // MARK: Registering the tokens
 
-    /// Commits the tokens at `indices` as `sending`, counting a send for each, before the sender
-    /// gets them: a token sent a second time is marked `may_have_been_delivered`.
-    public func markSending(_ indices: [Int]) async throws {
-        try await self.database.write { db in
-            let statement = try db.cachedStatement(
-                sql: """
-                    UPDATE token SET state = 'sending', sends = sends + 1,
-                        may_have_been_delivered = (may_have_been_delivered OR sends >= 1) WHERE idx = ?
-                    """
-            )
-            for index in indices { try statement.execute(arguments: [index]) }
-        }
-    }
+    /// Registers a new campaign's tokens as they are read, in batched transactions; the campaign
+    /// itself (its fingerprint) is written last, by ``finish(fingerprint:)``, so a registration cut
+    /// short is started over by the next run. Memory holds one batch, whatever the file's size.
+    public final class Registration {
+        private let journal: CampaignJournal
+        private let batch: Int
+        private var buffer: [Entry] = []
+        /// Tokens registered so far.
+        public private(set) var count = 0
 
-    /// Commits a batch of verdicts in one transaction. A `not_sent` verdict takes back its send
-    /// (the push never left); the flag an earlier send set stays, as that copy may still have left.
-    public func commit(verdicts: [Verdict]) async throws {
-        try await self.database.write { db in
-            let sent = try db.cachedStatement(
-                sql: """
-                    UPDATE token SET state = ?, status = ?, reason = ?, apns_id = ?, attempts = attempts + ?,
-                        may_have_been_delivered = (may_have_been_delivered OR ?) WHERE idx = ?
-                    """
-            )
-            let unsent = try db.cachedStatement(
-                sql: """
-                    UPDATE token SET state = 'not_sent', status = ?, reason = ?, sends = max(sends - 1, 0) WHERE idx = ?
-                    """
-            )
-            for verdict in verdicts {
-                if verdict.outcome == .notSent {
-                    try unsent.execute(arguments: [verdict.status, verdict.reason, verdict.index])
-                } else {
-                    try sent.execute(arguments: [
-                        verdict.outcome.rawValue, verdict.status, verdict.reason, verdict.apnsID, verdict.attempts,
-                        verdict.mayHaveBeenDelivered, verdict.index,
-                    ])
+        fileprivate init(journal: CampaignJournal, batch: Int) {
+            self.journal = journal
+            self.batch = batch
+            self.buffer.reserveCapacity(batch)
+        }
+
+        /// Adds the file's next token; a full batch is committed.
+        public func add(_ entry: Entry) async throws(Failure) {
+            self.buffer.append(entry)
+            self.count += 1
+            if self.buffer.count >= self.batch { try await self.flush() }
+        }
+
+        /// Commits the last batch and the campaign's fingerprint: from now on the journal resumes.
+        public func finish(fingerprint: Fingerprint) async throws(Failure) {
+            try await self.flush()
+            let journal = self.journal
+            let values = [journal.campaign.uuidString] + fingerprint.fields.map(\.value)
+            try await journal.writing("registering the campaign") { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO campaign (id, uuid, payload_sha256, topic, push_type, environment, tokens_path, tokens_size, tokens_sha256)
+                        VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: StatementArguments(values)
+                )
+            }
+            journal.stored.withLock { $0 = fingerprint }
+        }
+
+        private func flush() async throws(Failure) {
+            guard !self.buffer.isEmpty else { return }
+            let entries = self.buffer
+            self.buffer.removeAll(keepingCapacity: true)
+            try await self.journal.writing("registering tokens") { db in
+                try CampaignJournal.inChunks(entries, sql: { "INSERT INTO token (idx, token, line) VALUES " + CampaignJournal.rows($0, of: 3) }, db: db) {
+                    [$0.index, $0.token, $0.line]
                 }
             }
         }
     }
 
-    /// The indices of tokens with a final verdict: a resumed run skips them.
-    public func finalIndices() async throws -> Set<Int> {
-        try await self.database.read { db in
-            Set(try Int.fetchAll(db, sql: "SELECT idx FROM token WHERE state IN ('accepted', 'rejected')"))
+    /// Starts registering a new campaign's tokens (rows an unfinished registration left are removed).
+    /// - Parameter batch: tokens committed in one transaction.
+    /// - Throws: ``Failure`` (`unusable`) when the journal already holds a campaign: resume it instead.
+    public func registration(batch: Int = 20_000) async throws(Failure) -> Registration {
+        guard self.fingerprint == nil else {
+            throw Failure(kind: .unusable, description: "journal '\(self.path)': its campaign is registered already; resume it")
+        }
+        try await self.writing("starting the registration") { db in try db.execute(sql: "DELETE FROM token") }
+        return Registration(journal: self, batch: max(1, batch))
+    }
+
+    /// Registers `entries` as a new campaign with `fingerprint`; on a journal that holds a campaign
+    /// already, only checks that `fingerprint` is its (registering nothing).
+    public func register(_ entries: some Sequence<Entry>, fingerprint: Fingerprint) async throws(Failure) {
+        guard self.fingerprint == nil else { return try self.verify(fingerprint) }
+        let registration = try await self.registration()
+        for entry in entries { try await registration.add(entry) }
+        try await registration.finish(fingerprint: fingerprint)
+    }
+
+    // MARK: The send protocol
+
+    /// Commits the tokens at `indices` as `sending`, counting a send for each, before the sender
+    /// gets them: a token sent a second time is marked `may_have_been_delivered`.
+    public func markSending(_ indices: [Int]) async throws(Failure) {
+        try await self.writing("marking tokens as sending") { db in
+            let statement = try db.cachedStatement(sql: Self.markSQL)
+            for index in indices { try statement.execute(arguments: [index]) }
         }
     }
 
-    /// The indices of tokens sent with no committed verdict (`sending`) or with no answer (`failed`):
-    /// a resumed run sends them again, flagged `may_have_been_delivered`.
-    public func unsettled() async throws -> [Int] {
-        try await self.database.read { db in
-            try Int.fetchAll(db, sql: "SELECT idx FROM token WHERE state IN ('sending', 'failed') ORDER BY idx")
+    private static let markSQL = """
+        UPDATE token SET state = 'sending', sends = sends + 1,
+            may_have_been_delivered = (may_have_been_delivered OR sends >= 1) WHERE idx = ?
+        """
+
+    /// A token handed to the sender, and whether an earlier run sent it (so this send may duplicate it).
+    struct Claimed: Sendable {
+        var entry: Entry
+        var sentBefore: Bool
+    }
+
+    /// Takes the next `limit` tokens after index `after` that have no final verdict and marks them
+    /// `sending`, in one transaction: the sender's next page, read from the journal, not from memory.
+    func claim(after: Int, limit: Int) async throws(Failure) -> [Claimed] {
+        try await self.writing("marking tokens as sending") { db in
+            // One statement a page: `sends` in RETURNING is the count after this send.
+            let rows = try GRDB.Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        UPDATE token SET state = 'sending', sends = sends + 1, may_have_been_delivered = (may_have_been_delivered OR sends >= 1)
+                        WHERE idx IN (SELECT idx FROM token WHERE idx > ? AND state NOT IN ('accepted', 'rejected') ORDER BY idx LIMIT ?)
+                        RETURNING idx, line, token, sends
+                        """
+                ),
+                arguments: [after, limit]
+            )
+            return rows.map { row in
+                Claimed(entry: Entry(index: row[0], line: row[1], token: row[2]), sentBefore: (row[3] as Int) > 1)
+            }
+            .sorted { $0.entry.index < $1.entry.index }
+        }
+    }
+
+    /// `(?, ?, …), …`: `count` rows of `columns` placeholders, for a statement that takes many rows at once.
+    static func rows(_ count: Int, of columns: Int) -> String {
+        let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
+        return Array(repeating: row, count: count).joined(separator: ", ")
+    }
+
+    /// Runs the statement `sql(n)` makes for each chunk of `items` (n of them, at most 256), with the
+    /// arguments of each item in turn: one statement per chunk instead of one per item.
+    static func inChunks<Item>(
+        _ items: [Item], sql: (Int) -> String, db: Database, arguments: (Item) -> [(any DatabaseValueConvertible)?]
+    ) throws {
+        var start = items.startIndex
+        while start < items.endIndex {
+            let end = Swift.min(start + 256, items.endIndex)
+            let statement = try db.cachedStatement(sql: sql(end - start))
+            try statement.execute(arguments: StatementArguments(items[start..<end].flatMap(arguments)))
+            start = end
+        }
+    }
+
+    /// Commits a batch of verdicts in one transaction. A `not_sent` verdict takes back its send
+    /// (the push never left); the flag an earlier send set stays, as that copy may still have left.
+    public func commit(verdicts: [Verdict]) async throws(Failure) {
+        try await self.writing("committing \(verdicts.count) verdicts") { db in
+            try Self.inChunks(
+                verdicts.filter { $0.outcome != .notSent },
+                sql: { count in
+                    """
+                    UPDATE token SET state = v.column2, status = v.column3, reason = v.column4, apns_id = v.column5,
+                        attempts = attempts + v.column6, may_have_been_delivered = (may_have_been_delivered OR v.column7)
+                    FROM (VALUES \(Self.rows(count, of: 7))) AS v WHERE token.idx = v.column1
+                    """
+                },
+                db: db
+            ) { verdict in
+                [
+                    verdict.index, verdict.outcome.rawValue, verdict.status, verdict.reason, verdict.apnsID, verdict.attempts,
+                    verdict.mayHaveBeenDelivered,
+                ]
+            }
+            let unsent = try db.cachedStatement(
+                sql: """
+                    UPDATE token SET state = 'not_sent', status = ?, reason = ?, sends = max(sends - 1, 0) WHERE idx = ?
+                    """
+            )
+            for verdict in verdicts where verdict.outcome == .notSent {
+                try unsent.execute(arguments: [verdict.status, verdict.reason, verdict.index])
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// How far a campaign is: its tokens, those with a final verdict, and those sent with no final
+    /// verdict (`sending`: no committed verdict; `failed`: no answer), which the next run sends
+    /// again, flagged `may_have_been_delivered`.
+    public struct Progress: Sendable, Equatable {
+        public var total: Int
+        public var final: Int
+        public var unsettled: Int
+        /// What the next run sends.
+        public var remaining: Int { self.total - self.final }
+
+        public init(total: Int, final: Int, unsettled: Int) {
+            self.total = total
+            self.final = final
+            self.unsettled = unsettled
+        }
+    }
+
+    public func progress() async throws(Failure) -> Progress {
+        try await self.reading("counting tokens") { db in
+            let row = try GRDB.Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) AS total,
+                        coalesce(sum(state IN ('accepted', 'rejected')), 0) AS final,
+                        coalesce(sum(state IN ('sending', 'failed')), 0) AS unsettled
+                    FROM token
+                    """
+            )
+            return Progress(total: row?["total"] ?? 0, final: row?["final"] ?? 0, unsettled: row?["unsettled"] ?? 0)
         }
     }
 
@@ -315,11 +478,35 @@ public final class CampaignJournal: Sendable {
             let database = try DatabaseQueue(path: path, configuration: configuration)
             let uuid = try database.read { db in try String.fetchOne(db, sql: "SELECT uuid FROM campaign WHERE id = 1") }
             guard let uuid, let campaign = UUID(uuidString: uuid) else {
-                throw Failure(changed: [], description: "--journal '\(path)': no campaign in it")
+                throw Failure(kind: .unusable, description: "--journal '\(path)': no campaign in it")
             }
-            return CampaignJournal(campaign: campaign, database: database)
+            return CampaignJournal(campaign: campaign, path: path, fingerprint: nil, database: database)
         } catch let error as DatabaseError {
-            throw Failure(changed: [], description: "--journal '\(path)': \(error.message ?? error.description)")
+            throw Failure(kind: .unusable, description: "--journal '\(path)': \(error.message ?? error.description)")
         }
+    }
+
+    // MARK: Errors
+
+    /// Runs `body` in a write transaction; a failure is a ``Failure`` (`storage`) naming the file and `what`.
+    private func writing<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(Failure) -> T {
+        do {
+            return try await self.database.write(body)
+        } catch {
+            throw Failure(kind: .storage, description: "journal '\(self.path)': \(what) failed: \(Self.message(error))")
+        }
+    }
+
+    private func reading<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(Failure) -> T {
+        do {
+            return try await self.database.read(body)
+        } catch {
+            throw Failure(kind: .storage, description: "journal '\(self.path)': \(what) failed: \(Self.message(error))")
+        }
+    }
+
+    private static func message(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return error.message ?? error.description }
+        return "\(error)"
     }
 }

@@ -17,13 +17,16 @@ extension APNSBench {
                 the verdicts (--json) going to a file as `> verdicts.ndjson` would. The time is the whole \
                 process's, from start to exit; the CPU is apnsctl's (user + system). With --h2load, each round \
                 then runs h2load with as many pushes against the same server, and the ratios are printed per \
-                round and as medians: rounds alternate apnsctl and h2load, for a machine whose speed varies.
+                round and as medians: rounds alternate apnsctl and h2load, for a machine whose speed varies. \
+                With --journal, each round also runs apnsctl with --journal (a fresh journal file per round), \
+                alternating which goes first, and prints its rate and peak RSS and its ratio to the run without.
 
                 Build both executables first: swift build -c release --product apnsctl
 
                 Examples:
                   swift run -c release apns-bench cli --notifications 200000 --latency 30ms --h2load --rounds 3
                   swift run -c release apns-bench cli --notifications 1000000 --h2load
+                  swift run -c release apns-bench cli --notifications 1000000 --journal --rounds 5
                 """
         )
 
@@ -47,6 +50,12 @@ extension APNSBench {
 
         @Option(name: .long, help: "Rounds, each apnsctl then h2load.")
         var rounds = 1
+
+        @Flag(name: .long, help: "Also run apnsctl with --journal (a fresh journal per round) and compare.")
+        var journal = false
+
+        @Option(name: .customLong("journal-window"), help: "With --journal: apnsctl's --journal-window (default: apnsctl's).")
+        var journalWindow: Int?
 
         @Option(name: .long, help: "The apnsctl executable (default: the one beside apns-bench).")
         var apnsctl: String?
@@ -91,10 +100,15 @@ extension APNSBench {
                 "--key-file", "keys-example/AuthKey_FORGEKEY01.p8", "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1",
                 "--topic", "com.example.forgepush", "--title", "Benchmark", "--body", "Hello from ForgePush", "--json",
             ]
-            var ratios: [Double] = [], cpuRatios: [Double] = [], rates: [Double] = []
+            var ratios: [Double] = [], cpuRatios: [Double] = [], rates: [Double] = [], journalRatios: [Double] = []
             for round in 1...self.rounds {
                 let verdicts = folder.appendingPathComponent("verdicts-\(round).ndjson")
+                // With --journal, odd rounds run without it first, even rounds with it first.
+                var journaled: Run?
+                if self.journal, round % 2 == 0 { journaled = try self.runJournaled(executable, arguments, folder: folder, round: round) }
                 let measured = try Self.runAPNSCtl(executable, arguments, verdicts: verdicts, count: self.notifications)
+                if self.journal, round % 2 == 1 { journaled = try self.runJournaled(executable, arguments, folder: folder, round: round) }
+                if let journaled { journalRatios.append(journaled.rate / measured.rate) }
                 rates.append(measured.rate)
                 let cpu = measured.cpuMicroseconds / Double(self.notifications)
                 var h2loadResult: H2Load.Result?
@@ -105,9 +119,20 @@ extension APNSBench {
                     cpuRatios.append(cpu / max(result.cpuMicroseconds / Double(self.notifications), 0.001))
                     h2loadResult = result
                 }
-                self.report(round: round, measured, cpu: cpu, h2load: h2loadResult)
+                self.report(round: round, measured, cpu: cpu, h2load: h2loadResult, journaled: journaled)
             }
-            if self.rounds > 1 { self.reportMedians(rates: rates, ratios: ratios, cpuRatios: cpuRatios) }
+            if self.rounds > 1 { self.reportMedians(rates: rates, ratios: ratios, cpuRatios: cpuRatios, journalRatios: journalRatios) }
+        }
+
+        /// apnsctl with `--journal`, on a journal file of its own (removed after).
+        private func runJournaled(_ executable: String, _ arguments: [String], folder: URL, round: Int) throws -> Run {
+            let journal = folder.appendingPathComponent("journal-\(round).db").path
+            defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) } }
+            let window = self.journalWindow.map { ["--journal-window", String($0)] } ?? []
+            return try Self.runAPNSCtl(
+                executable, arguments + ["--journal", journal] + window,
+                verdicts: folder.appendingPathComponent("verdicts-\(round)-journal.ndjson"), count: self.notifications
+            )
         }
 
         /// `count` generated tokens, one a line, written in chunks: this process's own peak RSS must stay
@@ -166,7 +191,7 @@ extension APNSBench {
                        accepted: accepted, rate: Double(count) / seconds)
         }
 
-        private func report(round: Int, _ measured: Run, cpu: Double, h2load: H2Load.Result?) {
+        private func report(round: Int, _ measured: Run, cpu: Double, h2load: H2Load.Result?, journaled: Run?) {
             let latency = self.latency ?? .zero
             if self.json {
                 var fields = [
@@ -175,6 +200,14 @@ extension APNSBench {
                     "\"notifications_per_s\":\(Int(measured.rate))", "\"cpu_us_per_notification\":\(Bench.format(cpu))",
                     "\"peak_rss_mib\":\(Bench.format(measured.peakRSSMiB, digits: 1))", "\"accepted\":\(measured.accepted)",
                 ]
+                if let journaled {
+                    fields += [
+                        "\"journal_notifications_per_s\":\(Int(journaled.rate))",
+                        "\"journal_cpu_us_per_notification\":\(Bench.format(journaled.cpuMicroseconds / Double(self.notifications)))",
+                        "\"journal_peak_rss_mib\":\(Bench.format(journaled.peakRSSMiB, digits: 1))",
+                        "\"ratio_journal\":\(Bench.format(journaled.rate / measured.rate, digits: 3))",
+                    ]
+                }
                 if let h2load {
                     fields += h2load.jsonFields(
                         requests: self.notifications, connections: self.h2loadConnections, streams: self.inFlight,
@@ -187,6 +220,11 @@ extension APNSBench {
             let held = latency == .zero ? "" : " (answers held \(CommandLineDuration.text(latency)))"
             print(String(format: "round %d: apnsctl send --tokens-file: %d tokens in %.2f s: %.0f notifications/s, %.2f µs CPU each, peak RSS %.1f MiB",
                          round, self.notifications, measured.seconds, measured.rate, cpu, measured.peakRSSMiB) + held)
+            if let journaled {
+                print(String(format: "         --journal: %.2f s: %.0f notifications/s, %.2f µs CPU each, peak RSS %.1f MiB; %.3f× the rate without",
+                             journaled.seconds, journaled.rate, journaled.cpuMicroseconds / Double(self.notifications),
+                             journaled.peakRSSMiB, journaled.rate / measured.rate))
+            }
             if let h2load {
                 let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
                 print(String(format: "         h2load: %.0f requests/s, %.2f µs CPU each (-c %d -m %d; succeeded %d)",
@@ -196,7 +234,7 @@ extension APNSBench {
             }
         }
 
-        private func reportMedians(rates: [Double], ratios: [Double], cpuRatios: [Double]) {
+        private func reportMedians(rates: [Double], ratios: [Double], cpuRatios: [Double], journalRatios: [Double]) {
             let rate = Bench.median(rates)
             if self.json {
                 var fields = ["\"benchmark\":\"cli\"", "\"median\":true", "\"rounds\":\(self.rounds)", "\"notifications_per_s\":\(Int(rate))"]
@@ -206,6 +244,7 @@ extension APNSBench {
                         "\"ratio_cpu\":\(Bench.format(Bench.median(cpuRatios), digits: 3))",
                     ]
                 }
+                if !journalRatios.isEmpty { fields.append("\"ratio_journal\":\(Bench.format(Bench.median(journalRatios), digits: 3))") }
                 print("{" + fields.joined(separator: ",") + "}")
                 return
             }
@@ -214,6 +253,7 @@ extension APNSBench {
                 line += String(format: ", %.2f× h2load's rate, %.2f× its CPU", Bench.median(ratios),
                                Bench.median(cpuRatios))
             }
+            if !journalRatios.isEmpty { line += String(format: "; --journal: %.3f× the rate without", Bench.median(journalRatios)) }
             print(line)
         }
     }

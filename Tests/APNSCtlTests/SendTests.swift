@@ -506,7 +506,7 @@ struct SendTests {
     }
 }
 
-/// JournalCampaign.window: the most tokens one crash can send twice.
+/// CampaignSend.defaultWindow: the most tokens one crash can send twice.
 private let window = 4096
 
 /// What a process killed with SIGKILL printed, without a last line it had not finished.
@@ -609,7 +609,49 @@ struct JournalTests {
         #expect(lines.last?["not_sent"] as? Int == all.count, "\(lines.last ?? [:])")
     }
 
-    @Test("--journal needs a tokens file (not stdin) and a shared payload, and takes no --resume-from")
+    @Test("A journal write that fails mid-run (another process holds its lock): exit 74 naming the journal file, no summary, and every verdict printed was committed")
+    func failedJournalWrite() throws {
+        let (folder, all, tokensFile, journal) = try campaignFiles(tokens: 5000)
+        defer { folder.remove() }
+        // Answers held 200 ms, 128 tokens a window: the run lasts seconds, so the lock comes mid-run.
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet", "--latency", "200ms"])
+        let command = ["send", "--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca] + credentials
+            + ["--topic", bundle, "--tokens-file", tokensFile, "--payload", alertPayload, "--journal", journal, "--journal-window", "128", "--json"]
+        let run = try ChildProcess(executable: CommandRunner.binary, arguments: command, environment: CommandRunner.environment())
+        #expect(run.waitForStandardOutput(lines: 100, timeout: .seconds(60)))
+        // Python's sqlite3 takes the write lock (waiting out a transaction under way) and holds it until its input ends.
+        let locker = try ChildProcess(
+            executable: try venvPython(),
+            arguments: [
+                "-c",
+                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None); "
+                    + "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.read()",
+                journal,
+            ],
+            standardInput: .heldOpen
+        )
+        #expect(locker.waitForStandardOutput(containing: "locked", timeout: .seconds(30)))
+        let failed = run.finish(timeout: .seconds(60))
+        locker.closeStandardInput()
+        #expect(locker.finish(timeout: .seconds(30)).exitCode == 0)
+        _ = server.stop()
+        #expect(failed.exitCode == 74, "\(failed.stderr)")
+        #expect(failed.stderr.contains("error: --journal '\(journal)'") && failed.stderr.contains("failed"), "\(failed.stderr)")
+        let printed = try objects(failed.stdout)
+        #expect(!printed.isEmpty && printed.count < all.count, "\(printed.count) printed")
+        #expect(printed.allSatisfy { $0["summary"] == nil }, "nothing printed as a summary")
+
+        let report = try CommandRunner.run(["campaign", "report", "--journal", journal, "--json"])
+        let rows = try objects(report.stdout).dropLast()
+        #expect(rows.count == all.count)
+        // Every verdict printed is the journal's, final.
+        #expect(printed.allSatisfy { verdict in
+            guard let index = all.firstIndex(of: verdict["token"] as? String ?? "") else { return false }
+            return rows[index]["outcome"] as? String == "accepted"
+        })
+    }
+
+    @Test("--journal needs a tokens file (not stdin) and a shared payload, and takes no --resume-from; --journal-window is range-checked")
     func usage() throws {
         let base = ["send", "--url", "https://127.0.0.1:9", "--ca-file", ca] + credentials + ["--topic", bundle]
         let noFile = try CommandRunner.run(base + ["--token", String(repeating: "ab", count: 32), "--title", "Hi", "--journal", "j.db"])
@@ -627,6 +669,10 @@ struct JournalTests {
         let strict = try CommandRunner.run(base + ["--tokens-file", badFile, "--title", "Hi", "--journal", journal, "--strict"])
         #expect(strict.exitCode == 65 && strict.stderr.contains("1 bad line; nothing sent (--strict)"), "\(strict.stderr)")
         #expect(!FileManager.default.fileExists(atPath: journal))
+        let window = try CommandRunner.run(base + ["--tokens-file", "t.txt", "--title", "Hi", "--journal", "j.db", "--journal-window", "100"])
+        #expect(window.exitCode == 64 && window.stderr.contains("--journal-window must be between 128 and 1000000 (got 100)"), "\(window.stderr)")
+        let windowAlone = try CommandRunner.run(base + ["--tokens-file", "t.txt", "--title", "Hi", "--journal-window", "512"])
+        #expect(windowAlone.exitCode == 64 && windowAlone.stderr.contains("--journal-window applies to --journal"), "\(windowAlone.stderr)")
         let missing = try CommandRunner.run(["campaign", "report", "--journal", "/nonexistent/campaign.db"])
         #expect(missing.exitCode == 66 && missing.stderr.contains("does not exist"), "\(missing.stderr)")
     }

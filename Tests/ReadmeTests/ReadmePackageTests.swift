@@ -9,7 +9,7 @@ enum ReadmeBlocks {
     /// A timeline line of the loopback snippet: the tap reached the app.
     static let tappedMark = "handled the response to"
     /// The products a README block may import: what a user's Package.swift names.
-    static let products: Set<String> = ["ForgeAPNs", "ForgeLoopback"]
+    static let products: Set<String> = ["ForgeAPNs", "ForgeCampaign", "ForgeLoopback"]
     /// Other packages' modules a README block may import, as a user's Package.swift would name them:
     /// an app that hands the client its own tracer depends on swift-distributed-tracing itself.
     static let otherModules: [String: (url: String, from: String, package: String)] = [

@@ -1,3 +1,4 @@
+import ForgeCampaign
 import ForgeLoopback
 import Foundation
 import Tracing
@@ -199,4 +200,23 @@ func readmeTwoTeams(keyA: APNSSigningKey, keyB: APNSSigningKey) throws -> APNSCl
         ],
         environment: .production
     )
+}
+
+/// Sends `notification` to `tokens`, resumably: called again after a crash with the same inputs, it
+/// sends only what has no final verdict.
+func sendCampaign(
+    _ notification: APNSPreparedNotification, to tokens: [DeviceToken], journalPath: String,
+    inputs: CampaignJournal.Fingerprint, client: APNSClient
+) async throws {
+    let journal = try CampaignJournal.open(path: journalPath)
+    // A new campaign registers its tokens; a resumed one only checks that its inputs are the same.
+    try await journal.register(
+        tokens.enumerated().map { CampaignJournal.Entry(index: $0.offset, line: $0.offset + 1, token: $0.element.hexString) },
+        fingerprint: inputs
+    )
+    for try await verdict in try journal.send(notification, client: client, window: 4096) {
+        // Committed before it arrives here: a crash after this line never sends this token again.
+        let duplicate = verdict.mayHaveBeenDelivered ? " (an earlier copy may have been delivered)" : ""
+        print("token \(verdict.entry.index): \(verdict.outcome)\(duplicate)")
+    }
 }

@@ -1,5 +1,6 @@
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeCampaign
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
@@ -58,6 +59,28 @@ struct ReadmeTests {
             }
             #expect(found, "README block not in ReadmeSnippets.swift (so not run in-package):\n\(block)")
         }
+    }
+
+    @Test("The campaign snippet sends each token once; called again with the same inputs, it sends nothing")
+    func campaignSnippetRuns() async throws {
+        let (server, configuration) = try localServer()
+        let folder = try TemporaryFolder("readme-campaign")
+        defer { folder.remove() }
+        let path = folder.url.appendingPathComponent("campaign.db").path
+        let tokens = try (1...3).map { try DeviceToken(String(format: "%064x", 100 + $0)) }
+        let notification = try APNSAlertNotification<APNSNoCustomKeys>(
+            alert: APNSAlert(title: "Sale", body: "Today only"), topic: APNSBundleID("com.example.shop")
+        ).prepared()
+        let inputs = CampaignJournal.Fingerprint(
+            payloadSHA256: try #require(SHA256Digest.hex(notification.body)), topic: "com.example.shop", pushType: "alert",
+            environment: "local", tokensPath: "-", tokensSize: tokens.count, tokensSHA256: "-"
+        )
+        try await withAPNSClient(configuration: configuration) { client in
+            try await sendCampaign(notification, to: tokens, journalPath: path, inputs: inputs, client: client)
+            try await sendCampaign(notification, to: tokens, journalPath: path, inputs: inputs, client: client)
+        }
+        #expect(server.accepted.map(\.token).sorted() == tokens.map(\.hexString).sorted())
+        await server.shutdown()
     }
 
     @Test("The send, actor, Live Activity and bulk snippets work against the local server")

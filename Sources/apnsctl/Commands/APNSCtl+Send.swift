@@ -1,6 +1,7 @@
 import ArgumentParser
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeCampaign
 import ForgeCrypto
 import Foundation
 #if canImport(Glibc)
@@ -31,8 +32,8 @@ extension APNSCtl {
                 With --journal FILE (a tokens file and a shared payload): progress and verdicts are committed to a \
                 SQLite journal and a verdict is printed once committed; re-running the same command after a crash \
                 sends only the tokens with no final verdict (those sent before without one are flagged \
-                may_have_been_delivered; at most \(JournalCampaign.window) per crash). `apnsctl campaign report --journal FILE` prints \
-                one verdict per token.
+                may_have_been_delivered; at most --journal-window tokens per crash, \(CampaignSend.defaultWindow) by default; a token \
+                that failed, with no answer, is sent again too). `apnsctl campaign report --journal FILE` prints one verdict per token.
 
                 With --dry-run, everything is validated and the HTTP/2 request that would be sent is printed \
                 (the authorization header as 'bearer <redacted>'); nothing is sent.
@@ -94,6 +95,15 @@ extension APNSCtl {
         )
         var journal: String?
 
+        @Option(
+            name: .customLong("journal-window"),
+            help: ArgumentHelp(
+                "With --journal: the most tokens sent ahead of the last committed verdict, so the most one crash sends twice (\(CampaignSend.windowRange.lowerBound)…\(CampaignSend.windowRange.upperBound), default \(CampaignSend.defaultWindow)).",
+                valueName: "n"
+            )
+        )
+        var journalWindow: Int?
+
         /// A dry run prints JSON only when asked: the request it renders is for reading.
         var dryRunJSON: Bool { self.json || self.format == .json }
 
@@ -137,6 +147,13 @@ extension APNSCtl {
                 guard self.resumeFrom == nil else { throw ValidationError("--journal resumes by itself; --resume-from does not apply.") }
                 guard self.notification.hasSharedPayload else {
                     throw ValidationError("--journal sends one shared payload: give --payload (or --title…).")
+                }
+            }
+            if let window = self.journalWindow {
+                guard self.journal != nil else { throw ValidationError("--journal-window applies to --journal.") }
+                let range = CampaignSend.windowRange
+                guard range.contains(window) else {
+                    throw ValidationError("--journal-window must be between \(range.lowerBound) and \(range.upperBound) (got \(window)).")
                 }
             }
             if self.json, self.format == .human { throw ValidationError("--json and --format human contradict each other.") }
@@ -191,7 +208,7 @@ extension APNSCtl {
                 source = .journal(
                     try await JournalCampaign.prepare(
                         journalPath: journal, tokensPath: path, shared: shared, environment: try self.endpoint.resolved().description,
-                        headers: headers, strict: self.strict
+                        headers: headers, strict: self.strict, window: self.journalWindow ?? CampaignSend.defaultWindow
                     )
                 )
             } else if let path = self.tokensFile {

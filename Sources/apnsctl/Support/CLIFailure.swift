@@ -13,6 +13,8 @@ enum CLIExit {
     static let software: Int32 = 70
     /// An output file cannot be written.
     static let cannotCreate: Int32 = 73
+    /// A read or write failed mid-run (the journal of `send --journal`).
+    static let ioError: Int32 = 74
     /// Stopped by SIGINT (Ctrl-C), as shells report it: 128 + 2.
     static let interrupted: Int32 = 130
 }

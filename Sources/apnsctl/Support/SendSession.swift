@@ -1,5 +1,6 @@
 import ForgeAPNs
 import ForgeAPNsCore
+import ForgeCampaign
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -33,7 +34,7 @@ struct SendSession {
         switch self.tokens {
         case .list(let list): total = list.count
         case .file(_, let count): total = count
-        case .journal(let campaign): total = campaign.entries.count
+        case .journal(let campaign): total = campaign.progress.remaining
         }
         // A bar for bulk sends only (one token is done before a bar could help), on a terminal only.
         let isBulk = total.map { $0 > 1 } ?? true
@@ -114,7 +115,7 @@ struct SendSession {
                 Output.diagnostic("error: internal: --journal without a shared payload")
                 return CLIExit.software
             }
-            await campaign.send(client: self.client, shared: shared, sink: sink, stopper: stopper)
+            if let code = await campaign.send(client: self.client, shared: shared, sink: sink, stopper: stopper) { return code }
         case .file(let open, _):
             let perLine = PerLineSender(client: self.client, width: self.width, sink: sink)
             stopper.onStop({ perLine.stop() }, abandon: { perLine.abandon() })

@@ -1,4 +1,5 @@
 import ForgeAPNsCore
+import ForgeCrypto
 import ForgeSupport
 import Foundation
 #if canImport(Glibc)
@@ -40,6 +41,10 @@ final class TokenLines {
     var firstLine = 1
     /// What a line's own `topic` needs: the bundle ids some credential serves, and the shared body.
     var topics = LineTopics()
+    /// Every byte read goes into it (`--journal`: the file is hashed in the pass that reads it).
+    var digest: SHA256Digest?
+    /// Bytes read so far: the file's size once ``next()`` returned `nil`.
+    private(set) var bytesRead = 0
 
     /// Opens `path`, or reads standard input for `-`.
     /// - Throws: ``CLIFailure`` 66 when the file does not exist.
@@ -86,6 +91,8 @@ final class TokenLines {
     func next() -> Line? {
         let count = getline(&self.buffer, &self.capacity, self.file)
         guard count >= 0, let buffer = self.buffer else { return nil }
+        self.bytesRead += count
+        self.digest?.update(UnsafeRawBufferPointer(start: buffer, count: count))
         self.lineNumber += 1
         if self.lineNumber < self.firstLine { return .skipped }
         let bytes = UnsafeRawBufferPointer(start: buffer, count: count)

@@ -1,0 +1,342 @@
+public import ForgeAPNs
+internal import ForgeSupport
+
+extension CampaignJournal {
+    /// Sends `prepared` to every token of the campaign that has no final verdict, committing each
+    /// verdict to the journal before it is handed out; see ``CampaignSend``.
+    /// - Parameter window: the most tokens handed to the sender without a committed verdict (the
+    ///   bound on the pushes one crash can send twice), in ``CampaignSend/windowRange``.
+    /// - Throws: ``Failure`` (`invalidArgument`) for a window out of range, (`unusable`) when no
+    ///   campaign is registered.
+    public func send(
+        _ prepared: APNSPreparedNotification, client: APNSClient, window: Int = CampaignSend.defaultWindow
+    ) throws(Failure) -> CampaignSend {
+        guard CampaignSend.windowRange.contains(window) else {
+            throw Failure(
+                kind: .invalidArgument,
+                description: "window must be between \(CampaignSend.windowRange.lowerBound) and \(CampaignSend.windowRange.upperBound) (got \(window))"
+            )
+        }
+        guard self.fingerprint != nil else {
+            throw Failure(kind: .unusable, description: "journal '\(self.path)': no campaign registered in it; register its tokens first")
+        }
+        return CampaignSend(journal: self, prepared: prepared, client: client, window: window)
+    }
+}
+
+/// A campaign's send in progress: the verdicts of the tokens with no final verdict, each one
+/// delivered only once it is committed to the journal (so a verdict seen is never lost, and its
+/// token never sent again). Iterate it (`for try await verdict in send`); the error it can throw is
+/// ``CampaignJournal/Failure`` (`storage`): a journal write failed, nothing more is delivered, and
+/// the tokens without a committed verdict are sent again by the next run.
+///
+/// The protocol: the tokens are read from the journal in pages, each page committed as `sending`
+/// before the bulk send reads it; the verdicts are committed in batches. The sender never gets more
+/// than `window` tokens ahead of the last committed verdict: a crash sends at most that many tokens
+/// a second time, and those are flagged `may_have_been_delivered` when the next run sends them.
+/// Memory holds at most the window's tokens, whatever the campaign's size.
+public final class CampaignSend: AsyncSequence, Sendable {
+    public typealias Element = Verdict
+    public typealias Failure = CampaignJournal.Failure
+
+    /// The default window: at most 4096 tokens sent twice per crash.
+    public static let defaultWindow = 4096
+    /// The windows a send takes: at least two pages of the bulk send's largest batch, so a send
+    /// never waits for a commit that waits for it.
+    public static let windowRange = 128...1_000_000
+
+    /// A committed verdict: the token of the campaign, and its outcome (flagged
+    /// `may_have_been_delivered` when an earlier run sent the token without a final verdict).
+    public struct Verdict: Sendable {
+        public var entry: CampaignJournal.Entry
+        public var outcome: APNSBulkVerdict.Outcome
+        /// Whether a copy may have reached APNs without its answer being known (see ``APNSBulkVerdict/Outcome``).
+        public var mayHaveBeenDelivered: Bool { self.outcome.mayHaveBeenDelivered }
+    }
+
+    private let journal: CampaignJournal
+    private let bulk: APNSBulkSend
+    private let gate: CommitGate
+    private let ledger: Ledger
+    private let commitBatch: Int
+
+    fileprivate init(journal: CampaignJournal, prepared: APNSPreparedNotification, client: APNSClient, window: Int) {
+        // Pages and commit batches of a quarter of the window at most: with a bulk batch (64) held
+        // unsent, the tokens out never reach a page past the window, so the feed's wait always ends.
+        let page = Swift.min(512, window / 4)
+        self.commitBatch = Swift.min(256, window / 4)
+        self.journal = journal
+        let gate = CommitGate()
+        let ledger = Ledger()
+        self.gate = gate
+        self.ledger = ledger
+        let campaign = journal.campaign
+        let feed = Feed(journal: journal, gate: gate, ledger: ledger, page: page, window: window)
+        self.bulk = client.sendBulk(prepared, to: feed, apnsIDs: { position in
+            // Every position is in the ledger before the bulk reads its token.
+            APNSID(campaign: campaign, index: ledger.entry(at: position)?.entry.index ?? -1)
+        })
+    }
+
+    // A send dropped unfinished: the feed stops waiting for commits that will not come.
+    deinit { self.gate.release() }
+
+    /// Reads no more tokens; the pushes on their way get their answers (committed, then delivered),
+    /// and the sequence ends. The tokens not sent stay to send (`not_sent`, their send taken back).
+    public func stop() {
+        self.gate.release()
+        self.bulk.stop()
+    }
+
+    /// Stops now: tokens not sent get `notSent`, pushes in flight `failed` unless their answer is in
+    /// (see ``APNSBulkSend/cancel()``); every verdict is still committed before it is delivered.
+    public func cancel() {
+        self.gate.release()
+        self.bulk.cancel()
+    }
+
+    /// The bulk send's counts for this run, once the last verdict is out (nil before).
+    public var summary: APNSBulkSummary? { self.bulk.summary }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(owner: self) }
+
+    /// Delivers committed verdicts; the first failed commit throws, and nothing follows it.
+    public struct Iterator: AsyncIteratorProtocol {
+        public typealias Failure = CampaignJournal.Failure
+
+        private let owner: CampaignSend
+        private var verdicts: APNSBulkSend.Iterator
+        private var pending: [Committing] = []
+        private var ready: [Verdict] = []
+        private var cursor = 0
+        private var finished = false
+        /// Reading the journal failed: thrown once the verdicts committed before it are delivered.
+        private var failure: CampaignJournal.Failure?
+
+        fileprivate init(owner: CampaignSend) {
+            self.owner = owner
+            self.verdicts = owner.bulk.makeAsyncIterator()
+            self.pending.reserveCapacity(owner.commitBatch)
+        }
+
+        public mutating func next() async throws(CampaignJournal.Failure) -> Verdict? {
+            while true {
+                if self.cursor < self.ready.count {
+                    defer { self.cursor += 1 }
+                    return self.ready[self.cursor]
+                }
+                if let failure = self.failure {
+                    self.failure = nil
+                    throw failure
+                }
+                if self.finished { return nil }
+                guard let verdict = await self.verdicts.next() else {
+                    try await self.finish()
+                    continue
+                }
+                guard let claimed = self.owner.ledger.entry(at: verdict.index) else { continue }
+                let outcome = claimed.sentBefore ? verdict.outcome.sentAgain : verdict.outcome
+                self.pending.append(Committing(position: verdict.index, verdict: Verdict(entry: claimed.entry, outcome: outcome)))
+                if self.pending.count >= self.owner.commitBatch { try await self.commit() }
+            }
+        }
+
+        /// Commits the pending verdicts, then makes them ready to deliver.
+        private mutating func commit() async throws(CampaignJournal.Failure) {
+            guard !self.pending.isEmpty else { return }
+            do {
+                try await self.owner.journal.commit(
+                    verdicts: self.pending.map { CampaignJournal.Verdict(index: $0.verdict.entry.index, $0.verdict.outcome) }
+                )
+            } catch {
+                // Nothing more is delivered: a verdict not committed would be sent again, so it is not shown as final.
+                self.finished = true
+                self.ready = []
+                self.owner.cancel()
+                throw error
+            }
+            self.owner.ledger.remove(self.pending.map(\.position))
+            self.owner.gate.advance(by: self.pending.count)
+            self.ready = self.pending.map(\.verdict)
+            self.cursor = 0
+            self.pending.removeAll(keepingCapacity: true)
+        }
+
+        /// The bulk send is over: the last verdicts are committed, and the tokens marked `sending`
+        /// that it never read (it stopped mid-page) get their send taken back: they never left.
+        private mutating func finish() async throws(CampaignJournal.Failure) {
+            try await self.commit()
+            self.finished = true
+            if let failure = self.owner.ledger.failure {
+                self.failure = failure
+                return
+            }
+            let unread = self.owner.ledger.drain().map {
+                CampaignJournal.Verdict(index: $0.entry.index, outcome: .notSent, reason: "stopped before sending")
+            }
+            if !unread.isEmpty { try await self.owner.journal.commit(verdicts: unread) }
+        }
+    }
+
+    private struct Committing {
+        var position: Int
+        var verdict: Verdict
+    }
+}
+
+extension APNSBulkVerdict.Outcome {
+    /// The outcome of a token an earlier run sent with no final verdict: that copy may have been
+    /// delivered too.
+    fileprivate var sentAgain: Self {
+        switch self {
+        case .accepted(var result):
+            result.mayHaveBeenDeliveredTwice = true
+            return .accepted(result)
+        case .rejected(var error):
+            error.mayHaveBeenDelivered = true
+            return .rejected(error)
+        case .failed, .notSent:
+            return self
+        }
+    }
+}
+
+/// The tokens handed to the bulk send and not yet committed, by the bulk's position (at most a
+/// window of them), and the feed's failure, if reading the journal failed.
+private final class Ledger: Sendable {
+    private struct State {
+        var entries: [Int: CampaignJournal.Claimed] = [:]
+        var failure: CampaignJournal.Failure?
+    }
+
+    private let state = LockedBox(State())
+
+    func add(_ page: [CampaignJournal.Claimed], from position: Int) {
+        self.state.withLock { state in
+            for (offset, claimed) in page.enumerated() { state.entries[position + offset] = claimed }
+        }
+    }
+
+    func entry(at position: Int) -> CampaignJournal.Claimed? { self.state.withLock { $0.entries[position] } }
+
+    func remove(_ positions: [Int]) {
+        self.state.withLock { state in
+            for position in positions { state.entries[position] = nil }
+        }
+    }
+
+    /// The entries left, by position, and none after.
+    func drain() -> [CampaignJournal.Claimed] {
+        self.state.withLock { state in
+            defer { state.entries = [:] }
+            return state.entries.sorted { $0.key < $1.key }.map(\.value)
+        }
+    }
+
+    var failure: CampaignJournal.Failure? {
+        get { self.state.withLock { $0.failure } }
+        set { self.state.withLock { $0.failure = newValue } }
+    }
+}
+
+/// The campaign's tokens as the bulk reads them: a page at a time from the journal, each committed
+/// as `sending` first, and no page taken while the tokens without a committed verdict would exceed
+/// the window.
+private struct Feed: AsyncSequence, Sendable {
+    typealias Element = String
+
+    let journal: CampaignJournal
+    let gate: CommitGate
+    let ledger: Ledger
+    let page: Int
+    let window: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let feed: Feed
+        private var claimed: [CampaignJournal.Claimed] = []
+        private var cursor = 0
+        /// The bulk's position of the next token, and the last journal index claimed.
+        private var position = 0
+        private var lastIndex = -1
+        private var exhausted = false
+
+        init(feed: Feed) { self.feed = feed }
+
+        mutating func next() async throws -> String? {
+            if self.cursor == self.claimed.count {
+                guard !self.exhausted else { return nil }
+                await self.feed.gate.wait(untilCommitted: self.position + self.feed.page - self.feed.window)
+                guard !self.feed.gate.isReleased else { return nil }
+                do {
+                    self.claimed = try await self.feed.journal.claim(after: self.lastIndex, limit: self.feed.page)
+                } catch {
+                    self.feed.ledger.failure = error
+                    throw error
+                }
+                self.cursor = 0
+                self.exhausted = self.claimed.count < self.feed.page
+                guard let last = self.claimed.last else { return nil }
+                self.lastIndex = last.entry.index
+                self.feed.ledger.add(self.claimed, from: self.position)
+            }
+            guard !self.feed.gate.isReleased else { return nil }
+            defer {
+                self.cursor += 1
+                self.position += 1
+            }
+            return self.claimed[self.cursor].entry.token
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(feed: self) }
+}
+
+/// How many of the bulk's tokens have a committed verdict; the feed waits here for the window.
+private final class CommitGate: Sendable {
+    private struct State {
+        var committed = 0
+        var released = false
+        var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = LockedBox(State())
+
+    /// Returns once `target` verdicts are committed, or the gate is released.
+    func wait(untilCommitted target: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = self.state.withLock { state -> Bool in
+                if state.released || state.committed >= target { return true }
+                state.waiters.append((target, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Stopped: the feed hands out nothing more, and no waiter waits any longer.
+    var isReleased: Bool { self.state.withLock { $0.released } }
+
+    func advance(by count: Int) {
+        self.resume { state in
+            state.committed += count
+            return state.committed
+        }
+    }
+
+    func release() {
+        self.resume { state in
+            state.released = true
+            return Int.max
+        }
+    }
+
+    private func resume(_ change: (inout State) -> Int) {
+        let ready = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            let reached = change(&state)
+            let ready = state.waiters.filter { $0.target <= reached }.map(\.continuation)
+            state.waiters.removeAll { $0.target <= reached }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+}
