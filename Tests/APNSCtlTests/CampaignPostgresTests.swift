@@ -164,4 +164,80 @@ struct CampaignPostgresTests {
         let missing = try CommandRunner.run(["campaign", "report", "--postgres", world.postgres.url, "--name", "autumn"])
         #expect(missing.exitCode == 66 && missing.stderr.contains("campaign autumn does not exist"), "\(missing.stderr)")
     }
+
+    @Test(
+        "Four workers, one killed with SIGKILL and one stopped with SIGSTOP past its lease: one final verdict per token, every duplicate flagged and within the bound"
+    )
+    func fourWorkersKilledAndStopped() throws {
+        let world = try World(tokens: 20_000)
+        defer { world.stop() }
+        let created = try world.create("summer", ["--batch-size", "250"])
+        #expect(created.exitCode == 0, "\(created.stderr)")
+        let lease = 2
+        // A watcher from the start: it must print each final verdict once, as the workers commit them.
+        let watcher = try ChildProcess(
+            executable: CommandRunner.binary, arguments: ["campaign", "watch", "--postgres", world.postgres.url, "--name", "summer", "--json"],
+            environment: CommandRunner.environment()
+        )
+        let workers = try (0..<4).map { number in
+            try ChildProcess(
+                executable: CommandRunner.binary, arguments: world.work("summer", ["--lease", String(lease), "--owner", "w\(number)"]),
+                environment: CommandRunner.environment()
+            )
+        }
+        // Killed once it has committed (so printed) some verdicts: no sleeps.
+        #expect(workers[0].waitForStandardOutput(lines: 300, timeout: .seconds(60)))
+        workers[0].signal(SIGKILL)
+        _ = workers[0].finish(timeout: .seconds(30))
+
+        // Stopped while it holds a lease, until another worker holds that batch with a higher epoch
+        // (or twice the lease has passed), then continued.
+        #expect(workers[1].waitForStandardOutput(lines: 300, timeout: .seconds(60)))
+        var held: (batch: String, epoch: Int)?
+        for _ in 0..<200 where held == nil {
+            let row = try world.postgres.psql("SELECT batch, lease_epoch FROM campaign_batches WHERE lease_owner = 'w1' AND state = 'leased'")
+            let fields = row.split(separator: "|")
+            if fields.count == 2, let epoch = Int(fields[1]) { held = (String(fields[0]), epoch) }
+        }
+        workers[1].signal(SIGSTOP)
+        let stopped = ContinuousClock.now
+        var takenOver = false
+        while ContinuousClock.now - stopped < .seconds(2 * lease) {
+            if let held {
+                let epoch = try world.postgres.psql("SELECT lease_epoch FROM campaign_batches WHERE batch = \(held.batch) AND lease_owner <> 'w1'")
+                if let epoch = Int(epoch), epoch > held.epoch {
+                    takenOver = true
+                    break
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        workers[1].signal(SIGCONT)
+
+        var results: [ChildProcess.Result] = []
+        for worker in workers.dropFirst() {
+            let result = worker.finish(timeout: .seconds(90))
+            #expect(result.exitCode == 0, "\(result.stderr)")
+            results.append(result)
+        }
+        if held != nil, takenOver {
+            // The stopped worker woke to a lease it no longer held: fenced, it said so and went on.
+            #expect(results[0].stderr.contains("lost to another worker"), "\(results[0].stderr)")
+        }
+        let watched = watcher.finish(timeout: .seconds(30))
+        #expect(watched.exitCode == 0, "\(watched.stderr)")
+
+        let (verdicts, duplicates) = try world.checkReport("summer")
+        // One lease lost by the killed worker, one by the stopped one: each duplicates at most a window.
+        #expect(duplicates <= 2 * window, "\(duplicates) duplicates")
+        let flagged = verdicts.filter { $0["may_have_been_delivered"] as? Bool == true }.count
+        #expect(flagged <= 2 * window, "\(flagged) flagged")
+        // The watcher printed each token's final verdict once, then the same summary.
+        let watchedLines = try objects(watched.stdout)
+        let watchedIndices = watchedLines.dropLast().compactMap { $0["index"] as? Int }
+        #expect(watchedIndices.count == world.all.count && Set(watchedIndices) == Set(0..<world.all.count))
+        #expect(watchedLines.last?["accepted"] as? Int == world.all.count)
+        print("campaign --postgres crash test: \(world.all.count) tokens, \(verdicts.count) verdicts, \(duplicates) duplicates, \(flagged) flagged, "
+            + "batch taken over from the stopped worker: \(takenOver)")
+    }
 }
