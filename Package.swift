@@ -324,6 +324,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ForgeCampaignPostgresTests",
+            dependencies: [
+                "ForgeCampaignPostgres", "ForgeCampaign", "ForgeAPNsCore", "ForgeTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "APNSCtlTests",
             // Runs the built apnsctl binary; the libraries are used to check what it printed.
             dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeTestSupport"],
