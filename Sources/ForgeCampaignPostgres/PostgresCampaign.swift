@@ -127,16 +127,14 @@ public final class PostgresCampaign: Sendable {
         """,
     ]
 
-    /// Creates the tables when missing and checks the schema version; one creator at a time.
+    /// Creates the tables when missing and checks the schema version, in the caller's transaction:
+    /// a lock held to its end makes concurrent creators take turns.
     private static func prepareSchema(_ connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.withTransaction(logger: logger) { connection in
-            // Two creates at once would race on CREATE TABLE IF NOT EXISTS: a lock for the transaction.
-            try await connection.query("SELECT pg_advisory_xact_lock(7262746567)", logger: logger)
-            for statement in Self.schema { try await connection.query(statement, logger: logger) }
-            try await connection.query(
-                "INSERT INTO campaign_schema (version) VALUES (\(Self.schemaVersion)) ON CONFLICT DO NOTHING", logger: logger
-            )
-        }
+        try await connection.query("SELECT pg_advisory_xact_lock(7262746567)", logger: logger)
+        for statement in Self.schema { try await connection.query(statement, logger: logger) }
+        try await connection.query(
+            "INSERT INTO campaign_schema (version) VALUES (\(Self.schemaVersion)) ON CONFLICT DO NOTHING", logger: logger
+        )
         try await Self.checkSchema(connection, logger: logger)
     }
 
@@ -152,8 +150,8 @@ public final class PostgresCampaign: Sendable {
     // MARK: Create
 
     /// Creates the campaign `definition` with the tokens `next()` yields (in file order, `index`
-    /// from 0), all in one transaction: a failure (a thrown `next()` included) leaves nothing.
-    /// Tokens go in with `COPY`.
+    /// from 0), all in one transaction with the tables when they are missing: a failure (a thrown
+    /// `next()` included) leaves nothing. Tokens go in with `COPY`.
     /// - Throws: ``PostgresCampaignError`` (`exists` for a name taken), or what `next()` threw.
     public static func create(
         _ definition: Definition, url: PostgresCampaignURL, logger: Logger,
@@ -161,15 +159,11 @@ public final class PostgresCampaign: Sendable {
     ) async throws -> PostgresCampaign {
         precondition(definition.batchSize > 0)
         return try await Self.withConnection(url, logger: logger) { connection in
-            do {
-                try await Self.prepareSchema(connection, logger: logger)
-            } catch {
-                throw PostgresCampaignError.database(error, doing: "--postgres \(url): creating the tables")
-            }
             let uuid = UUID()
             let notification = definition.notification
             do {
                 let (id, count) = try await connection.withTransaction(logger: logger) { connection -> (Int, Int) in
+                    try await Self.prepareSchema(connection, logger: logger)
                     let priority = notification.priority.map { Int($0.headerValue) } ?? nil
                     let inserted = try await connection.query(
                         """
