@@ -242,4 +242,25 @@ struct CampaignPostgresTests {
         print("campaign --postgres crash test: \(world.all.count) tokens, \(verdicts.count) verdicts, \(duplicates) duplicates, \(flagged) flagged, "
             + "batch taken over from the stopped worker: \(takenOver)")
     }
+
+    @Test("Ctrl-C: the worker stops claiming, its pushes on their way get their answers, the batch is given back (exit 130); another worker finishes with no duplicate")
+    func interrupted() throws {
+        let world = try World(tokens: 3000)
+        defer { world.stop() }
+        #expect(try world.create("winter", ["--batch-size", "1000"]).exitCode == 0)
+        let worker = try ChildProcess(
+            executable: CommandRunner.binary, arguments: world.work("winter", ["--owner", "w"]), environment: CommandRunner.environment()
+        )
+        #expect(worker.waitForStandardOutput(lines: 300, timeout: .seconds(60)))
+        worker.signal(SIGINT)
+        let stopped = worker.finish(timeout: .seconds(60))
+        #expect(stopped.exitCode == 130 && stopped.stderr.contains("interrupted: batch given back"), "\(stopped.stderr)")
+        // Given back at once, not left to expire with its 30 s lease; nothing left marked as sending.
+        #expect(try world.postgres.psql("SELECT count(*) FROM campaign_batches WHERE state = 'leased'") == "0")
+        #expect(try world.postgres.psql("SELECT count(*) FROM campaign_tokens WHERE state = 'sending'") == "0")
+        let finished = try CommandRunner.run(world.work("winter"), timeout: 60)
+        #expect(finished.exitCode == 0, "\(finished.stderr)")
+        let (_, duplicates) = try world.checkReport("winter")
+        #expect(duplicates == 0)
+    }
 }
