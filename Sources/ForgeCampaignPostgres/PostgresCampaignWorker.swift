@@ -220,10 +220,10 @@ public final class PostgresCampaignWorker: Sendable {
                 pass.dropped += 1
                 continue
             }
-            var outcome = verdict.outcome
-            // Sent before by an owner with no committed verdict: that copy may have been delivered too.
-            if feed.gate.sends(at: verdict.index) > 1 { outcome = outcome.sentAgain }
-            let committed = CampaignJournal.Verdict(index: entries[verdict.index].index, outcome)
+            var committed = CampaignJournal.Verdict(index: entries[verdict.index].index, verdict.outcome)
+            // Sent before by an owner with no committed verdict: that copy may have been delivered
+            // too (a `failed` verdict says so already; a `not_sent` one sent nothing this time).
+            if feed.gate.sends(at: verdict.index) > 1, committed.outcome.isFinal { committed.mayHaveBeenDelivered = true }
             if !committed.outcome.isFinal { pass.lastReason = committed.reason }
             pending.append(committed)
             if pending.count >= Self.commitChunk { try await commit() }
@@ -246,23 +246,6 @@ public final class PostgresCampaignWorker: Sendable {
         }
         if let error = bulk.summary?.inputError, !lease.isLost { throw PostgresCampaignError(.database, error) }
         return pass
-    }
-}
-
-extension APNSBulkVerdict.Outcome {
-    /// The outcome of a token an earlier owner sent with no committed verdict: that copy may have
-    /// been delivered too.
-    fileprivate var sentAgain: Self {
-        switch self {
-        case .accepted(var result):
-            result.mayHaveBeenDeliveredTwice = true
-            return .accepted(result)
-        case .rejected(var error):
-            error.mayHaveBeenDelivered = true
-            return .rejected(error)
-        case .failed, .notSent:
-            return self
-        }
     }
 }
 

@@ -88,26 +88,18 @@ private struct World {
             verdict["index"] as? Int == position && verdict["line"] as? Int == position + 1 && verdict["token"] as? String == self.all[position]
                 && verdict["outcome"] as? String == "accepted"
         })
-        let recorded = try objects(String(contentsOfFile: self.recordFile, encoding: .utf8))
-        var copies: [String: Int] = [:]
-        var tokenOfID: [String: String] = [:]
-        for entry in recorded {
-            let token = try #require(entry["token"] as? String)
-            copies[token, default: 0] += 1
-            tokenOfID[try #require(entry["apns_id"] as? String).lowercased()] = token
-        }
-        #expect(verdicts.allSatisfy { tokenOfID[($0["apns_id"] as? String ?? "").lowercased()] == $0["token"] as? String })
+        let record = try ServerRecord(path: self.recordFile)
+        #expect(record.recordsEvery(verdicts))
         // One apns-id per token, whatever the number of copies: duplicates are visible as such.
-        #expect(tokenOfID.count == self.all.count, "\(tokenOfID.count) apns-ids for \(self.all.count) tokens")
+        #expect(record.tokenOfID.count == self.all.count, "\(record.tokenOfID.count) apns-ids for \(self.all.count) tokens")
         let flagged = Set(verdicts.filter { $0["may_have_been_delivered"] as? Bool == true }.compactMap { $0["token"] as? String })
-        let duplicated = copies.filter { $0.value > 1 }
-        #expect(duplicated.keys.allSatisfy { flagged.contains($0) }, "\(duplicated.count) duplicated, \(flagged.count) flagged")
+        #expect(record.duplicated.isSubset(of: flagged), "\(record.duplicated.count) duplicated, \(flagged.count) flagged")
         // psql, not postgres-nio: the database holds one row per token, each final.
         let rows = try self.postgres.psql(
             "SELECT count(*), count(*) FILTER (WHERE state = 'accepted') FROM campaign_tokens JOIN campaigns ON campaigns.id = campaign WHERE name = '\(name)'"
         )
         #expect(rows == "\(self.all.count)|\(self.all.count)", "\(rows)")
-        return (verdicts, recorded.count - self.all.count)
+        return (verdicts, record.count - self.all.count)
     }
 }
 
