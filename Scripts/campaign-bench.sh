@@ -41,13 +41,16 @@ cleanup() {
     if [ -n "$postgres_pid" ]; then
         (cd "$folder" && "${as_server[@]}" "$bin/pg_ctl" stop -D "$folder/data" -m fast -w >/dev/null 2>&1) || true
     fi
+    [ -z "${KEEP_POSTGRES_LOG:-}" ] || cp "$folder/postgres.log" "$KEEP_POSTGRES_LOG"
     rm -rf "$folder"
 }
 trap cleanup EXIT
 
 cd "$folder"
 "${as_server[@]}" "$bin/initdb" -D "$folder/data" -A trust -U forge -E UTF8 >/dev/null
-"${as_server[@]}" "$bin/postgres" -D "$folder/data" -k "$folder" -c listen_addresses= -p 5432 >"$folder/postgres.log" 2>&1 &
+# PG_OPTIONS: extra server settings to compare, e.g. PG_OPTIONS="-c synchronous_commit=off".
+# shellcheck disable=SC2086
+"${as_server[@]}" "$bin/postgres" -D "$folder/data" -k "$folder" -c listen_addresses= -p 5432 ${PG_OPTIONS:-} >"$folder/postgres.log" 2>&1 &
 postgres_pid=$!
 for _ in $(seq 1 600); do "$bin/pg_isready" -q -h "$folder" -p 5432 && break; sleep 0.05; done
 url="postgres://forge@/postgres?host=$folder&port=5432"
@@ -71,7 +74,7 @@ created=$(date +%s.%N)
 
 pids=()
 for n in $(seq 1 "$workers"); do
-    "$apnsctl" campaign work --postgres "$url" --name bench --url "https://127.0.0.1:$port" --insecure-loopback \
+    ${WORKER_PREFIX:-} "$apnsctl" campaign work --postgres "$url" --name bench --url "https://127.0.0.1:$port" --insecure-loopback \
         --key-file "$key" --key-id FORGEKEY01 --team-id FORGETEAM1 --owner "w$n" >"$folder/w$n.out" 2>"$folder/w$n.err" &
     pids+=($!)
 done

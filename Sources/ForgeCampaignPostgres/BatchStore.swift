@@ -105,7 +105,9 @@ struct BatchStore: Sendable {
         return indices.map { sends[$0] ?? 0 }
     }
 
-    /// Commits `verdicts` of `claim`'s tokens in one statement, fenced by its epoch.
+    /// Commits `verdicts` of `claim`'s tokens in one statement, fenced by its epoch. `idx = ANY(…)`
+    /// lets the planner find the rows by the primary key whatever its statistics say (a join on
+    /// `unnest` alone was planned as a scan of the campaign's every token).
     /// - Returns: the tokens' rows after the commit; nil when the lease is lost.
     func commit(_ verdicts: [CampaignJournal.Verdict], claim: Claim) async throws -> [CampaignReport.Line]? {
         var binds = PostgresBindings(capacity: 7)
@@ -130,7 +132,7 @@ struct BatchStore: Sendable {
                         may_have_been_delivered = t.may_have_been_delivered OR v.flagged,
                         commit_xid = pg_current_xact_id()::text::bigint
                     FROM v
-                    WHERE t.campaign = \(self.id) AND t.idx = v.idx AND EXISTS (SELECT 1 FROM lease)
+                    WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.idx = v.idx AND EXISTS (SELECT 1 FROM lease)
                     RETURNING t.idx, t.line, t.token, t.state, t.status, t.reason, t.apns_id, t.sends, t.may_have_been_delivered
                     """,
                 binds: binds

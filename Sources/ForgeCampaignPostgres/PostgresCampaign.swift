@@ -206,6 +206,8 @@ public final class PostgresCampaign: Sendable {
                     try await connection.query("UPDATE campaigns SET token_count = \(count) WHERE id = \(id)", logger: logger)
                     return (id, count)
                 }
+                // Statistics for the workers' plans now, not when autovacuum gets to the new rows.
+                try await connection.query("ANALYZE campaign_tokens, campaign_batches", logger: logger)
                 return PostgresCampaign(
                     name: definition.name, id: id, uuid: uuid, notification: notification, tokenCount: count, url: url, logger: logger
                 )

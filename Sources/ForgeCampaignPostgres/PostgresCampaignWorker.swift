@@ -129,8 +129,9 @@ public final class PostgresCampaignWorker: Sendable {
             let requested = ContinuousClock.now
             guard let claim = try await store.claim() else {
                 guard let wait = try await store.nextExpiry() else { return .complete }
-                // Another worker holds the last batches: wait for their leases, a third of ours at most.
-                let pause = min(max(wait, .milliseconds(50)), self.lease / 3)
+                // Other workers hold the last batches: look again when their first lease would expire,
+                // or sooner (they usually finish first), so the last worker out is not kept waiting.
+                let pause = min(max(wait, .milliseconds(50)), .milliseconds(500))
                 try? await Task.sleep(for: pause)
                 continue
             }
