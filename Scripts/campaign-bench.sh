@@ -83,6 +83,12 @@ for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 finished=$(date +%s.%N)
 [ $failed = 0 ] || { echo "a worker failed:" >&2; cat "$folder"/w*.err >&2; exit 1; }
 
+# CPU seconds (user + system) so far of a process and its children that were waited for, and of the cluster's processes.
+cpu() { awk '{ printf "%.2f", ($14 + $15 + $16 + $17) / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"; }
+serve_cpu=$(cpu "$serve_pid")
+postgres_cpu=$(for p in $(pgrep -f "^$bin/postgres|^postgres:" -u postgres 2>/dev/null || pgrep -f "^$bin/postgres|^postgres:"); do cpu "$p"; echo; done | awk '{ s += $1 } END { printf "%.2f", s }')
+workers_cpu=$(awk '{ printf "%.2f", ($14 + $15 + $16 + $17) / '"$(getconf CLK_TCK)"' }' /proc/$$/stat)
+echo "cpu seconds: workers $workers_cpu, apnsctl serve $serve_cpu, postgres $postgres_cpu (the machine: $(nproc) cores)"
 counts=$(psql "SELECT count(*), count(*) FILTER (WHERE state = 'accepted'), count(*) FILTER (WHERE may_have_been_delivered) FROM campaign_tokens")
 after=$(psql "SELECT pg_database_size(current_database())")
 tables=$(psql "SELECT pg_total_relation_size('campaign_tokens') + pg_total_relation_size('campaign_batches')")

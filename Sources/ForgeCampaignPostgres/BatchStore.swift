@@ -1,3 +1,4 @@
+import ForgeAPNsCore
 import ForgeCampaign
 internal import ForgeSupport
 import Logging
@@ -105,17 +106,23 @@ struct BatchStore: Sendable {
         return indices.map { sends[$0] ?? 0 }
     }
 
-    /// Commits `verdicts` of `claim`'s tokens in one statement, fenced by its epoch. `idx = ANY(…)`
-    /// lets the planner find the rows by the primary key whatever its statistics say (a join on
-    /// `unnest` alone was planned as a scan of the campaign's every token).
-    /// - Returns: the tokens' rows after the commit; nil when the lease is lost.
-    func commit(_ verdicts: [CampaignJournal.Verdict], claim: Claim) async throws -> [CampaignReport.Line]? {
+    /// Commits `verdicts` of `claim`'s tokens in one statement, fenced by its epoch, and notes the
+    /// transaction on the batch (for `watch`). `idx = ANY(…)` lets the planner find the rows by the
+    /// primary key whatever its statistics say (a join on `unnest` alone was planned as a scan of
+    /// the campaign's every token). An `apns-id` that is the campaign's own for the index is not
+    /// stored: the report derives it.
+    /// - Returns: each token's sends and flag after the commit, by index; nil when the lease is lost.
+    func commit(_ verdicts: [CampaignJournal.Verdict], claim: Claim) async throws -> [Int: (sends: Int, flagged: Bool)]? {
+        let uuid = self.campaign.uuid
         var binds = PostgresBindings(capacity: 7)
         binds.append(verdicts.map(\.index))
         binds.append(verdicts.map(\.outcome.rawValue))
         binds.append(verdicts.map { Int32($0.status ?? 0) })
         binds.append(verdicts.map { $0.reason ?? "" })
-        binds.append(verdicts.map { $0.apnsID ?? "" })
+        binds.append(verdicts.map { verdict in
+            guard let id = verdict.apnsID, id.lowercased() != APNSID(campaign: uuid, index: verdict.index).description else { return "" }
+            return id
+        })
         binds.append(verdicts.map { Int32($0.attempts) })
         binds.append(verdicts.map(\.mayHaveBeenDelivered))
         let rows = try await self.connection.query(
@@ -123,7 +130,11 @@ struct BatchStore: Sendable {
                 unsafeSQL: """
                     WITH \(self.fence(claim)),
                     v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bool[])
-                        AS v(idx, state, status, reason, apns_id, attempts, flagged))
+                        AS v(idx, state, status, reason, apns_id, attempts, flagged)),
+                    noted AS (
+                        UPDATE campaign_batches SET commit_xid = pg_current_xact_id()::text::bigint
+                        WHERE campaign = \(self.id) AND batch = \(claim.batch) AND EXISTS (SELECT 1 FROM lease)
+                    )
                     UPDATE campaign_tokens AS t
                     SET state = v.state, status = nullif(v.status, 0), reason = nullif(v.reason, ''),
                         apns_id = CASE WHEN v.state = 'not_sent' THEN t.apns_id ELSE nullif(v.apns_id, '') END,
@@ -133,16 +144,16 @@ struct BatchStore: Sendable {
                         commit_xid = pg_current_xact_id()::text::bigint
                     FROM v
                     WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.idx = v.idx AND EXISTS (SELECT 1 FROM lease)
-                    RETURNING t.idx, t.line, t.token, t.state, t.status, t.reason, t.apns_id, t.sends, t.may_have_been_delivered
+                    RETURNING t.idx, t.sends, t.may_have_been_delivered
                     """,
                 binds: binds
             ),
             logger: self.logger
         )
-        var lines: [CampaignReport.Line] = []
-        for try await row in rows.decode(PostgresCampaign.TokenRow.self) { lines.append(self.campaign.line(row)) }
-        guard lines.count == verdicts.count else { return nil }
-        return lines.sorted { $0.index < $1.index }
+        var committed: [Int: (sends: Int, flagged: Bool)] = [:]
+        for try await (index, sends, flagged) in rows.decode((Int, Int, Bool).self) { committed[index] = (sends, flagged) }
+        guard committed.count == verdicts.count else { return nil }
+        return committed
     }
 
     /// Moves `claim`'s lease expiry to a full lease from now; false when the lease is lost.

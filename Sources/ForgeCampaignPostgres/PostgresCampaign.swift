@@ -13,9 +13,13 @@ public import struct Foundation.UUID
 ///   worker brings its own.
 /// - `campaign_tokens`: one row a token, `PRIMARY KEY (campaign, idx)`: one verdict per token.
 ///   `state` is `not_sent`, `sending` (handed to a sender, no committed verdict), or the verdict:
-///   `accepted`, `rejected` (final) or `failed` (no answer; sent again).
+///   `accepted`, `rejected` (final) or `failed` (no answer; sent again). Only the key is indexed
+///   and pages are half filled, so both updates of a token (marked, then its verdict) stay on its
+///   page (HOT updates: no index entry, dead versions pruned in place). `apns_id` is stored only
+///   when it is not the campaign's own for the index.
 /// - `campaign_batches`: the unit of work, `PRIMARY KEY (campaign, batch)`: tokens
-///   `first_idx..<end_idx`, `pending`/`leased`/`done`, and the lease: owner, epoch, expiry.
+///   `first_idx..<end_idx`, `pending`/`leased`/`done`, the lease: owner, epoch, expiry, and the
+///   transaction that last committed verdicts of the batch (`commit_xid`, for `watch`).
 ///
 /// See ``PostgresCampaignWorker`` for the protocol a worker follows.
 public final class PostgresCampaign: Sendable {
@@ -112,9 +116,8 @@ public final class PostgresCampaign: Sendable {
             may_have_been_delivered boolean NOT NULL DEFAULT false,
             commit_xid bigint,
             PRIMARY KEY (campaign, idx)
-        )
+        ) WITH (fillfactor = 50)
         """,
-        "CREATE INDEX IF NOT EXISTS campaign_tokens_commit ON campaign_tokens (campaign, commit_xid) WHERE commit_xid IS NOT NULL",
         """
         CREATE TABLE IF NOT EXISTS campaign_batches (
             campaign bigint NOT NULL REFERENCES campaigns (id) ON DELETE CASCADE,
@@ -122,6 +125,7 @@ public final class PostgresCampaign: Sendable {
             first_idx bigint NOT NULL, end_idx bigint NOT NULL,
             state text NOT NULL DEFAULT 'pending',
             lease_owner text, lease_epoch bigint NOT NULL DEFAULT 0, lease_expires_at timestamptz,
+            commit_xid bigint,
             PRIMARY KEY (campaign, batch)
         )
         """,
@@ -317,7 +321,8 @@ public final class PostgresCampaign: Sendable {
     /// Hands `body` each final verdict once, as workers commit them, until every token has one;
     /// checks every `interval`. Returns the campaign's summary.
     ///
-    /// Verdicts are found by the id of the transaction that committed them (`commit_xid`): each
+    /// Verdicts are found by the id of the transaction that committed them (`commit_xid`, on the
+    /// token and on its batch): each
     /// look reads, in one snapshot, the verdicts of transactions from the previous snapshot's
     /// oldest running one on, so a transaction that commits late is never missed; a verdict
     /// read twice is handed over once.
@@ -336,11 +341,15 @@ public final class PostgresCampaign: Sendable {
                         "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", logger: self.logger
                     ).decode(Int.self) { xmin = value }
                     var lines: [CampaignReport.Line] = []
+                    // The batches a transaction from `since` on committed verdicts to, then their tokens by key.
                     let rows = try await connection.query(
                         """
-                        SELECT idx, line, token, state, status, reason, apns_id, sends, may_have_been_delivered
-                        FROM campaign_tokens WHERE campaign = \(self.id) AND commit_xid >= \(since)
-                            AND state IN ('accepted', 'rejected') ORDER BY commit_xid, idx
+                        SELECT t.idx, t.line, t.token, t.state, t.status, t.reason, t.apns_id, t.sends, t.may_have_been_delivered
+                        FROM campaign_batches AS b JOIN campaign_tokens AS t
+                            ON t.campaign = b.campaign AND t.idx >= b.first_idx AND t.idx < b.end_idx
+                        WHERE b.campaign = \(self.id) AND b.commit_xid >= \(since) AND t.commit_xid >= \(since)
+                            AND t.state IN ('accepted', 'rejected')
+                        ORDER BY t.commit_xid, t.idx
                         """,
                         logger: self.logger
                     )

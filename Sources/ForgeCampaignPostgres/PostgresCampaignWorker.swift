@@ -203,15 +203,22 @@ public final class PostgresCampaignWorker: Sendable {
             bulk.cancel()
         }
         var pass = Pass()
-        var pending: [CampaignJournal.Verdict] = []
+        var pending: [(entry: CampaignJournal.Entry, verdict: CampaignJournal.Verdict)] = []
         func commit() async throws {
             guard !pending.isEmpty, !pass.lost else { return }
-            guard let lines = try await store.commit(pending, claim: claim) else {
+            guard let rows = try await store.commit(pending.map(\.verdict), claim: claim) else {
                 lease.lose()
                 return
             }
             feed.gate.advance(by: pending.count)
-            pass.final += lines.filter { $0.outcome == "accepted" || $0.outcome == "rejected" }.count
+            let lines = pending.map { entry, verdict in
+                let row = rows[entry.index] ?? (sends: 0, flagged: verdict.mayHaveBeenDelivered)
+                return CampaignReport.Line(
+                    token: entry.token, index: entry.index, line: entry.line, state: verdict.outcome.rawValue, status: verdict.status,
+                    reason: verdict.reason, apnsID: verdict.apnsID, sends: row.sends, mayHaveBeenDelivered: row.flagged, campaign: uuid
+                )
+            }
+            pass.final += pending.count { $0.verdict.outcome.isFinal }
             pending.removeAll(keepingCapacity: true)
             events(.committed(lines))
         }
@@ -226,7 +233,7 @@ public final class PostgresCampaignWorker: Sendable {
             // too (a `failed` verdict says so already; a `not_sent` one sent nothing this time).
             if feed.gate.sends(at: verdict.index) > 1, committed.outcome.isFinal { committed.mayHaveBeenDelivered = true }
             if !committed.outcome.isFinal { pass.lastReason = committed.reason }
-            pending.append(committed)
+            pending.append((entries[verdict.index], committed))
             if pending.count >= Self.commitChunk { try await commit() }
         }
         try await commit()
@@ -240,7 +247,7 @@ public final class PostgresCampaignWorker: Sendable {
         let marked = feed.gate.marked
         if pass.answered < marked {
             pending = entries[pass.answered..<marked].map {
-                CampaignJournal.Verdict(index: $0.index, outcome: .notSent, reason: "stopped before sending")
+                ($0, CampaignJournal.Verdict(index: $0.index, outcome: .notSent, reason: "stopped before sending"))
             }
             try await commit()
             if lease.isLost { pass.lost = true }

@@ -63,21 +63,30 @@ struct LeaseFenceTests {
                 // The new owner: tokens 0 and 1 were sent before without a verdict, so flagged.
                 #expect(try await b.mark([0, 1, 2, 3, 4], claim: takeover) == [2, 2, 1, 1, 1])
                 #expect(try await b.renew(takeover))
-                let lines = try #require(try await b.commit(
-                    (0..<5).map { CampaignJournal.Verdict(index: $0, outcome: .accepted, status: 200, apnsID: "id-\($0)", mayHaveBeenDelivered: $0 < 2) },
+                // Token 4's apns-id is the campaign's own for its index: not stored, derived by the report.
+                let ids = (0..<4).map { "id-\($0)" } + [APNSID(campaign: campaign.uuid, index: 4).description.uppercased()]
+                let rows = try #require(try await b.commit(
+                    (0..<5).map { CampaignJournal.Verdict(index: $0, outcome: .accepted, status: 200, apnsID: ids[$0], mayHaveBeenDelivered: $0 == 0) },
                     claim: takeover
                 ))
-                #expect(lines.map(\.index) == [0, 1, 2, 3, 4] && lines.allSatisfy { $0.outcome == "accepted" })
-                #expect(lines.map(\.mayHaveBeenDelivered) == [true, true, false, false, false])
+                #expect(rows.keys.sorted() == [0, 1, 2, 3, 4])
+                // Flagged: token 0 by its verdict, token 1 because it was sent before.
+                #expect((0..<5).map { rows[$0]?.flagged } == [true, true, false, false, false])
+                #expect((0..<5).map { rows[$0]?.sends } == [2, 2, 1, 1, 1])
                 #expect(try await b.finish(takeover))
                 #expect(try await b.finish(claimB) == false)
                 #expect(try await b.release(claimB) == 5)
             }
         }
         let rows = try await offPool {
-            try postgres.psql("SELECT idx, state, sends, may_have_been_delivered FROM campaign_tokens WHERE idx < 5 ORDER BY idx")
+            try postgres.psql("SELECT idx, state, sends, may_have_been_delivered, apns_id FROM campaign_tokens WHERE idx < 5 ORDER BY idx")
         }
-        #expect(rows.split(separator: "\n") == ["0|accepted|2|t", "1|accepted|2|t", "2|accepted|1|f", "3|accepted|1|f", "4|accepted|1|f"])
+        #expect(rows.split(separator: "\n") == [
+            "0|accepted|2|t|id-0", "1|accepted|2|t|id-1", "2|accepted|1|f|id-2", "3|accepted|1|f|id-3", "4|accepted|1|f|",
+        ])
+        var report: [CampaignReport.Line] = []
+        _ = try await campaign.report { report.append($0) }
+        #expect(report[4].apnsID == APNSID(campaign: campaign.uuid, index: 4).description && report[0].apnsID == "id-0")
         #expect(try await offPool { try postgres.psql("SELECT batch, state, lease_epoch FROM campaign_batches ORDER BY batch") }
             .split(separator: "\n") == ["0|done|2", "1|pending|1"])
     }
