@@ -20,7 +20,25 @@ struct BatchStore: Sendable {
     let owner: String
     let lease: Duration
 
+    init(campaign: PostgresCampaign, connection: PostgresConnection, renewal: PostgresConnection, owner: String, lease: Duration) {
+        self.campaign = campaign
+        self.connection = connection
+        self.renewal = renewal
+        self.owner = owner
+        self.lease = lease
+        self.ownPrefix = APNSID(campaign: campaign.uuid, index: 0).description.dropLast(12)
+    }
+
+    /// Whether `id` is the campaign's own `apns-id` for `index`, which the report derives.
+    private func isCampaignsOwn(_ id: String, index: Int) -> Bool {
+        let id = id.lowercased()
+        guard id.utf8.count == 36, id.hasPrefix(self.ownPrefix) else { return false }
+        return Int(id.dropFirst(24), radix: 16) == index
+    }
+
     private var id: Int { self.campaign.id }
+    /// The campaign's `apns-id`s but their last 12 hex digits (the index; ``APNSID/init(campaign:index:)``).
+    private let ownPrefix: Substring
     private var logger: Logger { self.campaign.logger }
     private var leaseSeconds: Double { Double(self.lease.components.seconds) + Double(self.lease.components.attoseconds) / 1e18 }
 
@@ -46,16 +64,18 @@ struct BatchStore: Sendable {
         for try await row in rows.decode((Int, Int, Int, Int).self) { claimed = row }
         guard let claimed else { return nil }
         var entries: [CampaignJournal.Entry] = []
+        // One row of three arrays, not a row a token.
         let tokens = try await self.connection.query(
             """
-            SELECT idx, line, token FROM campaign_tokens
+            SELECT coalesce(array_agg(idx ORDER BY idx), '{}'), coalesce(array_agg(line ORDER BY idx), '{}'),
+                coalesce(array_agg(token ORDER BY idx), '{}')
+            FROM campaign_tokens
             WHERE campaign = \(self.id) AND idx >= \(claimed.first) AND idx < \(claimed.end) AND state NOT IN ('accepted', 'rejected')
-            ORDER BY idx
             """,
             logger: self.logger
         )
-        for try await (index, line, token) in tokens.decode((Int, Int, String).self) {
-            entries.append(CampaignJournal.Entry(index: index, line: line, token: token))
+        for try await (indices, lines, hex) in tokens.decode(([Int], [Int], [String]).self) {
+            entries = zip(indices, zip(lines, hex)).map { CampaignJournal.Entry(index: $0, line: $1.0, token: $1.1) }
         }
         return Claim(batch: claimed.batch, epoch: claimed.epoch, entries: entries)
     }
@@ -83,27 +103,34 @@ struct BatchStore: Sendable {
     }
 
     /// Commits `indices` as `sending` (one more send each) before the sender gets them; a token
-    /// sent before is flagged `may_have_been_delivered`.
+    /// sent before is flagged `may_have_been_delivered`. One row comes back, not one a token.
     /// - Returns: each token's sends after this one, in the order of `indices`; nil when the lease is lost.
     func mark(_ indices: [Int], claim: Claim) async throws -> [Int]? {
         let rows = try await self.connection.query(
             PostgresQuery(
                 unsafeSQL: """
-                    WITH \(self.fence(claim))
-                    UPDATE campaign_tokens AS t
-                    SET state = 'sending', sends = t.sends + 1, may_have_been_delivered = t.may_have_been_delivered OR t.sends >= 1
-                    WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.state NOT IN ('accepted', 'rejected')
-                        AND EXISTS (SELECT 1 FROM lease)
-                    RETURNING t.idx, t.sends
+                    WITH \(self.fence(claim)),
+                    marked AS (
+                        UPDATE campaign_tokens AS t
+                        SET state = 'sending', sends = t.sends + 1, may_have_been_delivered = t.may_have_been_delivered OR t.sends >= 1
+                        WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.state NOT IN ('accepted', 'rejected')
+                            AND EXISTS (SELECT 1 FROM lease)
+                        RETURNING t.idx, t.sends
+                    )
+                    SELECT count(*), coalesce(array_agg(idx) FILTER (WHERE sends > 1), '{}'),
+                        coalesce(array_agg(sends) FILTER (WHERE sends > 1), '{}')
+                    FROM marked
                     """,
                 binds: Self.binds(indices)
             ),
             logger: self.logger
         )
-        var sends: [Int: Int] = [:]
-        for try await (index, count) in rows.decode((Int, Int).self) { sends[index] = count }
-        guard sends.count == indices.count else { return nil }
-        return indices.map { sends[$0] ?? 0 }
+        for try await (count, again, sends) in rows.decode((Int, [Int], [Int]).self) where count == indices.count {
+            // Sent once (this time) but for the few sent before.
+            let before = Dictionary(zip(again, sends)) { first, _ in first }
+            return indices.map { before[$0] ?? 1 }
+        }
+        return nil
     }
 
     /// Commits `verdicts` of `claim`'s tokens in one statement, fenced by its epoch, and notes the
@@ -111,16 +138,16 @@ struct BatchStore: Sendable {
     /// primary key whatever its statistics say (a join on `unnest` alone was planned as a scan of
     /// the campaign's every token). An `apns-id` that is the campaign's own for the index is not
     /// stored: the report derives it.
-    /// - Returns: each token's sends and flag after the commit, by index; nil when the lease is lost.
-    func commit(_ verdicts: [CampaignJournal.Verdict], claim: Claim) async throws -> [Int: (sends: Int, flagged: Bool)]? {
-        let uuid = self.campaign.uuid
+    /// - Returns: the indices of the tokens flagged `may_have_been_delivered` after the commit (one
+    /// row comes back, not one a token); nil when the lease is lost.
+    func commit(_ verdicts: [CampaignJournal.Verdict], claim: Claim) async throws -> Set<Int>? {
         var binds = PostgresBindings(capacity: 7)
         binds.append(verdicts.map(\.index))
         binds.append(verdicts.map(\.outcome.rawValue))
         binds.append(verdicts.map { Int32($0.status ?? 0) })
         binds.append(verdicts.map { $0.reason ?? "" })
         binds.append(verdicts.map { verdict in
-            guard let id = verdict.apnsID, id.lowercased() != APNSID(campaign: uuid, index: verdict.index).description else { return "" }
+            guard let id = verdict.apnsID, !self.isCampaignsOwn(id, index: verdict.index) else { return "" }
             return id
         })
         binds.append(verdicts.map { Int32($0.attempts) })
@@ -134,26 +161,29 @@ struct BatchStore: Sendable {
                     noted AS (
                         UPDATE campaign_batches SET commit_xid = pg_current_xact_id()::text::bigint
                         WHERE campaign = \(self.id) AND batch = \(claim.batch) AND EXISTS (SELECT 1 FROM lease)
+                    ),
+                    committed AS (
+                        UPDATE campaign_tokens AS t
+                        SET state = v.state, status = nullif(v.status, 0), reason = nullif(v.reason, ''),
+                            apns_id = CASE WHEN v.state = 'not_sent' THEN t.apns_id ELSE nullif(v.apns_id, '') END,
+                            attempts = t.attempts + v.attempts,
+                            sends = CASE WHEN v.state = 'not_sent' THEN greatest(t.sends - 1, 0) ELSE t.sends END,
+                            may_have_been_delivered = t.may_have_been_delivered OR v.flagged,
+                            commit_xid = pg_current_xact_id()::text::bigint
+                        FROM v
+                        WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.idx = v.idx AND EXISTS (SELECT 1 FROM lease)
+                        RETURNING t.idx, t.may_have_been_delivered
                     )
-                    UPDATE campaign_tokens AS t
-                    SET state = v.state, status = nullif(v.status, 0), reason = nullif(v.reason, ''),
-                        apns_id = CASE WHEN v.state = 'not_sent' THEN t.apns_id ELSE nullif(v.apns_id, '') END,
-                        attempts = t.attempts + v.attempts,
-                        sends = CASE WHEN v.state = 'not_sent' THEN greatest(t.sends - 1, 0) ELSE t.sends END,
-                        may_have_been_delivered = t.may_have_been_delivered OR v.flagged,
-                        commit_xid = pg_current_xact_id()::text::bigint
-                    FROM v
-                    WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.idx = v.idx AND EXISTS (SELECT 1 FROM lease)
-                    RETURNING t.idx, t.sends, t.may_have_been_delivered
+                    SELECT count(*), coalesce(array_agg(idx) FILTER (WHERE may_have_been_delivered), '{}') FROM committed
                     """,
                 binds: binds
             ),
             logger: self.logger
         )
-        var committed: [Int: (sends: Int, flagged: Bool)] = [:]
-        for try await (index, sends, flagged) in rows.decode((Int, Int, Bool).self) { committed[index] = (sends, flagged) }
-        guard committed.count == verdicts.count else { return nil }
-        return committed
+        for try await (count, flagged) in rows.decode((Int, [Int]).self) where count == verdicts.count {
+            return Set(flagged)
+        }
+        return nil
     }
 
     /// Moves `claim`'s lease expiry to a full lease from now; false when the lease is lost.

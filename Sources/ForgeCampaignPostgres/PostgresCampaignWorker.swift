@@ -203,19 +203,21 @@ public final class PostgresCampaignWorker: Sendable {
             bulk.cancel()
         }
         var pass = Pass()
-        var pending: [(entry: CampaignJournal.Entry, verdict: CampaignJournal.Verdict)] = []
+        var pending: [(position: Int, entry: CampaignJournal.Entry, verdict: CampaignJournal.Verdict)] = []
         func commit() async throws {
             guard !pending.isEmpty, !pass.lost else { return }
-            guard let rows = try await store.commit(pending.map(\.verdict), claim: claim) else {
+            guard let flagged = try await store.commit(pending.map(\.verdict), claim: claim) else {
                 lease.lose()
                 return
             }
             feed.gate.advance(by: pending.count)
-            let lines = pending.map { entry, verdict in
-                let row = rows[entry.index] ?? (sends: 0, flagged: verdict.mayHaveBeenDelivered)
+            let lines = pending.map { position, entry, verdict in
+                // This worker's send counted unless the push never left (`not_sent` takes it back).
+                let sends = feed.gate.sends(at: position) - (verdict.outcome == .notSent ? 1 : 0)
                 return CampaignReport.Line(
                     token: entry.token, index: entry.index, line: entry.line, state: verdict.outcome.rawValue, status: verdict.status,
-                    reason: verdict.reason, apnsID: verdict.apnsID, sends: row.sends, mayHaveBeenDelivered: row.flagged, campaign: uuid
+                    reason: verdict.reason, apnsID: verdict.apnsID, sends: sends, mayHaveBeenDelivered: flagged.contains(entry.index),
+                    campaign: uuid
                 )
             }
             pass.final += pending.count { $0.verdict.outcome.isFinal }
@@ -233,7 +235,7 @@ public final class PostgresCampaignWorker: Sendable {
             // too (a `failed` verdict says so already; a `not_sent` one sent nothing this time).
             if feed.gate.sends(at: verdict.index) > 1, committed.outcome.isFinal { committed.mayHaveBeenDelivered = true }
             if !committed.outcome.isFinal { pass.lastReason = committed.reason }
-            pending.append((entries[verdict.index], committed))
+            pending.append((verdict.index, entries[verdict.index], committed))
             if pending.count >= Self.commitChunk { try await commit() }
         }
         try await commit()
@@ -246,8 +248,8 @@ public final class PostgresCampaignWorker: Sendable {
         // sends are taken back.
         let marked = feed.gate.marked
         if pass.answered < marked {
-            pending = entries[pass.answered..<marked].map {
-                ($0, CampaignJournal.Verdict(index: $0.index, outcome: .notSent, reason: "stopped before sending"))
+            pending = (pass.answered..<marked).map {
+                ($0, entries[$0], CampaignJournal.Verdict(index: entries[$0].index, outcome: .notSent, reason: "stopped before sending"))
             }
             try await commit()
             if lease.isLost { pass.lost = true }

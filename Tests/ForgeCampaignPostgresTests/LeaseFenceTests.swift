@@ -65,14 +65,12 @@ struct LeaseFenceTests {
                 #expect(try await b.renew(takeover))
                 // Token 4's apns-id is the campaign's own for its index: not stored, derived by the report.
                 let ids = (0..<4).map { "id-\($0)" } + [APNSID(campaign: campaign.uuid, index: 4).description.uppercased()]
-                let rows = try #require(try await b.commit(
+                let flagged = try #require(try await b.commit(
                     (0..<5).map { CampaignJournal.Verdict(index: $0, outcome: .accepted, status: 200, apnsID: ids[$0], mayHaveBeenDelivered: $0 == 0) },
                     claim: takeover
                 ))
-                #expect(rows.keys.sorted() == [0, 1, 2, 3, 4])
                 // Flagged: token 0 by its verdict, token 1 because it was sent before.
-                #expect((0..<5).map { rows[$0]?.flagged } == [true, true, false, false, false])
-                #expect((0..<5).map { rows[$0]?.sends } == [2, 2, 1, 1, 1])
+                #expect(flagged == [0, 1])
                 #expect(try await b.finish(takeover))
                 #expect(try await b.finish(claimB) == false)
                 #expect(try await b.release(claimB) == 5)
