@@ -7,11 +7,15 @@ import Glibc
 #endif
 
 private let bundle = "com.example.forgepush"
-private let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
-private let ca = KeysExample.path("ca.pem")
 private let alertPayload = KeysExample.path("payloads/alert.json")
-private let credentials = ["--key-file", keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
-private let registerKey = ["--register-key", "\(keyFile):FORGEKEY01:FORGETEAM1"]
+
+/// keys-example's test key: registered with the server, signing the workers' provider tokens.
+private enum TestKey {
+    static let file = KeysExample.path("AuthKey_FORGEKEY01.p8")
+    static let server = ["--register-key", "\(file):FORGEKEY01:FORGETEAM1", "--topic", bundle]
+    /// With the CA that signed the server's certificate.
+    static let worker = ["--key-file", file, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1", "--ca-file", KeysExample.path("ca.pem")]
+}
 
 /// PostgresCampaignWorker.window: the most tokens a worker that loses its lease leaves sent without
 /// a committed verdict, so the most one lost lease can duplicate.
@@ -45,7 +49,7 @@ private struct World {
         self.all = tokens(count)
         self.tokensFile = try self.folder.file("tokens.txt", contents: self.all.joined(separator: "\n") + "\n")
         self.recordFile = self.folder.url.appendingPathComponent("accepted.ndjson").path
-        self.server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet", "--latency", "20ms", "--record", self.recordFile])
+        self.server = try ServerProcess(TestKey.server + ["--quiet", "--latency", "20ms", "--record", self.recordFile])
     }
 
     func create(_ name: String, _ extra: [String] = []) throws -> ChildProcess.Result {
@@ -56,8 +60,8 @@ private struct World {
     }
 
     func work(_ name: String, _ extra: [String] = []) -> [String] {
-        ["campaign", "work", "--postgres", self.postgres.url, "--name", name, "--url", "https://127.0.0.1:\(self.server.port)",
-         "--ca-file", ca] + credentials + ["--json"] + extra
+        ["campaign", "work", "--postgres", self.postgres.url, "--name", name, "--url", "https://127.0.0.1:\(self.server.port)"]
+            + TestKey.worker + ["--json"] + extra
     }
 
     func stop() {
