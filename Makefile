@@ -6,8 +6,10 @@ SWIFT_FLAGS  ?=
 # Debian packages the build, the tests and the demo need. Installed only when missing. tinyproxy
 # (HTTP CONNECT) and microsocks (SOCKS5) are the real proxies the proxy tests start; chromium
 # (headless) renders the demo's HTML timeline and groff-base the installed man page in their tests.
+# postgresql: the campaign tests start a private cluster (initdb, postgres) in a temporary folder;
+# no system service is used.
 APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev pkg-config openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks \
-                chromium groff-base
+                chromium groff-base postgresql
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The fault-oracle tests run a Python HTTP/2 server (Tests/FaultServer/fault_server.py) that is not
 # ForgePush's code. Its two packages come from PyPI into a venv (.build-*/ is ignored by git);
@@ -42,10 +44,18 @@ MANUAL        = $$(dirname "$$(dirname "$$($(SWIFT) build --show-bin-path $(SWIF
 all: build
 
 ## deps: install the missing Debian packages (one `apt-get update`, then only what is missing).
+## postgresql counts as present when a server's programs are (any version, off PATH in
+## /usr/lib/postgresql/VERSION/bin) and the user `postgres` they run as when the tests are root:
+## the `postgresql` metapackage itself need not be installed.
 deps:
 	@missing=""; \
 	for p in $(APT_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	  case $$p in \
+	    postgresql) \
+	      ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && id postgres >/dev/null 2>&1 \
+	        || missing="$$missing $$p";; \
+	    *) dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p";; \
+	  esac; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing$$missing"; \

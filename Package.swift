@@ -15,7 +15,9 @@
 //   ForgeSimulatedDevice, ForgeLoopback
 //                                  the simulated device; the local APNs server and loopback mode
 //   ForgeLoopbackScenarios         the demo's end-to-end scenarios, a template for users' tests
-//   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends
+//   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends; the report shape
+//   ForgeCampaignPostgres          a campaign shared by workers on many machines, in PostgreSQL (postgres-nio;
+//                                  the only SwiftNIO in the package, outside the push path)
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -44,6 +46,7 @@ let package = Package(
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
         .library(name: "ForgeLoopbackScenarios", targets: ["ForgeLoopbackScenarios"]),
         .library(name: "ForgeCampaign", targets: ["ForgeCampaign"]),
+        .library(name: "ForgeCampaignPostgres", targets: ["ForgeCampaignPostgres"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
@@ -64,6 +67,9 @@ let package = Package(
         // crash-safe). GRDB over the system libsqlite3 (libsqlite3-dev); no SwiftNIO. Linked by
         // ForgeCampaign alone, never by the push path.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // `apnsctl campaign create|work|watch|report --postgres`: one campaign, workers on many machines
+        // (row locks, SKIP LOCKED leases, COPY). Brings SwiftNIO, so ForgeCampaignPostgres alone links it.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // MARK: C system libraries
@@ -184,6 +190,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Workers on many machines share one campaign in PostgreSQL: leased batches, epoch-fenced verdicts.
+        .target(
+            name: "ForgeCampaignPostgres",
+            dependencies: [
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "apnsctl",
@@ -197,6 +214,8 @@ let package = Package(
                 "ForgeLoopbackScenarios",
                 // `send --journal`, `campaign report`.
                 "ForgeCampaign",
+                // `campaign create|work|watch|report --postgres`.
+                "ForgeCampaignPostgres",
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -305,6 +324,14 @@ let package = Package(
             dependencies: [
                 "ForgeCampaign", "ForgeAPNs", "ForgeAPNsCore", "ForgeLoopback", "ForgeTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeCampaignPostgresTests",
+            dependencies: [
+                "ForgeCampaignPostgres", "ForgeCampaign", "ForgeAPNsCore", "ForgeTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

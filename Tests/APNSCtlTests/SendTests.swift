@@ -566,27 +566,19 @@ struct JournalTests {
         })
 
         // The server's record is the ground truth: every accepted push is in it under its apns-id.
-        let recorded = try objects(String(contentsOfFile: recordFile, encoding: .utf8))
-        var copies: [String: Int] = [:]
-        var tokenOfID: [String: String] = [:]
-        for entry in recorded {
-            let token = try #require(entry["token"] as? String)
-            copies[token, default: 0] += 1
-            tokenOfID[try #require(entry["apns_id"] as? String).lowercased()] = token
-        }
-        #expect(verdicts.allSatisfy { tokenOfID[($0["apns_id"] as? String ?? "").lowercased()] == $0["token"] as? String })
+        let record = try ServerRecord(path: recordFile)
+        #expect(record.recordsEvery(verdicts))
         // One apns-id per token, whatever the number of copies: duplicates are visible as such.
-        #expect(tokenOfID.count == all.count, "\(tokenOfID.count) apns-ids for \(all.count) tokens")
+        #expect(record.tokenOfID.count == all.count, "\(record.tokenOfID.count) apns-ids for \(all.count) tokens")
         // Every token the server saw more than once is flagged; the duplicates stay within the window.
         let flagged = Set(verdicts.filter { $0["may_have_been_delivered"] as? Bool == true }.compactMap { $0["token"] as? String })
-        let duplicated = copies.filter { $0.value > 1 }
-        #expect(duplicated.keys.allSatisfy { flagged.contains($0) }, "\(duplicated.count) duplicated, \(flagged.count) flagged")
-        #expect(recorded.count - all.count <= window, "\(recorded.count - all.count) duplicates")
+        #expect(record.duplicated.isSubset(of: flagged), "\(record.duplicated.count) duplicated, \(flagged.count) flagged")
+        #expect(record.count - all.count <= window, "\(record.count - all.count) duplicates")
         // The resumed run printed the same flags, once each token's verdict was committed.
         let resumedFlagged = try objects(resumed.stdout).dropLast().filter { $0["may_have_been_delivered"] as? Bool == true }
         #expect(Set(resumedFlagged.compactMap { $0["token"] as? String }) == flagged)
         // A verdict printed before the kill was committed: its token was never sent again.
-        #expect(printed.allSatisfy { copies[$0["token"] as? String ?? ""] == 1 })
+        #expect(printed.allSatisfy { record.copies[$0["token"] as? String ?? ""] == 1 })
     }
 
     @Test("An endpoint that fails TLS: exit 69, and every token stays to send (not_sent, not flagged): nothing left marked as sending")

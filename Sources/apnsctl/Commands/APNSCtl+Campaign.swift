@@ -1,13 +1,19 @@
 import ArgumentParser
 import ForgeAPNsCore
 import ForgeCampaign
+import ForgeCampaignPostgres
 import Foundation
 
 extension APNSCtl {
     struct Campaign: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Read a campaign's journal (apnsctl send --journal).",
-            subcommands: [Report.self]
+            abstract: "Campaigns that survive a crash: report a journal (send --journal), or run one in PostgreSQL across machines.",
+            discussion: """
+                --postgres URL: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=require|disable] over TCP (TLS \
+                required and verified unless sslmode=disable), or postgres://USER@/DB?host=/SOCKET/DIR[&port=N] over \
+                the server's Unix socket in that folder. The password may come from PGPASSWORD.
+                """,
+            subcommands: [Create.self, Work.self, Watch.self, Report.self]
         )
     }
 }
@@ -26,122 +32,78 @@ extension APNSCtl.Campaign {
         )
 
         @Option(name: .long, help: ArgumentHelp("The campaign's journal, as given to send --journal.", valueName: "path"))
-        var journal: String
+        var journal: String?
+
+        @OptionGroup(title: "PostgreSQL (instead of --journal)") var postgres: OptionalPostgresOptions
 
         @Flag(name: .long, help: "One JSON object per token, then a summary object.")
         var json = false
 
         func run() async throws {
+            guard (self.journal == nil) != (self.postgres.postgres == nil) else {
+                throw ValidationError("Give --journal FILE or --postgres URL --name N.")
+            }
             try await runReportingFailures {
-                guard FileManager.default.fileExists(atPath: self.journal) else {
-                    throw CLIFailure(message: "--journal: file '\(self.journal)' does not exist", exitCode: CLIExit.noInput)
+                let printer = ReportPrinter(json: self.json)
+                if let options = try self.postgres.resolved() {
+                    let campaign = try await options.open()
+                    let summary = try await options.run { try await campaign.report { try printer.print($0) } }
+                    try printer.finish(summary)
+                    return
+                }
+                guard let path = self.journal, FileManager.default.fileExists(atPath: path) else {
+                    throw CLIFailure(message: "--journal: file '\(self.journal ?? "")' does not exist", exitCode: CLIExit.noInput)
                 }
                 let journal: CampaignJournal
                 let rows: [CampaignJournal.Row]
                 do {
-                    journal = try CampaignJournal.openForReading(path: self.journal)
+                    journal = try CampaignJournal.openForReading(path: path)
                     rows = try await journal.report()
                 } catch {
                     throw CLIFailure(message: "\(error)", exitCode: CLIExit.dataError)
                 }
-                var summary = Summary()
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                var summary = CampaignReport.Summary()
                 for row in rows {
-                    let line = Line(row, campaign: journal.campaign)
+                    let line = CampaignReport.Line(row, campaign: journal.campaign)
                     summary.add(line)
-                    if self.json {
-                        Output.result(String(decoding: try encoder.encode(line), as: UTF8.self))
-                    } else if line.outcome != "accepted" {
-                        var text = "line \(line.line): \(line.token) \(line.outcome)"
-                        if let reason = line.reason { text += " (\(reason))" }
-                        if line.mayHaveBeenDelivered { text += ", may have been delivered" }
-                        Output.result(text)
-                    }
+                    try printer.print(line)
                 }
-                Output.result(self.json ? String(decoding: try encoder.encode(summary), as: UTF8.self) : summary.text)
+                try printer.finish(summary)
             }
         }
     }
+}
 
-    /// One token's final verdict as the report prints it.
-    struct Line: Encodable {
-        var token: String
-        var index: Int
-        var line: Int
-        var outcome: String
-        var mayHaveBeenDelivered: Bool
-        var apnsID: String?
-        var status: Int?
-        var reason: String?
-        var sends: Int
+/// Prints a report's lines as `campaign report` does: with --json every line and the summary as
+/// JSON objects; otherwise the tokens not accepted, then the summary's sentence.
+struct ReportPrinter {
+    var json: Bool
+    private let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
 
-        init(_ row: CampaignJournal.Row, campaign: UUID) {
-            self.token = row.token
-            self.index = row.index
-            self.line = row.line
-            // Sent, no committed verdict: its fate is unknown, as a failed push's is.
-            let unanswered = row.state == "sending"
-            self.outcome = unanswered ? CampaignJournal.Outcome.failed.rawValue : row.state
-            self.mayHaveBeenDelivered = row.mayHaveBeenDelivered || unanswered
-            // Every send of a token carried the campaign's id for its index.
-            self.apnsID = row.apnsID ?? (row.sends > 0 ? APNSID(campaign: campaign, index: row.index).description : nil)
-            self.status = row.status
-            self.reason = unanswered ? "sent, no committed verdict" : row.reason
-            self.sends = row.sends
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case token, index, line, outcome, status, reason, sends
-            case mayHaveBeenDelivered = "may_have_been_delivered"
-            case apnsID = "apns_id"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(self.token, forKey: .token)
-            try container.encode(self.index, forKey: .index)
-            try container.encode(self.line, forKey: .line)
-            try container.encode(self.outcome, forKey: .outcome)
-            try container.encode(self.mayHaveBeenDelivered, forKey: .mayHaveBeenDelivered)
-            // Absent values as null, so every object has the same keys.
-            try container.encode(self.apnsID, forKey: .apnsID)
-            try container.encode(self.status, forKey: .status)
-            try container.encode(self.reason, forKey: .reason)
-            try container.encode(self.sends, forKey: .sends)
-        }
+    init(json: Bool) {
+        self.json = json
     }
 
-    /// The counts of a report.
-    struct Summary: Encodable {
-        var summary = true
-        var total = 0
-        var accepted = 0
-        var rejected = 0
-        var failed = 0
-        var notSent = 0
-        var mayHaveBeenDelivered = 0
+    func text(_ line: CampaignReport.Line) throws -> String? {
+        if self.json { return String(decoding: try self.encoder.encode(line), as: UTF8.self) }
+        return line.outcome == "accepted" ? nil : line.text
+    }
 
-        mutating func add(_ line: Line) {
-            self.total += 1
-            switch line.outcome {
-            case "accepted": self.accepted += 1
-            case "rejected": self.rejected += 1
-            case "failed": self.failed += 1
-            default: self.notSent += 1
-            }
-            if line.mayHaveBeenDelivered { self.mayHaveBeenDelivered += 1 }
-        }
+    func print(_ line: CampaignReport.Line) throws {
+        if let text = try self.text(line) { Output.result(text) }
+    }
 
-        var text: String {
-            "campaign: \(self.total) tokens: \(self.accepted) accepted, \(self.rejected) rejected, \(self.failed) failed, "
-                + "\(self.notSent) not sent; \(self.mayHaveBeenDelivered) may have been delivered (sent again, or no answer)"
-        }
+    /// Several lines in one write.
+    func print(_ lines: [CampaignReport.Line]) throws {
+        let texts = try lines.compactMap { try self.text($0) }
+        if !texts.isEmpty { Output.result(texts.joined(separator: "\n")) }
+    }
 
-        enum CodingKeys: String, CodingKey {
-            case summary, total, accepted, rejected, failed
-            case notSent = "not_sent"
-            case mayHaveBeenDelivered = "may_have_been_delivered"
-        }
+    func finish(_ summary: CampaignReport.Summary) throws {
+        Output.result(self.json ? String(decoding: try self.encoder.encode(summary), as: UTF8.self) : summary.text)
     }
 }
