@@ -1,5 +1,5 @@
 public import struct Foundation.UUID
-public import ForgeAPNsCore
+internal import ForgeAPNsCore
 
 /// What `apnsctl campaign report --json` prints, the same for a SQLite journal and a PostgreSQL
 /// campaign: one ``Line`` per token of the file, in file order, then one ``Summary``.
