@@ -110,18 +110,25 @@ struct PoolStateMachineTests {
         #expect(freed.dispatch.map(\.waiter) == [waiter] && freed.dispatch.map(\.connection) == [ids[1]])
     }
 
-    @Test("Requests go to the connection with the lowest share of its streams in use")
-    func leastLoaded() {
-        var machine = self.machine(connections: 2, streams: 10)
+    /// Two connections of 10 streams: `a` filled, then `b` opened for one more request (which it
+    /// holds), then `freed` of a's requests answered.
+    func twoConnections(_ machine: inout Machine, freed: Int) -> (a: Machine.ConnectionID, b: Machine.ConnectionID)? {
         let a = self.open(&machine, streams: 10)
         for _ in 0..<10 { #expect(machine.acquireIfFree(count: 1) == a) }
         let (_, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
         guard let b = grow.connect else {
             Issue.record("no growth")
-            return
+            return nil
         }
         _ = machine.connected(b, maximumStreams: 10, now: self.t0)
-        _ = machine.release(a, count: 5, answered: true, now: self.t0)
+        _ = machine.release(a, count: freed, answered: true, now: self.t0)
+        return (a, b)
+    }
+
+    @Test("Requests go to the connection with the lowest share of its streams in use")
+    func leastLoaded() {
+        var machine = self.machine(connections: 2, streams: 10)
+        guard let (_, b) = self.twoConnections(&machine, freed: 5) else { return }
         // a: 5 of 10, b: 1 of 10 (the waiter) -> b until it holds as many.
         #expect(machine.acquireIfFree(count: 1) == b)
         #expect(machine.connection(b)?.inFlight == 2)
@@ -130,15 +137,7 @@ struct PoolStateMachineTests {
     @Test("A preferred connection (the caller's I/O thread's) is taken while it has room, else the least loaded")
     func preferredConnection() {
         var machine = self.machine(connections: 2, streams: 10)
-        let a = self.open(&machine, streams: 10)
-        for _ in 0..<10 { #expect(machine.acquireIfFree(count: 1) == a) }
-        let (_, grow) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
-        guard let b = grow.connect else {
-            Issue.record("no growth")
-            return
-        }
-        _ = machine.connected(b, maximumStreams: 10, now: self.t0)
-        _ = machine.release(a, count: 2, answered: true, now: self.t0)
+        guard let (a, b) = self.twoConnections(&machine, freed: 2) else { return }
         // a: 8 of 10, b: 1 of 10. Preferring a: a, though b has more room, until a is full.
         #expect(machine.acquireIfFree(count: 1, preferring: a) == a)
         #expect(machine.acquireIfFree(count: 1, preferring: a) == a)
