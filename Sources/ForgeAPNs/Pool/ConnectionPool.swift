@@ -137,6 +137,16 @@ final class ConnectionPool: APNSTransport {
         _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
     ) throws(HTTP2ClientError) -> HTTP2Request {
         if current == nil || current!.authorization != authorization || current!.source != request.headers {
+            // A campaign gives each push its own apns-id: the list checked before serves, with only
+            // that value checked and put in (the rest was checked once for the whole campaign).
+            if let base = current, base.authorization == authorization,
+                let converted = try Self.replacingAPNSID(in: base, for: request.headers)
+            {
+                return HTTP2Request(
+                    method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
+                    headers: converted, body: request.body
+                )
+            }
             var converted: [HTTP2HeaderField] = []
             converted.reserveCapacity(request.headers.count + 1)
             if let authorization { converted.append(try HTTP2HeaderField("authorization", authorization).checked()) }
@@ -148,6 +158,29 @@ final class ConnectionPool: APNSTransport {
             method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
             headers: current!.converted, body: request.body
         )
+    }
+
+    /// `base`'s converted headers with the apns-id of `headers`, when that is all that differs
+    /// (same names in the same order, every other value the same); nil otherwise.
+    private static func replacingAPNSID(
+        in base: CheckedHeaders, for headers: [APNSHeaderField]
+    ) throws(HTTP2ClientError) -> [HTTP2HeaderField]? {
+        guard base.source.count == headers.count else { return nil }
+        var changed: Int?
+        for index in headers.indices {
+            let old = base.source[index]
+            let new = headers[index]
+            guard old.name == new.name else { return nil }
+            if old.value != new.value {
+                guard new.name == "apns-id", changed == nil else { return nil }
+                changed = index
+            }
+        }
+        guard let changed else { return nil }
+        var converted = base.converted
+        // The authorization header, when there is one, comes first.
+        converted[changed + (base.authorization == nil ? 0 : 1)] = try HTTP2HeaderField("apns-id", headers[changed].value).checked()
+        return converted
     }
 
     /// The one place an HTTP/2 failure becomes an APNs transport error. A request on a connection
