@@ -226,10 +226,10 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
-    /// A connection with room for `count` requests, counted against it until released: at once if
-    /// one has room, else when the machine dispatches this request (a connect, a released stream).
+    /// The slow path, after ``acquireIfFree(count:)`` found no room: a connection with room for
+    /// `count` requests once the machine dispatches this request (a connect, a released stream),
+    /// counted against it until released. (The machine still takes a stream freed meanwhile.)
     private func acquire(count: Int, deadline: ContinuousClock.Instant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
-        if let ready = self.acquireIfFree(count: count) { return ready }
         let waiterBox = LockedBox<PoolStateMachine.WaiterID?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>) in
