@@ -200,7 +200,7 @@ public final class CampaignJournal: Sendable {
             // WAL: a commit appends to the log, readers never block the writer; a killed process
             // loses only its uncommitted transaction.
             _ = try database.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
-            try database.write { db in try db.execute(sql: Self.schema) }
+            try database.write { db in try Self.prepareSchema(db, path: path) }
             guard let row = try database.read({ db in try GRDB.Row.fetchOne(db, sql: "SELECT * FROM campaign WHERE id = 1") }) else {
                 return CampaignJournal(campaign: UUID(), path: path, fingerprint: nil, database: database)
             }
@@ -235,24 +235,20 @@ public final class CampaignJournal: Sendable {
         }
     }
 
-    private static let schema = """
-        CREATE TABLE IF NOT EXISTS campaign (
-            id INTEGER PRIMARY KEY CHECK (id = 1),
-            uuid TEXT NOT NULL,
-            payload_sha256 TEXT NOT NULL, topic TEXT NOT NULL, push_type TEXT NOT NULL, environment TEXT NOT NULL,
-            tokens_path TEXT NOT NULL, tokens_size INTEGER NOT NULL, tokens_sha256 TEXT NOT NULL
-        );
-        CREATE TABLE IF NOT EXISTS token (
-            idx INTEGER PRIMARY KEY,
-            token TEXT NOT NULL,
-            line INTEGER NOT NULL,
-            state TEXT NOT NULL DEFAULT 'not_sent',
-            status INTEGER, reason TEXT, apns_id TEXT,
-            attempts INTEGER NOT NULL DEFAULT 0,
-            may_have_been_delivered INTEGER NOT NULL DEFAULT 0,
-            sends INTEGER NOT NULL DEFAULT 0
-        );
-        """
+    /// Creates the tables in a new file, or checks that the file is in this code's format.
+    private static func prepareSchema(_ db: Database, path: String) throws {
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table'") ?? 0
+        if version == 0 && tables == 0 {
+            try db.execute(sql: JournalChunks.schema + "PRAGMA user_version = \(JournalChunks.format);")
+        } else if version != JournalChunks.format {
+            throw Failure(
+                kind: .unusable,
+                description: "journal '\(path)' is not a journal of this version (format \(version), expected \(JournalChunks.format)); "
+                    + "finish it with the version that made it, or start a new journal"
+            )
+        }
+    }
 
     // MARK: Registering the tokens
 
@@ -273,7 +269,12 @@ public final class CampaignJournal: Sendable {
         }
 
         /// Adds the file's next token; a full batch is committed.
+        /// - Throws: ``Failure`` (`invalidArgument`) when `entry.index` is not the next index (tokens
+        ///   are registered in order, from 0, with no gap).
         public func add(_ entry: Entry) async throws(Failure) {
+            guard entry.index == self.count else {
+                throw Failure(kind: .invalidArgument, description: "registering tokens: index \(entry.index) given, \(self.count) expected (in order, from 0)")
+            }
             self.buffer.append(entry)
             self.count += 1
             if self.buffer.count >= self.batch { try await self.flush() }
@@ -301,22 +302,29 @@ public final class CampaignJournal: Sendable {
             let entries = self.buffer
             self.buffer.removeAll(keepingCapacity: true)
             try await self.journal.writing("registering tokens") { db in
-                try CampaignJournal.inChunks(entries, sql: { "INSERT INTO token (idx, token, line) VALUES " + CampaignJournal.rows($0, of: 3) }, db: db) {
-                    [$0.index, $0.token, $0.line]
+                var start = entries.startIndex
+                while start < entries.endIndex {
+                    let end = Swift.min(start + JournalChunks.size, entries.endIndex)
+                    try JournalChunks.insert(entries[start..<end], db: db)
+                    start = end
                 }
             }
         }
     }
 
     /// Starts registering a new campaign's tokens (rows an unfinished registration left are removed).
-    /// - Parameter batch: tokens committed in one transaction.
+    /// - Parameter batch: tokens committed in one transaction (rounded up to whole chunks of 1024).
     /// - Throws: ``Failure`` (`unusable`) when the journal already holds a campaign: resume it instead.
     public func registration(batch: Int = 20_000) async throws(Failure) -> Registration {
         guard self.fingerprint == nil else {
             throw Failure(kind: .unusable, description: "journal '\(self.path)': its campaign is registered already; resume it")
         }
-        try await self.writing("starting the registration") { db in try db.execute(sql: "DELETE FROM token") }
-        return Registration(journal: self, batch: max(1, batch))
+        try await self.writing("starting the registration") { db in
+            try db.execute(sql: "DELETE FROM chunk; DELETE FROM chunk_state; DELETE FROM verdict_detail")
+        }
+        // Whole chunks per transaction: only the last chunk of the file is short.
+        let chunks = Swift.max(1, (batch + JournalChunks.size - 1) / JournalChunks.size)
+        return Registration(journal: self, batch: chunks * JournalChunks.size)
     }
 
     /// Registers `entries` as a new campaign with `fingerprint`; on a journal that holds a campaign
@@ -334,15 +342,11 @@ public final class CampaignJournal: Sendable {
     /// gets them: a token sent a second time is marked `may_have_been_delivered`.
     public func markSending(_ indices: [Int]) async throws(Failure) {
         try await self.writing("marking tokens as sending") { db in
-            let statement = try db.cachedStatement(sql: Self.markSQL)
-            for index in indices { try statement.execute(arguments: [index]) }
+            try JournalChunks.updateStates(of: indices.sorted(), index: { $0 }, db: db) { state, offset, _ in
+                _ = state.markSending(at: offset)
+            }
         }
     }
-
-    private static let markSQL = """
-        UPDATE token SET state = 'sending', sends = sends + 1,
-            may_have_been_delivered = (may_have_been_delivered OR sends >= 1) WHERE idx = ?
-        """
 
     /// A token handed to the sender, and whether an earlier run sent it (so this send may duplicate it).
     struct Claimed: Sendable {
@@ -354,71 +358,50 @@ public final class CampaignJournal: Sendable {
     /// `sending`, in one transaction: the sender's next page, read from the journal, not from memory.
     func claim(after: Int, limit: Int) async throws(Failure) -> [Claimed] {
         try await self.writing("marking tokens as sending") { db in
-            // One statement a page: `sends` in RETURNING is the count after this send.
-            let rows = try GRDB.Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        UPDATE token SET state = 'sending', sends = sends + 1, may_have_been_delivered = (may_have_been_delivered OR sends >= 1)
-                        WHERE idx IN (SELECT idx FROM token WHERE idx > ? AND state NOT IN ('accepted', 'rejected') ORDER BY idx LIMIT ?)
-                        RETURNING idx, line, token, sends
-                        """
-                ),
-                arguments: [after, limit]
-            )
-            return rows.map { row in
-                Claimed(entry: Entry(index: row[0], line: row[1], token: row[2]), sentBefore: (row[3] as Int) > 1)
+            var claimed: [Claimed] = []
+            claimed.reserveCapacity(limit)
+            var next = after + 1
+            // Chunk by chunk, until the page is full or the last chunk (the one `next` is past the end of) is read.
+            while claimed.count < limit, var state = try JournalChunks.state(of: next, db: db), next - state.first < state.states.count {
+                var offsets: [Int] = []
+                for offset in (next - state.first)..<state.states.count where !state.state(at: offset).isFinal {
+                    offsets.append(offset)
+                    if claimed.count + offsets.count == limit { break }
+                }
+                if !offsets.isEmpty {
+                    // The chunk's tokens are read only when some of them are to send.
+                    let entries = try JournalChunks.entries(first: state.first, db: db)
+                    for offset in offsets where offset < entries.count {
+                        claimed.append(Claimed(entry: entries[offset], sentBefore: state.markSending(at: offset)))
+                    }
+                    try JournalChunks.save(state, db: db)
+                }
+                next = state.first + state.states.count
             }
-            .sorted { $0.entry.index < $1.entry.index }
-        }
-    }
-
-    /// `(?, ?, …), …`: `count` rows of `columns` placeholders, for a statement that takes many rows at once.
-    static func rows(_ count: Int, of columns: Int) -> String {
-        let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
-        return Array(repeating: row, count: count).joined(separator: ", ")
-    }
-
-    /// Runs the statement `sql(n)` makes for each chunk of `items` (n of them, at most 256), with the
-    /// arguments of each item in turn: one statement per chunk instead of one per item.
-    static func inChunks<Item>(
-        _ items: [Item], sql: (Int) -> String, db: Database, arguments: (Item) -> [(any DatabaseValueConvertible)?]
-    ) throws {
-        var start = items.startIndex
-        while start < items.endIndex {
-            let end = Swift.min(start + 256, items.endIndex)
-            let statement = try db.cachedStatement(sql: sql(end - start))
-            try statement.execute(arguments: StatementArguments(items[start..<end].flatMap(arguments)))
-            start = end
+            return claimed
         }
     }
 
     /// Commits a batch of verdicts in one transaction. A `not_sent` verdict takes back its send
     /// (the push never left); the flag an earlier send set stays, as that copy may still have left.
+    ///
+    /// An accepted verdict at the first try with the campaign's `apns-id` is one state byte; any
+    /// other verdict (or one replacing such a verdict) also keeps its status, reason, `apns-id` and
+    /// attempts in a detail row.
     public func commit(verdicts: [Verdict]) async throws(Failure) {
+        guard let lower = verdicts.lazy.map(\.index).min(), let upper = verdicts.lazy.map(\.index).max() else { return }
+        let campaign = self.campaign
         try await self.writing("committing \(verdicts.count) verdicts") { db in
-            try Self.inChunks(
-                verdicts.filter { $0.outcome != .notSent },
-                sql: { count in
-                    """
-                    UPDATE token SET state = v.column2, status = v.column3, reason = v.column4, apns_id = v.column5,
-                        attempts = attempts + v.column6, may_have_been_delivered = (may_have_been_delivered OR v.column7)
-                    FROM (VALUES \(Self.rows(count, of: 7))) AS v WHERE token.idx = v.column1
-                    """
-                },
-                db: db
-            ) { verdict in
-                [
-                    verdict.index, verdict.outcome.rawValue, verdict.status, verdict.reason, verdict.apnsID, verdict.attempts,
-                    verdict.mayHaveBeenDelivered,
-                ]
-            }
-            let unsent = try db.cachedStatement(
-                sql: """
-                    UPDATE token SET state = 'not_sent', status = ?, reason = ?, sends = max(sends - 1, 0) WHERE idx = ?
-                    """
-            )
-            for verdict in verdicts where verdict.outcome == .notSent {
-                try unsent.execute(arguments: [verdict.status, verdict.reason, verdict.index])
+            let detailed = try JournalChunks.detailed(from: lower, through: upper, db: db)
+            try JournalChunks.updateStates(of: verdicts.sorted { $0.index < $1.index }, index: \.index, db: db) { state, offset, verdict in
+                if verdict.outcome == .notSent {
+                    state.takeBack(at: offset)
+                } else {
+                    state.set(JournalChunks.TokenState(verdict.outcome), at: offset, flag: verdict.mayHaveBeenDelivered)
+                }
+                if detailed.contains(verdict.index) || !verdict.isPlainAcceptance(campaign: campaign) {
+                    try JournalChunks.record(verdict, db: db)
+                }
             }
         }
     }
@@ -444,27 +427,36 @@ public final class CampaignJournal: Sendable {
 
     public func progress() async throws(Failure) -> Progress {
         try await self.reading("counting tokens") { db in
-            let row = try GRDB.Row.fetchOne(
-                db,
-                sql: """
-                    SELECT count(*) AS total,
-                        coalesce(sum(state IN ('accepted', 'rejected')), 0) AS final,
-                        coalesce(sum(state IN ('sending', 'failed')), 0) AS unsettled
-                    FROM token
-                    """
-            )
-            return Progress(total: row?["total"] ?? 0, final: row?["final"] ?? 0, unsettled: row?["unsettled"] ?? 0)
+            try JournalChunks.progress(db: db)
         }
     }
 
-    /// Every token's row, by index.
+    /// Every token's row, by index. For a large campaign, read it in pages with ``rows(from:)``.
     public func report() async throws -> [Row] {
-        try await self.database.read { db in
-            try GRDB.Row.fetchAll(db, sql: "SELECT * FROM token ORDER BY idx").map { row in
-                Row(
-                    index: row["idx"], line: row["line"], token: row["token"], state: row["state"], status: row["status"],
-                    reason: row["reason"], apnsID: row["apns_id"], attempts: row["attempts"], sends: row["sends"],
-                    mayHaveBeenDelivered: row["may_have_been_delivered"]
+        var rows: [Row] = []
+        while true {
+            let page = try await self.rows(from: rows.count)
+            if page.isEmpty { return rows }
+            rows += page
+        }
+    }
+
+    /// The rows of the tokens from index `first` to the end of its chunk of 1024 tokens (empty past
+    /// the last token): a report a page at a time, in bounded memory.
+    public func rows(from first: Int) async throws(Failure) -> [Row] {
+        try await self.reading("reading tokens") { db in
+            guard first >= 0, let state = try JournalChunks.state(of: first, db: db) else { return [] }
+            let entries = try JournalChunks.entries(first: state.first, db: db)
+            let details = try JournalChunks.details(from: first, through: state.first + entries.count - 1, db: db)
+            return entries[(first - state.first)...].map { entry in
+                let offset = entry.index - state.first
+                let token = state.state(at: offset)
+                let detail = details[entry.index]
+                return Row(
+                    index: entry.index, line: entry.line, token: entry.token, state: token.name,
+                    status: detail?.status ?? (token == .accepted ? 200 : nil), reason: detail?.reason, apnsID: detail?.apnsID,
+                    attempts: detail?.attempts ?? (token == .accepted ? 1 : 0), sends: Int(state.sends[offset]),
+                    mayHaveBeenDelivered: state.isFlagged(at: offset)
                 )
             }
         }
@@ -476,9 +468,12 @@ public final class CampaignJournal: Sendable {
         configuration.readonly = true
         do {
             let database = try DatabaseQueue(path: path, configuration: configuration)
-            let uuid = try database.read { db in try String.fetchOne(db, sql: "SELECT uuid FROM campaign WHERE id = 1") }
+            let uuid = try database.read { db in
+                guard try Int.fetchOne(db, sql: "PRAGMA user_version") == JournalChunks.format else { return String?.none }
+                return try String.fetchOne(db, sql: "SELECT uuid FROM campaign WHERE id = 1")
+            }
             guard let uuid, let campaign = UUID(uuidString: uuid) else {
-                throw Failure(kind: .unusable, description: "--journal '\(path)': no campaign in it")
+                throw Failure(kind: .unusable, description: "--journal '\(path)': no campaign of this version in it")
             }
             return CampaignJournal(campaign: campaign, path: path, fingerprint: nil, database: database)
         } catch let error as DatabaseError {

@@ -63,8 +63,9 @@ public final class CampaignSend: AsyncSequence, Sendable {
     fileprivate init(journal: CampaignJournal, prepared: APNSPreparedNotification, client: APNSClient, window: Int) {
         // Pages and commit batches of a quarter of the window at most: with a bulk batch (64) held
         // unsent, the tokens out never reach a page past the window, so the feed's wait always ends.
-        let page = Swift.min(512, window / 4)
-        self.commitBatch = Swift.min(256, window / 4)
+        // At most a journal chunk: a page reads one chunk, a commit rewrites one or two.
+        let page = Swift.min(1024, window / 4)
+        self.commitBatch = Swift.min(1024, window / 4)
         self.journal = journal
         let gate = CommitGate()
         let ledger = Ledger()
@@ -74,7 +75,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
         let feed = Feed(journal: journal, gate: gate, ledger: ledger, page: page, window: window)
         self.bulk = client.sendBulk(prepared, to: feed, apnsIDs: { position in
             // Every position is in the ledger before the bulk reads its token.
-            APNSID(campaign: campaign, index: ledger.entry(at: position)?.entry.index ?? -1)
+            APNSID(campaign: campaign, index: ledger.index(at: position) ?? -1)
         })
     }
 
@@ -145,9 +146,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
         private mutating func commit() async throws(CampaignJournal.Failure) {
             guard !self.pending.isEmpty else { return }
             do {
-                try await self.owner.journal.commit(
-                    verdicts: self.pending.map { CampaignJournal.Verdict(index: $0.verdict.entry.index, $0.verdict.outcome) }
-                )
+                try await self.owner.journal.commit(verdicts: self.pending.map { Self.journalVerdict($0.verdict) })
             } catch {
                 // Nothing more is delivered: a verdict not committed would be sent again, so it is not shown as final.
                 self.finished = true
@@ -160,6 +159,16 @@ public final class CampaignSend: AsyncSequence, Sendable {
             self.ready = self.pending.map(\.verdict)
             self.cursor = 0
             self.pending.removeAll(keepingCapacity: true)
+        }
+
+        /// The verdict as the journal keeps it. An acceptance at the first try, with no doubt, is
+        /// kept as such (the journal's cheapest row) without reading its `apns-id` from the response:
+        /// the request carried the campaign's id for the token, and APNs echoes it.
+        private static func journalVerdict(_ verdict: Verdict) -> CampaignJournal.Verdict {
+            if case .accepted(let result) = verdict.outcome, result.attempts <= 1, !result.mayHaveBeenDeliveredTwice {
+                return CampaignJournal.Verdict(index: verdict.entry.index, outcome: .accepted, status: 200, attempts: result.attempts)
+            }
+            return CampaignJournal.Verdict(index: verdict.entry.index, verdict.outcome)
         }
 
         /// The bulk send is over: the last verdicts are committed, and the tokens marked `sending`
@@ -202,10 +211,17 @@ extension APNSBulkVerdict.Outcome {
 }
 
 /// The tokens handed to the bulk send and not yet committed, by the bulk's position (at most a
-/// window of them), and the feed's failure, if reading the journal failed.
+/// window of them, in the order the feed handed them out), and the feed's failure, if reading the
+/// journal failed.
 private final class Ledger: Sendable {
     private struct State {
-        var entries: [Int: CampaignJournal.Claimed] = [:]
+        /// The tokens at positions `base ..< base + entries.count`; nil once committed.
+        var entries: [CampaignJournal.Claimed?] = []
+        /// Their journal indices (read once per push for its apns-id, without copying the entry).
+        var indices: [Int] = []
+        var base = 0
+        /// The first slot not committed yet: the slots before it are dropped in bulk.
+        var head = 0
         var failure: CampaignJournal.Failure?
     }
 
@@ -213,23 +229,54 @@ private final class Ledger: Sendable {
 
     func add(_ page: [CampaignJournal.Claimed], from position: Int) {
         self.state.withLock { state in
-            for (offset, claimed) in page.enumerated() { state.entries[position + offset] = claimed }
+            precondition(position == state.base + state.entries.count, "pages are added in order")
+            for claimed in page {
+                state.entries.append(claimed)
+                state.indices.append(claimed.entry.index)
+            }
         }
     }
 
-    func entry(at position: Int) -> CampaignJournal.Claimed? { self.state.withLock { $0.entries[position] } }
+    func entry(at position: Int) -> CampaignJournal.Claimed? {
+        self.state.withLock { state in
+            let slot = position - state.base
+            return slot >= state.head && slot < state.entries.count ? state.entries[slot] : nil
+        }
+    }
+
+    func index(at position: Int) -> Int? {
+        self.state.withLock { state in
+            let slot = position - state.base
+            return slot >= state.head && slot < state.indices.count ? state.indices[slot] : nil
+        }
+    }
 
     func remove(_ positions: [Int]) {
         self.state.withLock { state in
-            for position in positions { state.entries[position] = nil }
+            for position in positions where position - state.base >= state.head && position - state.base < state.entries.count {
+                state.entries[position - state.base] = nil
+            }
+            while state.head < state.entries.count, state.entries[state.head] == nil { state.head += 1 }
+            // Dropping the committed front now and then keeps the array at about a window.
+            if state.head >= 1024, state.head * 2 >= state.entries.count {
+                state.entries.removeFirst(state.head)
+                state.indices.removeFirst(state.head)
+                state.base += state.head
+                state.head = 0
+            }
         }
     }
 
     /// The entries left, by position, and none after.
     func drain() -> [CampaignJournal.Claimed] {
         self.state.withLock { state in
-            defer { state.entries = [:] }
-            return state.entries.sorted { $0.key < $1.key }.map(\.value)
+            defer {
+                state.base += state.entries.count
+                state.entries = []
+                state.indices = []
+                state.head = 0
+            }
+            return state.entries[state.head...].compactMap { $0 }
         }
     }
 

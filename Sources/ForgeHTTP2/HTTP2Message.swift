@@ -37,7 +37,9 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
             throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
                                    detail: "header name '\(self.name)' is not allowed in HTTP/2")
         }
-        if self.value.utf8.contains(where: HeaderRules.isBadValueByte) {
+        var badValue = false
+        for byte in self.value.utf8 where HeaderRules.isBadValueByte(byte) { badValue = true }
+        if badValue {
             throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
                                    detail: "the value of header '\(self.name)' contains CR, LF or NUL")
         }

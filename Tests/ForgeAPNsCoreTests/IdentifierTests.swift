@@ -113,7 +113,28 @@ struct SmallIdentifierTests {
         #expect(try APNSID("123e4567-e89b-12d3-a456-426614174000") == id)
     }
 
-    @Test("apns-id: non-UUIDs refused", arguments: ["", "123", "123e4567e89b12d3a456426614174000", "{123e4567-e89b-12d3-a456-426614174000}"])
+    @Test("apns-id: printed and parsed by hand as Foundation's UUID prints and parses them (1000 random ids)")
+    func apnsIDAgainstFoundation() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<1000 {
+            let uuid = UUID()
+            let id = APNSID(uuid)
+            #expect(id.description == uuid.uuidString.lowercased())
+            #expect(try APNSID(uuid.uuidString) == id && id.matches(uuid.uuidString) && id.matches(id.description))
+            // One character changed (a hex digit into another, or into a non-hex character) is another id or none.
+            var characters = Array(uuid.uuidString)
+            let position = [0, 7, 9, 14, 19, 24, 35].randomElement(using: &generator)!
+            characters[position] = characters[position] == "0" ? "G" : "0"
+            let changed = String(characters)
+            #expect(!id.matches(changed))
+            #expect((try? APNSID(changed)) == UUID(uuidString: changed).map(APNSID.init))
+        }
+    }
+
+    @Test("apns-id: non-UUIDs refused", arguments: [
+        "", "123", "123e4567e89b12d3a456426614174000", "{123e4567-e89b-12d3-a456-426614174000}", "123e4567-e89b-12d3-a456_426614174000",
+        "123e4567-e89b-12d3-a456-42661417400g", "123e4567-e89b-12d3-a456-4266141740000", "123e4567-e89b-12d3-a4566-42661417400",
+    ])
     func badAPNSID(_ value: String) {
         #expect(throws: APNSValidationError(.badAPNSID, field: "", rule: "")) { try APNSID(value) }
     }

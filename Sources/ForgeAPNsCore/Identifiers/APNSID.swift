@@ -32,7 +32,7 @@ public struct APNSID: Hashable, Sendable, CustomStringConvertible {
     /// Parses the canonical form, in either case.
     /// - Throws: ``APNSValidationError/Code/badAPNSID`` when `string` is not a UUID.
     public init(_ string: String) throws(APNSValidationError) {
-        guard string.utf8.count == 36, let uuid = UUID(uuidString: string) else {
+        guard let uuid = Self.parse(string.utf8) else {
             throw APNSValidationError(
                 .badAPNSID,
                 field: "apns-id",
@@ -43,5 +43,59 @@ public struct APNSID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The header value: canonical, lower case.
-    public var description: String { self.uuid.uuidString.lowercased() }
+    public var description: String {
+        // By hand: Foundation's `uuidString` formats with `snprintf` and upper case, then a copy to lower
+        // it; a campaign formats one per push.
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        withUnsafeBytes(of: self.uuid.uuid) { bytes in
+            var position = 0
+            for byte in bytes {
+                if position == 4 || position == 6 || position == 8 || position == 10 { text.append(UInt8(ascii: "-")) }
+                text.append(Self.hexDigits[Int(byte >> 4)])
+                text.append(Self.hexDigits[Int(byte & 0x0F)])
+                position += 1
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// The 8-4-4-4-12 form in either case, or nil.
+    private static func parse(_ text: String.UTF8View) -> UUID? {
+        guard text.count == 36 else { return nil }
+        var bytes = (UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0))
+        let parsed = withUnsafeMutableBytes(of: &bytes) { raw -> Bool in
+            var high: UInt8?
+            var count = 0
+            var position = -1
+            for character in text {
+                position += 1
+                if position == 8 || position == 13 || position == 18 || position == 23 {
+                    guard character == UInt8(ascii: "-") else { return false }
+                    continue
+                }
+                let nibble: UInt8
+                switch character {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
+                default: return false
+                }
+                if let first = high {
+                    raw[count] = first << 4 | nibble
+                    count += 1
+                    high = nil
+                } else {
+                    high = nibble
+                }
+            }
+            return count == 16
+        }
+        return parsed ? UUID(uuid: bytes) : nil
+    }
+
+    /// Whether `string` is this identifier, in either case (no `UUID` parsing, no allocation).
+    public func matches(_ string: String) -> Bool { Self.parse(string.utf8) == self.uuid }
 }

@@ -55,18 +55,26 @@ extension APNSCtl.Campaign {
                     throw CLIFailure(message: "--journal: file '\(self.journal ?? "")' does not exist", exitCode: CLIExit.noInput)
                 }
                 let journal: CampaignJournal
-                let rows: [CampaignJournal.Row]
                 do {
                     journal = try CampaignJournal.openForReading(path: path)
-                    rows = try await journal.report()
                 } catch {
                     throw CLIFailure(message: "\(error)", exitCode: CLIExit.dataError)
                 }
+                // A page (one chunk of the journal) at a time: memory does not grow with the campaign.
                 var summary = CampaignReport.Summary()
-                for row in rows {
-                    let line = CampaignReport.Line(row, campaign: journal.campaign)
-                    summary.add(line)
-                    try printer.print(line)
+                while true {
+                    let rows: [CampaignJournal.Row]
+                    do {
+                        rows = try await journal.rows(from: summary.total)
+                    } catch {
+                        throw CLIFailure(message: "\(error)", exitCode: CLIExit.dataError)
+                    }
+                    if rows.isEmpty { break }
+                    for row in rows {
+                        let line = CampaignReport.Line(row, campaign: journal.campaign)
+                        summary.add(line)
+                        try printer.print(line)
+                    }
                 }
                 try printer.finish(summary)
             }

@@ -1,0 +1,253 @@
+import struct Foundation.Data
+import struct Foundation.UUID
+internal import ForgeAPNsCore
+internal import GRDB
+
+/// How the journal stores a campaign's tokens: in chunks of ``size`` consecutive tokens of the
+/// file, one row each, so that a page claimed or a batch of verdicts committed rewrites one small
+/// row per chunk instead of one row per token (a row per token cost more CPU than the send itself).
+///
+/// - `chunk`: the chunk's tokens (hex, one per line) and their lines in the file, written once.
+/// - `chunk_state`: per token, one byte of state (``TokenState``, with ``flagBit`` set once a copy
+///   may have been delivered) and one byte of sends (how many runs handed it to the sender,
+///   saturating at 255).
+/// - `verdict_detail`: the verdicts that say more than "accepted, first try, with the campaign's
+///   apns-id": rejections, failures, retries, a `not_sent` reason. Usually empty.
+enum JournalChunks {
+    /// Tokens per chunk.
+    static let size = 1024
+    /// The file format this code writes (`PRAGMA user_version`).
+    static let format = 2
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS campaign (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            uuid TEXT NOT NULL,
+            payload_sha256 TEXT NOT NULL, topic TEXT NOT NULL, push_type TEXT NOT NULL, environment TEXT NOT NULL,
+            tokens_path TEXT NOT NULL, tokens_size INTEGER NOT NULL, tokens_sha256 TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS chunk (
+            first_idx INTEGER PRIMARY KEY,
+            tokens TEXT NOT NULL,
+            lines TEXT NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS chunk_state (
+            first_idx INTEGER PRIMARY KEY,
+            states BLOB NOT NULL,
+            sends BLOB NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS verdict_detail (
+            idx INTEGER PRIMARY KEY,
+            status INTEGER, reason TEXT, apns_id TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0
+        );
+        """
+
+    /// A token's state byte, without its flag.
+    enum TokenState: UInt8 {
+        case notSent = 0, sending = 1, accepted = 2, rejected = 3, failed = 4
+
+        var name: String {
+            switch self {
+            case .notSent: CampaignJournal.Outcome.notSent.rawValue
+            case .sending: "sending"
+            case .accepted: CampaignJournal.Outcome.accepted.rawValue
+            case .rejected: CampaignJournal.Outcome.rejected.rawValue
+            case .failed: CampaignJournal.Outcome.failed.rawValue
+            }
+        }
+
+        init(_ outcome: CampaignJournal.Outcome) {
+            switch outcome {
+            case .accepted: self = .accepted
+            case .rejected: self = .rejected
+            case .failed: self = .failed
+            case .notSent: self = .notSent
+            }
+        }
+
+        var isFinal: Bool { self == .accepted || self == .rejected }
+    }
+
+    /// Set in a state byte once a copy of the token may have been delivered (sent again, or its own doubt).
+    static let flagBit: UInt8 = 0x80
+
+    static func chunkStart(of index: Int) -> Int { index - index % Self.size }
+
+    // MARK: Tokens
+
+    /// Writes the tokens of one chunk (consecutive, the first at a multiple of ``size``) and its state.
+    static func insert(_ entries: ArraySlice<CampaignJournal.Entry>, db: Database) throws {
+        guard let first = entries.first?.index else { return }
+        try db.execute(
+            sql: "INSERT INTO chunk (first_idx, tokens, lines) VALUES (?, ?, ?)",
+            arguments: [first, entries.map(\.token).joined(separator: "\n"), entries.map { String($0.line) }.joined(separator: "\n")]
+        )
+        let zeros = Data(count: entries.count)
+        try db.execute(sql: "INSERT INTO chunk_state (first_idx, states, sends) VALUES (?, ?, ?)", arguments: [first, zeros, zeros])
+    }
+
+    /// The tokens of the chunk that starts at `first`, in order.
+    static func entries(first: Int, db: Database) throws -> [CampaignJournal.Entry] {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT tokens, lines FROM chunk WHERE first_idx = ?"), arguments: [first])
+        else { return [] }
+        let tokens: String = row[0]
+        let lines: String = row[1]
+        return zip(Self.lines(of: tokens), Self.lines(of: lines)).enumerated().map { offset, pair in
+            CampaignJournal.Entry(index: first + offset, line: Int(pair.1) ?? 0, token: String(pair.0))
+        }
+    }
+
+    /// The lines of `text` (no empty last one). By hand: the generic `split` is several times slower.
+    private static func lines(of text: String) -> [Substring] {
+        var lines: [Substring] = []
+        lines.reserveCapacity(Self.size)
+        let bytes = text.utf8
+        var start = bytes.startIndex
+        var index = start
+        for byte in bytes {
+            if byte == UInt8(ascii: "\n") {
+                lines.append(text[start..<index])
+                start = bytes.index(after: index)
+            }
+            bytes.formIndex(after: &index)
+        }
+        if start < bytes.endIndex { lines.append(text[start...]) }
+        return lines
+    }
+
+    // MARK: State
+
+    /// One chunk's state bytes, read and written whole.
+    struct State {
+        let first: Int
+        var states: [UInt8]
+        var sends: [UInt8]
+
+        func state(at offset: Int) -> TokenState { TokenState(rawValue: self.states[offset] & ~JournalChunks.flagBit) ?? .notSent }
+        func isFlagged(at offset: Int) -> Bool { self.states[offset] & JournalChunks.flagBit != 0 }
+
+        mutating func set(_ state: TokenState, at offset: Int, flag: Bool = false) {
+            self.states[offset] = state.rawValue | (flag || self.isFlagged(at: offset) ? JournalChunks.flagBit : 0)
+        }
+
+        /// Hands the token at `offset` to the sender: `sending`, one send more; a token sent before is flagged.
+        /// - Returns: whether an earlier send of it exists.
+        mutating func markSending(at offset: Int) -> Bool {
+            let sentBefore = self.sends[offset] > 0
+            self.set(.sending, at: offset, flag: sentBefore)
+            if self.sends[offset] < .max { self.sends[offset] += 1 }
+            return sentBefore
+        }
+
+        /// Takes back the send of a token that never left (`not_sent`); an earlier copy's flag stays.
+        mutating func takeBack(at offset: Int) {
+            self.set(.notSent, at: offset)
+            if self.sends[offset] > 0 { self.sends[offset] -= 1 }
+        }
+    }
+
+    /// The state of the chunk that holds `index`, or nil past the last chunk.
+    static func state(of index: Int, db: Database) throws -> State? {
+        let first = Self.chunkStart(of: index)
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT states, sends FROM chunk_state WHERE first_idx = ?"), arguments: [first])
+        else { return nil }
+        let states: Data = row[0]
+        let sends: Data = row[1]
+        return State(first: first, states: [UInt8](states), sends: [UInt8](sends))
+    }
+
+    static func save(_ state: State, db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE chunk_state SET states = ?, sends = ? WHERE first_idx = ?")
+            .execute(arguments: [Data(state.states), Data(state.sends), state.first])
+    }
+
+    /// Runs `change` on each item of `items` (in index order) with the state of the chunk its
+    /// index falls in, saving each chunk once; an index past the last token is skipped.
+    static func updateStates<Item>(
+        of items: some Sequence<Item>, index: (Item) -> Int, db: Database, _ change: (inout State, _ offset: Int, Item) throws -> Void
+    ) throws {
+        var current: State?
+        for item in items {
+            let position = index(item)
+            let first = Self.chunkStart(of: position)
+            if current?.first != first {
+                if let done = current { try Self.save(done, db: db) }
+                current = try Self.state(of: position, db: db)
+            }
+            guard var state = current, position - first < state.states.count else { continue }
+            current = nil  // one owner of the arrays while they change
+            try change(&state, position - first, item)
+            current = state
+        }
+        if let done = current { try Self.save(done, db: db) }
+    }
+
+    /// The campaign's counts, from every chunk's state bytes.
+    static func progress(db: Database) throws -> CampaignJournal.Progress {
+        var progress = CampaignJournal.Progress(total: 0, final: 0, unsettled: 0)
+        let states = try Data.fetchCursor(db, sql: "SELECT states FROM chunk_state")
+        while let bytes = try states.next() {
+            for byte in bytes {
+                progress.total += 1
+                switch TokenState(rawValue: byte & ~Self.flagBit) {
+                case .accepted, .rejected: progress.final += 1
+                case .sending, .failed: progress.unsettled += 1
+                case .notSent, nil: break
+                }
+            }
+        }
+        return progress
+    }
+
+    // MARK: Details
+
+    /// The indices between `lower` and `upper` (inclusive) that have a detail row.
+    static func detailed(from lower: Int, through upper: Int, db: Database) throws -> Set<Int> {
+        try Set(Int.fetchAll(db.cachedStatement(sql: "SELECT idx FROM verdict_detail WHERE idx BETWEEN ? AND ?"), arguments: [lower, upper]))
+    }
+
+    /// Records `verdict`'s status, reason and apns-id, adding its attempts to the token's.
+    static func record(_ verdict: CampaignJournal.Verdict, db: Database) throws {
+        if verdict.outcome == .notSent {
+            // The push never left: its apns-id and attempts stay the earlier sends'.
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO verdict_detail (idx, status, reason) VALUES (?, ?, ?)
+                    ON CONFLICT (idx) DO UPDATE SET status = excluded.status, reason = excluded.reason
+                    """
+            ).execute(arguments: [verdict.index, verdict.status, verdict.reason])
+            return
+        }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO verdict_detail (idx, status, reason, apns_id, attempts) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (idx) DO UPDATE SET status = excluded.status, reason = excluded.reason, apns_id = excluded.apns_id,
+                    attempts = attempts + excluded.attempts
+                """
+        ).execute(arguments: [verdict.index, verdict.status, verdict.reason, verdict.apnsID, verdict.attempts])
+    }
+
+    /// The detail rows between `lower` and `upper` (inclusive), by index.
+    static func details(from lower: Int, through upper: Int, db: Database) throws -> [Int: (status: Int?, reason: String?, apnsID: String?, attempts: Int)] {
+        var details: [Int: (status: Int?, reason: String?, apnsID: String?, attempts: Int)] = [:]
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT idx, status, reason, apns_id, attempts FROM verdict_detail WHERE idx BETWEEN ? AND ?"),
+            arguments: [lower, upper]
+        )
+        while let row = try rows.next() { details[row[0]] = (row[1], row[2], row[3], row[4]) }
+        return details
+    }
+}
+
+extension CampaignJournal.Verdict {
+    /// Accepted at the first try, with the campaign's `apns-id` for the token (or none): the state
+    /// byte says it all, and the report shows status 200 and that `apns-id`.
+    func isPlainAcceptance(campaign: UUID) -> Bool {
+        guard self.outcome == .accepted, self.status == nil || self.status == 200, self.reason == nil, self.attempts <= 1 else {
+            return false
+        }
+        guard let apnsID = self.apnsID else { return true }
+        return APNSID(campaign: campaign, index: self.index).matches(apnsID)
+    }
+}
