@@ -79,6 +79,9 @@ public struct HTTP2Request: Hashable, Sendable {
     public var headers: [HTTP2HeaderField]
     /// The body.
     public var body: [UInt8]
+    /// One more header after ``headers``, a push's own (its `apns-id`): requests that share the rest
+    /// share one array of them.
+    package var pushHeader: HTTP2HeaderField?
 
     /// `:path` in two parts, sent one after the other: a bulk send's requests share the prefix and
     /// differ in the suffix, so building each request joins no strings.
@@ -118,7 +121,7 @@ public struct HTTP2Request: Hashable, Sendable {
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.method == rhs.method && lhs.scheme == rhs.scheme && lhs.authority == rhs.authority && lhs.path == rhs.path
-            && lhs.headers == rhs.headers && lhs.body == rhs.body
+            && lhs.headers == rhs.headers && lhs.pushHeader == rhs.pushHeader && lhs.body == rhs.body
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -136,28 +136,34 @@ final class ConnectionPool: APNSTransport {
     private func http2Request(
         _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
     ) throws(HTTP2ClientError) -> HTTP2Request {
-        if current == nil || current!.authorization != authorization || current!.source != request.headers {
-            // A campaign gives each push its own apns-id: the list checked before serves, with only
-            // that value checked and put in (the rest was checked once for the whole campaign).
+        // A campaign's push carries its own apns-id apart from the shared headers: only that value is checked.
+        let pushHeader = try request.pushHeader.map { header throws(HTTP2ClientError) in try Self.field(header.name, header.value).checked() }
+        if current == nil || current!.authorization != authorization || current!.source != request.sharedHeaders {
+            // Sends of one notification, each with its own apns-id among its headers: the list checked
+            // before serves, with only that value checked and put in.
             if let base = current, base.authorization == authorization,
-                let converted = try Self.replacingAPNSID(in: base, for: request.headers)
+                let converted = try Self.replacingAPNSID(in: base, for: request.sharedHeaders)
             {
-                return HTTP2Request(
+                var http2 = HTTP2Request(
                     method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
                     headers: converted, body: request.body
                 )
+                http2.pushHeader = pushHeader
+                return http2
             }
             var converted: [HTTP2HeaderField] = []
-            converted.reserveCapacity(request.headers.count + 1)
+            converted.reserveCapacity(request.sharedHeaders.count + 1)
             if let authorization { converted.append(try HTTP2HeaderField("authorization", authorization).checked()) }
-            for header in request.headers { converted.append(try HTTP2HeaderField(header.name, header.value).checked()) }
-            current = CheckedHeaders(authorization: authorization, source: request.headers, converted: converted)
+            for header in request.sharedHeaders { converted.append(try Self.field(header.name, header.value).checked()) }
+            current = CheckedHeaders(authorization: authorization, source: request.sharedHeaders, converted: converted)
             self.lastHeaders.withLock { $0 = current }
         }
-        return HTTP2Request(
+        var http2 = HTTP2Request(
             method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
             headers: current!.converted, body: request.body
         )
+        http2.pushHeader = pushHeader
+        return http2
     }
 
     /// `base`'s converted headers with the apns-id of `headers`, when that is all that differs
@@ -179,8 +185,15 @@ final class ConnectionPool: APNSTransport {
         guard let changed else { return nil }
         var converted = base.converted
         // The authorization header, when there is one, comes first.
-        converted[changed + (base.authorization == nil ? 0 : 1)] = try HTTP2HeaderField("apns-id", headers[changed].value).checked()
+        converted[changed + (base.authorization == nil ? 0 : 1)] = try Self.field("apns-id", headers[changed].value).checked()
         return converted
+    }
+
+    /// A header as HPACK sends it. An `apns-id` is new with every push: entered in the dynamic
+    /// tables it would only push out the entries that do repeat (the provider token above all,
+    /// which then travels again in full), at both ends, so it is sent without indexing.
+    private static func field(_ name: String, _ value: String) -> HTTP2HeaderField {
+        HTTP2HeaderField(name, value, indexing: name == "apns-id" ? .neverIndexed : .indexable)
     }
 
     /// The one place an HTTP/2 failure becomes an APNs transport error. A request on a connection

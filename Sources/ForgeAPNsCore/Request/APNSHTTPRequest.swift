@@ -30,7 +30,16 @@ public struct APNSHTTPRequest: Hashable, Sendable {
         }
     }
     /// The regular headers, in the order they are sent.
-    public var headers: [APNSHeaderField]
+    public var headers: [APNSHeaderField] {
+        get {
+            guard let pushHeader = self.pushHeader else { return self.sharedHeaders }
+            return self.sharedHeaders + [pushHeader]
+        }
+        set {
+            self.sharedHeaders = newValue
+            self.pushHeader = nil
+        }
+    }
     /// The JSON body. Shared, not copied, across every request made from one prepared notification.
     public var body: [UInt8]
 
@@ -38,6 +47,10 @@ public struct APNSHTTPRequest: Hashable, Sendable {
     /// first, and building each one joins no strings.
     package private(set) var pathPrefix: String
     package private(set) var pathSuffix: String
+    /// The headers in two parts: those a bulk send's requests share (one array for them all), then
+    /// the push's own, if any (a campaign's `apns-id`), sent last.
+    package private(set) var sharedHeaders: [APNSHeaderField]
+    package private(set) var pushHeader: APNSHeaderField?
 
     /// Creates a request.
     public init(method: String = "POST", path: String, headers: [APNSHeaderField], body: [UInt8]) {
@@ -45,11 +58,15 @@ public struct APNSHTTPRequest: Hashable, Sendable {
     }
 
     /// Creates a request whose `:path` is `pathPrefix` followed by `pathSuffix`.
-    package init(method: String = "POST", pathPrefix: String, pathSuffix: String, headers: [APNSHeaderField], body: [UInt8]) {
+    package init(
+        method: String = "POST", pathPrefix: String, pathSuffix: String, headers: [APNSHeaderField], pushHeader: APNSHeaderField? = nil,
+        body: [UInt8]
+    ) {
         self.method = method
         self.pathPrefix = pathPrefix
         self.pathSuffix = pathSuffix
-        self.headers = headers
+        self.sharedHeaders = headers
+        self.pushHeader = pushHeader
         self.body = body
     }
 
@@ -66,6 +83,6 @@ public struct APNSHTTPRequest: Hashable, Sendable {
 
     /// The value of the first header called `name` (lower case), if any.
     public subscript(header name: String) -> String? {
-        self.headers.first(where: { $0.name == name })?.value
+        self.sharedHeaders.first(where: { $0.name == name })?.value ?? (self.pushHeader?.name == name ? self.pushHeader?.value : nil)
     }
 }

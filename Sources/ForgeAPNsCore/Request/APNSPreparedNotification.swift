@@ -97,14 +97,18 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     /// - Returns: a request sharing this notification's headers and body.
     public func request(to token: DeviceToken, apnsID: APNSID? = nil) -> APNSHTTPRequest {
         var headers = self.headers
+        var pushHeader: APNSHeaderField?
         if let apnsID {
             if let index = headers.firstIndex(where: { $0.name == "apns-id" }) {
                 headers[index].value = apnsID.description
             } else {
-                headers.append(APNSHeaderField("apns-id", apnsID.description))
+                // The push's own header: the shared ones stay one array for every token (no copy per push).
+                pushHeader = APNSHeaderField("apns-id", apnsID.description)
             }
         }
-        return APNSHTTPRequest(method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, body: self.body)
+        return APNSHTTPRequest(
+            method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, pushHeader: pushHeader, body: self.body
+        )
     }
 
     /// `:path` of a device push, before the token.

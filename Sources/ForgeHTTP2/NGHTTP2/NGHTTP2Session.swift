@@ -174,7 +174,8 @@ final class NGHTTP2Session {
         var byteCount = 7 + 7 + 10 + 5 + request.method.utf8.count + request.scheme.utf8.count
             + request.authority.utf8.count + request.pathPrefix.utf8.count + request.pathSuffix.utf8.count
         for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
-        let fieldCount = 4 + request.headers.count
+        if let field = request.pushHeader { byteCount += field.name.utf8.count + field.value.utf8.count }
+        let fieldCount = 4 + request.headers.count + (request.pushHeader == nil ? 0 : 1)
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
             try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: fieldCount) { nva in
                 var writer = NVWriter(storage: storage, nva: nva)
@@ -182,13 +183,8 @@ final class NGHTTP2Session {
                 try writer.add(":scheme", request.scheme, neverIndexed: false)
                 try writer.add(":authority", request.authority, neverIndexed: false)
                 try writer.addPath(request.pathPrefix, request.pathSuffix)
-                for field in request.headers {
-                    if field.isChecked {
-                        writer.addChecked(field.name, field.value, neverIndexed: field.indexing == .neverIndexed)
-                    } else {
-                        try writer.add(field.name, field.value, neverIndexed: field.indexing == .neverIndexed, checkName: true)
-                    }
-                }
+                for field in request.headers { try writer.add(field) }
+                if let field = request.pushHeader { try writer.add(field) }
                 guard let source else {
                     return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, nil, nil)
                 }
@@ -377,6 +373,15 @@ struct NVWriter {
     }
 
     /// Adds `:path` (never indexed) from two parts copied back to back.
+    /// A regular header: copied as it is when checked before, else checked on the way.
+    mutating func add(_ field: HTTP2HeaderField) throws {
+        if field.isChecked {
+            self.addChecked(field.name, field.value, neverIndexed: field.indexing == .neverIndexed)
+        } else {
+            try self.add(field.name, field.value, neverIndexed: field.indexing == .neverIndexed, checkName: true)
+        }
+    }
+
     mutating func addPath(_ prefix: String, _ suffix: String) throws {
         let nameStart = self.offset
         self.copy(":path")
