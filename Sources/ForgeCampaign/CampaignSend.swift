@@ -107,7 +107,9 @@ public final class CampaignSend: AsyncSequence, Sendable {
 
         private let owner: CampaignSend
         private var verdicts: APNSBulkSend.Iterator
-        private var pending: [Committing] = []
+        /// The verdicts to commit next, and their bulk positions.
+        private var pending: [Verdict] = []
+        private var positions: [Int] = []
         private var ready: [Verdict] = []
         private var cursor = 0
         private var finished = false
@@ -118,6 +120,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
             self.owner = owner
             self.verdicts = owner.bulk.makeAsyncIterator()
             self.pending.reserveCapacity(owner.commitBatch)
+            self.positions.reserveCapacity(owner.commitBatch)
         }
 
         public mutating func next() async throws(CampaignJournal.Failure) -> Verdict? {
@@ -137,7 +140,8 @@ public final class CampaignSend: AsyncSequence, Sendable {
                 }
                 guard let claimed = self.owner.ledger.entry(at: verdict.index) else { continue }
                 let outcome = claimed.sentBefore ? verdict.outcome.sentAgain : verdict.outcome
-                self.pending.append(Committing(position: verdict.index, verdict: Verdict(entry: claimed.entry, outcome: outcome)))
+                self.pending.append(Verdict(entry: claimed.entry, outcome: outcome))
+                self.positions.append(verdict.index)
                 if self.pending.count >= self.owner.commitBatch { try await self.commit() }
             }
         }
@@ -146,7 +150,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
         private mutating func commit() async throws(CampaignJournal.Failure) {
             guard !self.pending.isEmpty else { return }
             do {
-                try await self.owner.journal.commit(verdicts: self.pending.map { Self.journalVerdict($0.verdict) })
+                try await self.owner.journal.commit(verdicts: self.pending.map(Self.journalVerdict))
             } catch {
                 // Nothing more is delivered: a verdict not committed would be sent again, so it is not shown as final.
                 self.finished = true
@@ -154,11 +158,14 @@ public final class CampaignSend: AsyncSequence, Sendable {
                 self.owner.cancel()
                 throw error
             }
-            self.owner.ledger.remove(self.pending.map(\.position))
+            self.owner.ledger.remove(self.positions)
             self.owner.gate.advance(by: self.pending.count)
-            self.ready = self.pending.map(\.verdict)
+            // The committed verdicts become the ready ones without a copy; the buffer of those
+            // delivered before takes the next batch.
+            swap(&self.ready, &self.pending)
             self.cursor = 0
             self.pending.removeAll(keepingCapacity: true)
+            self.positions.removeAll(keepingCapacity: true)
         }
 
         /// The verdict as the journal keeps it. An acceptance at the first try, with no doubt, is
@@ -185,11 +192,6 @@ public final class CampaignSend: AsyncSequence, Sendable {
             }
             if !unread.isEmpty { try await self.owner.journal.commit(verdicts: unread) }
         }
-    }
-
-    private struct Committing {
-        var position: Int
-        var verdict: Verdict
     }
 }
 

@@ -81,7 +81,7 @@ enum JournalChunks {
         guard let first = entries.first?.index else { return }
         try db.execute(
             sql: "INSERT INTO chunk (first_idx, tokens, lines) VALUES (?, ?, ?)",
-            arguments: [first, entries.map(\.token).joined(separator: "\n"), entries.map { String($0.line) }.joined(separator: "\n")]
+            arguments: [first, entries.map(\.token).joined(separator: "\n"), Self.encode(lines: entries.map(\.line))]
         )
         let zeros = Data(count: entries.count)
         try db.execute(sql: "INSERT INTO chunk_state (first_idx, states, sends) VALUES (?, ?, ?)", arguments: [first, zeros, zeros])
@@ -91,11 +91,25 @@ enum JournalChunks {
     static func entries(first: Int, db: Database) throws -> [CampaignJournal.Entry] {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT tokens, lines FROM chunk WHERE first_idx = ?"), arguments: [first])
         else { return [] }
-        let tokens: String = row[0]
-        let lines: String = row[1]
-        return zip(Self.lines(of: tokens), Self.lines(of: lines)).enumerated().map { offset, pair in
-            CampaignJournal.Entry(index: first + offset, line: Int(pair.1) ?? 0, token: String(pair.0))
+        let tokens = Self.lines(of: row[0])
+        let lines = Self.decode(lines: row[1], count: tokens.count)
+        return zip(tokens, lines).enumerated().map { offset, pair in
+            CampaignJournal.Entry(index: first + offset, line: pair.1, token: String(pair.0))
         }
+    }
+
+    /// A chunk's line numbers: `+N` when they run on from N, one token a line (the usual file),
+    /// else each, one a line.
+    private static func encode(lines: [Int]) -> String {
+        guard let start = lines.first, lines.enumerated().allSatisfy({ $0.element == start + $0.offset }) else {
+            return lines.map(String.init).joined(separator: "\n")
+        }
+        return "+\(start)"
+    }
+
+    private static func decode(lines text: String, count: Int) -> [Int] {
+        if text.utf8.first == UInt8(ascii: "+"), let start = Int(text.dropFirst()) { return Array(start..<start + count) }
+        return Self.lines(of: text).map { Int($0) ?? 0 }
     }
 
     /// The lines of `text` (no empty last one). By hand: the generic `split` is several times slower.
