@@ -506,8 +506,8 @@ struct SendTests {
     }
 }
 
-/// CampaignSend.defaultWindow: the most tokens one crash can send twice.
-private let window = 4096
+/// The journal window these tests give (`--journal-window`): the most tokens one crash can send twice.
+private let window = 2048
 
 /// What a process killed with SIGKILL printed, without a last line it had not finished.
 private func completeLines(_ text: String) -> String {
@@ -530,7 +530,7 @@ struct JournalTests {
         defer { folder.remove() }
         let recordFile = folder.url.appendingPathComponent("accepted.ndjson").path
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet", "--latency", "20ms", "--record", recordFile])
-        let command = ["send", "--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca] + credentials
+        let command = ["send", "--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca, "--journal-window", String(window)] + credentials
             + ["--topic", bundle, "--tokens-file", tokensFile, "--payload", alertPayload, "--journal", journal, "--json"]
 
         // The first run is killed once it has printed (so committed) some verdicts: no sleeps.
