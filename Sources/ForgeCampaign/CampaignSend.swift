@@ -190,11 +190,19 @@ public final class CampaignSend: AsyncSequence, Sendable {
                 self.failure = failure
                 return
             }
-            let unread = self.owner.ledger.drain().map {
-                CampaignJournal.Verdict(index: $0.entry.index, outcome: .notSent, reason: "stopped before sending")
+            // Every token handed out gets one verdict: these are delivered too, once committed.
+            let unread = self.owner.ledger.drain().map { claimed in
+                Verdict(entry: claimed.entry, outcome: .notSent(APNSError(kind: .cancelled, detail: Self.unreadReason)))
             }
-            if !unread.isEmpty { try await self.owner.journal.commit(verdicts: unread) }
+            guard !unread.isEmpty else { return }
+            try await self.owner.journal.commit(
+                verdicts: unread.map { CampaignJournal.Verdict(index: $0.entry.index, outcome: .notSent, reason: Self.unreadReason) }
+            )
+            // After the last batch's verdicts, which the commit above made ready.
+            self.ready += unread
         }
+
+        private static let unreadReason = "stopped before sending"
     }
 }
 

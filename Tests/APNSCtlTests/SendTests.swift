@@ -593,6 +593,14 @@ struct JournalTests {
         )
         _ = server.stop()
         #expect(sent.exitCode == 69, "\(sent.stderr)")
+        // Every token the run took from the journal has one printed verdict, and the summary counts
+        // them; the journal says how many have no final verdict for the next run.
+        let printed = try objects(sent.stdout)
+        let verdicts = printed.dropLast()
+        let printedTokens = verdicts.compactMap { $0["token"] as? String }
+        #expect(!verdicts.isEmpty && Set(printedTokens).count == verdicts.count && printed.last?["total"] as? Int == verdicts.count,
+                "\(verdicts.count) verdicts, summary \(printed.last ?? [:])")
+        #expect(sent.stderr.contains("journal: \(all.count) of \(all.count) tokens have no final verdict; run the same command again"), "\(sent.stderr)")
         let report = try CommandRunner.run(["campaign", "report", "--journal", journal, "--json"])
         let lines = try objects(report.stdout)
         #expect(lines.count == all.count + 1)

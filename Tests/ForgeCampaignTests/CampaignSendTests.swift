@@ -160,6 +160,47 @@ struct CampaignSendTests {
         #expect(delivered.allSatisfy { rows[$0.entry.index].state == "accepted" })
     }
 
+    @Test("Stopped mid-send: every token handed out gets exactly one verdict (those never read: not_sent, committed); the next send sends the rest, once")
+    func stoppedMidSend() async throws {
+        let (folder, path, journal) = try await newCampaign(3000)
+        defer { folder.remove() }
+        let loopback = try Loopback()
+        let (first, rows, second) = try await withAPNSClient(configuration: loopback.configuration) { client in
+            let send = try journal.send(try alert(), client: client, window: 1024)
+            var first: [CampaignSend.Verdict] = []
+            for try await verdict in send {
+                first.append(verdict)
+                if first.count == 300 { send.stop() }
+            }
+            let rows = try await journal.report()
+            let second = try await collect(try CampaignJournal.open(path: path).send(try alert(), client: client))
+            return (first, rows, second)
+        }
+        func isAccepted(_ verdict: CampaignSend.Verdict) -> Bool { if case .accepted = verdict.outcome { true } else { false } }
+        let delivered = first.map(\.entry.index)
+        #expect(Set(delivered).count == delivered.count && delivered.count >= 300 && delivered.count < 3000, "\(delivered.count) verdicts")
+        #expect(first.allSatisfy { verdict in
+            if case .notSent = verdict.outcome { true } else { isAccepted(verdict) }
+        })
+        // Each handed-out token's verdict is the journal's; a token never handed out is untouched.
+        let byIndex = Dictionary(uniqueKeysWithValues: first.map { ($0.entry.index, $0) })
+        for row in rows {
+            if let verdict = byIndex[row.index] {
+                #expect(row.state == (isAccepted(verdict) ? "accepted" : "not_sent") && row.sends == (isAccepted(verdict) ? 1 : 0), "index \(row.index)")
+            } else {
+                // Never handed out: no send taken back, no reason (a token read from the journal and
+                // not delivered would show "stopped before sending" here).
+                #expect(row.state == "not_sent" && row.sends == 0 && row.reason == nil, "index \(row.index): \(row.state) \(row.sends) \(row.reason ?? "")")
+            }
+        }
+        // The next send takes exactly the rest; the server saw every token once.
+        let acceptedFirst = Set(first.filter(isAccepted).map(\.entry.index))
+        #expect(second.map(\.entry.index).sorted() == (0..<3000).filter { !acceptedFirst.contains($0) })
+        #expect(second.allSatisfy { isAccepted($0) && !$0.mayHaveBeenDelivered })
+        #expect(loopback.server.accepted.count == 3000 && Set(loopback.server.accepted.map(\.token)).count == 3000)
+        await loopback.server.shutdown()
+    }
+
     @Test("A window out of range is refused, naming the range")
     func windowRange() async throws {
         let (folder, _, journal) = try await newCampaign(1)

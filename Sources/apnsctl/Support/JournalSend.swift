@@ -115,6 +115,13 @@ struct JournalCampaign {
             return CLIExit.ioError
         }
         if send.summary?.stoppedReading == true { sink.markInputStopped() }
+        // Stopped early (Ctrl-C, an unreachable endpoint) or tokens without a final verdict (failed):
+        // say what the journal holds for the next run; the verdicts printed cover only this run's tokens.
+        if let progress = try? await self.journal.progress(), progress.remaining > 0 {
+            Output.diagnostic(
+                "journal: \(progress.remaining) of \(progress.total) tokens have no final verdict; run the same command again to send them"
+            )
+        }
         return nil
     }
 }
