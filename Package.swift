@@ -255,7 +255,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(
             name: "ForgeAPNsCoreTests",
-            dependencies: ["ForgeAPNsCore"],
+            dependencies: ["ForgeAPNsCore", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import ForgeAPNsCore
+import ForgeTestSupport
 import Foundation
 import Testing
 
@@ -13,21 +14,6 @@ import Testing
 // `JSONEncoderEquivalenceTests` checks the encoder on hand-picked values; this suite checks whole
 // notifications on generated ones. The generator is seeded, so a failure names its seed and case
 // and replays exactly.
-
-/// SplitMix64 (Steele, Lea and Flood, 2014): a small, fast, seedable generator.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Generated values that stress a JSON writer.
 struct PayloadGenerator {

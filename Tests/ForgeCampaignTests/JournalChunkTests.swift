@@ -19,18 +19,6 @@ struct JournalChunkTests {
         var apnsID: String?
     }
 
-    /// A reproducible generator (SplitMix64), so a failure can be replayed.
-    private struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("3 chunks and a short one (3100 tokens), 40 rounds of marks and verdicts: the report, the progress and every page match the model")
     func randomRounds() async throws {
         let (folder, path) = try journalPath()
@@ -39,7 +27,7 @@ struct JournalChunkTests {
         let journal = try CampaignJournal.open(path: path)
         try await journal.register(entries(count), fingerprint: fingerprint)
         var model = [ModelRow](repeating: ModelRow(), count: count)
-        var random = SplitMix(state: 0x5EED)
+        var random = SplitMix64(seed: 0x5EED)
         for _ in 0..<40 {
             // A run of marks around a chunk boundary or anywhere, then verdicts for most of them.
             let start = [1000, 2040, 3070, Int.random(in: 0..<count, using: &random)].randomElement(using: &random)!
