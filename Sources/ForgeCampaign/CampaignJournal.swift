@@ -447,6 +447,7 @@ public final class CampaignJournal: Sendable {
         try await self.reading("reading tokens") { db in
             guard first >= 0, let state = try JournalChunks.state(of: first, db: db) else { return [] }
             let entries = try JournalChunks.entries(first: state.first, db: db)
+            guard first - state.first < entries.count else { return [] }
             let details = try JournalChunks.details(from: first, through: state.first + entries.count - 1, db: db)
             return entries[(first - state.first)...].map { entry in
                 let offset = entry.index - state.first

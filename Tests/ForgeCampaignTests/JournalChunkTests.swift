@@ -102,7 +102,7 @@ struct JournalChunkTests {
             #expect(page.first?.index == first && page.last?.index == min(count, (first / 1024 + 1) * 1024) - 1)
             #expect(page == Array(rows[first...page.last!.index]))
         }
-        #expect(try await journal.rows(from: count).isEmpty)
+        for past in [count, count + 1, 3071 + 1024, -1] { #expect(try await journal.rows(from: past).isEmpty) }
     }
 
     @Test("Tokens registered out of order are refused, naming the index")
