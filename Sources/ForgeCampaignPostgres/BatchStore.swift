@@ -26,19 +26,35 @@ struct BatchStore: Sendable {
         self.renewal = renewal
         self.owner = owner
         self.lease = lease
-        self.ownPrefix = APNSID(campaign: campaign.uuid, index: 0).description.dropLast(12)
+        self.ownPrefix = Array(APNSID(campaign: campaign.uuid, index: 0).description.utf8.dropLast(12))
     }
 
-    /// Whether `id` is the campaign's own `apns-id` for `index`, which the report derives.
+    /// Whether `id` is the campaign's own `apns-id` for `index`, which the report derives: compared
+    /// byte by byte, in either case (a verdict each; no lower-cased copy, no substring).
     private func isCampaignsOwn(_ id: String, index: Int) -> Bool {
-        let id = id.lowercased()
-        guard id.utf8.count == 36, id.hasPrefix(self.ownPrefix) else { return false }
-        return Int(id.dropFirst(24), radix: 16) == index
+        var id = id
+        return id.withUTF8 { bytes in
+            guard bytes.count == 36 else { return false }
+            var value = 0
+            for (position, byte) in bytes.enumerated() {
+                let lower = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+                if position < self.ownPrefix.count {
+                    guard lower == self.ownPrefix[position] else { return false }
+                    continue
+                }
+                switch lower {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | Int(lower - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | Int(lower - UInt8(ascii: "a") + 10)
+                default: return false
+                }
+            }
+            return value == index
+        }
     }
 
     private var id: Int { self.campaign.id }
-    /// The campaign's `apns-id`s but their last 12 hex digits (the index; ``APNSID/init(campaign:index:)``).
-    private let ownPrefix: Substring
+    /// The campaign's `apns-id`s but their last 12 hex digits (the index; ``APNSID/init(campaign:index:)``), lower case.
+    private let ownPrefix: [UInt8]
     private var logger: Logger { self.campaign.logger }
     private var leaseSeconds: Double { Double(self.lease.components.seconds) + Double(self.lease.components.attoseconds) / 1e18 }
 
@@ -102,10 +118,17 @@ struct BatchStore: Sendable {
         "lease AS (SELECT 1 FROM campaign_batches WHERE campaign = \(self.id) AND batch = \(claim.batch) AND lease_epoch = \(claim.epoch) FOR SHARE)"
     }
 
-    /// Commits `indices` as `sending` (one more send each) before the sender gets them; a token
-    /// sent before is flagged `may_have_been_delivered`. One row comes back, not one a token.
-    /// - Returns: each token's sends after this one, in the order of `indices`; nil when the lease is lost.
-    func mark(_ indices: [Int], claim: Claim) async throws -> [Int]? {
+    /// Commits `entries` (consecutive ones of `claim`) as `sending` (one more send each) before the
+    /// sender gets them; a token sent before is flagged `may_have_been_delivered`. The rows are
+    /// found by their index range, one scan of the key, not a lookup a token: the claim's entries
+    /// are every token of the batch without a final verdict, in index order, so the range's tokens
+    /// without one are exactly `entries`. One row comes back, not one a token.
+    /// - Returns: each token's sends after this one, in the order of `entries`; nil when the lease is lost.
+    func mark(_ entries: ArraySlice<CampaignJournal.Entry>, claim: Claim) async throws -> [Int]? {
+        guard let first = entries.first?.index, let last = entries.last?.index else { return [] }
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(first)
+        binds.append(last)
         let rows = try await self.connection.query(
             PostgresQuery(
                 unsafeSQL: """
@@ -113,7 +136,7 @@ struct BatchStore: Sendable {
                     marked AS (
                         UPDATE campaign_tokens AS t
                         SET state = 'sending', sends = t.sends + 1, may_have_been_delivered = t.may_have_been_delivered OR t.sends >= 1
-                        WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.state NOT IN ('accepted', 'rejected')
+                        WHERE t.campaign = \(self.id) AND t.idx >= $1 AND t.idx <= $2 AND t.state NOT IN ('accepted', 'rejected')
                             AND EXISTS (SELECT 1 FROM lease)
                         RETURNING t.idx, t.sends
                     )
@@ -121,14 +144,14 @@ struct BatchStore: Sendable {
                         coalesce(array_agg(sends) FILTER (WHERE sends > 1), '{}')
                     FROM marked
                     """,
-                binds: Self.binds(indices)
+                binds: binds
             ),
             logger: self.logger
         )
-        for try await (count, again, sends) in rows.decode((Int, [Int], [Int]).self) where count == indices.count {
+        for try await (count, again, sends) in rows.decode((Int, [Int], [Int]).self) where count == entries.count {
             // Sent once (this time) but for the few sent before.
             let before = Dictionary(zip(again, sends)) { first, _ in first }
-            return indices.map { before[$0] ?? 1 }
+            return entries.map { before[$0.index] ?? 1 }
         }
         return nil
     }
@@ -242,11 +265,6 @@ struct BatchStore: Sendable {
         return remaining
     }
 
-    private static func binds(_ indices: [Int]) -> PostgresBindings {
-        var binds = PostgresBindings(capacity: 1)
-        binds.append(indices)
-        return binds
-    }
 }
 
 /// The claim's tokens as the bulk reads them: each chunk committed `sending` first, none handed
@@ -272,7 +290,7 @@ struct BatchFeed: AsyncSequence, Sendable {
                 let end = Swift.min(self.position + PostgresCampaignWorker.markChunk, entries.count)
                 await self.feed.gate.wait(untilCommitted: end - PostgresCampaignWorker.window)
                 guard self.feed.lease.isValid, !self.feed.isStopped() else { return nil }
-                guard let sends = try await self.feed.store.mark(entries[self.position..<end].map(\.index), claim: self.feed.claim) else {
+                guard let sends = try await self.feed.store.mark(entries[self.position..<end], claim: self.feed.claim) else {
                     self.feed.lease.lose()
                     return nil
                 }
