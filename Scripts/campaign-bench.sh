@@ -76,11 +76,17 @@ created=$(date +%s.%N)
 # CPU seconds (user + system) so far of a process and its children that were waited for (a
 # backend's go to the postmaster), of the cluster's processes, and of this script's children.
 cpu() { awk '{ printf "%.2f", ($14 + $15 + $16 + $17) / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"; }
+# This cluster's: the postmaster's children, then the postmaster (with the children it reaped).
+postmaster=$(head -1 "$folder/data/postmaster.pid")
 postgres_cpu() {
-    for p in $(pgrep -f "^$bin/postgres|^postgres:" -u postgres 2>/dev/null || pgrep -f "^$bin/postgres|^postgres:"); do cpu "$p"; echo; done |
-        awk '{ s += $1 } END { printf "%.2f", s }'
+    for p in $(pgrep -P "$postmaster") "$postmaster"; do cpu "$p" 2>/dev/null && echo; done | awk '{ s += $1 } END { printf "%.2f", s }'
+}
+# Once no client is connected: a backend that exits between pgrep and its read would be missed.
+wait_for_backends() {
+    for _ in $(seq 1 200); do pgrep -P "$postmaster" -f "^postgres: forge " >/dev/null || return 0; sleep 0.05; done
 }
 # The send's share: what the create (COPY, ANALYZE) and the tokens file cost is taken off.
+wait_for_backends
 postgres_before=$(postgres_cpu) serve_before=$(cpu "$serve_pid") script_before=$(cpu $$)
 
 pids=()
@@ -94,6 +100,7 @@ for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 finished=$(date +%s.%N)
 [ $failed = 0 ] || { echo "a worker failed:" >&2; cat "$folder"/w*.err >&2; exit 1; }
 
+wait_for_backends
 serve_cpu=$(awk "BEGIN { printf \"%.2f\", $(cpu "$serve_pid") - $serve_before }")
 postgres_cpu=$(awk "BEGIN { printf \"%.2f\", $(postgres_cpu) - $postgres_before }")
 workers_cpu=$(awk "BEGIN { printf \"%.2f\", $(cpu $$) - $script_before }")
