@@ -222,7 +222,6 @@ struct BatchStore: Sendable {
         for try await count in rows.decode(Int.self) { remaining = count }
         return remaining
     }
-
 }
 
 /// A statement that writes to a claimed batch, prepared once a connection (parsed, and planned
