@@ -6,7 +6,8 @@
 #   Scripts/campaign-bench.sh [--workers 4] [--tokens 1000000] [--batch-size 2048] [--latency 0ms] [--apnsctl PATH]
 #
 # Prints the create (COPY) time, the send rate (tokens / wall time from the first worker's start to
-# the last one's exit), the database's growth per million tokens, and checks that every token has
+# the last one's exit), the CPU the workers, `apnsctl serve` and PostgreSQL spent on the send (in
+# all and per token), the database's growth per million tokens, and checks that every token has
 # exactly one accepted verdict. Needs a release apnsctl (`swift build -c release --product apnsctl`)
 # and Debian's postgresql (`make deps`); as root, PostgreSQL runs as the user postgres.
 set -euo pipefail
@@ -72,6 +73,22 @@ started=$(date +%s.%N)
     --topic com.example.forgepush --batch-size "$batch"
 created=$(date +%s.%N)
 
+# CPU seconds (user + system) so far of a process and its children that were waited for (a
+# backend's go to the postmaster), of the cluster's processes, and of this script's children.
+cpu() { awk '{ printf "%.2f", ($14 + $15 + $16 + $17) / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"; }
+# This cluster's: the postmaster's children, then the postmaster (with the children it reaped).
+postmaster=$(head -1 "$folder/data/postmaster.pid")
+postgres_cpu() {
+    for p in $(pgrep -P "$postmaster") "$postmaster"; do cpu "$p" 2>/dev/null && echo; done | awk '{ s += $1 } END { printf "%.2f", s }'
+}
+# Once no client is connected: a backend that exits between pgrep and its read would be missed.
+wait_for_backends() {
+    for _ in $(seq 1 200); do pgrep -P "$postmaster" -f "^postgres: forge " >/dev/null || return 0; sleep 0.05; done
+}
+# The send's share: what the create (COPY, ANALYZE) and the tokens file cost is taken off.
+wait_for_backends
+postgres_before=$(postgres_cpu) serve_before=$(cpu "$serve_pid") script_before=$(cpu $$)
+
 pids=()
 for n in $(seq 1 "$workers"); do
     ${WORKER_PREFIX:-} "$apnsctl" campaign work --postgres "$url" --name bench --url "https://127.0.0.1:$port" --insecure-loopback \
@@ -83,12 +100,13 @@ for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 finished=$(date +%s.%N)
 [ $failed = 0 ] || { echo "a worker failed:" >&2; cat "$folder"/w*.err >&2; exit 1; }
 
-# CPU seconds (user + system) so far of a process and its children that were waited for, and of the cluster's processes.
-cpu() { awk '{ printf "%.2f", ($14 + $15 + $16 + $17) / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"; }
-serve_cpu=$(cpu "$serve_pid")
-postgres_cpu=$(for p in $(pgrep -f "^$bin/postgres|^postgres:" -u postgres 2>/dev/null || pgrep -f "^$bin/postgres|^postgres:"); do cpu "$p"; echo; done | awk '{ s += $1 } END { printf "%.2f", s }')
-workers_cpu=$(awk '{ printf "%.2f", ($14 + $15 + $16 + $17) / '"$(getconf CLK_TCK)"' }' /proc/$$/stat)
-echo "cpu seconds: workers $workers_cpu, apnsctl serve $serve_cpu, postgres $postgres_cpu (the machine: $(nproc) cores)"
+wait_for_backends
+serve_cpu=$(awk "BEGIN { printf \"%.2f\", $(cpu "$serve_pid") - $serve_before }")
+postgres_cpu=$(awk "BEGIN { printf \"%.2f\", $(postgres_cpu) - $postgres_before }")
+workers_cpu=$(awk "BEGIN { printf \"%.2f\", $(cpu $$) - $script_before }")
+per_token() { awk "BEGIN { printf \"%.1f\", $1 * 1e6 / $tokens }"; }
+echo "send cpu seconds: workers $workers_cpu, apnsctl serve $serve_cpu, postgres $postgres_cpu (the machine: $(nproc) cores);" \
+    "per token: workers $(per_token "$workers_cpu"), serve $(per_token "$serve_cpu"), postgres $(per_token "$postgres_cpu") µs"
 counts=$(psql "SELECT count(*), count(*) FILTER (WHERE state = 'accepted'), count(*) FILTER (WHERE may_have_been_delivered) FROM campaign_tokens")
 after=$(psql "SELECT pg_database_size(current_database())")
 tables=$(psql "SELECT pg_total_relation_size('campaign_tokens') + pg_total_relation_size('campaign_batches')")

@@ -26,19 +26,35 @@ struct BatchStore: Sendable {
         self.renewal = renewal
         self.owner = owner
         self.lease = lease
-        self.ownPrefix = APNSID(campaign: campaign.uuid, index: 0).description.dropLast(12)
+        self.ownPrefix = Array(APNSID(campaign: campaign.uuid, index: 0).description.utf8.dropLast(12))
     }
 
-    /// Whether `id` is the campaign's own `apns-id` for `index`, which the report derives.
+    /// Whether `id` is the campaign's own `apns-id` for `index`, which the report derives: compared
+    /// byte by byte, in either case (a verdict each; no lower-cased copy, no substring).
     private func isCampaignsOwn(_ id: String, index: Int) -> Bool {
-        let id = id.lowercased()
-        guard id.utf8.count == 36, id.hasPrefix(self.ownPrefix) else { return false }
-        return Int(id.dropFirst(24), radix: 16) == index
+        var id = id
+        return id.withUTF8 { bytes in
+            guard bytes.count == 36 else { return false }
+            var value = 0
+            for (position, byte) in bytes.enumerated() {
+                let lower = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+                if position < self.ownPrefix.count {
+                    guard lower == self.ownPrefix[position] else { return false }
+                    continue
+                }
+                switch lower {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | Int(lower - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | Int(lower - UInt8(ascii: "a") + 10)
+                default: return false
+                }
+            }
+            return value == index
+        }
     }
 
     private var id: Int { self.campaign.id }
-    /// The campaign's `apns-id`s but their last 12 hex digits (the index; ``APNSID/init(campaign:index:)``).
-    private let ownPrefix: Substring
+    /// The campaign's `apns-id`s but their last 12 hex digits (the index; ``APNSID/init(campaign:index:)``), lower case.
+    private let ownPrefix: [UInt8]
     private var logger: Logger { self.campaign.logger }
     private var leaseSeconds: Double { Double(self.lease.components.seconds) + Double(self.lease.components.attoseconds) / 1e18 }
 
@@ -96,39 +112,31 @@ struct BatchStore: Sendable {
         return nil
     }
 
-    /// The lease of `claim`, held only while its epoch is still this worker's (the `FOR SHARE`
-    /// lock keeps a claimer from bumping it until the statement's transaction ends).
-    private func fence(_ claim: Claim) -> String {
-        "lease AS (SELECT 1 FROM campaign_batches WHERE campaign = \(self.id) AND batch = \(claim.batch) AND lease_epoch = \(claim.epoch) FOR SHARE)"
+    /// The binds of a ``FencedStatement`` (`$1` campaign, `$2` batch, `$3` epoch), room for `more`.
+    private func fenced(_ claim: Claim, more: Int) -> PostgresBindings {
+        var binds = PostgresBindings(capacity: 3 + more)
+        binds.append(self.id)
+        binds.append(claim.batch)
+        binds.append(claim.epoch)
+        return binds
     }
 
-    /// Commits `indices` as `sending` (one more send each) before the sender gets them; a token
-    /// sent before is flagged `may_have_been_delivered`. One row comes back, not one a token.
-    /// - Returns: each token's sends after this one, in the order of `indices`; nil when the lease is lost.
-    func mark(_ indices: [Int], claim: Claim) async throws -> [Int]? {
-        let rows = try await self.connection.query(
-            PostgresQuery(
-                unsafeSQL: """
-                    WITH \(self.fence(claim)),
-                    marked AS (
-                        UPDATE campaign_tokens AS t
-                        SET state = 'sending', sends = t.sends + 1, may_have_been_delivered = t.may_have_been_delivered OR t.sends >= 1
-                        WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.state NOT IN ('accepted', 'rejected')
-                            AND EXISTS (SELECT 1 FROM lease)
-                        RETURNING t.idx, t.sends
-                    )
-                    SELECT count(*), coalesce(array_agg(idx) FILTER (WHERE sends > 1), '{}'),
-                        coalesce(array_agg(sends) FILTER (WHERE sends > 1), '{}')
-                    FROM marked
-                    """,
-                binds: Self.binds(indices)
-            ),
-            logger: self.logger
-        )
-        for try await (count, again, sends) in rows.decode((Int, [Int], [Int]).self) where count == indices.count {
+    /// Commits `entries` (consecutive ones of `claim`) as `sending` (one more send each) before the
+    /// sender gets them; a token sent before is flagged `may_have_been_delivered`. The rows are
+    /// found by their index range, one scan of the key, not a lookup a token: the claim's entries
+    /// are every token of the batch without a final verdict, in index order, so the range's tokens
+    /// without one are exactly `entries`. One row comes back, not one a token.
+    /// - Returns: each token's sends after this one, in the order of `entries`; nil when the lease is lost.
+    func mark(_ entries: ArraySlice<CampaignJournal.Entry>, claim: Claim) async throws -> [Int]? {
+        guard let first = entries.first?.index, let last = entries.last?.index else { return [] }
+        var binds = self.fenced(claim, more: 2)
+        binds.append(first)
+        binds.append(last)
+        for try await (count, again, sends) in try await self.connection.execute(Mark(bindings: binds), logger: self.logger)
+        where count == entries.count {
             // Sent once (this time) but for the few sent before.
             let before = Dictionary(zip(again, sends)) { first, _ in first }
-            return indices.map { before[$0] ?? 1 }
+            return entries.map { before[$0.index] ?? 1 }
         }
         return nil
     }
@@ -141,7 +149,7 @@ struct BatchStore: Sendable {
     /// - Returns: the indices of the tokens flagged `may_have_been_delivered` after the commit (one
     /// row comes back, not one a token); nil when the lease is lost.
     func commit(_ verdicts: [CampaignJournal.Verdict], claim: Claim) async throws -> Set<Int>? {
-        var binds = PostgresBindings(capacity: 7)
+        var binds = self.fenced(claim, more: 7)
         binds.append(verdicts.map(\.index))
         binds.append(verdicts.map(\.outcome.rawValue))
         binds.append(verdicts.map { Int32($0.status ?? 0) })
@@ -152,35 +160,8 @@ struct BatchStore: Sendable {
         })
         binds.append(verdicts.map { Int32($0.attempts) })
         binds.append(verdicts.map(\.mayHaveBeenDelivered))
-        let rows = try await self.connection.query(
-            PostgresQuery(
-                unsafeSQL: """
-                    WITH \(self.fence(claim)),
-                    v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bool[])
-                        AS v(idx, state, status, reason, apns_id, attempts, flagged)),
-                    noted AS (
-                        UPDATE campaign_batches SET commit_xid = pg_current_xact_id()::text::bigint
-                        WHERE campaign = \(self.id) AND batch = \(claim.batch) AND EXISTS (SELECT 1 FROM lease)
-                    ),
-                    committed AS (
-                        UPDATE campaign_tokens AS t
-                        SET state = v.state, status = nullif(v.status, 0), reason = nullif(v.reason, ''),
-                            apns_id = CASE WHEN v.state = 'not_sent' THEN t.apns_id ELSE nullif(v.apns_id, '') END,
-                            attempts = t.attempts + v.attempts,
-                            sends = CASE WHEN v.state = 'not_sent' THEN greatest(t.sends - 1, 0) ELSE t.sends END,
-                            may_have_been_delivered = t.may_have_been_delivered OR v.flagged,
-                            commit_xid = pg_current_xact_id()::text::bigint
-                        FROM v
-                        WHERE t.campaign = \(self.id) AND t.idx = ANY($1::bigint[]) AND t.idx = v.idx AND EXISTS (SELECT 1 FROM lease)
-                        RETURNING t.idx, t.may_have_been_delivered
-                    )
-                    SELECT count(*), coalesce(array_agg(idx) FILTER (WHERE may_have_been_delivered), '{}') FROM committed
-                    """,
-                binds: binds
-            ),
-            logger: self.logger
-        )
-        for try await (count, flagged) in rows.decode((Int, [Int]).self) where count == verdicts.count {
+        for try await (count, flagged) in try await self.connection.execute(Commit(bindings: binds), logger: self.logger)
+        where count == verdicts.count {
             return Set(flagged)
         }
         return nil
@@ -241,11 +222,77 @@ struct BatchStore: Sendable {
         for try await count in rows.decode(Int.self) { remaining = count }
         return remaining
     }
+}
 
-    private static func binds(_ indices: [Int]) -> PostgresBindings {
-        var binds = PostgresBindings(capacity: 1)
-        binds.append(indices)
-        return binds
+/// A statement that writes to a claimed batch, prepared once a connection (parsed, and planned
+/// as PostgreSQL's plan cache decides, once rather than each chunk), fenced by the claim's epoch:
+/// `lease` is the batch's row, held (`FOR SHARE`: a claimer cannot bump the epoch until the
+/// statement's transaction ends) only while `$3` is still its epoch. Each has a `name` of its own,
+/// short: PostgreSQL cuts names at 63 bytes, and the default (the type's full name) is longer.
+private protocol FencedStatement: PostgresPreparedStatement {
+    var bindings: PostgresBindings { get }
+}
+
+extension FencedStatement {
+    static var lease: String {
+        "lease AS (SELECT 1 FROM campaign_batches WHERE campaign = $1 AND batch = $2 AND lease_epoch = $3 FOR SHARE)"
+    }
+
+    func makeBindings() -> PostgresBindings { self.bindings }
+}
+
+extension BatchStore {
+    /// ``mark(_:claim:)``: `$4 ... $5` the range of indices.
+    private struct Mark: FencedStatement {
+        typealias Row = (Int, [Int], [Int])
+        static let name = "forge_campaign_mark_1"
+        static let sql = """
+            WITH \(Self.lease),
+            marked AS (
+                UPDATE campaign_tokens AS t
+                SET state = 'sending', sends = t.sends + 1, may_have_been_delivered = t.may_have_been_delivered OR t.sends >= 1
+                WHERE t.campaign = $1 AND t.idx >= $4 AND t.idx <= $5 AND t.state NOT IN ('accepted', 'rejected')
+                    AND EXISTS (SELECT 1 FROM lease)
+                RETURNING t.idx, t.sends
+            )
+            SELECT count(*), coalesce(array_agg(idx) FILTER (WHERE sends > 1), '{}'),
+                coalesce(array_agg(sends) FILTER (WHERE sends > 1), '{}')
+            FROM marked
+            """
+        let bindings: PostgresBindings
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// ``commit(_:claim:)``: `$4 ... $10` the verdicts, a column an array.
+    private struct Commit: FencedStatement {
+        typealias Row = (Int, [Int])
+        static let name = "forge_campaign_commit_1"
+        static let sql = """
+            WITH \(Self.lease),
+            v AS (SELECT * FROM unnest($4::bigint[], $5::text[], $6::int[], $7::text[], $8::text[], $9::int[], $10::bool[])
+                AS v(idx, state, status, reason, apns_id, attempts, flagged)),
+            noted AS (
+                UPDATE campaign_batches SET commit_xid = pg_current_xact_id()::text::bigint
+                WHERE campaign = $1 AND batch = $2 AND EXISTS (SELECT 1 FROM lease)
+            ),
+            committed AS (
+                UPDATE campaign_tokens AS t
+                SET state = v.state, status = nullif(v.status, 0), reason = nullif(v.reason, ''),
+                    apns_id = CASE WHEN v.state = 'not_sent' THEN t.apns_id ELSE nullif(v.apns_id, '') END,
+                    attempts = t.attempts + v.attempts,
+                    sends = CASE WHEN v.state = 'not_sent' THEN greatest(t.sends - 1, 0) ELSE t.sends END,
+                    may_have_been_delivered = t.may_have_been_delivered OR v.flagged,
+                    commit_xid = pg_current_xact_id()::text::bigint
+                FROM v
+                WHERE t.campaign = $1 AND t.idx = ANY($4::bigint[]) AND t.idx = v.idx AND EXISTS (SELECT 1 FROM lease)
+                RETURNING t.idx, t.may_have_been_delivered
+            )
+            SELECT count(*), coalesce(array_agg(idx) FILTER (WHERE may_have_been_delivered), '{}') FROM committed
+            """
+        let bindings: PostgresBindings
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 }
 
@@ -272,7 +319,7 @@ struct BatchFeed: AsyncSequence, Sendable {
                 let end = Swift.min(self.position + PostgresCampaignWorker.markChunk, entries.count)
                 await self.feed.gate.wait(untilCommitted: end - PostgresCampaignWorker.window)
                 guard self.feed.lease.isValid, !self.feed.isStopped() else { return nil }
-                guard let sends = try await self.feed.store.mark(entries[self.position..<end].map(\.index), claim: self.feed.claim) else {
+                guard let sends = try await self.feed.store.mark(entries[self.position..<end], claim: self.feed.claim) else {
                     self.feed.lease.lose()
                     return nil
                 }
