@@ -26,35 +26,13 @@ struct BatchStore: Sendable {
         self.renewal = renewal
         self.owner = owner
         self.lease = lease
-        self.ownPrefix = Array(APNSID(campaign: campaign.uuid, index: 0).description.utf8.dropLast(12))
     }
 
-    /// Whether `id` is the campaign's own `apns-id` for `index`, which the report derives: compared
-    /// byte by byte, in either case (a verdict each; no lower-cased copy, no substring).
-    private func isCampaignsOwn(_ id: String, index: Int) -> Bool {
-        var id = id
-        return id.withUTF8 { bytes in
-            guard bytes.count == 36 else { return false }
-            var value = 0
-            for (position, byte) in bytes.enumerated() {
-                let lower = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-                if position < self.ownPrefix.count {
-                    guard lower == self.ownPrefix[position] else { return false }
-                    continue
-                }
-                switch lower {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | Int(lower - UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | Int(lower - UInt8(ascii: "a") + 10)
-                default: return false
-                }
-            }
-            return value == index
-        }
-    }
+    /// Whether `id` is the campaign's own `apns-id` for `index`, which the report derives (compared
+    /// as bytes, in either case: a verdict each).
+    private func isCampaignsOwn(_ id: String, index: Int) -> Bool { APNSID(campaign: self.campaign.uuid, index: index).matches(id) }
 
     private var id: Int { self.campaign.id }
-    /// The campaign's `apns-id`s but their last 12 hex digits (the index; ``APNSID/init(campaign:index:)``), lower case.
-    private let ownPrefix: [UInt8]
     private var logger: Logger { self.campaign.logger }
     private var leaseSeconds: Double { Double(self.lease.components.seconds) + Double(self.lease.components.attoseconds) / 1e18 }
 
