@@ -118,6 +118,8 @@ public final class CampaignSend: AsyncSequence, Sendable {
         private var finished = false
         /// Reading the journal failed: thrown once the verdicts committed before it are delivered.
         private var failure: CampaignJournal.Failure?
+        /// A verdict other than accepted or rejected was seen (and committed at once).
+        private var failureSeen = false
 
         fileprivate init(owner: CampaignSend) {
             self.owner = owner
@@ -145,7 +147,12 @@ public final class CampaignSend: AsyncSequence, Sendable {
                 let outcome = claimed.sentBefore ? verdict.outcome.sentAgain : verdict.outcome
                 self.pending.append(Verdict(entry: claimed.entry, outcome: outcome))
                 self.positions.append(verdict.index)
-                if self.pending.count >= self.owner.commitBatch { try await self.commit() }
+                // The first push that did not get through is committed (so delivered) at once, not
+                // after a full batch: a caller that stops on an unreachable endpoint hears of it
+                // after one failure, not after a batch of them.
+                let firstFailure = !self.failureSeen && outcome.failure != nil
+                if firstFailure { self.failureSeen = true }
+                if firstFailure || self.pending.count >= self.owner.commitBatch { try await self.commit() }
             }
         }
 
