@@ -342,7 +342,7 @@ public final class CampaignJournal: Sendable {
     /// gets them: a token sent a second time is marked `may_have_been_delivered`.
     public func markSending(_ indices: [Int]) async throws(Failure) {
         try await self.writing("marking tokens as sending") { db in
-            try JournalChunks.updateStates(of: indices.sorted(), index: { $0 }, db: db) { state, offset, _ in
+            try JournalChunks.updateStates(of: indices, index: { $0 }, db: db) { state, offset, _ in
                 _ = state.markSending(at: offset)
             }
         }
@@ -393,7 +393,7 @@ public final class CampaignJournal: Sendable {
         let campaign = self.campaign
         try await self.writing("committing \(verdicts.count) verdicts") { db in
             let detailed = try JournalChunks.detailed(from: lower, through: upper, db: db)
-            try JournalChunks.updateStates(of: verdicts.sorted { $0.index < $1.index }, index: \.index, db: db) { state, offset, verdict in
+            try JournalChunks.updateStates(of: verdicts, index: \.index, db: db) { state, offset, verdict in
                 if verdict.outcome == .notSent {
                     state.takeBack(at: offset)
                 } else {

@@ -176,25 +176,33 @@ enum JournalChunks {
             .execute(arguments: [Data(state.states), Data(state.sends), state.first])
     }
 
-    /// Runs `change` on each item of `items` (in index order) with the state of the chunk its
-    /// index falls in, saving each chunk once; an index past the last token is skipped.
+    /// Runs `change` on each item of `items`, in their order, with the state of the chunk its index
+    /// falls in; each chunk touched is read once and saved once (a batch spans one or two, so no
+    /// sorting). An index past the last token is skipped.
     static func updateStates<Item>(
         of items: some Sequence<Item>, index: (Item) -> Int, db: Database, _ change: (inout State, _ offset: Int, Item) throws -> Void
     ) throws {
-        var current: State?
+        var states: [State] = []
+        var missing: [Int] = []
         for item in items {
             let position = index(item)
             let first = Self.chunkStart(of: position)
-            if current?.first != first {
-                if let done = current { try Self.save(done, db: db) }
-                current = try Self.state(of: position, db: db)
+            let slot: Int
+            if let loaded = states.firstIndex(where: { $0.first == first }) {
+                slot = loaded
+            } else {
+                guard !missing.contains(first) else { continue }
+                guard let state = try Self.state(of: position, db: db) else {
+                    missing.append(first)
+                    continue
+                }
+                states.append(state)
+                slot = states.count - 1
             }
-            guard var state = current, position - first < state.states.count else { continue }
-            current = nil  // one owner of the arrays while they change
-            try change(&state, position - first, item)
-            current = state
+            guard position - first < states[slot].states.count else { continue }
+            try change(&states[slot], position - first, item)
         }
-        if let done = current { try Self.save(done, db: db) }
+        for state in states { try Self.save(state, db: db) }
     }
 
     /// The campaign's counts, from every chunk's state bytes.

@@ -37,6 +37,12 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
             throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
                                    detail: "header name '\(self.name)' is not allowed in HTTP/2")
         }
+        return try self.checkedValue()
+    }
+
+    /// The field with only its value checked: for a name that is the caller's own constant (a
+    /// push's `apns-id`, one per push), known to be a good name.
+    package func checkedValue() throws(HTTP2ClientError) -> HTTP2HeaderField {
         var badValue = false
         for byte in self.value.utf8 where HeaderRules.isBadValueByte(byte) { badValue = true }
         if badValue {

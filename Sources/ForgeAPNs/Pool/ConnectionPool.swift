@@ -137,7 +137,10 @@ final class ConnectionPool: APNSTransport {
         _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
     ) throws(HTTP2ClientError) -> HTTP2Request {
         // A campaign's push carries its own apns-id apart from the shared headers: only that value is checked.
-        let pushHeader = try request.pushHeader.map { header throws(HTTP2ClientError) in try Self.field(header.name, header.value).checked() }
+        let pushHeader = try request.pushHeader.map { header throws(HTTP2ClientError) in
+            // Its name is APNSPreparedNotification's constant: only the value is checked, a push each.
+            header.name == "apns-id" ? try Self.field(header.name, header.value).checkedValue() : try Self.field(header.name, header.value).checked()
+        }
         if current == nil || current!.authorization != authorization || current!.source != request.sharedHeaders {
             // Sends of one notification, each with its own apns-id among its headers: the list checked
             // before serves, with only that value checked and put in.
