@@ -117,6 +117,18 @@ struct ProxyHandshakeTests {
     }
 
     /// A "proxy" whose listen backlog accepts TCP and which never answers, and a configuration through it.
+    /// Whether `descriptor` becomes readable in time, waited for on a thread of its own: a `poll`
+    /// on this task's thread would hold one of the cooperative pool's few threads (two on two
+    /// cores), which the connect under test needs to run at all.
+    private static func readable(_ descriptor: Int32, withinMilliseconds timeout: Int32) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            Thread {
+                var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                continuation.resume(returning: poll(&ready, 1, timeout) == 1)
+            }.start()
+        }
+    }
+
     private static func silentProxy(_ kind: HTTP2Proxy.Kind, connectTimeout: Duration) throws -> (Socket, Int, HTTP2ClientConfiguration) {
         let (listener, port) = try Socket.listen(host: "127.0.0.1", port: 0)
         let configuration = HTTP2ClientConfiguration(
@@ -155,8 +167,7 @@ struct ProxyHandshakeTests {
             }
         }
         // Once the proxy side has the connection, the client is in the tunnel handshake: cancel then.
-        var ready = pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)
-        #expect(poll(&ready, 1, 10_000) == 1)
+        #expect(await Self.readable(listener.descriptor, withinMilliseconds: 10_000))
         let accepted = try #require(try listener.accept())
         connect.cancel()
         let error = try #require(await connect.value as? HTTP2ClientError)
