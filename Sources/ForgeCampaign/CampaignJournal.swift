@@ -254,11 +254,14 @@ public final class CampaignJournal: Sendable {
 
     /// Registers a new campaign's tokens as they are read, in batched transactions; the campaign
     /// itself (its fingerprint) is written last, by ``finish(fingerprint:)``, so a registration cut
-    /// short is started over by the next run. Memory holds one batch, whatever the file's size.
+    /// short is started over by the next run. Memory holds two batches, whatever the file's size:
+    /// one being written while the next is read (the reading and the writing run side by side).
     public final class Registration {
         private let journal: CampaignJournal
         private let batch: Int
         private var buffer: [Entry] = []
+        /// The batch being written, if any.
+        private var writing: BackgroundWrite?
         /// Tokens registered so far.
         public private(set) var count = 0
 
@@ -268,9 +271,10 @@ public final class CampaignJournal: Sendable {
             self.buffer.reserveCapacity(batch)
         }
 
-        /// Adds the file's next token; a full batch is committed.
+        /// Adds the file's next token; a full batch is handed to the journal's writer.
         /// - Throws: ``Failure`` (`invalidArgument`) when `entry.index` is not the next index (tokens
-        ///   are registered in order, from 0, with no gap).
+        ///   are registered in order, from 0, with no gap); (`storage`) when writing the batch before
+        ///   failed.
         public func add(_ entry: Entry) async throws(Failure) {
             guard entry.index == self.count else {
                 throw Failure(kind: .invalidArgument, description: "registering tokens: index \(entry.index) given, \(self.count) expected (in order, from 0)")
@@ -283,6 +287,8 @@ public final class CampaignJournal: Sendable {
         /// Commits the last batch and the campaign's fingerprint: from now on the journal resumes.
         public func finish(fingerprint: Fingerprint) async throws(Failure) {
             try await self.flush()
+            try await self.writing?.result()
+            self.writing = nil
             let journal = self.journal
             let values = [journal.campaign.uuidString] + fingerprint.fields.map(\.value)
             try await journal.writing("registering the campaign") { db in
@@ -297,11 +303,14 @@ public final class CampaignJournal: Sendable {
             journal.stored.withLock { $0 = fingerprint }
         }
 
+        /// Hands the buffer to the journal's writer once the batch before it is written.
         private func flush() async throws(Failure) {
             guard !self.buffer.isEmpty else { return }
+            try await self.writing?.result()
             let entries = self.buffer
-            self.buffer.removeAll(keepingCapacity: true)
-            try await self.journal.writing("registering tokens") { db in
+            self.buffer = []
+            self.buffer.reserveCapacity(self.batch)
+            self.writing = self.journal.startWriting("registering tokens") { db in
                 var start = entries.startIndex
                 while start < entries.endIndex {
                     let end = Swift.min(start + JournalChunks.size, entries.endIndex)
@@ -493,6 +502,19 @@ public final class CampaignJournal: Sendable {
         }
     }
 
+    /// Starts `body` in a write transaction on the journal's writer and returns at once; the
+    /// transaction's outcome is awaited from the ``BackgroundWrite``.
+    private func startWriting(_ what: String, _ body: @escaping @Sendable (Database) throws -> Void) -> BackgroundWrite {
+        let write = BackgroundWrite()
+        let path = self.path
+        self.database.asyncWrite(body) { _, result in
+            write.complete(result.mapError { error in
+                Failure(kind: .storage, description: "journal '\(path)': \(what) failed: \(Self.message(error))")
+            })
+        }
+        return write
+    }
+
     private func reading<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(Failure) -> T {
         do {
             return try await self.database.read(body)
@@ -504,5 +526,36 @@ public final class CampaignJournal: Sendable {
     private static func message(_ error: any Error) -> String {
         if let error = error as? DatabaseError { return error.message ?? error.description }
         return "\(error)"
+    }
+}
+
+/// A write transaction running on the journal's writer queue, awaited later (at most once).
+private final class BackgroundWrite: Sendable {
+    private struct State {
+        var outcome: Result<Void, CampaignJournal.Failure>?
+        var waiter: CheckedContinuation<Result<Void, CampaignJournal.Failure>, Never>?
+    }
+
+    private let state = LockedBox(State())
+
+    func complete(_ outcome: Result<Void, CampaignJournal.Failure>) {
+        let waiter = self.state.withLock { state in
+            state.outcome = outcome
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: outcome)
+    }
+
+    /// Waits for the transaction; throws its failure.
+    func result() async throws(CampaignJournal.Failure) {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, CampaignJournal.Failure>, Never>) in
+            let done = self.state.withLock { state in
+                if state.outcome == nil { state.waiter = continuation }
+                return state.outcome
+            }
+            if let done { continuation.resume(returning: done) }
+        }
+        try outcome.get()
     }
 }

@@ -37,12 +37,6 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
             throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
                                    detail: "header name '\(self.name)' is not allowed in HTTP/2")
         }
-        return try self.checkedValue()
-    }
-
-    /// The field with only its value checked: for a name that is the caller's own constant (a
-    /// push's `apns-id`, one per push), known to be a good name.
-    package func checkedValue() throws(HTTP2ClientError) -> HTTP2HeaderField {
         var badValue = false
         for byte in self.value.utf8 where HeaderRules.isBadValueByte(byte) { badValue = true }
         if badValue {
@@ -52,6 +46,14 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
         var field = self
         field.isChecked = true
         return field
+    }
+
+    /// A push's own `apns-id`, never indexed (a value new on every push would only push the
+    /// repeating fields out of both HPACK tables), and not checked byte by byte: the caller formats
+    /// it from an `APNSID` (hex digits and dashes), one per push.
+    package init(formattedAPNSID value: String) {
+        self.init("apns-id", value, indexing: .neverIndexed)
+        self.isChecked = true
     }
 
     public static func == (lhs: HTTP2HeaderField, rhs: HTTP2HeaderField) -> Bool {

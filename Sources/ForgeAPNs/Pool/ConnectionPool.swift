@@ -136,11 +136,8 @@ final class ConnectionPool: APNSTransport {
     private func http2Request(
         _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
     ) throws(HTTP2ClientError) -> HTTP2Request {
-        // A campaign's push carries its own apns-id apart from the shared headers: only that value is checked.
-        let pushHeader = try request.pushHeader.map { header throws(HTTP2ClientError) in
-            // Its name is APNSPreparedNotification's constant: only the value is checked, a push each.
-            header.name == "apns-id" ? try Self.field(header.name, header.value).checkedValue() : try Self.field(header.name, header.value).checked()
-        }
+        // A campaign's push carries its own apns-id apart from the shared headers, formatted here from its UUID.
+        let pushHeader = request.pushAPNSID.map { HTTP2HeaderField(formattedAPNSID: $0.description) }
         if current == nil || current!.authorization != authorization || current!.source != request.sharedHeaders {
             // Sends of one notification, each with its own apns-id among its headers: the list checked
             // before serves, with only that value checked and put in.

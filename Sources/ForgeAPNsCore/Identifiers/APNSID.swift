@@ -44,23 +44,27 @@ public struct APNSID: Hashable, Sendable, CustomStringConvertible {
 
     /// The header value: canonical, lower case.
     public var description: String {
-        // By hand: Foundation's `uuidString` formats with `snprintf` and upper case, then a copy to lower
-        // it; a campaign formats one per push.
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
+        // By hand, into the string's own storage: Foundation's `uuidString` formats with `snprintf`
+        // and upper case, then a copy to lower it; a campaign formats one per push.
         withUnsafeBytes(of: self.uuid.uuid) { bytes in
-            var position = 0
-            for byte in bytes {
-                if position == 4 || position == 6 || position == 8 || position == 10 { text.append(UInt8(ascii: "-")) }
-                text.append(Self.hexDigits[Int(byte >> 4)])
-                text.append(Self.hexDigits[Int(byte & 0x0F)])
-                position += 1
+            String(unsafeUninitializedCapacity: 36) { text in
+                var written = 0
+                for (position, byte) in bytes.enumerated() {
+                    if position == 4 || position == 6 || position == 8 || position == 10 {
+                        text[written] = UInt8(ascii: "-")
+                        written += 1
+                    }
+                    text[written] = Self.hexDigit(byte >> 4)
+                    text[written + 1] = Self.hexDigit(byte & 0x0F)
+                    written += 2
+                }
+                return written
             }
         }
-        return String(decoding: text, as: UTF8.self)
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    @inline(__always)
+    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") - 10 + value }
 
     /// The 8-4-4-4-12 form in either case, or nil.
     private static func parse(_ text: String.UTF8View) -> UUID? {

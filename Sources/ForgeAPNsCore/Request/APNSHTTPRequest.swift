@@ -32,12 +32,12 @@ public struct APNSHTTPRequest: Hashable, Sendable {
     /// The regular headers, in the order they are sent.
     public var headers: [APNSHeaderField] {
         get {
-            guard let pushHeader = self.pushHeader else { return self.sharedHeaders }
-            return self.sharedHeaders + [pushHeader]
+            guard let pushAPNSID = self.pushAPNSID else { return self.sharedHeaders }
+            return self.sharedHeaders + [APNSHeaderField("apns-id", pushAPNSID.description)]
         }
         set {
             self.sharedHeaders = newValue
-            self.pushHeader = nil
+            self.pushAPNSID = nil
         }
     }
     /// The JSON body. Shared, not copied, across every request made from one prepared notification.
@@ -48,9 +48,10 @@ public struct APNSHTTPRequest: Hashable, Sendable {
     package private(set) var pathPrefix: String
     package private(set) var pathSuffix: String
     /// The headers in two parts: those a bulk send's requests share (one array for them all), then
-    /// the push's own, if any (a campaign's `apns-id`), sent last.
+    /// the push's own `apns-id`, if any (a campaign's), sent last. An ``APNSID``, not a string: it
+    /// needs no check on its way to the wire.
     package private(set) var sharedHeaders: [APNSHeaderField]
-    package private(set) var pushHeader: APNSHeaderField?
+    package private(set) var pushAPNSID: APNSID?
 
     /// Creates a request.
     public init(method: String = "POST", path: String, headers: [APNSHeaderField], body: [UInt8]) {
@@ -59,14 +60,14 @@ public struct APNSHTTPRequest: Hashable, Sendable {
 
     /// Creates a request whose `:path` is `pathPrefix` followed by `pathSuffix`.
     package init(
-        method: String = "POST", pathPrefix: String, pathSuffix: String, headers: [APNSHeaderField], pushHeader: APNSHeaderField? = nil,
+        method: String = "POST", pathPrefix: String, pathSuffix: String, headers: [APNSHeaderField], pushAPNSID: APNSID? = nil,
         body: [UInt8]
     ) {
         self.method = method
         self.pathPrefix = pathPrefix
         self.pathSuffix = pathSuffix
         self.sharedHeaders = headers
-        self.pushHeader = pushHeader
+        self.pushAPNSID = pushAPNSID
         self.body = body
     }
 
@@ -83,6 +84,6 @@ public struct APNSHTTPRequest: Hashable, Sendable {
 
     /// The value of the first header called `name` (lower case), if any.
     public subscript(header name: String) -> String? {
-        self.sharedHeaders.first(where: { $0.name == name })?.value ?? (self.pushHeader?.name == name ? self.pushHeader?.value : nil)
+        self.sharedHeaders.first(where: { $0.name == name })?.value ?? (name == "apns-id" ? self.pushAPNSID?.description : nil)
     }
 }

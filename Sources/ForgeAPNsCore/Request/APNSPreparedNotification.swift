@@ -97,17 +97,17 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     /// - Returns: a request sharing this notification's headers and body.
     public func request(to token: DeviceToken, apnsID: APNSID? = nil) -> APNSHTTPRequest {
         var headers = self.headers
-        var pushHeader: APNSHeaderField?
+        var pushAPNSID: APNSID?
         if let apnsID {
             if let index = headers.firstIndex(where: { $0.name == "apns-id" }) {
                 headers[index].value = apnsID.description
             } else {
                 // The push's own header: the shared ones stay one array for every token (no copy per push).
-                pushHeader = APNSHeaderField("apns-id", apnsID.description)
+                pushAPNSID = apnsID
             }
         }
         return APNSHTTPRequest(
-            method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, pushHeader: pushHeader, body: self.body
+            method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, pushAPNSID: pushAPNSID, body: self.body
         )
     }
 

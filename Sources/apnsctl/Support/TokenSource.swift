@@ -101,14 +101,13 @@ final class TokenLines {
         while start < end, Self.isSpace(bytes[start]) { start += 1 }
         while end > start, Self.isSpace(bytes[end - 1]) { end -= 1 }
         if start == end || bytes[start] == UInt8(ascii: "#") { return .skipped }
-        let text = Array(bytes[start..<end])
-        if text[0] == UInt8(ascii: "{") { return self.judgeObject(text) }
+        if bytes[start] == UInt8(ascii: "{") { return self.judgeObject(Array(bytes[start..<end])) }
         guard self.hasSharedPayload else {
             let problem = "no payload for this token: give --payload (or --title…), or a line {\"token\":…,\"payload\":{…}}"
             return .bad(line: self.lineNumber, problem: problem)
         }
         do throws(APNSValidationError) {
-            let token = try DeviceToken(String(decoding: text, as: UTF8.self))
+            let token = try DeviceToken(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
             return .entry(TokenEntry(line: self.lineNumber, token: token, notification: nil))
         } catch {
             return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
