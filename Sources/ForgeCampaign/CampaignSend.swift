@@ -66,9 +66,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
     fileprivate init(journal: CampaignJournal, prepared: APNSPreparedNotification, client: APNSClient, window: Int) {
         // Pages and commit batches of a quarter of the window at most: with a bulk batch (64) held
         // unsent, the tokens out never reach a page past the window, so the feed's wait always ends.
-        // At most a journal chunk: a page reads one chunk, a commit rewrites one or two.
-        let page = Swift.min(1024, window / 4)
-        self.commitBatch = Swift.min(1024, window / 4)
+        // At most four journal chunks: each page and each commit is a transaction ending in an
+        // fsync, which costs more than the rows it writes (a page of 1024 made four times as many).
+        let page = Swift.min(4096, window / 4)
+        self.commitBatch = Swift.min(4096, window / 4)
         self.journal = journal
         let gate = CommitGate()
         let ledger = Ledger()
