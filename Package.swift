@@ -322,7 +322,7 @@ let package = Package(
             name: "ForgeCampaignTests",
             // The local server (ForgeLoopback) for sends end to end; GRDB to hold the journal's lock from a second connection.
             dependencies: [
-                "ForgeCampaign", "ForgeAPNs", "ForgeAPNsCore", "ForgeLoopback", "ForgeTestSupport",
+                "ForgeCampaign", "ForgeAPNs", "ForgeAPNsCore", "ForgeLoopback", "ForgeSupport", "ForgeTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

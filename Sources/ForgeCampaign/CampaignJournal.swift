@@ -50,9 +50,25 @@ public final class CampaignJournal: Sendable {
             ]
         }
 
-        /// The names of the fields that differ from `other`'s.
+        /// The names of the fields that differ from `other`'s. A fingerprint whose tokens are not
+        /// all read yet (``isComplete`` false on either side) is compared without the file's size and hash.
         public func changes(from other: Fingerprint) -> [String] {
-            zip(self.fields, other.fields).filter { $0.value != $1.value }.map(\.0.name)
+            let complete = self.isComplete && other.isComplete
+            return zip(self.fields, other.fields)
+                .filter { $0.value != $1.value && (complete || ($0.name != "tokens_size" && $0.name != "tokens_sha256")) }
+                .map(\.0.name)
+        }
+
+        /// Whether the tokens file's size and hash are known: false for a campaign begun with
+        /// ``CampaignJournal/begin(_:)`` whose send has not read the file's end yet.
+        public var isComplete: Bool { self.tokensSize >= 0 && !self.tokensSHA256.isEmpty }
+
+        /// The fingerprint before its tokens file is read: size and hash left open.
+        public var withTokensOpen: Fingerprint {
+            var open = self
+            open.tokensSize = -1
+            open.tokensSHA256 = ""
+            return open
         }
     }
 
@@ -169,6 +185,15 @@ public final class CampaignJournal: Sendable {
         /// How many runs handed it to the sender.
         public var sends: Int
         public var mayHaveBeenDelivered: Bool
+
+        /// The row of a token the campaign has not read from its file yet (its send stopped
+        /// before): `not_sent`, never sent.
+        public static func unread(index: Int, line: Int, token: String) -> Row {
+            Row(
+                index: index, line: line, token: token, state: Outcome.notSent.rawValue, status: nil, reason: nil, apnsID: nil, attempts: 0,
+                sends: 0, mayHaveBeenDelivered: false
+            )
+        }
     }
 
     /// The campaign's id: the first part of every push's `apns-id` (``APNSID/init(campaign:index:)``).
@@ -207,11 +232,7 @@ public final class CampaignJournal: Sendable {
             guard let uuid = UUID(uuidString: row["uuid"]) else {
                 throw Failure(kind: .unusable, description: "journal '\(path)': the campaign id is damaged")
             }
-            let stored = Fingerprint(
-                payloadSHA256: row["payload_sha256"], topic: row["topic"], pushType: row["push_type"], environment: row["environment"],
-                tokensPath: row["tokens_path"], tokensSize: row["tokens_size"], tokensSHA256: row["tokens_sha256"]
-            )
-            return CampaignJournal(campaign: uuid, path: path, fingerprint: stored, database: database)
+            return CampaignJournal(campaign: uuid, path: path, fingerprint: Self.fingerprint(row), database: database)
         } catch let failure as Failure {
             throw failure
         } catch {
@@ -343,6 +364,74 @@ public final class CampaignJournal: Sendable {
         let registration = try await self.registration()
         for entry in entries { try await registration.add(entry) }
         try await registration.finish(fingerprint: fingerprint)
+    }
+
+    /// Begins a new campaign whose tokens its send registers as it reads them (the `read`
+    /// parameter of ``send(_:client:window:read:)``): nothing is read before the first push, and
+    /// the file is read once. The fingerprint's tokens size and hash are left open until the send
+    /// reads the file's end; until then a resumed run compares the other fields, and the tokens
+    /// registered so far (``rows(from:)``) against its file, before it sends anything.
+    /// - Throws: ``Failure`` (`unusable`) when the journal holds a campaign already: resume it.
+    public func begin(_ fingerprint: Fingerprint) async throws(Failure) {
+        guard self.fingerprint == nil else {
+            throw Failure(kind: .unusable, description: "journal '\(self.path)': its campaign is registered already; resume it")
+        }
+        let open = fingerprint.withTokensOpen
+        let values = [self.campaign.uuidString] + open.fields.map(\.value)
+        try await self.writing("beginning the campaign") { db in
+            try db.execute(sql: "DELETE FROM chunk; DELETE FROM chunk_state; DELETE FROM verdict_detail")
+            try db.execute(
+                sql: """
+                    INSERT INTO campaign (id, uuid, payload_sha256, topic, push_type, environment, tokens_path, tokens_size, tokens_sha256)
+                    VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: StatementArguments(values)
+            )
+        }
+        self.stored.withLock { $0 = open }
+    }
+
+    /// The next tokens of a campaign whose registration is not complete, as its send reads them.
+    public struct TokenPage: Sendable {
+        /// Consecutive entries, the first at the index after the last registered one.
+        public var entries: [Entry]
+        /// With the last page (the tokens file read to its end): the file's size and SHA-256 (hex),
+        /// which complete the fingerprint.
+        public var end: (size: Int, sha256: String)?
+
+        public init(entries: [Entry], end: (size: Int, sha256: String)? = nil) {
+            self.entries = entries
+            self.end = end
+        }
+    }
+
+    /// Registers `page`'s tokens as `sending` (sent once) in one transaction, with the file's size
+    /// and hash when it is the last: the send's next page, committed before the sender gets it.
+    func registerSending(_ page: TokenPage) async throws(Failure) -> [Claimed] {
+        let path = self.path
+        let claimed = try await self.writing("registering tokens") { db throws -> [Claimed] in
+            let registered = try JournalChunks.count(db: db)
+            if let first = page.entries.first, first.index != registered {
+                throw Failure(kind: .invalidArgument, description: "journal '\(path)': token index \(first.index) read, \(registered) expected (in order, from 0)")
+            }
+            guard !page.entries.isEmpty || page.end != nil else {
+                throw Failure(kind: .invalidArgument, description: "journal '\(path)': no tokens read before the end of the file")
+            }
+            try JournalChunks.append(page.entries, db: db)
+            if let end = page.end {
+                try db.execute(
+                    sql: "UPDATE campaign SET tokens_size = ?, tokens_sha256 = ? WHERE id = 1", arguments: [end.size, end.sha256]
+                )
+            }
+            return page.entries.map { Claimed(entry: $0, sentBefore: false) }
+        }
+        if let end = page.end {
+            self.stored.withLock { stored in
+                stored?.tokensSize = end.size
+                stored?.tokensSHA256 = end.sha256
+            }
+        }
+        return claimed
     }
 
     // MARK: The send protocol
@@ -478,17 +567,24 @@ public final class CampaignJournal: Sendable {
         configuration.readonly = true
         do {
             let database = try DatabaseQueue(path: path, configuration: configuration)
-            let uuid = try database.read { db in
-                guard try Int.fetchOne(db, sql: "PRAGMA user_version") == JournalChunks.format else { return String?.none }
-                return try String.fetchOne(db, sql: "SELECT uuid FROM campaign WHERE id = 1")
+            let row = try database.read { db in
+                guard try Int.fetchOne(db, sql: "PRAGMA user_version") == JournalChunks.format else { return GRDB.Row?.none }
+                return try GRDB.Row.fetchOne(db, sql: "SELECT * FROM campaign WHERE id = 1")
             }
-            guard let uuid, let campaign = UUID(uuidString: uuid) else {
+            guard let row, let campaign = UUID(uuidString: row["uuid"]) else {
                 throw Failure(kind: .unusable, description: "--journal '\(path)': no campaign of this version in it")
             }
-            return CampaignJournal(campaign: campaign, path: path, fingerprint: nil, database: database)
+            return CampaignJournal(campaign: campaign, path: path, fingerprint: Self.fingerprint(row), database: database)
         } catch let error as DatabaseError {
             throw Failure(kind: .unusable, description: "--journal '\(path)': \(error.message ?? error.description)")
         }
+    }
+
+    private static func fingerprint(_ row: GRDB.Row) -> Fingerprint {
+        Fingerprint(
+            payloadSHA256: row["payload_sha256"], topic: row["topic"], pushType: row["push_type"], environment: row["environment"],
+            tokensPath: row["tokens_path"], tokensSize: row["tokens_size"], tokensSHA256: row["tokens_sha256"]
+        )
     }
 
     // MARK: Errors
@@ -497,6 +593,8 @@ public final class CampaignJournal: Sendable {
     private func writing<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(Failure) -> T {
         do {
             return try await self.database.write(body)
+        } catch let failure as Failure {
+            throw failure
         } catch {
             throw Failure(kind: .storage, description: "journal '\(self.path)': \(what) failed: \(Self.message(error))")
         }

@@ -4,12 +4,18 @@ internal import ForgeSupport
 extension CampaignJournal {
     /// Sends `prepared` to every token of the campaign that has no final verdict, committing each
     /// verdict to the journal before it is handed out; see ``CampaignSend``.
-    /// - Parameter window: the most tokens handed to the sender without a committed verdict (the
-    ///   bound on the pushes one crash can send twice), in ``CampaignSend/windowRange``.
-    /// - Throws: ``Failure`` (`invalidArgument`) for a window out of range, (`unusable`) when no
-    ///   campaign is registered.
+    /// - Parameters:
+    ///   - window: the most tokens handed to the sender without a committed verdict (the bound on
+    ///     the pushes one crash can send twice), in ``CampaignSend/windowRange``.
+    ///   - read: for a campaign whose registration is not complete (begun with ``begin(_:)``): reads
+    ///     the next tokens of its file, at most the count given, and the file's size and hash with the
+    ///     last page. The send takes the registered tokens first, then registers each page read as
+    ///     `sending` before the sender gets it. Called from one task at a time.
+    /// - Throws: ``Failure`` (`invalidArgument`) for a window out of range, or a campaign whose
+    ///   registration is not complete without `read`; (`unusable`) when no campaign is in the journal.
     public func send(
-        _ prepared: APNSPreparedNotification, client: APNSClient, window: Int = CampaignSend.defaultWindow
+        _ prepared: APNSPreparedNotification, client: APNSClient, window: Int = CampaignSend.defaultWindow,
+        read: (@Sendable (_ limit: Int) throws(Failure) -> TokenPage)? = nil
     ) throws(Failure) -> CampaignSend {
         guard CampaignSend.windowRange.contains(window) else {
             throw Failure(
@@ -17,10 +23,13 @@ extension CampaignJournal {
                 description: "window must be between \(CampaignSend.windowRange.lowerBound) and \(CampaignSend.windowRange.upperBound) (got \(window))"
             )
         }
-        guard self.fingerprint != nil else {
+        guard let fingerprint = self.fingerprint else {
             throw Failure(kind: .unusable, description: "journal '\(self.path)': no campaign registered in it; register its tokens first")
         }
-        return CampaignSend(journal: self, prepared: prepared, client: client, window: window)
+        guard fingerprint.isComplete || read != nil else {
+            throw Failure(kind: .invalidArgument, description: "journal '\(self.path)': its tokens are not all registered; give the send a reader of the rest")
+        }
+        return CampaignSend(journal: self, prepared: prepared, client: client, window: window, read: fingerprint.isComplete ? nil : read)
     }
 }
 
@@ -63,7 +72,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
     private let ledger: Ledger
     private let commitBatch: Int
 
-    fileprivate init(journal: CampaignJournal, prepared: APNSPreparedNotification, client: APNSClient, window: Int) {
+    fileprivate init(
+        journal: CampaignJournal, prepared: APNSPreparedNotification, client: APNSClient, window: Int,
+        read: (@Sendable (Int) throws(Failure) -> CampaignJournal.TokenPage)?
+    ) {
         // Pages and commit batches of a quarter of the window at most: with a bulk batch (64) held
         // unsent, the tokens out never reach a page past the window, so the feed's wait always ends.
         // At most four journal chunks: each page and each commit is a transaction ending in an
@@ -76,7 +88,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
         self.gate = gate
         self.ledger = ledger
         let campaign = journal.campaign
-        let feed = Feed(journal: journal, gate: gate, ledger: ledger, page: page, window: window)
+        let feed = Feed(journal: journal, read: read, gate: gate, ledger: ledger, page: page, window: window)
         self.bulk = client.sendBulk(prepared, to: feed, apnsIDs: { position in
             // Every position is in the ledger before the bulk reads its token.
             APNSID(campaign: campaign, index: ledger.index(at: position) ?? -1)
@@ -307,13 +319,16 @@ private final class Ledger: Sendable {
     }
 }
 
-/// The campaign's tokens as the bulk reads them: a page at a time from the journal, each committed
-/// as `sending` first, and no page taken while the tokens without a committed verdict would exceed
-/// the window.
+/// The campaign's tokens as the bulk reads them: a page at a time, each committed as `sending`
+/// first (registered tokens from the journal, then, for a campaign still being registered, pages
+/// read from its file), and no page taken while the tokens without a committed verdict would
+/// exceed the window.
 private struct Feed: AsyncSequence, Sendable {
     typealias Element = String
 
     let journal: CampaignJournal
+    /// Reads the tokens not registered yet (nil once registration is complete).
+    let read: (@Sendable (Int) throws(CampaignJournal.Failure) -> CampaignJournal.TokenPage)?
     let gate: CommitGate
     let ledger: Ledger
     let page: Int
@@ -326,9 +341,14 @@ private struct Feed: AsyncSequence, Sendable {
         /// The bulk's position of the next token, and the last journal index claimed.
         private var position = 0
         private var lastIndex = -1
-        private var exhausted = false
+        /// The registered tokens are all claimed; the file's end is read.
+        private var journalRead = false
+        private var fileRead = false
 
         init(feed: Feed) { self.feed = feed }
+
+        /// No page follows the current one.
+        private var exhausted: Bool { self.journalRead && (self.feed.read == nil || self.fileRead) }
 
         mutating func next() async throws -> String? {
             if self.cursor == self.claimed.count {
@@ -336,13 +356,12 @@ private struct Feed: AsyncSequence, Sendable {
                 await self.feed.gate.wait(untilCommitted: self.position + self.feed.page - self.feed.window)
                 guard !self.feed.gate.isReleased else { return nil }
                 do {
-                    self.claimed = try await self.feed.journal.claim(after: self.lastIndex, limit: self.feed.page)
+                    self.claimed = try await self.nextPage()
                 } catch {
                     self.feed.ledger.failure = error
                     throw error
                 }
                 self.cursor = 0
-                self.exhausted = self.claimed.count < self.feed.page
                 guard let last = self.claimed.last else { return nil }
                 self.lastIndex = last.entry.index
                 self.feed.ledger.add(self.claimed, from: self.position)
@@ -353,6 +372,19 @@ private struct Feed: AsyncSequence, Sendable {
                 self.position += 1
             }
             return self.claimed[self.cursor].entry.token
+        }
+
+        /// The registered tokens left to send, then the file's next page, registered as it is read.
+        private mutating func nextPage() async throws(CampaignJournal.Failure) -> [CampaignJournal.Claimed] {
+            if !self.journalRead {
+                let claimed = try await self.feed.journal.claim(after: self.lastIndex, limit: self.feed.page)
+                self.journalRead = claimed.count < self.feed.page
+                if !claimed.isEmpty { return claimed }
+            }
+            guard let read = self.feed.read, !self.fileRead else { return [] }
+            let page = try read(self.feed.page)
+            self.fileRead = page.end != nil
+            return try await self.feed.journal.registerSending(page)
         }
     }
 

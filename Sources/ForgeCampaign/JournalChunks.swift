@@ -76,15 +76,57 @@ enum JournalChunks {
 
     // MARK: Tokens
 
-    /// Writes the tokens of one chunk (consecutive, the first at a multiple of ``size``) and its state.
-    static func insert(_ entries: ArraySlice<CampaignJournal.Entry>, db: Database) throws {
+    /// Writes the tokens of one chunk (consecutive, the first at a multiple of ``size``) and its
+    /// state: not sent, or (`sending`) handed to the sender once.
+    static func insert(_ entries: ArraySlice<CampaignJournal.Entry>, sending: Bool = false, db: Database) throws {
         guard let first = entries.first?.index else { return }
-        try db.execute(
-            sql: "INSERT INTO chunk (first_idx, tokens, lines) VALUES (?, ?, ?)",
-            arguments: [first, Self.joinedTokens(entries), Self.encode(lines: entries.map(\.line))]
-        )
-        let zeros = Data(count: entries.count)
-        try db.execute(sql: "INSERT INTO chunk_state (first_idx, states, sends) VALUES (?, ?, ?)", arguments: [first, zeros, zeros])
+        try db.cachedStatement(sql: "INSERT INTO chunk (first_idx, tokens, lines) VALUES (?, ?, ?)")
+            .execute(arguments: [first, Self.joinedTokens(entries), Self.encode(lines: entries.map(\.line))])
+        let states = Data(repeating: sending ? TokenState.sending.rawValue : 0, count: entries.count)
+        let sends = Data(repeating: sending ? 1 : 0, count: entries.count)
+        try db.cachedStatement(sql: "INSERT INTO chunk_state (first_idx, states, sends) VALUES (?, ?, ?)")
+            .execute(arguments: [first, states, sends])
+    }
+
+    /// Registers `entries` (consecutive, from the first index not registered) as `sending`: new
+    /// chunks, and the last chunk filled up when it is short (a page of the send need not end on
+    /// a chunk's end).
+    static func append(_ entries: [CampaignJournal.Entry], db: Database) throws {
+        var start = entries.startIndex
+        while start < entries.endIndex {
+            let index = entries[start].index
+            let first = Self.chunkStart(of: index)
+            let end = Swift.min(entries.endIndex, start + (first + Self.size - index))
+            if index == first {
+                try Self.insert(entries[start..<end], sending: true, db: db)
+            } else {
+                try Self.extend(first: first, with: entries[start..<end], db: db)
+            }
+            start = end
+        }
+    }
+
+    /// Adds `entries` (sent once) to the end of the short chunk that starts at `first`.
+    private static func extend(first: Int, with entries: ArraySlice<CampaignJournal.Entry>, db: Database) throws {
+        guard var state = try Self.state(of: first, db: db),
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT tokens, lines FROM chunk WHERE first_idx = ?"), arguments: [first])
+        else { throw DatabaseError(message: "chunk \(first) is missing") }
+        let tokens: String = row[0]
+        let lines = Self.decode(lines: row[1], count: state.states.count) + entries.map(\.line)
+        try db.cachedStatement(sql: "UPDATE chunk SET tokens = ?, lines = ? WHERE first_idx = ?")
+            .execute(arguments: [tokens + "\n" + Self.joinedTokens(entries), Self.encode(lines: lines), first])
+        state.states += repeatElement(TokenState.sending.rawValue, count: entries.count)
+        state.sends += repeatElement(1, count: entries.count)
+        try Self.save(state, db: db)
+    }
+
+    /// How many tokens are registered: the last chunk's start and length.
+    static func count(db: Database) throws -> Int {
+        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT first_idx, length(states) FROM chunk_state ORDER BY first_idx DESC LIMIT 1"))
+        guard let row else { return 0 }
+        let first: Int = row[0]
+        let length: Int = row[1]
+        return first + length
     }
 
     /// The tokens, one a line, copied into one string's storage (`joined` walks them a character at a time).

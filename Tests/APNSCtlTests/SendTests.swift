@@ -541,6 +541,20 @@ struct JournalTests {
         let printed = try objects(completeLines(killed.stdout))
         #expect(!printed.isEmpty && printed.count < all.count, "\(printed.count) verdicts printed before SIGKILL")
 
+        // Killed before reading the whole file: the report still has one line per token of the
+        // file, those not read yet from the file itself.
+        let pending = try objects(CommandRunner.run(["campaign", "report", "--journal", journal, "--json"]).stdout)
+        #expect(pending.count == all.count + 1 && pending.last?["total"] as? Int == all.count, "\(pending.last ?? [:])")
+        #expect(pending.dropLast().enumerated().allSatisfy { $0.element["index"] as? Int == $0.offset && $0.element["token"] as? String == all[$0.offset] })
+        // A token changed among those the killed run had read: refused before anything is sent.
+        var altered = all
+        altered[10] = String(repeating: "ee", count: 32)
+        try (altered.joined(separator: "\n") + "\n").write(toFile: tokensFile, atomically: true, encoding: .utf8)
+        let refused = try CommandRunner.run(command)
+        #expect(refused.exitCode == 65 && refused.stderr.contains("changed tokens_sha256 (token 10 (line 11)") && refused.stdout.isEmpty,
+                "\(refused.stderr)")
+        try (all.joined(separator: "\n") + "\n").write(toFile: tokensFile, atomically: true, encoding: .utf8)
+
         let resumed = try CommandRunner.run(command)
         #expect(resumed.exitCode == 0, "\(resumed.stderr)")
         #expect(resumed.stderr.contains("journal: resuming campaign "), "\(resumed.stderr)")

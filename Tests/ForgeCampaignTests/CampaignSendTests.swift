@@ -1,5 +1,6 @@
 import ForgeCampaign
 import ForgeLoopback
+import ForgeSupport
 import ForgeTestSupport
 import Foundation
 import GRDB
@@ -201,6 +202,68 @@ struct CampaignSendTests {
         await loopback.server.shutdown()
     }
 
+    @Test("Tokens registered as the send reads them, in pages of 50 that fill chunks a part at a time: stopped, resumed from where reading stopped, one verdict per token")
+    func registeredAsRead() async throws {
+        let (folder, path) = try journalPath()
+        defer { folder.remove() }
+        let loopback = try Loopback()
+        let all = entries(3000)
+        let journal = try CampaignJournal.open(path: path)
+        try await journal.begin(fingerprint)
+        #expect(journal.fingerprint?.isComplete == false)
+        let (first, registered, second) = try await withAPNSClient(configuration: loopback.configuration) { client in
+            // Window 200: pages of 50, so a chunk of 1024 is written in parts.
+            let send = try journal.send(try alert(), client: client, window: 200, read: Reader(all, from: 0).read)
+            var first: [CampaignSend.Verdict] = []
+            for try await verdict in send {
+                first.append(verdict)
+                if first.count == 1100 { send.stop() }
+            }
+            let registered = try await journal.report()
+            // The next run: the other inputs match (the file's size and hash are not known yet), and it reads on.
+            let resumed = try CampaignJournal.open(path: path)
+            #expect(resumed.isResumed && resumed.fingerprint?.isComplete == false)
+            try resumed.verify(fingerprint)
+            let second = try await collect(
+                try resumed.send(try alert(), client: client, window: 200, read: Reader(all, from: registered.count).read)
+            )
+            return (first, registered, second)
+        }
+        await loopback.server.shutdown()
+        // The first run registered what it read, past the first chunk, in order, not the whole file.
+        #expect(registered.count > 1100 && registered.count < 3000, "\(registered.count) registered")
+        #expect(registered.map { CampaignJournal.Entry(index: $0.index, line: $0.line, token: $0.token) } == Array(all.prefix(registered.count)))
+        // Every token exactly one delivered verdict over the two runs' final ones; the server saw each once.
+        func isAccepted(_ verdict: CampaignSend.Verdict) -> Bool { if case .accepted = verdict.outcome { true } else { false } }
+        let accepted = (first + second).filter(isAccepted).map(\.entry.index)
+        #expect(accepted.sorted() == Array(0..<3000))
+        #expect((first + second).allSatisfy { !$0.mayHaveBeenDelivered })
+        #expect(loopback.server.accepted.count == 3000 && Set(loopback.server.accepted.map(\.token)).count == 3000)
+        // The fingerprint is complete once the file's end is read, in the journal as reopened.
+        let reopened = try CampaignJournal.open(path: path)
+        #expect(reopened.fingerprint == fingerprint && reopened.fingerprint?.isComplete == true)
+        #expect(try await reopened.progress() == CampaignJournal.Progress(total: 3000, final: 3000, unsettled: 0))
+        #expect(try await reopened.report().map(\.sends) == Array(repeating: 1, count: 3000))
+    }
+
+    @Test("A reader that does not start at the first token not registered is refused; a campaign not fully registered needs a reader")
+    func readerOutOfOrder() async throws {
+        let (folder, path) = try journalPath()
+        defer { folder.remove() }
+        let loopback = try Loopback()
+        let journal = try CampaignJournal.open(path: path)
+        try await journal.begin(fingerprint)
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            let noReader = #expect(throws: CampaignJournal.Failure.self) { _ = try journal.send(try alert(), client: client) }
+            #expect(noReader?.kind == .invalidArgument, "\(String(describing: noReader))")
+            let send = try journal.send(try alert(), client: client, window: 200, read: Reader(entries(100), from: 0, skip: 5).read)
+            let error = await #expect(throws: CampaignJournal.Failure.self) { _ = try await collect(send) }
+            #expect(error?.kind == .invalidArgument && error?.description.contains("index 5 read, 0 expected") == true, "\(String(describing: error))")
+        }
+        await loopback.server.shutdown()
+        #expect(try await journal.progress().total == 0)
+    }
+
     @Test("A window out of range is refused, naming the range")
     func windowRange() async throws {
         let (folder, _, journal) = try await newCampaign(1)
@@ -211,5 +274,27 @@ struct CampaignSendTests {
             #expect(error?.kind == .invalidArgument && error?.description == "window must be between 128 and 1000000 (got 127)")
         }
         await loopback.server.shutdown()
+    }
+}
+
+/// A campaign's file as a send reads it: `entries` from index `from` on (after `skip` more), a
+/// page at a time, then the end with the file's size and hash (the fingerprint's).
+private final class Reader: Sendable {
+    private let entries: [CampaignJournal.Entry]
+    private let next: LockedBox<Int>
+
+    init(_ entries: [CampaignJournal.Entry], from first: Int, skip: Int = 0) {
+        self.entries = entries
+        self.next = LockedBox(first + skip)
+    }
+
+    func read(_ limit: Int) -> CampaignJournal.TokenPage {
+        self.next.withLock { next in
+            let page = Array(self.entries[next..<Swift.min(next + limit, self.entries.count)])
+            next += page.count
+            return CampaignJournal.TokenPage(
+                entries: page, end: page.count < limit ? (fingerprint.tokensSize, fingerprint.tokensSHA256) : nil
+            )
+        }
     }
 }

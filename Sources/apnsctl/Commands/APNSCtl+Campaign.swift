@@ -76,8 +76,52 @@ extension APNSCtl.Campaign {
                         try printer.print(line)
                     }
                 }
+                if let fingerprint = journal.fingerprint, !fingerprint.isComplete {
+                    try await Self.reportUnread(fingerprint, journal: journal, summary: &summary, printer: printer)
+                }
                 try printer.finish(summary)
             }
+        }
+    }
+}
+
+extension APNSCtl.Campaign.Report {
+    /// The tokens of a campaign whose send stopped before reading its whole file: each `not_sent`,
+    /// read from the file (after checking that its first tokens are the journal's), so the report
+    /// still has one line per token of the file.
+    static func reportUnread(
+        _ fingerprint: CampaignJournal.Fingerprint, journal: CampaignJournal, summary: inout CampaignReport.Summary, printer: ReportPrinter
+    ) async throws {
+        let registered = summary.total
+        guard let pushType = APNSPushType(rawValue: fingerprint.pushType), let topic = try? APNSTopic(fingerprint.topic, pushType: pushType),
+            let lines = try? TokenLines(
+                path: fingerprint.tokensPath,
+                headers: NotificationOptions.Headers(
+                    topicText: fingerprint.topic, pushType: pushType, topic: topic, priority: nil, expiration: .none, collapseID: nil, apnsID: nil
+                ),
+                hasSharedPayload: true
+            )
+        else {
+            Output.diagnostic(
+                "campaign: its send read \(registered) tokens of '\(fingerprint.tokensPath)', which cannot be read now: the tokens after them are not in this report"
+            )
+            return
+        }
+        lines.quiet = true
+        do {
+            _ = try await JournalCampaign.compareRegistered(registered, lines: lines, journal: journal)
+        } catch {
+            Output.diagnostic("campaign: '\(fingerprint.tokensPath)' changed since its send read it: the tokens after the first \(registered) are not in this report")
+            return
+        }
+        var index = registered
+        while let line = lines.next() {
+            guard case .entry(let entry) = line else { continue }
+            let row = CampaignJournal.Row.unread(index: index, line: entry.line, token: entry.token.hexString)
+            let reported = CampaignReport.Line(row, campaign: journal.campaign)
+            summary.add(reported)
+            try printer.print(reported)
+            index += 1
         }
     }
 }

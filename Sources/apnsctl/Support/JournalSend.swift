@@ -2,22 +2,30 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCampaign
 import ForgeCrypto
+import ForgeSupport
 import Foundation
 
 /// `apnsctl send --journal`: the library's journaled send (``CampaignSend``) over a tokens file,
 /// so that re-running the same command after a crash (even SIGKILL) resumes the campaign.
 ///
-/// The file is read once, as a stream: hashed and, for a new campaign, registered in the journal in
-/// batches; on resume its hash is compared first and nothing is registered. The sender then reads
-/// the tokens to send from the journal, a page at a time.
+/// A new campaign is begun with its inputs, and its tokens are registered as the send reads the
+/// file (one pass, hashed as it goes; the first push leaves at once). On resume the inputs are
+/// compared first: a campaign whose file was read to the end is compared by the file's hash; one
+/// cut short while reading is compared token by token up to where it stopped, and the send then
+/// reads on from there. Nothing is sent before the comparison passes.
 struct JournalCampaign {
     let journal: CampaignJournal
-    /// The campaign's counts when this run starts (``CampaignJournal/Progress/remaining`` is what it sends).
+    /// The campaign's counts when this run starts (the registered tokens only, while the file is not read to its end).
     let progress: CampaignJournal.Progress
-    /// Lines of the file that are not a token (reported on stderr when read).
+    /// Lines of the file that are not a token, reported on stderr while comparing (more are reported as the send reads).
     let badLines: Int
     /// The most tokens handed to the sender without a committed verdict.
     let window: Int
+    /// What this run sends, when known (for the progress bar).
+    let total: Int?
+    /// The file, positioned after the tokens registered, when the send reads on (registration not complete).
+    private let rest: TokenLines?
+    private let digest: SHA256Digest
 
     /// Opens (or creates) the journal for `tokens` and `shared`: a changed input is refused with
     /// exit 65, naming the fields; bad lines are reported on stderr and skipped (with `strict`,
@@ -30,51 +38,151 @@ struct JournalCampaign {
             // Every bad line is reported before the journal exists.
             _ = try TokenFileReading.open(path: tokensPath, strict: true, headers: headers, hasSharedPayload: true)
         }
+        // A line with its own payload stops a journaled send: found before anything is sent.
+        try Self.refuseOwnPayloads(tokensPath: tokensPath, headers: headers)
         let lines = try TokenLines(path: tokensPath, headers: headers, hasSharedPayload: true)
         let digest = SHA256Digest()
         lines.digest = digest
+        guard let payloadHash = SHA256Digest.hex(shared.body) else {
+            throw CLIFailure(message: "--journal: cannot hash the campaign's payload", exitCode: CLIExit.software)
+        }
+        // The inputs known before the file is read; its size and hash follow once it is.
+        var fingerprint = CampaignJournal.Fingerprint(
+            payloadSHA256: payloadHash, topic: shared.topic.rawValue, pushType: shared.pushType.rawValue, environment: environment,
+            tokensPath: URL(fileURLWithPath: tokensPath).standardizedFileURL.path, tokensSize: -1, tokensSHA256: ""
+        )
         do {
             let journal = try CampaignJournal.open(path: journalPath)
-            // A resumed campaign registers nothing: the file is only hashed, and compared before anything is sent.
-            let registration = journal.isResumed ? nil : try await journal.registration()
             var badLines = 0
-            var tokens = 0
-            while let line = lines.next() {
-                switch line {
-                case .skipped:
-                    continue
-                case .bad(let number, let problem):
-                    lines.report(line: number, problem: problem)
-                    badLines += 1
-                case .entry(let entry):
-                    guard entry.notification == nil else {
-                        throw CLIFailure(
-                            message: "\(lines.name):\(entry.line): --journal sends one shared payload; this line has its own payload or topic",
-                            exitCode: CLIExit.dataError
-                        )
-                    }
-                    try await registration?.add(CampaignJournal.Entry(index: tokens, line: entry.line, token: entry.token.hexString))
-                    tokens += 1
-                }
-            }
-            guard let payloadHash = SHA256Digest.hex(shared.body), let tokensHash = digest.finalHex() else {
-                throw CLIFailure(message: "--journal: cannot hash the campaign's inputs", exitCode: CLIExit.software)
-            }
-            let fingerprint = CampaignJournal.Fingerprint(
-                payloadSHA256: payloadHash, topic: shared.topic.rawValue, pushType: shared.pushType.rawValue, environment: environment,
-                tokensPath: URL(fileURLWithPath: tokensPath).standardizedFileURL.path, tokensSize: lines.bytesRead, tokensSHA256: tokensHash
-            )
-            if let registration { try await registration.finish(fingerprint: fingerprint) } else { try journal.verify(fingerprint) }
-            let progress = try await journal.progress()
-            if journal.isResumed {
-                Output.diagnostic(
-                    "journal: resuming campaign \(journal.campaign.uuidString.lowercased()): \(progress.final) of \(progress.total) tokens final, "
-                        + "\(progress.unsettled) sent before without a final verdict (sending or failed: sent again, flagged may_have_been_delivered)"
+            guard let stored = journal.fingerprint else {
+                try await journal.begin(fingerprint)
+                let total = ProgressBar.isAvailable ? TokenFileReading.countTokenLines(tokensPath) : nil
+                return JournalCampaign(
+                    journal: journal, progress: CampaignJournal.Progress(total: 0, final: 0, unsettled: 0), badLines: 0, window: window,
+                    total: total, rest: lines, digest: digest
                 )
             }
-            return JournalCampaign(journal: journal, progress: progress, badLines: badLines, window: window)
+            try journal.verify(fingerprint)
+            let progress = try await journal.progress()
+            if stored.isComplete {
+                // Read to its end before: the whole file's hash decides.
+                while let line = lines.next() {
+                    if case .bad(let number, let problem) = line {
+                        lines.report(line: number, problem: problem)
+                        badLines += 1
+                    }
+                }
+                guard let tokensHash = digest.finalHex() else {
+                    throw CLIFailure(message: "--journal: cannot hash the tokens file", exitCode: CLIExit.software)
+                }
+                fingerprint.tokensSize = lines.bytesRead
+                fingerprint.tokensSHA256 = tokensHash
+                try journal.verify(fingerprint)
+            } else {
+                badLines = try await Self.compareRegistered(progress.total, lines: lines, journal: journal)
+            }
+            Output.diagnostic(
+                "journal: resuming campaign \(journal.campaign.uuidString.lowercased()): \(progress.final) of \(progress.total) tokens final"
+                    + (stored.isComplete ? "" : " (the file was read up to token \(progress.total); reading on from there)")
+                    + ", \(progress.unsettled) sent before without a final verdict (sending or failed: sent again, flagged may_have_been_delivered)"
+            )
+            let total = stored.isComplete
+                ? progress.remaining
+                : (ProgressBar.isAvailable ? TokenFileReading.countTokenLines(tokensPath).map { $0 - progress.final } : nil)
+            return JournalCampaign(
+                journal: journal, progress: progress, badLines: badLines, window: window, total: total,
+                rest: stored.isComplete ? nil : lines, digest: digest
+            )
         } catch let failure as CampaignJournal.Failure {
             throw CLIFailure(message: Self.message(failure), exitCode: Self.exitCode(failure))
+        }
+    }
+
+    /// Reads the file's first `registered` tokens and compares each with the journal's (token and
+    /// line); returns the bad lines met. The file is left after the last of them.
+    /// - Throws: ``CLIFailure`` 65 at the first difference, or when the file ends before.
+    static func compareRegistered(_ registered: Int, lines: TokenLines, journal: CampaignJournal) async throws -> Int {
+        var badLines = 0
+        var index = 0
+        var rows: [CampaignJournal.Row] = []
+        var cursor = 0
+        while index < registered {
+            guard let line = lines.next() else {
+                throw Self.changedTokens(journal, "the file ends at token \(index), and \(registered) were registered")
+            }
+            switch line {
+            case .skipped:
+                continue
+            case .bad(let number, let problem):
+                lines.report(line: number, problem: problem)
+                badLines += 1
+            case .entry(let entry):
+                if cursor == rows.count {
+                    rows = try await journal.rows(from: index)
+                    cursor = 0
+                }
+                guard cursor < rows.count, rows[cursor].token == entry.token.hexString, rows[cursor].line == entry.line else {
+                    throw Self.changedTokens(journal, "token \(index) (line \(entry.line)) is not the one registered")
+                }
+                cursor += 1
+                index += 1
+            }
+        }
+        return badLines
+    }
+
+    private static func changedTokens(_ journal: CampaignJournal, _ detail: String) -> CLIFailure {
+        CLIFailure(
+            message: "--journal '\(journal.path)' is a campaign with other inputs: changed tokens_sha256 (\(detail)); "
+                + "resume with the same inputs, or start a new journal",
+            exitCode: CLIExit.dataError
+        )
+    }
+
+    /// Refuses a file with a line that carries its own payload or topic (`--journal` sends one
+    /// shared payload), before anything is sent: a file with no `{` at all is passed at the cost of a scan.
+    private static func refuseOwnPayloads(tokensPath: String, headers: NotificationOptions.Headers) throws {
+        guard TokenFileReading.containsByte(UInt8(ascii: "{"), path: tokensPath) != false else { return }
+        let lines = try TokenLines(path: tokensPath, headers: headers, hasSharedPayload: true)
+        while let line = lines.next() {
+            if case .entry(let entry) = line, entry.notification != nil {
+                throw CLIFailure(
+                    message: "\(lines.name):\(entry.line): --journal sends one shared payload; this line has its own payload or topic",
+                    exitCode: CLIExit.dataError
+                )
+            }
+        }
+    }
+
+    /// The send's reader of the tokens not registered yet: up to `limit` a call, then the file's
+    /// size and hash with the last page. Bad lines are reported and counted in `sink` as they come.
+    private func reader(sink: ResultSink) -> (@Sendable (Int) throws(CampaignJournal.Failure) -> CampaignJournal.TokenPage)? {
+        guard let rest = self.rest else { return nil }
+        let state = LockedBox((lines: rest, digest: self.digest, next: self.progress.total))
+        return { limit throws(CampaignJournal.Failure) in
+            try state.withLock { state throws(CampaignJournal.Failure) in
+                var entries: [CampaignJournal.Entry] = []
+                entries.reserveCapacity(limit)
+                while entries.count < limit {
+                    guard let line = state.lines.next() else {
+                        guard let hash = state.digest.finalHex() else {
+                            throw CampaignJournal.Failure(kind: .storage, description: "journal: cannot hash the tokens file")
+                        }
+                        return CampaignJournal.TokenPage(entries: entries, end: (state.lines.bytesRead, hash))
+                    }
+                    switch line {
+                    case .skipped:
+                        continue
+                    case .bad(let number, let problem):
+                        state.lines.report(line: number, problem: problem)
+                        sink.addBadLine()
+                    case .entry(let entry):
+                        entries.append(CampaignJournal.Entry(index: state.next, line: entry.line, token: entry.token.hexString))
+                        state.next += 1
+                    }
+                }
+                return CampaignJournal.TokenPage(entries: entries)
+            }
         }
     }
 
@@ -97,7 +205,7 @@ struct JournalCampaign {
         for _ in 0..<self.badLines { sink.addBadLine() }
         let send: CampaignSend
         do {
-            send = try self.journal.send(shared, client: client, window: self.window)
+            send = try self.journal.send(shared, client: client, window: self.window, read: self.reader(sink: sink))
         } catch {
             Output.diagnostic("error: " + Self.message(error))
             return Self.exitCode(error)
@@ -117,10 +225,17 @@ struct JournalCampaign {
         if send.summary?.stoppedReading == true { sink.markInputStopped() }
         // Stopped early (Ctrl-C, an unreachable endpoint) or tokens without a final verdict (failed):
         // say what the journal holds for the next run; the verdicts printed cover only this run's tokens.
-        if let progress = try? await self.journal.progress(), progress.remaining > 0 {
-            Output.diagnostic(
-                "journal: \(progress.remaining) of \(progress.total) tokens have no final verdict; run the same command again to send them"
-            )
+        if let progress = try? await self.journal.progress() {
+            if self.journal.fingerprint?.isComplete == false {
+                Output.diagnostic(
+                    "journal: the tokens file was read up to token \(progress.total), \(progress.remaining) of them with no final verdict; "
+                        + "run the same command again to send them and the rest"
+                )
+            } else if progress.remaining > 0 {
+                Output.diagnostic(
+                    "journal: \(progress.remaining) of \(progress.total) tokens have no final verdict; run the same command again to send them"
+                )
+            }
         }
         return nil
     }

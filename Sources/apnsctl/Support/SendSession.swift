@@ -34,7 +34,7 @@ struct SendSession {
         switch self.tokens {
         case .list(let list): total = list.count
         case .file(_, let count): total = count
-        case .journal(let campaign): total = campaign.progress.remaining
+        case .journal(let campaign): total = campaign.total
         }
         // A bar for bulk sends only (one token is done before a bar could help), on a terminal only.
         let isBulk = total.map { $0 > 1 } ?? true

@@ -52,6 +52,21 @@ enum TokenFileReading {
         return .file(open: { try lines(spooled: spooled) }, count: good)
     }
 
+    /// Whether the file holds `byte` anywhere, read in 64 KiB chunks; `nil` when it cannot be read.
+    static func containsByte(_ byte: UInt8, path: String) -> Bool? {
+        let descriptor = Glibc.open(path, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let read = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if read < 0, errno == EINTR { continue }
+            if read < 0 { return nil }
+            if read == 0 { return false }
+            if chunk[..<read].contains(byte) { return true }
+        }
+    }
+
     /// Lines from `first` on that are neither blank nor `#` comments (bad lines included), read in
     /// 64 KiB chunks; `nil` when the file cannot be read.
     static func countTokenLines(_ path: String, from first: Int = 1) -> Int? {

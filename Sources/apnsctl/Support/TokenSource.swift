@@ -43,6 +43,8 @@ final class TokenLines {
     var topics = LineTopics()
     /// Every byte read goes into it (`--journal`: the file is hashed in the pass that reads it).
     var digest: SHA256Digest?
+    /// Bad lines are not reported (a second reading, for a report).
+    var quiet = false
     /// Bytes read so far: the file's size once ``next()`` returned `nil`.
     private(set) var bytesRead = 0
 
@@ -114,8 +116,9 @@ final class TokenLines {
         }
     }
 
-    /// Writes `name:line: problem` on stderr.
+    /// Writes `name:line: problem` on stderr (unless ``quiet``).
     func report(line: Int, problem: String) {
+        guard !self.quiet else { return }
         Output.diagnostic("\(self.name):\(line): \(problem)")
     }
 
