@@ -126,8 +126,8 @@ public final class CampaignSend: AsyncSequence, Sendable {
         /// The verdicts to commit next, and their bulk positions.
         private var pending: [Verdict] = []
         private var positions: [Int] = []
+        /// The committed verdicts to deliver, last first: each is moved out with `popLast`, not copied.
         private var ready: [Verdict] = []
-        private var cursor = 0
         private var finished = false
         /// Reading the journal failed: thrown once the verdicts committed before it are delivered.
         private var failure: CampaignJournal.Failure?
@@ -143,10 +143,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
 
         public mutating func next() async throws(CampaignJournal.Failure) -> Verdict? {
             while true {
-                if self.cursor < self.ready.count {
-                    defer { self.cursor += 1 }
-                    return self.ready[self.cursor]
-                }
+                if let verdict = self.ready.popLast() { return verdict }
                 if let failure = self.failure {
                     self.failure = nil
                     throw failure
@@ -156,9 +153,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
                     try await self.finish()
                     continue
                 }
-                guard let claimed = self.owner.ledger.entry(at: verdict.index) else { continue }
-                let outcome = claimed.sentBefore ? verdict.outcome.sentAgain : verdict.outcome
-                self.pending.append(Verdict(entry: claimed.entry, outcome: outcome))
+                // The token is the bulk's (the feed's string); the journal's index and line are the ledger's.
+                guard let slot = self.owner.ledger.slot(at: verdict.index) else { continue }
+                let outcome = slot.sentBefore ? verdict.outcome.sentAgain : verdict.outcome
+                self.pending.append(Verdict(entry: CampaignJournal.Entry(index: slot.index, line: slot.line, token: verdict.token), outcome: outcome))
                 self.positions.append(verdict.index)
                 // The first push that did not get through is committed (so delivered) at once, not
                 // after a full batch: a caller that stops on an unreachable endpoint hears of it
@@ -183,10 +181,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
             }
             self.owner.ledger.remove(self.positions)
             self.owner.gate.advance(by: self.pending.count)
-            // The committed verdicts become the ready ones without a copy; the buffer of those
-            // delivered before takes the next batch.
+            // The committed verdicts become the ready ones without a copy (reversed in place, to be
+            // popped in order); the buffer of those delivered before (empty) takes the next batch.
+            self.pending.reverse()
             swap(&self.ready, &self.pending)
-            self.cursor = 0
             self.pending.removeAll(keepingCapacity: true)
             self.positions.removeAll(keepingCapacity: true)
         }
@@ -218,8 +216,8 @@ public final class CampaignSend: AsyncSequence, Sendable {
             try await self.owner.journal.commit(
                 verdicts: unread.map { CampaignJournal.Verdict(index: $0.entry.index, outcome: .notSent, reason: Self.unreadReason) }
             )
-            // After the last batch's verdicts, which the commit above made ready.
-            self.ready += unread
+            // After the last batch's verdicts, which the commit above made ready (last first).
+            self.ready.insert(contentsOf: unread.reversed(), at: 0)
         }
 
         private static let unreadReason = "stopped before sending"
@@ -245,13 +243,21 @@ extension APNSBulkVerdict.Outcome {
 
 /// The tokens handed to the bulk send and not yet committed, by the bulk's position (at most a
 /// window of them, in the order the feed handed them out), and the feed's failure, if reading the
-/// journal failed.
+/// journal failed. A lookup copies no reference: a slot is the token's index, line and flag.
 private final class Ledger: Sendable {
+    struct Slot {
+        var index: Int
+        var line: Int
+        var sentBefore: Bool
+        /// Not committed yet.
+        var isOpen = true
+    }
+
     private struct State {
-        /// The tokens at positions `base ..< base + entries.count`; nil once committed.
-        var entries: [CampaignJournal.Claimed?] = []
-        /// Their journal indices (read once per push for its apns-id, without copying the entry).
-        var indices: [Int] = []
+        /// The tokens at positions `base ..< base + slots.count`, and their strings (for those
+        /// never read by the bulk, which get their verdict from here).
+        var slots: [Slot] = []
+        var tokens: [String] = []
         var base = 0
         /// The first slot not committed yet: the slots before it are dropped in bulk.
         var head = 0
@@ -262,38 +268,34 @@ private final class Ledger: Sendable {
 
     func add(_ page: [CampaignJournal.Claimed], from position: Int) {
         self.state.withLock { state in
-            precondition(position == state.base + state.entries.count, "pages are added in order")
+            precondition(position == state.base + state.slots.count, "pages are added in order")
             for claimed in page {
-                state.entries.append(claimed)
-                state.indices.append(claimed.entry.index)
+                state.slots.append(Slot(index: claimed.entry.index, line: claimed.entry.line, sentBefore: claimed.sentBefore))
+                state.tokens.append(claimed.entry.token)
             }
         }
     }
 
-    func entry(at position: Int) -> CampaignJournal.Claimed? {
+    /// The open slot at `position`, if any.
+    func slot(at position: Int) -> Slot? {
         self.state.withLock { state in
             let slot = position - state.base
-            return slot >= state.head && slot < state.entries.count ? state.entries[slot] : nil
+            return slot >= state.head && slot < state.slots.count && state.slots[slot].isOpen ? state.slots[slot] : nil
         }
     }
 
-    func index(at position: Int) -> Int? {
-        self.state.withLock { state in
-            let slot = position - state.base
-            return slot >= state.head && slot < state.indices.count ? state.indices[slot] : nil
-        }
-    }
+    func index(at position: Int) -> Int? { self.slot(at: position)?.index }
 
     func remove(_ positions: [Int]) {
         self.state.withLock { state in
-            for position in positions where position - state.base >= state.head && position - state.base < state.entries.count {
-                state.entries[position - state.base] = nil
+            for position in positions where position - state.base >= state.head && position - state.base < state.slots.count {
+                state.slots[position - state.base].isOpen = false
             }
-            while state.head < state.entries.count, state.entries[state.head] == nil { state.head += 1 }
-            // Dropping the committed front now and then keeps the array at about a window.
-            if state.head >= 1024, state.head * 2 >= state.entries.count {
-                state.entries.removeFirst(state.head)
-                state.indices.removeFirst(state.head)
+            while state.head < state.slots.count, !state.slots[state.head].isOpen { state.head += 1 }
+            // Dropping the committed front now and then keeps the arrays at about a window.
+            if state.head >= 1024, state.head * 2 >= state.slots.count {
+                state.slots.removeFirst(state.head)
+                state.tokens.removeFirst(state.head)
                 state.base += state.head
                 state.head = 0
             }
@@ -304,12 +306,16 @@ private final class Ledger: Sendable {
     func drain() -> [CampaignJournal.Claimed] {
         self.state.withLock { state in
             defer {
-                state.base += state.entries.count
-                state.entries = []
-                state.indices = []
+                state.base += state.slots.count
+                state.slots = []
+                state.tokens = []
                 state.head = 0
             }
-            return state.entries[state.head...].compactMap { $0 }
+            return zip(state.slots[state.head...], state.tokens[state.head...]).compactMap { slot, token in
+                slot.isOpen
+                    ? CampaignJournal.Claimed(entry: CampaignJournal.Entry(index: slot.index, line: slot.line, token: token), sentBefore: slot.sentBefore)
+                    : nil
+            }
         }
     }
 
