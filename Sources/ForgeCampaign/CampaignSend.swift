@@ -124,10 +124,11 @@ public final class CampaignSend: AsyncSequence, Sendable {
         private let owner: CampaignSend
         private var verdicts: APNSBulkSend.Iterator
         /// The verdicts to commit next, and their bulk positions.
-        private var pending: [Verdict] = []
+        private var pending: [Verdict?] = []
         private var positions: [Int] = []
-        /// The committed verdicts to deliver, last first: each is moved out with `popLast`, not copied.
-        private var ready: [Verdict] = []
+        /// The committed verdicts to deliver from `cursor` on: each is moved out (`take()`), not copied.
+        private var ready: [Verdict?] = []
+        private var cursor = 0
         private var finished = false
         /// Reading the journal failed: thrown once the verdicts committed before it are delivered.
         private var failure: CampaignJournal.Failure?
@@ -143,7 +144,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
 
         public mutating func next() async throws(CampaignJournal.Failure) -> Verdict? {
             while true {
-                if let verdict = self.ready.popLast() { return verdict }
+                if self.cursor < self.ready.count {
+                    defer { self.cursor += 1 }
+                    return self.ready[self.cursor].take()
+                }
                 if let failure = self.failure {
                     self.failure = nil
                     throw failure
@@ -171,7 +175,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
         private mutating func commit() async throws(CampaignJournal.Failure) {
             guard !self.pending.isEmpty else { return }
             do {
-                try await self.owner.journal.commit(verdicts: self.pending.map(Self.journalVerdict))
+                try await self.owner.journal.commit(verdicts: self.pending.map { Self.journalVerdict($0!) })
             } catch {
                 // Nothing more is delivered: a verdict not committed would be sent again, so it is not shown as final.
                 self.finished = true
@@ -181,10 +185,10 @@ public final class CampaignSend: AsyncSequence, Sendable {
             }
             self.owner.ledger.remove(self.positions)
             self.owner.gate.advance(by: self.pending.count)
-            // The committed verdicts become the ready ones without a copy (reversed in place, to be
-            // popped in order); the buffer of those delivered before (empty) takes the next batch.
-            self.pending.reverse()
+            // The committed verdicts become the ready ones without a copy; the buffer of those
+            // delivered before (all taken) takes the next batch.
             swap(&self.ready, &self.pending)
+            self.cursor = 0
             self.pending.removeAll(keepingCapacity: true)
             self.positions.removeAll(keepingCapacity: true)
         }
@@ -216,8 +220,8 @@ public final class CampaignSend: AsyncSequence, Sendable {
             try await self.owner.journal.commit(
                 verdicts: unread.map { CampaignJournal.Verdict(index: $0.entry.index, outcome: .notSent, reason: Self.unreadReason) }
             )
-            // After the last batch's verdicts, which the commit above made ready (last first).
-            self.ready.insert(contentsOf: unread.reversed(), at: 0)
+            // After the last batch's verdicts, which the commit above made ready.
+            self.ready += unread.map(Optional.some)
         }
 
         private static let unreadReason = "stopped before sending"
