@@ -311,16 +311,7 @@ public final class CampaignJournal: Sendable {
             try await self.writing?.result()
             self.writing = nil
             let journal = self.journal
-            let values = [journal.campaign.uuidString] + fingerprint.fields.map(\.value)
-            try await journal.writing("registering the campaign") { db in
-                try db.execute(
-                    sql: """
-                        INSERT INTO campaign (id, uuid, payload_sha256, topic, push_type, environment, tokens_path, tokens_size, tokens_sha256)
-                        VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: StatementArguments(values)
-                )
-            }
+            try await journal.writing("registering the campaign") { db in try journal.insertCampaign(fingerprint, db: db) }
             journal.stored.withLock { $0 = fingerprint }
         }
 
@@ -377,18 +368,22 @@ public final class CampaignJournal: Sendable {
             throw Failure(kind: .unusable, description: "journal '\(self.path)': its campaign is registered already; resume it")
         }
         let open = fingerprint.withTokensOpen
-        let values = [self.campaign.uuidString] + open.fields.map(\.value)
         try await self.writing("beginning the campaign") { db in
             try db.execute(sql: "DELETE FROM chunk; DELETE FROM chunk_state; DELETE FROM verdict_detail")
-            try db.execute(
-                sql: """
-                    INSERT INTO campaign (id, uuid, payload_sha256, topic, push_type, environment, tokens_path, tokens_size, tokens_sha256)
-                    VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: StatementArguments(values)
-            )
+            try self.insertCampaign(open, db: db)
         }
         self.stored.withLock { $0 = open }
+    }
+
+    /// Writes the campaign's row: its id and `fingerprint`.
+    private func insertCampaign(_ fingerprint: Fingerprint, db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO campaign (id, uuid, payload_sha256, topic, push_type, environment, tokens_path, tokens_size, tokens_sha256)
+                VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: StatementArguments([self.campaign.uuidString] + fingerprint.fields.map(\.value))
+        )
     }
 
     /// The next tokens of a campaign whose registration is not complete, as its send reads them.
