@@ -104,7 +104,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
     // MARK: NGHTTP2SessionDelegate
 
     func session(_ session: NGHTTP2Session, didBeginHeadersOn streamID: Int32) {
-        if self.incoming[streamID] == nil {
+        if self.incoming.index(forKey: streamID) == nil {
             self.incoming[streamID] = Incoming(began: self.now())
             self.streamsOpened += 1
         }
@@ -112,27 +112,29 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
 
     func session(_ session: NGHTTP2Session, didReceiveHeader name: UnsafeBufferPointer<UInt8>,
                  value: UnsafeBufferPointer<UInt8>, neverIndexed: Bool, on streamID: Int32) {
-        guard self.incoming[streamID] != nil else { return }
-        if neverIndexed { self.incoming[streamID]!.neverIndexed.append(String(decoding: name, as: UTF8.self)) }
+        // One lookup, then the stored request is changed in place (`values[slot]`): comparing
+        // `incoming[streamID]` with nil copied the whole request, a header at a time.
+        guard let slot = self.incoming.index(forKey: streamID) else { return }
+        if neverIndexed { self.incoming.values[slot].neverIndexed.append(String(decoding: name, as: UTF8.self)) }
         let value = String(decoding: value, as: UTF8.self)
         if name.first == UInt8(ascii: ":") {
             switch String(decoding: name, as: UTF8.self) {
-            case ":method": self.incoming[streamID]!.method = value
-            case ":scheme": self.incoming[streamID]!.scheme = value
-            case ":authority": self.incoming[streamID]!.authority = value
-            case ":path": self.incoming[streamID]!.path = value
+            case ":method": self.incoming.values[slot].method = value
+            case ":scheme": self.incoming.values[slot].scheme = value
+            case ":authority": self.incoming.values[slot].authority = value
+            case ":path": self.incoming.values[slot].path = value
             default: break
             }
         } else {
-            self.incoming[streamID]!.headers.append(
+            self.incoming.values[slot].headers.append(
                 HTTP2HeaderField(String(decoding: name, as: UTF8.self), value, indexing: neverIndexed ? .neverIndexed : .indexable)
             )
         }
     }
 
     func session(_ session: NGHTTP2Session, didReceiveData data: UnsafeRawBufferPointer, on streamID: Int32) {
-        guard self.incoming[streamID] != nil else { return }
-        self.incoming[streamID]!.body.append(contentsOf: data)
+        guard let slot = self.incoming.index(forKey: streamID) else { return }
+        self.incoming.values[slot].body.append(contentsOf: data)
     }
 
     func session(_ session: NGHTTP2Session, didReceive frame: NGHTTP2Frame) {
