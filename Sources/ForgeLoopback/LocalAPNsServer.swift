@@ -72,8 +72,7 @@ public final class LocalAPNsServer: Sendable {
         var judge: APNsJudge
         var faults = FaultPlan()
         var history: [AcceptedPush] = []
-        /// Connections accepted so far.
-        var acceptedConnections = 0
+        /// Pushes accepted so far.
         var acceptedCount = 0
         var subscribers: [Int: AsyncStream<AcceptedPush>.Continuation] = [:]
         var nextSubscriber = 0
@@ -155,7 +154,6 @@ public final class LocalAPNsServer: Sendable {
                     for await connection in server.connections {
                         state.withLock { state in
                             if state.connections[connection.id] == nil, !state.stopping {
-                                state.acceptedConnections += 1
                                 state.connections[connection.id] = ConnectionState(handle: connection, lastActivity: .now)
                             }
                         }
@@ -358,7 +356,7 @@ public final class LocalAPNsServer: Sendable {
     public var acceptedCount: Int { self.state.withLock { $0.acceptedCount } }
 
     /// How many connections the server accepted so far.
-    public var acceptedConnections: Int { self.state.withLock { $0.acceptedConnections } }
+    public var acceptedConnections: Int { self.server.acceptedConnections }
 
     /// The pushes accepted from now on, as they are accepted (each call makes a new subscription;
     /// the stream ends when the server shuts down).

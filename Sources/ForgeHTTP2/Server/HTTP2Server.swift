@@ -116,6 +116,7 @@ public final class HTTP2Server: Sendable {
         var settings: HTTP2Settings
         var stopWaiters: [() -> Void] = []
         var acceptLoopDone = false
+        var accepted = 0
     }
 
     private init(port: Int, configuration: HTTP2ServerConfiguration, connections: AsyncStream<HTTP2ServerConnection>,
@@ -143,6 +144,10 @@ public final class HTTP2Server: Sendable {
         startIOThread(named: "forge-h2a:\(port)") { acceptor.run() }
         return server
     }
+
+    /// How many connections the server has accepted so far, counted as each is accepted (before
+    /// ``connections`` yields it and before it reads its first request).
+    public var acceptedConnections: Int { self.shared.withLock { $0.accepted } }
 
     /// Announces new settings on every open connection and uses them for new ones.
     public func updateSettings(_ settings: HTTP2Settings) {
@@ -206,7 +211,10 @@ private final class Acceptor: @unchecked Sendable {
                 connection: connection, socket: socket, context: self.context, configuration: self.configuration,
                 settings: settings, handler: self.handler
             )
-            self.shared.withLock { $0.open[connection.id] = connection }
+            self.shared.withLock { shared in
+                shared.open[connection.id] = connection
+                shared.accepted += 1
+            }
             self.yield(connection)
             startIOThread(named: "forge-h2s#\(connection.id % 100_000)") { loop.run() }
         }
