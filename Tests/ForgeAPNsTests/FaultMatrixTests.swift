@@ -160,7 +160,10 @@ struct FaultMatrixTests {
 
     @Test("Unanswered PING: the connection is declared dead and replaced; the next send goes on a new one")
     func unansweredPing() async throws {
-        let loopback = try Loopback.start(answersPings: false, timeouts: APNSClient.Timeouts(ping: .milliseconds(300), pingTimeout: .milliseconds(300)))
+        // A keep-alive PING after 1 s of silence on an idle connection: far above the time between a
+        // connection's handshake and its first request under ThreadSanitizer on a loaded machine (at
+        // 300 ms, a new connection could be found dead before its request left, three times running).
+        let loopback = try Loopback.start(answersPings: false, timeouts: APNSClient.Timeouts(ping: .seconds(1), pingTimeout: .milliseconds(500)))
         try await withAPNSClient(configuration: loopback.configuration) { client in
             // Outcomes only: a slow (sanitizer) run may already lose a connection during these sends;
             // the retry then covers them.
@@ -181,15 +184,23 @@ struct FaultMatrixTests {
 
     @Test("Idle close between sends: the next send opens a new connection")
     func idleClose() async throws {
-        let loopback = try Loopback.start(LocalAPNsConfiguration(idleTimeout: .milliseconds(30)))
+        // The server's idle timer starts when it accepts a connection. Far above a request's time
+        // under ThreadSanitizer on a loaded machine (at 30 ms, a new connection could be closed
+        // idle before its first request arrived, again and again); the test waits for the close
+        // it causes, not for a time.
+        let loopback = try Loopback.start(LocalAPNsConfiguration(idleTimeout: .milliseconds(400)))
         try await withAPNSClient(configuration: loopback.configuration) { client in
             for index in 0..<3 {
                 #expect(try await client.send(alert(), to: token(index)).attempts <= 2)
-                try await Task.sleep(for: .milliseconds(80))  // lets the server's idle timer fire; outcomes do not depend on it
+                let deadline = ContinuousClock.now + .seconds(20)
+                while client.openConnections > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(client.openConnections == 0, "the server's idle GOAWAY did not close the connection")
             }
         }
         #expect(loopback.server.acceptedCount == 3)
         #expect(Set(loopback.server.accepted.map(\.token)).count == 3)
+        // Each send found the connection before it closed, so each opened its own.
+        #expect(Set(loopback.server.accepted.map(\.connectionID)).count == 3)
         await loopback.server.shutdown()
     }
 
