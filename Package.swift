@@ -260,7 +260,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ForgeHTTP2Tests",
-            dependencies: ["ForgeHTTP2", "ForgeTestSupport"],
+            dependencies: ["ForgeHTTP2", "ForgeSupport", "ForgeTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

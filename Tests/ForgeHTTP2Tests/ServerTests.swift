@@ -1,4 +1,5 @@
 @testable import ForgeHTTP2
+import ForgeSupport
 import ForgeTestSupport
 import Foundation
 import Testing
@@ -27,9 +28,13 @@ final class DeferredServer: Sendable {
         return received
     }
 
-    func client(tls: HTTP2TLSConfiguration? = nil, pingInterval: Duration? = nil, pingTimeout: Duration = .seconds(10)) async throws -> HTTP2Connection {
+    func client(
+        tls: HTTP2TLSConfiguration? = nil, pingInterval: Duration? = nil, pingTimeout: Duration = .seconds(10),
+        events: (@Sendable (HTTP2ConnectionEvent) -> Void)? = nil
+    ) async throws -> HTTP2Connection {
         try await HTTP2Connection.connect(
-            HTTP2ClientConfiguration(host: "127.0.0.1", port: self.server.port, tls: tls, pingInterval: pingInterval, pingTimeout: pingTimeout)
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: self.server.port, tls: tls, pingInterval: pingInterval, pingTimeout: pingTimeout),
+            events: events
         )
     }
 
@@ -222,6 +227,42 @@ struct ServerTests {
         #expect(error.code == .connectionClosed && error.mayHaveBeenProcessed)
         // Later requests fail at once, never hang.
         await #expect(throws: HTTP2ClientError.self) { try await connection.send(post) }
+        await server.server.shutdown()
+    }
+
+    @Test("The owner hears of a close before any request on the connection fails (a pool must not offer it to a replay)")
+    func closedEventFirst() async throws {
+        let server = try DeferredServer()
+        let events = LockedBox<[HTTP2ConnectionEvent]>([])
+        let connection = try await server.client { event in events.withLock { $0.append(event) } }
+        let serverConnection = try #require(await server.firstConnection())
+        async let pending = outcome { try await connection.send(post) }
+        _ = await server.next(1)
+        serverConnection.closeAbruptly()
+        guard case .failure = await pending else { Issue.record("succeeded"); return }
+        // The I/O thread sent the event before it resumed this task with the failure: no wait is needed.
+        #expect(events.withLock { $0.contains { if case .closed = $0 { true } else { false } } })
+        await server.server.shutdown()
+    }
+
+    @Test("The owner hears of a GOAWAY before the requests it refuses fail")
+    func goAwayEventFirst() async throws {
+        let server = try DeferredServer()
+        let events = LockedBox<[HTTP2ConnectionEvent]>([])
+        let connection = try await server.client { event in events.withLock { $0.append(event) } }
+        let serverConnection = try #require(await server.firstConnection())
+        async let first = outcome { try await connection.send(post) }
+        async let second = outcome { try await connection.send(post) }
+        let requests = await server.next(2)
+        // The lower stream is processed; the higher one is refused by the GOAWAY's last stream id.
+        let sorted = requests.sorted { $0.0.streamID < $1.0.streamID }
+        serverConnection.goAway(lastStreamID: sorted[0].0.streamID)
+        sorted[0].1.respond(HTTP2Response(status: 200))
+        let outcomes = await [first, second]
+        let refused = outcomes.compactMap { if case .failure(let error) = $0 { error } else { nil } }
+        #expect(refused.count == 1 && refused.allSatisfy { !$0.mayHaveBeenProcessed })
+        #expect(events.withLock { $0.contains { if case .goAway = $0 { true } else { false } } })
+        await connection.close()
         await server.server.shutdown()
     }
 

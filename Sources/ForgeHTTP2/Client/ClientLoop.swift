@@ -127,6 +127,7 @@ final class ClientLoop: @unchecked Sendable {
         } catch {
             throw HTTP2ClientError(.protocolError, mayHaveBeenProcessed: false, detail: "\(error)")
         }
+        self.core.onGoAway = { [unowned self] in self.publishGoAway() }
         self.core.onPingAck = { [unowned self] payload in
             if payload == self.pingPayload { self.pingSentAt = nil }
         }
@@ -303,6 +304,13 @@ final class ClientLoop: @unchecked Sendable {
             self.gauges.peerMaxConcurrentStreams.store(limit, ordering: .relaxed)
             self.events?(.maximumConcurrentStreams(Int(limit)))
         }
+        self.publishGoAway()
+    }
+
+    /// Publishes a GOAWAY from the peer, once: pickers stop choosing the connection and its owner
+    /// hears of it. Called by the core as the frame arrives, before the requests it ends fail (so a
+    /// push replayed at once does not come back here), and after each pass.
+    private func publishGoAway() {
         guard let goAway = self.core.goAway, goAway.receivedFromPeer, self.gauges.isActive.load(ordering: .relaxed) else { return }
         self.inbox.withLock { inbox in
             if case .active = inbox.state {
@@ -330,6 +338,10 @@ final class ClientLoop: @unchecked Sendable {
             }
             return (inbox.requests, inbox.closeWaiters, jobs)
         }
+        // The owner hears before any request fails: a push failed below is sent again at once, and
+        // its owner (a pool) must no longer offer this connection when it picks one.
+        self.events?(.closed(error))
+        self.events = nil
         // Jobs that were waiting for this thread run on the global executor from now on.
         for (job, _) in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
         if let core = self.core {
@@ -348,7 +360,5 @@ final class ClientLoop: @unchecked Sendable {
         self.channel = nil
         self.core = nil
         for waiter in waiters { waiter() }
-        self.events?(.closed(error))
-        self.events = nil
     }
 }

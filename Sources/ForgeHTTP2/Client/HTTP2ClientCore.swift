@@ -87,6 +87,8 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     var onPingAck: ((UInt64) -> Void)?
     /// Called when the peer's SETTINGS arrive (after they were applied).
     var onSettings: (() -> Void)?
+    /// Called when the peer's GOAWAY arrives, before any request it ends fails.
+    var onGoAway: (() -> Void)?
 
     init(settings: HTTP2Settings = HTTP2Settings(), localStreamCap: Int = 1000) throws {
         self.localStreamCap = localStreamCap
@@ -286,6 +288,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
             self.startQueuedRequests()
         case .goAway(let lastStreamID, let errorCode, let debugData):
             self.goAway = GoAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData, receivedFromPeer: true)
+            self.onGoAway?()
             if let error = self.goAwayErrorForNewRequests() { self.failQueued(with: error) }
         case .ping(isAck: true, let payload):
             self.onPingAck?(payload)

@@ -304,9 +304,11 @@ public final class HTTP2Connection: Sendable {
 public enum HTTP2ConnectionEvent: Hashable, Sendable {
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS is now this (also reported once after connecting).
     case maximumConcurrentStreams(Int)
-    /// The peer sent GOAWAY: nothing new starts on the connection.
+    /// The peer sent GOAWAY: nothing new starts on the connection. Sent before the requests it
+    /// refuses fail, so an owner that picks connections stops offering this one first.
     case goAway(errorCode: HTTP2ErrorCode)
-    /// The connection closed; every request on it has its result.
+    /// The connection closed: nothing more starts on it. Sent before the requests it ends get their
+    /// results (and the last event sent).
     case closed(HTTP2ClientError)
 }
 
