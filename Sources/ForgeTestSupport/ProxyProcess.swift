@@ -115,22 +115,12 @@ public final class ProxyProcess: Sendable {
         try? FileManager.default.removeItem(at: self.directory)
     }
 
-    /// A port nothing listens on now: bound to port 0 on 127.0.0.1, then released.
+    /// A port nothing listens on now: bound to port 0 on 127.0.0.1, then released, so a
+    /// process started next can listen on it. Another process may take it in the meantime:
+    /// a test that needs a port nobody answers on uses ``ClosedPort``.
     public static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ChildProcessError("socket: errno \(errno)") }
+        let descriptor = try ClosedPort.boundSocket()
         defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw ChildProcessError("bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return try ClosedPort.port(of: descriptor)
     }
 }

@@ -63,7 +63,8 @@ struct DeploymentTests {
     func proxyVariables() async throws {
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
         let proxy = try await ProxyProcess.start(.socks5, targetPort: server.port, credentials: ("pushuser", password))
-        let dead = "http://127.0.0.1:\(try ProxyProcess.freePort())"
+        let closed = try ClosedPort()
+        let dead = "http://127.0.0.1:\(closed.port)"
         let upper = try CommandRunner.run(send(port: server.port), environment: ["HTTPS_PROXY": proxy.url()])
         let lowerFirst = try CommandRunner.run(send(port: server.port), environment: ["https_proxy": proxy.url(), "HTTPS_PROXY": dead])
         let all = try CommandRunner.run(send(port: server.port), environment: ["ALL_PROXY": proxy.url()])
@@ -76,6 +77,7 @@ struct DeploymentTests {
         #expect(wrong.stderr.contains("proxy 127.0.0.1:\(proxy.port) (SOCKS5): rejected the user name and password"), "\(wrong.stderr)")
         #expect(!(wrong.stdout + wrong.stderr).contains("not-it"))
         proxy.stop()
+        closed.close()
     }
 
     @Test("Wrong credentials at tinyproxy: exit 69, the proxy named, one CONNECT (no retry storm), no password shown")
@@ -94,7 +96,8 @@ struct DeploymentTests {
     @Test("NO_PROXY bypasses the proxy for listed hosts (and *); without it, a dead proxy is named (69)")
     func noProxy() throws {
         let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
-        let deadPort = try ProxyProcess.freePort()
+        let closed = try ClosedPort()
+        let deadPort = closed.port
         let dead = "http://user:\(password)@127.0.0.1:\(deadPort)"
         let listed = try CommandRunner.run(send(port: server.port), environment: ["HTTPS_PROXY": dead, "NO_PROXY": "example.com, 127.0.0.1"])
         let star = try CommandRunner.run(send(port: server.port), environment: ["https_proxy": dead, "no_proxy": "*"])
@@ -105,6 +108,7 @@ struct DeploymentTests {
         #expect(notListed.exitCode == 69, "\(notListed.stdout)\(notListed.stderr)")
         #expect(notListed.stderr.contains("cannot reach the proxy 127.0.0.1:\(deadPort)"), "\(notListed.stderr)")
         #expect(!(notListed.stdout + notListed.stderr).contains(password))
+        closed.close()
     }
 
     @Test("A proxy URL that cannot be used is a usage error naming its source, with the password hidden")

@@ -1,9 +1,6 @@
 import ForgeTestSupport
 import Foundation
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
 
 // `apnsctl send --tokens-file … --json` against Tests/FaultServer/fault_server.py: an HTTP/2 server
 // that is not ForgePush's code (Python, hyper-h2, the `cryptography` package), injects faults chosen
@@ -73,7 +70,7 @@ private struct OracleRun {
             let port = try ClosedPort()
             defer { port.close() }
             let result = try CommandRunner.run(
-                ["send", "--url", "https://127.0.0.1:\(port.number)", "--tokens-file", tokensFile.path] + sendFlags, timeout: timeout
+                ["send", "--url", "https://127.0.0.1:\(port.port)", "--tokens-file", tokensFile.path] + sendFlags, timeout: timeout
             )
             return OracleRun(tokens: tokens, result: result, records: [])
         }
@@ -99,35 +96,6 @@ private struct OracleRun {
         }
         return OracleRun(tokens: tokens, result: result, records: records)
     }
-}
-
-/// A TCP port on 127.0.0.1 that is bound but not listening: a connect is refused, and no other
-/// program can take the port meanwhile.
-private struct ClosedPort {
-    let descriptor: Int32
-    let number: Int
-
-    init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = descriptor >= 0 && withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
-        }
-        guard bound else {
-            if descriptor >= 0 { _ = Glibc.close(descriptor) }
-            throw CLIFailureForTests(message: "cannot bind 127.0.0.1:0: errno \(errno)")
-        }
-        self.descriptor = descriptor
-        self.number = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    func close() { _ = Glibc.close(self.descriptor) }
 }
 
 /// What the server saw of one token.

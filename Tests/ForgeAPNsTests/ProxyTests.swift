@@ -103,7 +103,8 @@ struct ProxyTests {
     @Test("tinyproxy refusing the target's port (403) fails at once, permanently; a target it cannot reach fails naming the proxy")
     func proxyRefusesOrFails() async throws {
         let loopback = try Loopback.start()
-        let deadPort = try ProxyProcess.freePort()
+        let dead = try ClosedPort()
+        let deadPort = dead.port
         // ConnectPort allows only the dead port: CONNECT to the server's port is forbidden.
         let proxy = try await ProxyProcess.start(.httpConnect, targetPort: deadPort)
         var configuration = loopback.configuration
@@ -119,19 +120,22 @@ struct ProxyTests {
                 "\(failed)")
         #expect(loopback.server.acceptedConnections == 0)
         proxy.stop()
+        dead.close()
         await loopback.server.shutdown()
     }
 
     @Test("A proxy port with nothing listening fails with an error that names the proxy")
     func nothingListening() async throws {
         let loopback = try Loopback.start()
-        let port = try ProxyProcess.freePort()
+        let closed = try ClosedPort()
+        let port = closed.port
         var configuration = loopback.configuration
         configuration.retry = APNSClient.RetryPolicy(attempts: 1)
         configuration.proxy = try APNSClient.Proxy(url: "http://user:\(Self.password)@127.0.0.1:\(port)")
         let details = try await Self.unreachable(configuration)
         #expect(details.first?.contains("cannot reach the proxy 127.0.0.1:\(port)") == true, "\(details)")
         #expect(!details.joined().contains(Self.password))
+        closed.close()
         await loopback.server.shutdown()
     }
 

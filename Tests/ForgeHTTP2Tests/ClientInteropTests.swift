@@ -113,15 +113,15 @@ struct ClientInteropTests {
 
     @Test("A refused TCP connection is connectFailed")
     func refused() async throws {
-        // A port that was just free: bound, then closed, so nothing listens there.
-        let port = try { () throws -> Int in try Socket.listen(host: "127.0.0.1", port: 0).port }()
+        let closed = try ClosedPort()
         do {
-            _ = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: port, tls: nil))
+            _ = try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: closed.port, tls: nil))
             Issue.record("connected to a closed port")
         } catch let error as HTTP2ClientError {
             #expect(error.code == .connectFailed)
             #expect(error.detail.contains("Connection refused"), "\(error)")
         }
+        closed.close()
     }
 
     @Test("A name that does not resolve is connectFailed")
