@@ -14,8 +14,7 @@ private func payload(_ name: String) -> String { payloads.appendingPathComponent
 
 /// Writes `bytes` to a new temporary file and returns its path.
 private func temporaryFile(_ bytes: [UInt8], name: String = "file") throws -> String {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apnsctl-tests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let directory = try TemporaryFolder.inProcess("apnsctl-tests")
     let url = directory.appendingPathComponent(name)
     try Data(bytes).write(to: url)
     return url.path

@@ -27,7 +27,7 @@ struct ActivityAndChannelsTests {
             "--token", token, "--attributes-type", "DeliveryAttributes", "--attributes", #"{"order":"A-17"}"#,
             "--content-state", #"{"status":"preparing"}"#, "--alert-title", "Order A-17", "--alert-body", "Preparing",
         ])
-        let stateFile = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString).json")
+        let stateFile = try TemporaryFolder.inProcess("activity").appendingPathComponent("state.json")
         try Data(#"{"status":"on the way","eta":10}"#.utf8).write(to: stateFile)
         let update = try CommandRunner.run(["activity", "update"] + endpoint(server) + credentials + [
             "--token", token, "--content-state", "@\(stateFile.path)", "--stale-date", "2030-01-01T00:00:00Z", "--json",
@@ -105,15 +105,11 @@ struct ActivityAndChannelsTests {
 
     @Test("A channel command against a closed port is 69, with a plain message")
     func unreachable() throws {
-        let closed = try { () -> Int in
-            let server = try ServerProcess(["--quiet"])
-            let port = server.port
-            _ = server.stop()
-            return port
-        }()
-        let result = try CommandRunner.run(["channels", "list", "--url", "https://127.0.0.1:\(closed)", "--ca-file", ca] + credentials)
+        let closed = try ClosedPort()
+        let result = try CommandRunner.run(["channels", "list", "--url", "https://127.0.0.1:\(closed.port)", "--ca-file", ca] + credentials)
+        closed.close()
         #expect(result.exitCode == 69, "\(result.stderr)")
-        #expect(result.stderr.contains("cannot reach 127.0.0.1:\(closed)"), "\(result.stderr)")
+        #expect(result.stderr.contains("cannot reach 127.0.0.1:\(closed.port)"), "\(result.stderr)")
     }
 
     @Test("--help of every activity and channels subcommand exits 0", arguments: [

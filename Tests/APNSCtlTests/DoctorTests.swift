@@ -54,7 +54,7 @@ struct DoctorTests {
 
     @Test("A damaged key file fails first, before any network check (65)")
     func damagedKey() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_FORGEKEY01-\(UUID().uuidString).p8")
+        let file = try TemporaryFolder.inProcess("doctor").appendingPathComponent("AuthKey_FORGEKEY01.p8")
         try Data("-----BEGIN PRIVATE KEY-----\nnot base64!\n-----END PRIVATE KEY-----\n".utf8).write(to: file)
         let result = try doctor(1, keyFile: file.path)
         #expect(result.exitCode == 65, "\(result.stdout)")
@@ -65,9 +65,11 @@ struct DoctorTests {
     func network() throws {
         let server = try ServerProcess(["--quiet"] + registerKey)
         let untrusted = try doctor(server.port, caFile: nil)
-        let port = server.port
         _ = server.stop()
-        let closed = try doctor(port)
+        // Not the stopped server's port: a test running beside this one may listen there by now.
+        let refusing = try ClosedPort()
+        let closed = try doctor(refusing.port)
+        refusing.close()
         #expect(closed.exitCode == 69 && checks(closed.stdout)["TCP"] == "FAIL", "\(closed.stdout)")
         #expect(untrusted.exitCode == 69 && checks(untrusted.stdout)["TLS"] == "FAIL", "\(untrusted.stdout)")
         #expect(untrusted.stdout.contains("--ca-file"))

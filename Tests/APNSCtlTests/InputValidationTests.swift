@@ -13,10 +13,9 @@ private let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
 private let ca = KeysExample.path("ca.pem")
 private let credentials = ["--key-file", keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
 
-/// A new temporary folder for this test run.
+/// A new temporary folder for this test run, removed as the test process exits.
 private let scratch: URL = {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("apnsctl-input-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    guard let url = try? TemporaryFolder.inProcess("apnsctl-input") else { fatalError("cannot create the input tests' folder") }
     return url
 }()
 

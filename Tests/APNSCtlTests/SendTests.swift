@@ -14,8 +14,7 @@ private let gone = String(repeating: "0f", count: 32)
 
 /// Writes `text` to a new temporary file and returns its path.
 private func temporaryFile(_ text: String, name: String = "tokens.txt") throws -> String {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apnsctl-send-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let directory = try TemporaryFolder.inProcess("apnsctl-send")
     let url = directory.appendingPathComponent(name)
     try Data(text.utf8).write(to: url)
     return url.path
@@ -261,7 +260,7 @@ struct SendTests {
         #expect(result.stdout.isEmpty)
     }
 
-    @Test("An endpoint that is not listening (a port bound, then closed) or fails TLS exits 69 with a plain message")
+    @Test("An endpoint that is not listening (a port bound, never listening) or fails TLS exits 69 with a plain message")
     func unreachable() throws {
         let server = try ServerProcess(["--topic", bundle, "--quiet"])
         let port = server.port
@@ -272,9 +271,12 @@ struct SendTests {
         _ = server.stop()
         #expect(untrusted.exitCode == 69, "\(untrusted.stdout)\(untrusted.stderr)")
         #expect(untrusted.stderr.contains("error: cannot reach 127.0.0.1:\(port): tlsFailed"), "\(untrusted.stderr)")
-        let result = try CommandRunner.run(send(port: port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload])
+        // Not the stopped server's port: a test running beside this one may listen there by now.
+        let refusing = try ClosedPort()
+        let result = try CommandRunner.run(send(port: refusing.port) + credentials + ["--topic", bundle, "--token", good, "--payload", alertPayload])
+        refusing.close()
         #expect(result.exitCode == 69, "\(result.stdout)\(result.stderr)")
-        #expect(result.stderr.contains("error: cannot reach 127.0.0.1:\(port)"), "\(result.stderr)")
+        #expect(result.stderr.contains("error: cannot reach 127.0.0.1:\(refusing.port)"), "\(result.stderr)")
     }
 
     @Test("2,000 tokens in bulk: exactly 2,000 result lines, a summary of 2,000, and no progress bar into a pipe")

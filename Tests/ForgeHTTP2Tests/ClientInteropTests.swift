@@ -5,7 +5,7 @@ import Testing
 
 /// A document root with one file at /3/device/<token>, which nghttpd serves with 200 to a POST.
 private func documentRoot() throws -> String {
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("forge-docroot-\(UUID().uuidString)")
+    let root = try TemporaryFolder.inProcess("forge-docroot")
     let device = root.appendingPathComponent("3/device")
     try FileManager.default.createDirectory(at: device, withIntermediateDirectories: true)
     try Data("accepted".utf8).write(to: device.appendingPathComponent("abc"))
