@@ -112,3 +112,37 @@ public enum CampaignReport {
         }
     }
 }
+
+extension CampaignReport.Line {
+    /// Appends the line's JSON object as `campaign report --json` prints it: the keys sorted, absent
+    /// values as `null`; byte for byte what `JSONEncoder` with `.sortedKeys` and
+    /// `.withoutEscapingSlashes` makes of ``encode(to:)``, at a fraction of its cost (a report of
+    /// millions of tokens).
+    public func appendJSON(to output: inout [UInt8]) {
+        output.append(contentsOf: #"{"apns_id":"#.utf8)
+        if let apnsID = self.apnsID { JSONString.append(apnsID, to: &output) } else { output.append(contentsOf: "null".utf8) }
+        output.append(contentsOf: #","index":"#.utf8)
+        JSONString.append(self.index, to: &output)
+        output.append(contentsOf: #","line":"#.utf8)
+        JSONString.append(self.line, to: &output)
+        output.append(contentsOf: (self.mayHaveBeenDelivered ? #","may_have_been_delivered":true,"outcome":"# : #","may_have_been_delivered":false,"outcome":"#).utf8)
+        JSONString.append(self.outcome, to: &output)
+        output.append(contentsOf: #","reason":"#.utf8)
+        if let reason = self.reason { JSONString.append(reason, to: &output) } else { output.append(contentsOf: "null".utf8) }
+        output.append(contentsOf: #","sends":"#.utf8)
+        JSONString.append(self.sends, to: &output)
+        output.append(contentsOf: #","status":"#.utf8)
+        if let status = self.status { JSONString.append(status, to: &output) } else { output.append(contentsOf: "null".utf8) }
+        output.append(contentsOf: #","token":"#.utf8)
+        JSONString.append(self.token, to: &output)
+        output.append(UInt8(ascii: "}"))
+    }
+}
+
+extension CampaignReport.Summary {
+    /// Appends the summary's JSON object: the keys sorted, as `JSONEncoder` with `.sortedKeys` writes it.
+    public func appendJSON(to output: inout [UInt8]) {
+        output.append(contentsOf: "{\"accepted\":\(self.accepted),\"failed\":\(self.failed),\"may_have_been_delivered\":\(self.mayHaveBeenDelivered),".utf8)
+        output.append(contentsOf: "\"not_sent\":\(self.notSent),\"rejected\":\(self.rejected),\"summary\":\(self.summary),\"total\":\(self.total)}".utf8)
+    }
+}

@@ -289,33 +289,7 @@ final class JSONWriterCore {
     }
 
     func writeString(_ string: String) {
-        self.output.append(UInt8(ascii: "\""))
-        var string = string
-        string.withUTF8 { bytes in
-            var runStart = 0
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                self.output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-                runStart = index + 1
-                switch byte {
-                case UInt8(ascii: "\""): self.output.append(contentsOf: #"\""#.utf8)
-                case UInt8(ascii: "\\"): self.output.append(contentsOf: #"\\"#.utf8)
-                case 0x0a: self.output.append(contentsOf: #"\n"#.utf8)
-                case 0x0d: self.output.append(contentsOf: #"\r"#.utf8)
-                case 0x09: self.output.append(contentsOf: #"\t"#.utf8)
-                case 0x08: self.output.append(contentsOf: #"\b"#.utf8)
-                case 0x0c: self.output.append(contentsOf: #"\f"#.utf8)
-                default:
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    self.output.append(contentsOf: #"\u00"#.utf8)
-                    self.output.append(hex[Int(byte >> 4)])
-                    self.output.append(hex[Int(byte & 0xf)])
-                }
-            }
-            self.output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count]))
-        }
-        self.output.append(UInt8(ascii: "\""))
+        JSONString.append(string, to: &self.output)
     }
 }
 

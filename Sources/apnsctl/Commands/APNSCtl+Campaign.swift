@@ -3,6 +3,7 @@ import ForgeAPNsCore
 import ForgeCampaign
 import ForgeCampaignPostgres
 import Foundation
+import Synchronization
 
 extension APNSCtl {
     struct Campaign: AsyncParsableCommand {
@@ -47,8 +48,15 @@ extension APNSCtl.Campaign {
                 let printer = ReportPrinter(json: self.json)
                 if let options = try self.postgres.resolved() {
                     let campaign = try await options.open()
-                    let summary = try await options.run { try await campaign.report { try printer.print($0) } }
-                    try printer.finish(summary)
+                    let summary: CampaignReport.Summary
+                    do {
+                        summary = try await options.run { try await campaign.report { printer.print($0) } }
+                    } catch {
+                        // The lines read before the failure are shown, then its message.
+                        printer.flush()
+                        throw error
+                    }
+                    printer.finish(summary)
                     return
                 }
                 guard let path = self.journal, FileManager.default.fileExists(atPath: path) else {
@@ -67,19 +75,20 @@ extension APNSCtl.Campaign {
                     do {
                         rows = try await journal.rows(from: summary.total)
                     } catch {
+                        printer.flush()
                         throw CLIFailure(message: "\(error)", exitCode: CLIExit.dataError)
                     }
                     if rows.isEmpty { break }
                     for row in rows {
                         let line = CampaignReport.Line(row, campaign: journal.campaign)
                         summary.add(line)
-                        try printer.print(line)
+                        printer.print(line)
                     }
                 }
                 if let fingerprint = journal.fingerprint, !fingerprint.isComplete {
                     try await Self.reportUnread(fingerprint, journal: journal, summary: &summary, printer: printer)
                 }
-                try printer.finish(summary)
+                printer.finish(summary)
             }
         }
     }
@@ -92,6 +101,8 @@ extension APNSCtl.Campaign.Report {
     static func reportUnread(
         _ fingerprint: CampaignJournal.Fingerprint, journal: CampaignJournal, summary: inout CampaignReport.Summary, printer: ReportPrinter
     ) async throws {
+        // Its diagnostics follow the lines before them.
+        printer.flush()
         let registered = summary.total
         guard let pushType = APNSPushType(rawValue: fingerprint.pushType), let topic = try? APNSTopic(fingerprint.topic, pushType: pushType),
             let lines = try? TokenLines(
@@ -120,42 +131,71 @@ extension APNSCtl.Campaign.Report {
             let row = CampaignJournal.Row.unread(index: index, line: entry.line, token: entry.token.hexString)
             let reported = CampaignReport.Line(row, campaign: journal.campaign)
             summary.add(reported)
-            try printer.print(reported)
+            printer.print(reported)
             index += 1
         }
     }
 }
 
 /// Prints a report's lines as `campaign report` does: with --json every line and the summary as
-/// JSON objects; otherwise the tokens not accepted, then the summary's sentence.
-struct ReportPrinter {
-    var json: Bool
-    private let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+/// JSON objects (``CampaignReport/Line/appendJSON(to:)``); otherwise the tokens not accepted, then
+/// the summary's sentence. Lines printed one by one are written a buffer at a time; a batch is
+/// written at once, so a worker's committed verdicts show as they are committed.
+final class ReportPrinter: Sendable {
+    let json: Bool
+    private let buffer = Mutex<[UInt8]>([])
+    private static let bufferSize = 1 << 16
 
     init(json: Bool) {
         self.json = json
     }
 
-    func text(_ line: CampaignReport.Line) throws -> String? {
-        if self.json { return String(decoding: try self.encoder.encode(line), as: UTF8.self) }
-        return line.outcome == "accepted" ? nil : line.text
+    /// Buffers `line`, writing the buffer once it is full.
+    func print(_ line: CampaignReport.Line) {
+        let full = self.buffer.withLock { buffer -> [UInt8]? in
+            self.append(line, to: &buffer)
+            guard buffer.count >= Self.bufferSize else { return nil }
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return buffer
+        }
+        if let full { Output.results(full) }
     }
 
-    func print(_ line: CampaignReport.Line) throws {
-        if let text = try self.text(line) { Output.result(text) }
+    /// Writes what is buffered and `lines` now.
+    func print(_ lines: [CampaignReport.Line]) {
+        let bytes = self.buffer.withLock { buffer -> [UInt8] in
+            for line in lines { self.append(line, to: &buffer) }
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return buffer
+        }
+        if !bytes.isEmpty { Output.results(bytes) }
     }
 
-    /// Several lines in one write.
-    func print(_ lines: [CampaignReport.Line]) throws {
-        let texts = try lines.compactMap { try self.text($0) }
-        if !texts.isEmpty { Output.result(texts.joined(separator: "\n")) }
+    /// Writes what is buffered (before a diagnostic, which must follow the lines before it).
+    func flush() {
+        self.print([])
     }
 
-    func finish(_ summary: CampaignReport.Summary) throws {
-        Output.result(self.json ? String(decoding: try self.encoder.encode(summary), as: UTF8.self) : summary.text)
+    /// Writes what is buffered, then the summary.
+    func finish(_ summary: CampaignReport.Summary) {
+        self.flush()
+        if self.json {
+            var bytes: [UInt8] = []
+            summary.appendJSON(to: &bytes)
+            bytes.append(0x0a)
+            Output.results(bytes)
+        } else {
+            Output.result(summary.text)
+        }
+    }
+
+    private func append(_ line: CampaignReport.Line, to buffer: inout [UInt8]) {
+        if self.json {
+            line.appendJSON(to: &buffer)
+        } else {
+            guard line.outcome != "accepted" else { return }
+            buffer.append(contentsOf: line.text.utf8)
+        }
+        buffer.append(0x0a)
     }
 }

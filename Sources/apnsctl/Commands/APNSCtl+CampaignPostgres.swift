@@ -224,7 +224,7 @@ extension APNSCtl.Campaign {
                             switch event {
                             case .committed(let lines):
                                 summary.add(lines)
-                                try? printer.print(lines)
+                                printer.print(lines)
                             case .leaseLost(let batch, let epoch, let dropped):
                                 Output.diagnostic(
                                     "campaign \(campaign.name): lease on batch \(batch) (epoch \(epoch)) lost to another worker; "
@@ -242,7 +242,7 @@ extension APNSCtl.Campaign {
                         }
                     }
                 }
-                try printer.finish(summary.value)
+                printer.finish(summary.value)
                 switch outcome {
                 case .complete:
                     return
@@ -278,8 +278,8 @@ extension APNSCtl.Campaign {
                 let target = try self.target.target
                 let campaign = try await target.open()
                 let printer = ReportPrinter(json: self.json)
-                let summary = try await target.run { try await campaign.watch { try printer.print($0) } }
-                try printer.finish(summary)
+                let summary = try await target.run { try await campaign.watch { printer.print($0) } }
+                printer.finish(summary)
             }
         }
     }

@@ -16,8 +16,17 @@ enum Output {
         Self.write(line + "\n", to: STDERR_FILENO)
     }
 
+    /// Results already laid out as bytes, newlines included: one write for many lines.
+    static func results(_ bytes: [UInt8]) {
+        Self.write(bytes, to: STDOUT_FILENO)
+    }
+
     private static func write(_ text: String, to descriptor: Int32) {
-        var bytes = Array(text.utf8)
+        Self.write(Array(text.utf8), to: descriptor)
+    }
+
+    private static func write(_ bytes: [UInt8], to descriptor: Int32) {
+        var bytes = bytes
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeMutableBytes { buffer in
@@ -29,6 +38,5 @@ enum Output {
             }
             offset += written
         }
-        bytes.removeAll()
     }
 }

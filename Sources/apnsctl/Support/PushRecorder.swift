@@ -1,3 +1,4 @@
+import ForgeAPNsCore
 import ForgeLoopback
 import ForgeSupport
 #if canImport(Glibc)
@@ -38,19 +39,19 @@ final class PushRecorder: Sendable {
         switch verdict.target {
         case .device(let token):
             line.append(contentsOf: "{\"token\":".utf8)
-            JSONText.appendQuoted(token, to: &line)
+            JSONString.append(token, to: &line)
         case .broadcast(_, let channel):
             line.append(contentsOf: "{\"channel_id\":".utf8)
-            JSONText.appendQuoted(channel, to: &line)
+            JSONString.append(channel, to: &line)
         case .channels, .unknown:
             return
         }
         line.append(contentsOf: ",\"apns_id\":".utf8)
-        JSONText.appendQuoted(verdict.apnsID, to: &line)
+        JSONString.append(verdict.apnsID, to: &line)
         line.append(contentsOf: ",\"time\":".utf8)
-        JSONText.appendQuoted(ISODate.string(judgement.date), to: &line)
+        JSONString.append(ISODate.string(judgement.date), to: &line)
         line.append(contentsOf: ",\"push_type\":".utf8)
-        JSONText.appendQuoted(verdict.pushType?.rawValue ?? "alert", to: &line)
+        JSONString.append(verdict.pushType?.rawValue ?? "alert", to: &line)
         line.append(contentsOf: "}\n".utf8)
         self.buffer.withLock { buffer in
             buffer.append(contentsOf: line)

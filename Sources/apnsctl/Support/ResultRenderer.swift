@@ -135,10 +135,10 @@ struct ResultRenderer: Sendable {
             bytes.append(contentsOf: name.utf8)
             bytes.append(contentsOf: "\":".utf8)
             guard let value else { return bytes.append(contentsOf: "null".utf8) }
-            if quoted { JSONText.appendQuoted(value, to: &bytes) } else { bytes.append(contentsOf: value.utf8) }
+            if quoted { JSONString.append(value, to: &bytes) } else { bytes.append(contentsOf: value.utf8) }
         }
         bytes.append(contentsOf: "{\"token\":".utf8)
-        JSONText.appendQuoted(result.token, to: &bytes)
+        JSONString.append(result.token, to: &bytes)
         if let line = result.line {
             bytes.append(contentsOf: ",\"line\":".utf8)
             Self.appendDecimal(line, to: &bytes)
@@ -146,7 +146,7 @@ struct ResultRenderer: Sendable {
         switch result.outcome {
         case .accepted(let sent):
             bytes.append(contentsOf: ",\"outcome\":\"accepted\",\"status\":200,\"apns_id\":".utf8)
-            JSONText.appendQuoted(sent.apnsID, to: &bytes)
+            JSONString.append(sent.apnsID, to: &bytes)
             bytes.append(contentsOf: ",\"reason\":null,\"timestamp\":null,\"attempts\":".utf8)
             Self.appendDecimal(sent.attempts, to: &bytes)
         case .rejected(let error), .failed(let error), .notSent(let error):
