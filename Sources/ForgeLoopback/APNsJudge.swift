@@ -87,6 +87,9 @@ public struct APNsJudge: Sendable {
     /// Parsed client certificates by DER bytes: the registry is consulted on every request, so a
     /// registration or revocation takes effect at once.
     private var certificateCache: [[UInt8]: (fingerprint: String, notAfter: Date)?] = [:]
+    /// The body last checked by ``payloadFindings(_:)`` and what it found: a bulk send's pushes
+    /// share their payload, so it is read once, not per push.
+    private var lastPayload: (body: [UInt8], findings: (warning: String?, lint: String?))?
 
     /// Creates a judge.
     public init(
@@ -168,7 +171,8 @@ public struct APNsJudge: Sendable {
         guard request.method == "POST" else { return reject(405, .methodNotAllowed) }
         // R10, R9
         guard request.path.hasPrefix(Self.devicePrefix) else { return reject(404, .badPath) }
-        let tokenText = String(request.path.dropFirst(Self.devicePrefix.count))
+        // The prefix is ASCII: bytes, not characters, to drop (no grapheme breaking per push).
+        let tokenText = String(Substring(request.path.utf8.dropFirst(Self.devicePrefix.utf8.count)))
         guard !tokenText.isEmpty else { return reject(400, .missingDeviceToken) }
         // R1
         if let id = echoedID, (try? APNSID(id)) == nil { return reject(400, .badMessageID) }
@@ -181,8 +185,9 @@ public struct APNsJudge: Sendable {
         target = .device(token: token.hexString)
         // R7 is checked below in Apple's order; the topic's bundle needs the type now.
         let typeHeader = request.value("apns-push-type")
-        let claimedType = typeHeader.flatMap(APNSPushType.init(rawValue:)) ?? .alert
-        pushType = typeHeader == nil ? .alert : APNSPushType(rawValue: typeHeader!)
+        let namedType = typeHeader.flatMap(APNSPushType.init(rawValue:))
+        let claimedType = namedType ?? .alert
+        pushType = typeHeader == nil ? .alert : namedType
         // R4, C7, A1-A8
         let certificate: LocalAPNsCertificate?
         switch self.certificate(of: request, now: now) {
@@ -217,7 +222,7 @@ public struct APNsJudge: Sendable {
             priority = parsed
         }
         // R7 (absent is accepted outside watchOS: Apple calls the header recommended)
-        if let typeHeader, APNSPushType(rawValue: typeHeader) == nil { return reject(400, .invalidPushType) }
+        if typeHeader != nil, namedType == nil { return reject(400, .invalidPushType) }
         // R8
         if let text = request.value("apns-expiration"), (try? APNSExpiration(headerValue: text)) == nil {
             return reject(400, .badExpirationDate)
@@ -249,7 +254,13 @@ public struct APNsJudge: Sendable {
             return reject(429, .tooManyRequests)
         }
         let unique = self.configuration.environment == .sandbox ? GeneratedID.lower() : nil
-        let findings = Self.payloadFindings(request.body)
+        let findings: (warning: String?, lint: String?)
+        if let last = self.lastPayload, last.body == request.body {
+            findings = last.findings
+        } else {
+            findings = Self.payloadFindings(request.body)
+            self.lastPayload = (request.body, findings)
+        }
         return APNsVerdict(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-id",
             apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType,
@@ -266,15 +277,22 @@ public struct APNsJudge: Sendable {
 
     /// The bundle id a topic names: without the push type's suffix (MDM topics are not bundle ids).
     static func bundleID(of topic: String, pushType: APNSPushType) -> String {
-        guard let suffix = pushType.topicSuffix, !suffix.isEmpty, topic.hasSuffix(suffix) else { return topic }
-        return String(topic.dropLast(suffix.count))
+        guard let suffix = pushType.topicSuffix, !suffix.isEmpty, Self.endsWith(topic, suffix) else { return topic }
+        return String(Substring(topic.utf8.dropLast(suffix.utf8.count)))
     }
 
     /// Whether `topic` carries exactly the suffix `pushType` needs (none for alert and background).
     static func topic(_ topic: String, fits pushType: APNSPushType) -> Bool {
         guard let own = pushType.topicSuffix else { return true }  // mdm
-        if !own.isEmpty { return topic.hasSuffix(own) && topic.utf8.count > own.utf8.count }
+        if !own.isEmpty { return Self.endsWith(topic, own) && topic.utf8.count > own.utf8.count }
         return !Self.hasPushTypeSuffix(topic)
+    }
+
+    /// Whether `text` ends with the bytes of `suffix`, as APNs compares a topic: byte for byte, not
+    /// by characters (and without the cost of grapheme breaking on every push).
+    static func endsWith(_ text: String, _ suffix: String) -> Bool {
+        let count = suffix.utf8.count
+        return text.utf8.count >= count && text.utf8.suffix(count).elementsEqual(suffix.utf8)
     }
 
     static func duplicateHeaders(_ request: Request) -> APNSErrorReason? {
@@ -404,7 +422,7 @@ public struct APNsJudge: Sendable {
     static func hasPushTypeSuffix(_ bundle: String) -> Bool {
         APNSPushType.allCases.contains { type in
             guard let suffix = type.topicSuffix, !suffix.isEmpty else { return false }
-            return bundle.hasSuffix(suffix)
+            return Self.endsWith(bundle, suffix)
         }
     }
 

@@ -137,6 +137,25 @@ struct APNsJudgeTests {
         #expect(accepted.lint == nil && accepted.warning == nil)
     }
 
+    @Test("P3 in a row on one judge: each body gets its own findings (the last body's are reused only for the same bytes)")
+    func findingsInARow() {
+        var judge = self.judge
+        let bodies: [(body: [UInt8], lint: String?, warning: String?)] = [
+            (Array(#"{"aps":{"alert":"Hi"}}"#.utf8), nil, nil),
+            (Array(#"{"aps":{"alert":"Hi"}}"#.utf8), nil, nil),
+            (Array(#"{"custom":1}"#.utf8), "no \"aps\" key", nil),
+            (Array(#"{"custom":1}"#.utf8), "no \"aps\" key", nil),
+            (Array(#"{"aps":{"alert":"Hi"}}"#.utf8), nil, nil),
+            (Array("{not json".utf8), nil, "body is not valid JSON: unexpected 'n' at byte 2 (expected a key)"),
+            (Array(#"{"custom":"aps"}"#.utf8), "no \"aps\" key", nil),
+            (Array(#"{"custom":{"aps" : 1}}"#.utf8), nil, nil),
+        ]
+        for (index, expected) in bodies.enumerated() {
+            let verdict = judge.judge(request(body: expected.body))
+            #expect(verdict.isAccepted && verdict.lint == expected.lint && verdict.warning == expected.warning, "body \(index)")
+        }
+    }
+
     struct UnreadableBody: Sendable, CustomTestStringConvertible {
         var bytes: [UInt8]
         var warning: String

@@ -54,11 +54,11 @@ public enum APNSPayloadLint {
     /// body ``jsonProblem(in:)`` found nothing wrong with.
     public static func apsProblem(in body: [UInt8]) -> String? {
         // A key "aps" at any depth is enough for a lint: the exact position needs a full parse.
-        let key = Array(#""aps""#.utf8)
+        let key = #""aps""#.utf8
         guard body.count >= key.count else { return "no \"aps\" key" }
         var index = 0
         while index + key.count <= body.count {
-            if body[index] == key[0], Array(body[index..<(index + key.count)]) == key {
+            if body[index] == UInt8(ascii: "\""), body[index..<(index + key.count)].elementsEqual(key) {
                 var after = index + key.count
                 while after < body.count, body[after] == 0x20 || body[after] == 0x0A || body[after] == 0x0D || body[after] == 0x09 {
                     after += 1
