@@ -17,6 +17,8 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
 
     private var session: NGHTTP2Session!
     private var incoming: [Int32: Incoming] = [:]
+    /// Strings of the fields received last, reused while their bytes repeat.
+    private var recentHeaders = RecentHeaderStrings()
     /// Streams whose request was handed out and not answered yet.
     private(set) var awaitingResponse: Set<Int32> = []
     let connectionID: UInt64
@@ -115,10 +117,10 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
         // One lookup, then the stored request is changed in place (`values[slot]`): comparing
         // `incoming[streamID]` with nil copied the whole request, a header at a time.
         guard let slot = self.incoming.index(forKey: streamID) else { return }
-        if neverIndexed { self.incoming.values[slot].neverIndexed.append(String(decoding: name, as: UTF8.self)) }
-        let value = String(decoding: value, as: UTF8.self)
-        if name.first == UInt8(ascii: ":") {
-            switch String(decoding: name, as: UTF8.self) {
+        let (name, value) = self.recentHeaders.strings(name: name, value: value)
+        if neverIndexed { self.incoming.values[slot].neverIndexed.append(name) }
+        if name.utf8.first == UInt8(ascii: ":") {
+            switch name {
             case ":method": self.incoming.values[slot].method = value
             case ":scheme": self.incoming.values[slot].scheme = value
             case ":authority": self.incoming.values[slot].authority = value
@@ -126,9 +128,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
             default: break
             }
         } else {
-            self.incoming.values[slot].headers.append(
-                HTTP2HeaderField(String(decoding: name, as: UTF8.self), value, indexing: neverIndexed ? .neverIndexed : .indexable)
-            )
+            self.incoming.values[slot].headers.append(HTTP2HeaderField(name, value, indexing: neverIndexed ? .neverIndexed : .indexable))
         }
     }
 
