@@ -14,6 +14,12 @@ public protocol APNSTransport: Sendable {
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: ContinuousClock.Instant
     ) async -> [Result<APNSTransportResponse, APNSTransportError>]
 
+    /// Sends one request (a `send`), as the batch method does a batch of one. A transport that
+    /// does not implement it gets one that calls the batch method.
+    func send(
+        _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
+    ) async -> Result<APNSTransportResponse, APNSTransportError>
+
     /// How many requests may usefully be in flight now, and how many are worth sending together.
     var capacity: APNSTransportCapacity { get }
 
@@ -26,6 +32,13 @@ public protocol APNSTransport: Sendable {
 }
 
 extension APNSTransport {
+    /// The batch method with a batch of one.
+    public func send(
+        _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
+    ) async -> Result<APNSTransportResponse, APNSTransportError> {
+        await self.send([request], authorization: authorization, deadline: deadline)[0]
+    }
+
     /// No background work.
     public func run() async {}
     /// Nothing to close.

@@ -93,53 +93,19 @@ extension APNSClient {
             var accepted = 0
             var renew = false
             for (position, index) in ready.enumerated() {
-                let outcome: SendTry
-                var response: APNSTransportResponse?
-                var rejection: APNSErrorResponse?
-                switch results[position] {
-                case .success(let answer):
-                    response = answer
-                    rejection = answer.rejection
-                    outcome = .answered(status: answer.status, reason: rejection?.reason)
-                case .failure(let failure):
-                    outcome = SendTry(failure)
-                }
-                let decision = SendDecision.after(
-                    outcome, state: &states[index].decision, policy: policy, renewableToken: providerToken != nil,
-                    remaining: answered.duration(to: deadline)
-                )
-                switch decision {
-                case .accept:
-                    accepted += 1
-                    outcomes[index] = .success(APNSSendResult(
-                        response: response!, attempts: states[index].decision.attempts,
-                        mayHaveBeenDeliveredTwice: states[index].decision.mayHaveBeenDelivered, duration: answered - started
-                    ))
-                case .reject:
-                    route.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
-                    outcomes[index] = .failure(APNSError(rejection!, state: states[index].decision))
+                switch Self.step(
+                    results[position], state: &states[index].decision, pushType: pushType, route: route, policy: policy,
+                    renewableToken: providerToken != nil, started: started, answered: answered, deadline: deadline, path: requests[index].path
+                ) {
+                case .done(let outcome):
+                    if case .success = outcome { accepted += 1 }
+                    outcomes[index] = outcome
+                case .again(let wait):
+                    states[index].due = answered + wait
+                    again.append(index)
                 case .renewProviderToken:
                     renew = true
                     again.append(index)
-                case .retry(let wait), .replay(let wait):
-                    route.metrics.count(decision)
-                    if route.logger.logLevel <= .debug {
-                        route.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
-                            "apns.push_type": "\(pushType)", "apns.attempt": "\(states[index].decision.attempts)",
-                            "apns.replay": "\(states[index].decision.replays)",
-                            "apns.reason": "\(rejection?.reason.rawValue ?? results[position].failure.map { "\($0)" } ?? "-")",
-                            "apns.path": "\(Self.abbreviatePath(requests[index].path))",
-                        ])
-                    }
-                    states[index].due = answered + wait
-                    again.append(index)
-                case .fail(let kind):
-                    route.metrics.failed(pushType: pushType)
-                    let detail = results[position].failure.map(\.detail) ?? ""
-                    outcomes[index] = .failure(APNSError(
-                        kind: kind, attempts: states[index].decision.attempts, mayHaveBeenDelivered: states[index].decision.mayHaveBeenDelivered,
-                        detail: detail
-                    ))
                 }
             }
             if accepted > 0 { route.metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
@@ -148,6 +114,113 @@ extension APNSClient {
             now = answered
         }
         return outcomes
+    }
+
+    /// What follows one try of a push.
+    enum Step {
+        /// Its final outcome: accepted, rejected, or failed.
+        case done(Result<APNSSendResult, APNSError>)
+        /// Send it again after `wait` (a retry or a replay; metrics and the log have it).
+        case again(wait: Duration)
+        /// Renew the provider token, then send it again at once.
+        case renewProviderToken
+    }
+
+    /// One try's result read as ``SendDecision`` decides, `state` updated; the rejection and
+    /// failure metrics and the retry log line are recorded here, acceptances by the caller (a batch
+    /// counts its own together). The one place `execute` and `executeSingle` judge a try.
+    static func step(
+        _ result: Result<APNSTransportResponse, APNSTransportError>, state: inout SendState, pushType: APNSPushType,
+        route: CredentialRoute, policy: RetryPolicy, renewableToken: Bool, started: ContinuousClock.Instant,
+        answered: ContinuousClock.Instant, deadline: ContinuousClock.Instant, path: @autoclosure () -> String
+    ) -> Step {
+        let outcome: SendTry
+        var response: APNSTransportResponse?
+        var rejection: APNSErrorResponse?
+        switch result {
+        case .success(let answer):
+            response = answer
+            rejection = answer.rejection
+            outcome = .answered(status: answer.status, reason: rejection?.reason)
+        case .failure(let failure):
+            outcome = SendTry(failure)
+        }
+        let decision = SendDecision.after(
+            outcome, state: &state, policy: policy, renewableToken: renewableToken, remaining: answered.duration(to: deadline)
+        )
+        switch decision {
+        case .accept:
+            return .done(.success(APNSSendResult(
+                response: response!, attempts: state.attempts, mayHaveBeenDeliveredTwice: state.mayHaveBeenDelivered, duration: answered - started
+            )))
+        case .reject:
+            route.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
+            return .done(.failure(APNSError(rejection!, state: state)))
+        case .renewProviderToken:
+            return .renewProviderToken
+        case .retry(let wait), .replay(let wait):
+            route.metrics.count(decision)
+            if route.logger.logLevel <= .debug {
+                route.logger.debug(decision.isReplay ? "replaying a push APNs did not process" : "retrying", metadata: [
+                    "apns.push_type": "\(pushType)", "apns.attempt": "\(state.attempts)", "apns.replay": "\(state.replays)",
+                    "apns.reason": "\(rejection?.reason.rawValue ?? result.failure.map { "\($0)" } ?? "-")",
+                    "apns.path": "\(Self.abbreviatePath(path()))",
+                ])
+            }
+            return .again(wait: wait)
+        case .fail(let kind):
+            route.metrics.failed(pushType: pushType)
+            return .done(.failure(APNSError(
+                kind: kind, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered, detail: result.failure.map(\.detail) ?? ""
+            )))
+        }
+    }
+
+    /// One push, as ``execute(_:pushType:route:deadline:channelAPI:)`` sends a batch of one, with
+    /// its state in locals: a `send` allocates no arrays on its way.
+    func executeSingle(
+        _ request: APNSHTTPRequest, pushType: APNSPushType, route: CredentialRoute, deadline: ContinuousClock.Instant,
+        channelAPI: Bool = false
+    ) async -> Result<APNSSendResult, APNSError> {
+        let transport = channelAPI ? route.channelTransport : route.transport
+        let policy = self.configuration.retry
+        let started = ContinuousClock.now
+        var state = SendState()
+        route.metrics.inFlight.increment(by: 1)
+        defer { route.metrics.inFlight.decrement(by: 1) }
+        func failure(_ kind: APNSError.Kind, _ detail: String) -> Result<APNSSendResult, APNSError> {
+            .failure(APNSError(kind: kind, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered, detail: detail))
+        }
+        while true {
+            if self.isShutDown { return failure(.shutdown, "the client is shut down") }
+            var providerToken: APNSProviderToken?
+            if let tokens = route.tokens {
+                do {
+                    providerToken = try tokens.currentToken()
+                } catch {
+                    return failure(.credentials, "\(error)")
+                }
+            }
+            let result = await transport.send(request, authorization: providerToken?.authorizationHeaderValue, deadline: deadline)
+            let answered = ContinuousClock.now
+            switch Self.step(
+                result, state: &state, pushType: pushType, route: route, policy: policy, renewableToken: providerToken != nil,
+                started: started, answered: answered, deadline: deadline, path: request.path
+            ) {
+            case .done(let outcome):
+                if case .success = outcome { route.metrics.accepted(pushType: pushType, latency: answered - started, count: 1) }
+                return outcome
+            case .renewProviderToken:
+                if let providerToken { Self.renew(providerToken, route: route) }
+            case .again(let wait):
+                guard wait > .zero else { continue }
+                do {
+                    try await Task.sleep(until: answered + wait, clock: .continuous)
+                } catch {
+                    return failure(.cancelled, "cancelled while waiting to send again")
+                }
+            }
+        }
     }
 
     /// A push of the batch: its decision state, and when it may go (again).
@@ -170,13 +243,20 @@ extension APNSClient {
             // No tracer: no existential to copy, no span to end, and the route looked up here (one
             // async frame fewer on every send).
             let route = try self.route(forBundleID: bundleID)
-            return try await self.execute([request], pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI)[0].get()
+            return try await self.executeSingle(request, pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI).get()
         }
         let span = self.tracer?.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
         defer { span?.end() }
         let recording = span?.isRecording == true
         if recording, let span { ClientTracing.describe(pushType: pushType, topic: request[header: "apns-topic"], on: span) }
-        let outcome = await self.execute([request], pushType: pushType, bundleID: bundleID, deadline: deadline, channelAPI: channelAPI)[0]
+        let outcome: Result<APNSSendResult, APNSError>
+        do throws(APNSError) {
+            outcome = await self.executeSingle(
+                request, pushType: pushType, route: try self.route(forBundleID: bundleID), deadline: deadline, channelAPI: channelAPI
+            )
+        } catch {
+            outcome = .failure(error)
+        }
         if recording, let span { ClientTracing.record(outcome, on: span) }
         return try outcome.get()
     }

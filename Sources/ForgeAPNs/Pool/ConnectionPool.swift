@@ -69,6 +69,7 @@ final class ConnectionPool: APNSTransport {
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: ContinuousClock.Instant
     ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
         guard requests.count > 1 else {
+            // A batch of one (a bulk's last token, a retry): the single path, then an array.
             return requests.isEmpty ? [] : [await self.send(requests[0], authorization: authorization, deadline: deadline)]
         }
         var http2: [HTTP2Request] = []
@@ -98,10 +99,8 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
-    /// One request (a `send`): as the batch, with no array on the way; inlined into the batch's
-    /// entry point, so a send costs no async frame for it.
-    @inline(__always)
-    private func send(
+    /// One request (a `send`): as the batch, with no array on the way.
+    func send(
         _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
         let http2: HTTP2Request
