@@ -141,9 +141,12 @@ struct FaultMatrixTests {
     func stalledConnection() async throws {
         // Stall and PING bounds far below the 30 s request deadline: before the stall check, the
         // pushes on the dead connection waited for that deadline and failed.
-        // 1 s + 2 s: under AddressSanitizer the in-process server can take over half a second to get
-        // to a PING behind a window of requests, and a live connection must not be called dead.
-        let timeouts = APNSClient.Timeouts(request: .seconds(30), stall: .seconds(1), pingTimeout: .seconds(2))
+        // 1 s + 5 s: under AddressSanitizer the in-process server can take over half a second to get
+        // to a PING behind a window of requests, and a live connection must not be called dead;
+        // under ThreadSanitizer, with the whole suite and other work on two cores, a 2 s timeout
+        // once failed 131 of 400 pushes as connections were called dead. 6 s is still far
+        // below the request deadline this test tells apart.
+        let timeouts = APNSClient.Timeouts(request: .seconds(30), stall: .seconds(1), pingTimeout: .seconds(5))
         let loopback = try Loopback.start(timeouts: timeouts)
         loopback.server.schedule(.stall, afterRequests: 100)
         let result = try await withAPNSClient(configuration: loopback.configuration) { client in
