@@ -178,7 +178,7 @@ extension APNSClient {
 
     /// One push, as ``execute(_:pushType:route:deadline:channelAPI:)`` sends a batch of one, with
     /// its state in locals: a `send` allocates no arrays on its way.
-    func executeSingle(
+    nonisolated(nonsending) func executeSingle(
         _ request: APNSHTTPRequest, pushType: APNSPushType, route: CredentialRoute, deadline: ContinuousClock.Instant,
         channelAPI: Bool = false
     ) async -> Result<APNSSendResult, APNSError> {
@@ -236,7 +236,7 @@ extension APNSClient {
 
     /// Sends one request as ``execute(_:pushType:bundleID:deadline:channelAPI:)`` does, in a span of its own
     /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
-    func executeOne(
+    nonisolated(nonsending) func executeOne(
         _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false
     ) async throws(APNSError) -> APNSSendResult {
         guard self.tracing else {

@@ -100,7 +100,7 @@ final class ConnectionPool: APNSTransport {
     }
 
     /// One request (a `send`): as the batch, with no array on the way.
-    func send(
+    nonisolated(nonsending) func send(
         _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
         let http2: HTTP2Request

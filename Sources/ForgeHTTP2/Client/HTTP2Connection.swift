@@ -127,7 +127,7 @@ public final class HTTP2Connection: Sendable {
     /// Cancelling the calling task resets the stream (RST_STREAM CANCEL) and throws `cancelled`.
     /// - Parameter deadline: when to give up; the stream is reset then.
     /// - Throws: ``HTTP2ClientError``.
-    public func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
+    nonisolated(nonsending) public func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
         let id = self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
         let monotonicDeadline = deadline.map(Self.monotonic)
         let response = try await withTaskCancellationHandler {
