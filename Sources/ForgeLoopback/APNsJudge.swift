@@ -3,6 +3,9 @@ internal import ForgeCrypto
 public import struct Foundation.Date
 public import struct Foundation.Data
 public import class Foundation.JSONSerialization
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// A verdict on one request: Apple's status, reason and headers, or acceptance.
 public struct APNsVerdict: Hashable, Sendable {
@@ -292,7 +295,16 @@ public struct APNsJudge: Sendable {
     /// by characters (and without the cost of grapheme breaking on every push).
     static func endsWith(_ text: String, _ suffix: String) -> Bool {
         let count = suffix.utf8.count
-        return text.utf8.count >= count && text.utf8.suffix(count).elementsEqual(suffix.utf8)
+        guard text.utf8.count >= count else { return false }
+        guard count > 0 else { return true }
+        // Native strings (every header value, every literal suffix) hold contiguous UTF-8: one memcmp.
+        let compared = text.utf8.withContiguousStorageIfAvailable { text in
+            suffix.utf8.withContiguousStorageIfAvailable { suffix in
+                memcmp(text.baseAddress! + (text.count - count), suffix.baseAddress!, count) == 0
+            }
+        }
+        if let compared = compared ?? nil { return compared }
+        return text.utf8.suffix(count).elementsEqual(suffix.utf8)
     }
 
     static func duplicateHeaders(_ request: Request) -> APNSErrorReason? {

@@ -1,5 +1,5 @@
 import ForgeAPNsCore
-import ForgeLoopback
+@testable import ForgeLoopback
 import Foundation
 import Testing
 
@@ -154,6 +154,20 @@ struct APNsJudgeTests {
             let verdict = judge.judge(request(body: expected.body))
             #expect(verdict.isAccepted && verdict.lint == expected.lint && verdict.warning == expected.warning, "body \(index)")
         }
+    }
+
+    @Test("Topic suffixes compare byte for byte: empty, equal, longer than the topic, after non-ASCII text, substrings")
+    func endsWith() {
+        #expect(APNsJudge.endsWith("com.example.app.voip", ".voip"))
+        #expect(APNsJudge.endsWith("com.example.app", ""))
+        #expect(APNsJudge.endsWith(".voip", ".voip"))
+        #expect(!APNsJudge.endsWith("voip", ".voip"))
+        #expect(!APNsJudge.endsWith("com.example.app.voipx", ".voip"))
+        #expect(APNsJudge.endsWith("com.exämple.日本.complication", ".complication"))
+        #expect(!APNsJudge.endsWith("com.example.app.complicatio", ".complication"))
+        let built = String(repeating: "x", count: 40) + ".push-type.liveactivity"
+        #expect(APNsJudge.endsWith(built, ".push-type.liveactivity"))
+        #expect(APNsJudge.endsWith(Substring(built).description, "liveactivity"))
     }
 
     struct UnreadableBody: Sendable, CustomTestStringConvertible {
