@@ -9,7 +9,9 @@ internal import Tracing
 /// It sends requests through the transport together, reads each answer or failure as a
 /// ``SendTry``, asks ``SendDecision`` what to do, and does it: accept, reject, renew the provider
 /// token once, retry or replay after the wait the decision gives, or fail. Pushes that must go again
-/// go again together once their waits are over, so a batch's 429s back off side by side.
+/// go again together once their waits are over, so a batch's 429s back off side by side. A single
+/// push (`send`) runs the same steps in a loop of its own (`executeSingle`), without the batch's
+/// arrays; `step` is where both read a try.
 extension APNSClient {
     /// Sends `requests` until each has its final outcome, in order: the accepted ones' results, or
     /// the errors that end the others (a rejection, or why nothing was accepted).
@@ -38,7 +40,7 @@ extension APNSClient {
         let transport = channelAPI ? route.channelTransport : route.transport
         let policy = self.configuration.retry
         let started = ContinuousClock.now
-        // One array of outcomes and one of states: a single `send` allocates as little as it can.
+        // One array of outcomes and one of states for the batch (a single `send` takes executeSingle).
         var outcomes = [Result<APNSSendResult, APNSError>](repeating: Self.noOutcome, count: requests.count)
         var states = [Scheduled](repeating: Scheduled(due: started), count: requests.count)
         var pending = Array(requests.indices)
