@@ -35,7 +35,7 @@ package enum JSONString {
         output.append(UInt8(ascii: "\""))
     }
 
-    /// `value` in decimal.
+    /// `value` in decimal (a small string: no allocation).
     package static func append(_ value: Int, to output: inout [UInt8]) {
         output.append(contentsOf: String(value).utf8)
     }

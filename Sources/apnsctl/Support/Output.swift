@@ -26,10 +26,9 @@ enum Output {
     }
 
     private static func write(_ bytes: [UInt8], to descriptor: Int32) {
-        var bytes = bytes
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { buffer in
+            let written = bytes.withUnsafeBytes { buffer in
                 Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
             }
             if written < 0 {

@@ -141,14 +141,14 @@ struct ResultRenderer: Sendable {
         JSONString.append(result.token, to: &bytes)
         if let line = result.line {
             bytes.append(contentsOf: ",\"line\":".utf8)
-            Self.appendDecimal(line, to: &bytes)
+            JSONString.append(line, to: &bytes)
         }
         switch result.outcome {
         case .accepted(let sent):
             bytes.append(contentsOf: ",\"outcome\":\"accepted\",\"status\":200,\"apns_id\":".utf8)
             JSONString.append(sent.apnsID, to: &bytes)
             bytes.append(contentsOf: ",\"reason\":null,\"timestamp\":null,\"attempts\":".utf8)
-            Self.appendDecimal(sent.attempts, to: &bytes)
+            JSONString.append(sent.attempts, to: &bytes)
         case .rejected(let error), .failed(let error), .notSent(let error):
             let outcome: String
             switch result.outcome {
@@ -170,11 +170,6 @@ struct ResultRenderer: Sendable {
         default: break
         }
         bytes.append(UInt8(ascii: "}"))
-    }
-
-    /// `value` in decimal (a small string: no allocation).
-    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: String(value).utf8)
     }
 
     /// `sent N: A accepted, R rejected (Unregistered 3), F failed, S not sent in X.XX s (Y/s)`, or
