@@ -13,7 +13,7 @@ import Darwin
 /// a Python server): arguments, environment and standard input as given, standard output and
 /// error read from the start, and every wait bounded.
 ///
-/// Waits poll `Process.isRunning` and give up after a bound. Never `Process.waitUntilExit()`:
+/// Waits poll ``isRunning`` (Foundation's view and the kernel's) and give up after a bound. Never `Process.waitUntilExit()`:
 /// when Foundation misses a child's exit (seen under AddressSanitizer, and after SIGKILL), that
 /// spins its run loop for ever and the test process hangs instead of failing.
 ///
@@ -149,8 +149,26 @@ public final class ChildProcess: Sendable {
     /// The child's process identifier.
     public var processIdentifier: Int32 { self.process.processIdentifier }
 
-    /// Whether Foundation still reports the child running.
-    public var isRunning: Bool { self.process.isRunning }
+    /// Whether the child still runs: Foundation reports it running, and the kernel does too (it is
+    /// neither gone nor a zombie waiting to be reaped; see ``hasExitedPerKernel``).
+    public var isRunning: Bool { self.process.isRunning && !self.hasExitedPerKernel }
+
+    /// Whether the kernel says the child has exited although Foundation has not reaped it yet: its
+    /// `/proc` entry is gone or in state `Z`. Foundation sometimes sees an exit late or never (under
+    /// AddressSanitizer, after SIGKILL); a wait that trusted it alone held its thread for its whole
+    /// bound, and two such waits on the cooperative pool of a 2-core machine stall every test.
+    private var hasExitedPerKernel: Bool {
+        #if os(Linux)
+        let pid = self.process.processIdentifier
+        guard pid > 0 else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        // `pid (comm) S …`: the state follows the last `)` (the command name may hold one).
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].drop(while: { $0 == " " }).first == "Z"
+        #else
+        return false
+        #endif
+    }
 
     /// The program's file name, for messages.
     public var name: String { self.process.executableURL?.lastPathComponent ?? "child" }
@@ -158,7 +176,7 @@ public final class ChildProcess: Sendable {
     /// Sends `signal` to the child, if Foundation still reports it running (once it has exited, its
     /// process identifier may belong to another process).
     public func signal(_ signal: Int32) {
-        guard self.process.isRunning else { return }
+        guard self.isRunning else { return }
         sendSignal(signal, to: self.process.processIdentifier)
     }
 
@@ -171,7 +189,7 @@ public final class ChildProcess: Sendable {
     @discardableResult
     public func waitForExit(timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while self.process.isRunning {
+        while self.isRunning {
             guard ContinuousClock.now < deadline else { return false }
             usleep(2_000)
         }
@@ -184,9 +202,9 @@ public final class ChildProcess: Sendable {
     @discardableResult
     public func waitForExit(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while self.process.isRunning {
+        while self.isRunning {
             guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(5))) != nil else {
-                return !self.process.isRunning
+                return !self.isRunning
             }
         }
         return true
@@ -197,7 +215,7 @@ public final class ChildProcess: Sendable {
     @discardableResult
     public func terminate(grace: Duration = .seconds(10)) -> Bool {
         self.closeStandardInput()
-        guard self.process.isRunning else { return true }
+        guard self.isRunning else { return true }
         self.signal(SIGTERM)
         return self.waitForExit(timeout: grace) || self.kill()
     }
@@ -207,7 +225,7 @@ public final class ChildProcess: Sendable {
     @discardableResult
     public func kill() -> Bool {
         self.closeStandardInput()
-        guard self.process.isRunning else { return true }
+        guard self.isRunning else { return true }
         sendSignal(SIGKILL, to: self.process.processIdentifier)
         return self.waitForExit(timeout: Self.exitAfterKill)
     }
@@ -269,12 +287,15 @@ public final class ChildProcess: Sendable {
 
     /// How the child ended: waits at most 10 s for the output to reach its end once the child has
     /// exited (a grandchild may still hold the pipes), then takes what was read.
+    /// A child the kernel reports exited gets up to 2 s for Foundation to reap it and learn its status.
     private func result() -> Result {
-        let running = self.process.isRunning
-        if !running {
+        if !self.isRunning {
+            let reaped = ContinuousClock.now + .seconds(2)
+            while self.process.isRunning, ContinuousClock.now < reaped { usleep(1_000) }
             let deadline = ContinuousClock.now + .seconds(10)
             while self.captured.withLock({ $0.open > 0 }), ContinuousClock.now < deadline { usleep(1_000) }
         }
+        let running = self.process.isRunning
         return self.captured.withLock { captured in
             Result(
                 exitCode: running ? -1 : self.process.terminationStatus,
