@@ -282,7 +282,7 @@ public final class CampaignJournal: Sendable {
         private let batch: Int
         private var buffer: [Entry] = []
         /// The batch being written, if any.
-        private var writing: BackgroundWrite?
+        private var writing: BackgroundWrite<Void>?
         /// Tokens registered so far.
         public private(set) var count = 0
 
@@ -400,33 +400,21 @@ public final class CampaignJournal: Sendable {
         }
     }
 
-    /// Registers `page`'s tokens as `sending` (sent once) in one transaction, with the file's size
-    /// and hash when it is the last: the send's next page, committed before the sender gets it.
-    func registerSending(_ page: TokenPage) async throws(Failure) -> [Claimed] {
-        let path = self.path
-        let claimed = try await self.writing("registering tokens") { db throws -> [Claimed] in
-            let registered = try JournalChunks.count(db: db)
-            if let first = page.entries.first, first.index != registered {
-                throw Failure(kind: .invalidArgument, description: "journal '\(path)': token index \(first.index) read, \(registered) expected (in order, from 0)")
-            }
-            guard !page.entries.isEmpty || page.end != nil else {
-                throw Failure(kind: .invalidArgument, description: "journal '\(path)': no tokens read before the end of the file")
-            }
-            try JournalChunks.append(page.entries, db: db)
-            if let end = page.end {
-                try db.execute(
-                    sql: "UPDATE campaign SET tokens_size = ?, tokens_sha256 = ? WHERE id = 1", arguments: [end.size, end.sha256]
-                )
-            }
-            return page.entries.map { Claimed(entry: $0, sentBefore: false) }
+    /// Registers `page`'s tokens as `sending` (sent once), with the file's size and hash when it is
+    /// the last: the send's next page, in the transaction that hands it to the sender.
+    private func registerSending(_ page: TokenPage, db: Database) throws -> [Claimed] {
+        let registered = try JournalChunks.count(db: db)
+        if let first = page.entries.first, first.index != registered {
+            throw Failure(kind: .invalidArgument, description: "journal '\(self.path)': token index \(first.index) read, \(registered) expected (in order, from 0)")
         }
+        guard !page.entries.isEmpty || page.end != nil else {
+            throw Failure(kind: .invalidArgument, description: "journal '\(self.path)': no tokens read before the end of the file")
+        }
+        try JournalChunks.append(page.entries, db: db)
         if let end = page.end {
-            self.stored.withLock { stored in
-                stored?.tokensSize = end.size
-                stored?.tokensSHA256 = end.sha256
-            }
+            try db.execute(sql: "UPDATE campaign SET tokens_size = ?, tokens_sha256 = ? WHERE id = 1", arguments: [end.size, end.sha256])
         }
-        return claimed
+        return page.entries.map { Claimed(entry: $0, sentBefore: false) }
     }
 
     // MARK: The send protocol
@@ -448,31 +436,71 @@ public final class CampaignJournal: Sendable {
     }
 
     /// Takes the next `limit` tokens after index `after` that have no final verdict and marks them
-    /// `sending`, in one transaction: the sender's next page, read from the journal, not from memory.
-    func claim(after: Int, limit: Int) async throws(Failure) -> [Claimed] {
-        try await self.writing("marking tokens as sending") { db in
-            var claimed: [Claimed] = []
-            claimed.reserveCapacity(limit)
-            var next = after + 1
-            // Chunk by chunk, until the page is full or the last chunk (the one `next` is past the end of) is read.
-            while claimed.count < limit, var state = try JournalChunks.state(of: next, db: db), next - state.first < state.states.count {
-                var offsets: [Int] = []
-                for offset in (next - state.first)..<state.states.count where !state.state(at: offset).isFinal {
-                    offsets.append(offset)
-                    if claimed.count + offsets.count == limit { break }
-                }
-                if !offsets.isEmpty {
-                    // The chunk's tokens are read only when some of them are to send.
-                    let entries = try JournalChunks.entries(first: state.first, db: db)
-                    for offset in offsets where offset < entries.count {
-                        claimed.append(Claimed(entry: entries[offset], sentBefore: state.markSending(at: offset)))
-                    }
-                    try JournalChunks.save(state, db: db)
-                }
-                next = state.first + state.states.count
+    /// `sending`: the sender's next page, read from the journal, not from memory.
+    private static func claim(after: Int, limit: Int, db: Database) throws -> [Claimed] {
+        var claimed: [Claimed] = []
+        claimed.reserveCapacity(limit)
+        var next = after + 1
+        // Chunk by chunk, until the page is full or the last chunk (the one `next` is past the end of) is read.
+        while claimed.count < limit, var state = try JournalChunks.state(of: next, db: db), next - state.first < state.states.count {
+            var offsets: [Int] = []
+            for offset in (next - state.first)..<state.states.count where !state.state(at: offset).isFinal {
+                offsets.append(offset)
+                if claimed.count + offsets.count == limit { break }
             }
-            return claimed
+            if !offsets.isEmpty {
+                // The chunk's tokens are read only when some of them are to send.
+                let entries = try JournalChunks.entries(first: state.first, db: db)
+                for offset in offsets where offset < entries.count {
+                    claimed.append(Claimed(entry: entries[offset], sentBefore: state.markSending(at: offset)))
+                }
+                try JournalChunks.save(state, db: db)
+            }
+            next = state.first + state.states.count
         }
+        return claimed
+    }
+
+    /// A page of the send, and where its reading stands after it.
+    struct Page: Sendable {
+        var claimed: [Claimed] = []
+        /// The registered tokens are all claimed.
+        var journalRead: Bool
+        /// The tokens file is read to its end.
+        var fileRead: Bool
+        /// The file's size and hash, with its last page.
+        var end: (size: Int, sha256: String)?
+    }
+
+    /// Starts taking the send's next page, in one transaction on the journal's writer, and returns at
+    /// once: the tokens after index `after` with no final verdict (marked `sending`), then, once
+    /// those are all taken, the file's next tokens (`read` runs on the writer too, off the sender's
+    /// path), registered as `sending`. The page is committed before the sender gets any of it.
+    func startPage(
+        after: Int, limit: Int, journalRead: Bool, fileRead: Bool,
+        read: (@Sendable (Int) throws(Failure) -> TokenPage)?
+    ) -> BackgroundWrite<Page> {
+        self.startWriting("taking the next tokens to send", { db throws -> Page in
+            var page = Page(journalRead: journalRead, fileRead: fileRead)
+            if !journalRead {
+                page.claimed = try Self.claim(after: after, limit: limit, db: db)
+                page.journalRead = page.claimed.count < limit
+                if !page.claimed.isEmpty { return page }
+            }
+            guard let read, !fileRead else { return page }
+            let tokens = try read(limit)
+            page.fileRead = tokens.end != nil
+            page.end = tokens.end
+            page.claimed = try self.registerSending(tokens, db: db)
+            return page
+        }, then: { page in
+            // The file read to its end completes the fingerprint.
+            guard let end = page.end else { return }
+            self.stored.withLock { stored in
+                stored?.tokensSize = end.size
+                stored?.tokensSHA256 = end.sha256
+            }
+        })
     }
 
     /// Commits a batch of verdicts in one transaction. A `not_sent` verdict takes back its send
@@ -596,14 +624,18 @@ public final class CampaignJournal: Sendable {
     }
 
     /// Starts `body` in a write transaction on the journal's writer and returns at once; the
-    /// transaction's outcome is awaited from the ``BackgroundWrite``.
-    private func startWriting(_ what: String, _ body: @escaping @Sendable (Database) throws -> Void) -> BackgroundWrite {
-        let write = BackgroundWrite()
+    /// transaction's outcome is awaited from the ``BackgroundWrite``. `then` runs once it is committed.
+    private func startWriting<T: Sendable>(
+        _ what: String, _ body: @escaping @Sendable (Database) throws -> T, then: @escaping @Sendable (T) -> Void = { _ in }
+    ) -> BackgroundWrite<T> {
+        let write = BackgroundWrite<T>()
         let path = self.path
         self.database.asyncWrite(body) { _, result in
-            write.complete(result.mapError { error in
-                Failure(kind: .storage, description: "journal '\(path)': \(what) failed: \(Self.message(error))")
-            })
+            let outcome = result.mapError { error in
+                error as? Failure ?? Failure(kind: .storage, description: "journal '\(path)': \(what) failed: \(Self.message(error))")
+            }
+            if case .success(let value) = outcome { then(value) }
+            write.complete(outcome)
         }
         return write
     }
@@ -623,15 +655,15 @@ public final class CampaignJournal: Sendable {
 }
 
 /// A write transaction running on the journal's writer queue, awaited later (at most once).
-private final class BackgroundWrite: Sendable {
+final class BackgroundWrite<Value: Sendable>: Sendable {
     private struct State {
-        var outcome: Result<Void, CampaignJournal.Failure>?
-        var waiter: CheckedContinuation<Result<Void, CampaignJournal.Failure>, Never>?
+        var outcome: Result<Value, CampaignJournal.Failure>?
+        var waiter: CheckedContinuation<Result<Value, CampaignJournal.Failure>, Never>?
     }
 
     private let state = LockedBox(State())
 
-    func complete(_ outcome: Result<Void, CampaignJournal.Failure>) {
+    func complete(_ outcome: Result<Value, CampaignJournal.Failure>) {
         let waiter = self.state.withLock { state in
             state.outcome = outcome
             defer { state.waiter = nil }
@@ -641,14 +673,14 @@ private final class BackgroundWrite: Sendable {
     }
 
     /// Waits for the transaction; throws its failure.
-    func result() async throws(CampaignJournal.Failure) {
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, CampaignJournal.Failure>, Never>) in
+    func result() async throws(CampaignJournal.Failure) -> Value {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, CampaignJournal.Failure>, Never>) in
             let done = self.state.withLock { state in
                 if state.outcome == nil { state.waiter = continuation }
                 return state.outcome
             }
             if let done { continuation.resume(returning: done) }
         }
-        try outcome.get()
+        return try outcome.get()
     }
 }

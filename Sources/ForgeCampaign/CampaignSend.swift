@@ -40,7 +40,8 @@ extension CampaignJournal {
 /// the tokens without a committed verdict are sent again by the next run.
 ///
 /// The protocol: the tokens are read from the journal in pages, each page committed as `sending`
-/// before the bulk send reads it; the verdicts are committed in batches. The sender never gets more
+/// before the bulk send reads it (the next page is taken while the current one is sent, so the
+/// sender never waits for a read or a commit); the verdicts are committed in batches. The sender never gets more
 /// than `window` tokens ahead of the last committed verdict: a crash sends at most that many tokens
 /// a second time, and those are flagged `may_have_been_delivered` when the next run sends them.
 /// Memory holds at most the window's tokens, whatever the campaign's size.
@@ -213,7 +214,16 @@ public final class CampaignSend: AsyncSequence, Sendable {
                 return
             }
             // Every token handed out gets one verdict: these are delivered too, once committed.
-            let unread = self.owner.ledger.drain().map { claimed in
+            // A page taken ahead of the bulk and never read joins them (its tokens never left).
+            var drained = self.owner.ledger.drain()
+            if let upcoming = self.owner.ledger.takeUpcoming() {
+                do {
+                    drained += try await upcoming.result().claimed
+                } catch {
+                    // Not committed: none of its tokens were marked, so none needs a verdict now.
+                }
+            }
+            let unread = drained.map { claimed in
                 Verdict(entry: claimed.entry, outcome: .notSent(APNSError(kind: .cancelled, detail: Self.unreadReason)))
             }
             guard !unread.isEmpty else { return }
@@ -266,6 +276,8 @@ private final class Ledger: Sendable {
         /// The first slot not committed yet: the slots before it are dropped in bulk.
         var head = 0
         var failure: CampaignJournal.Failure?
+        /// The page after the feed's current one, being taken (marked `sending`) before the feed needs it.
+        var upcoming: BackgroundWrite<CampaignJournal.Page>?
     }
 
     private let state = LockedBox(State())
@@ -327,6 +339,20 @@ private final class Ledger: Sendable {
         get { self.state.withLock { $0.failure } }
         set { self.state.withLock { $0.failure = newValue } }
     }
+
+    /// The page being taken after the feed's current one; taken once, by the feed or, after the
+    /// bulk send is over, by the send's end (its tokens were never handed out).
+    var upcoming: BackgroundWrite<CampaignJournal.Page>? {
+        get { self.state.withLock { $0.upcoming } }
+        set { self.state.withLock { $0.upcoming = newValue } }
+    }
+
+    func takeUpcoming() -> BackgroundWrite<CampaignJournal.Page>? {
+        self.state.withLock { state in
+            defer { state.upcoming = nil }
+            return state.upcoming
+        }
+    }
 }
 
 /// The campaign's tokens as the bulk reads them: a page at a time, each committed as `sending`
@@ -348,12 +374,13 @@ private struct Feed: AsyncSequence, Sendable {
         let feed: Feed
         private var claimed: [CampaignJournal.Claimed] = []
         private var cursor = 0
-        /// The bulk's position of the next token, and the last journal index claimed.
+        /// The bulk's position of the next token.
         private var position = 0
-        private var lastIndex = -1
-        /// The registered tokens are all claimed; the file's end is read.
+        /// After the current page: the registered tokens are all claimed; the file's end is read.
         private var journalRead = false
         private var fileRead = false
+        /// The next page is being taken (its fetch is in the ledger).
+        private var fetching = false
 
         init(feed: Feed) { self.feed = feed }
 
@@ -363,20 +390,18 @@ private struct Feed: AsyncSequence, Sendable {
         mutating func next() async throws -> String? {
             if self.cursor == self.claimed.count {
                 guard !self.exhausted else { return nil }
-                await self.feed.gate.wait(untilCommitted: self.position + self.feed.page - self.feed.window)
-                guard !self.feed.gate.isReleased else { return nil }
-                do {
-                    self.claimed = try await self.nextPage()
-                } catch {
-                    self.feed.ledger.failure = error
-                    throw error
+                if !self.fetching {
+                    await self.feed.gate.wait(untilCommitted: self.position + self.feed.page - self.feed.window)
+                    guard !self.feed.gate.isReleased else { return nil }
+                    self.startFetching()
                 }
-                self.cursor = 0
-                guard let last = self.claimed.last else { return nil }
-                self.lastIndex = last.entry.index
-                self.feed.ledger.add(self.claimed, from: self.position)
+                guard try await self.takeFetched() else { return nil }
             }
-            guard !self.feed.gate.isReleased else { return nil }
+            // The next page is taken while this one is sent, once the window has room for it: the
+            // sender then never waits for the file to be read or a page to be committed.
+            let status = self.feed.gate.status(reached: self.position + (self.claimed.count - self.cursor) + self.feed.page - self.feed.window)
+            guard !status.released else { return nil }
+            if status.reached, !self.fetching, !self.exhausted { self.startFetching() }
             defer {
                 self.cursor += 1
                 self.position += 1
@@ -384,17 +409,34 @@ private struct Feed: AsyncSequence, Sendable {
             return self.claimed[self.cursor].entry.token
         }
 
-        /// The registered tokens left to send, then the file's next page, registered as it is read.
-        private mutating func nextPage() async throws(CampaignJournal.Failure) -> [CampaignJournal.Claimed] {
-            if !self.journalRead {
-                let claimed = try await self.feed.journal.claim(after: self.lastIndex, limit: self.feed.page)
-                self.journalRead = claimed.count < self.feed.page
-                if !claimed.isEmpty { return claimed }
+        /// Starts taking the page after the current one; the ledger holds it until it is taken.
+        private mutating func startFetching() {
+            let fetch = self.feed.journal.startPage(
+                after: self.claimed.last?.entry.index ?? -1, limit: self.feed.page,
+                journalRead: self.journalRead, fileRead: self.fileRead, read: self.feed.read
+            )
+            self.feed.ledger.upcoming = fetch
+            self.fetching = true
+        }
+
+        /// Makes the fetched page the current one; false when it is empty (nothing follows).
+        private mutating func takeFetched() async throws -> Bool {
+            self.fetching = false
+            guard let fetch = self.feed.ledger.takeUpcoming() else { return false }
+            let page: CampaignJournal.Page
+            do {
+                page = try await fetch.result()
+            } catch {
+                self.feed.ledger.failure = error
+                throw error
             }
-            guard let read = self.feed.read, !self.fileRead else { return [] }
-            let page = try read(self.feed.page)
-            self.fileRead = page.end != nil
-            return try await self.feed.journal.registerSending(page)
+            self.journalRead = page.journalRead
+            self.fileRead = page.fileRead
+            self.claimed = page.claimed
+            self.cursor = 0
+            guard !self.claimed.isEmpty else { return false }
+            self.feed.ledger.add(self.claimed, from: self.position)
+            return true
         }
     }
 
@@ -425,6 +467,11 @@ private final class CommitGate: Sendable {
 
     /// Stopped: the feed hands out nothing more, and no waiter waits any longer.
     var isReleased: Bool { self.state.withLock { $0.released } }
+
+    /// Whether the gate is released, and whether `target` verdicts are committed, without waiting.
+    func status(reached target: Int) -> (released: Bool, reached: Bool) {
+        self.state.withLock { ($0.released, $0.committed >= target) }
+    }
 
     func advance(by count: Int) {
         self.resume { state in
