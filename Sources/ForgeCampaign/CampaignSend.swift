@@ -10,7 +10,9 @@ extension CampaignJournal {
     ///   - read: for a campaign whose registration is not complete (begun with ``begin(_:)``): reads
     ///     the next tokens of its file, at most the count given, and the file's size and hash with the
     ///     last page. The send takes the registered tokens first, then registers each page read as
-    ///     `sending` before the sender gets it. Called from one task at a time.
+    ///     `sending` before the sender gets it. Called one call at a time, on the journal's writer
+    ///     (inside the transaction that registers the page), a page ahead of the sender: it may block
+    ///     on I/O, and its calls are ordered.
     /// - Throws: ``Failure`` (`invalidArgument`) for a window out of range, or a campaign whose
     ///   registration is not complete without `read`; (`unusable`) when no campaign is in the journal.
     public func send(
