@@ -48,14 +48,6 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
         return field
     }
 
-    /// A push's own `apns-id`, never indexed (a value new on every push would only push the
-    /// repeating fields out of both HPACK tables), and not checked byte by byte: the caller formats
-    /// it from an `APNSID` (hex digits and dashes), one per push.
-    package init(formattedAPNSID value: String) {
-        self.init("apns-id", value, indexing: .neverIndexed)
-        self.isChecked = true
-    }
-
     public static func == (lhs: HTTP2HeaderField, rhs: HTTP2HeaderField) -> Bool {
         lhs.name == rhs.name && lhs.value == rhs.value && lhs.indexing == rhs.indexing
     }
@@ -89,7 +81,7 @@ public struct HTTP2Request: Hashable, Sendable {
     public var body: [UInt8]
     /// One more header after ``headers``, a push's own (its `apns-id`): requests that share the rest
     /// share one array of them.
-    package var pushHeader: HTTP2HeaderField?
+    package var pushHeader: HTTP2UUIDHeader?
 
     /// `:path` in two parts, sent one after the other: a bulk send's requests share the prefix and
     /// differ in the suffix, so building each request joins no strings.
@@ -326,5 +318,70 @@ public struct HTTP2ErrorCode: Hashable, Sendable, CustomStringConvertible {
             "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED",
         ]
         return self.rawValue < names.count ? names[Int(self.rawValue)] : "0x\(String(self.rawValue, radix: 16))"
+    }
+}
+
+/// A header whose value is a UUID, written in its canonical lower-case form (8-4-4-4-12) straight
+/// into the request's header block, no string made for it: a push's own `apns-id`, one per push.
+/// Never indexed: a value new on every push would only push the repeating fields out of both HPACK
+/// tables.
+package struct HTTP2UUIDHeader: Hashable, Sendable {
+    /// The name, lower case.
+    package var name: StaticString
+    /// The UUID's 16 bytes, big-endian: the first 8 and the last 8.
+    package var high: UInt64
+    package var low: UInt64
+
+    /// The bytes of a UUID (`uuid_t`, or `UUID.uuid`), in order.
+    package init(_ name: StaticString, bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
+        self.name = name
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        withUnsafeBytes(of: bytes) { raw in
+            for index in 0..<8 { high = high << 8 | UInt64(raw[index]) }
+            for index in 8..<16 { low = low << 8 | UInt64(raw[index]) }
+        }
+        self.high = high
+        self.low = low
+    }
+
+    /// The value's length: 32 hex digits and 4 dashes.
+    static let valueLength = 36
+
+    /// Writes the value into `text` (at least ``valueLength`` bytes).
+    func writeValue(into text: UnsafeMutablePointer<UInt8>) {
+        var written = 0
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 {
+                text[written] = UInt8(ascii: "-")
+                written += 1
+            }
+            let word = index < 8 ? self.high : self.low
+            let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - UInt64(index % 8))))
+            text[written] = Self.hexDigit(byte >> 4)
+            text[written + 1] = Self.hexDigit(byte & 0x0F)
+            written += 2
+        }
+    }
+
+    /// The value as text, for messages and tests.
+    package var value: String {
+        String(unsafeUninitializedCapacity: Self.valueLength) { text in
+            self.writeValue(into: text.baseAddress!)
+            return Self.valueLength
+        }
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") - 10 + value }
+
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.name.description == rhs.name.description && lhs.high == rhs.high && lhs.low == rhs.low
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(self.name.description)
+        hasher.combine(self.high)
+        hasher.combine(self.low)
     }
 }

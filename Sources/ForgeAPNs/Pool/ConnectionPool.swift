@@ -135,8 +135,9 @@ final class ConnectionPool: APNSTransport {
     private func http2Request(
         _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
     ) throws(HTTP2ClientError) -> HTTP2Request {
-        // A campaign's push carries its own apns-id apart from the shared headers, formatted here from its UUID.
-        let pushHeader = request.pushAPNSID.map { HTTP2HeaderField(formattedAPNSID: $0.description) }
+        // A campaign's push carries its own apns-id apart from the shared headers, formatted from
+        // its UUID straight into the header block.
+        let pushHeader = request.pushAPNSID.map { HTTP2UUIDHeader("apns-id", bytes: $0.bytes) }
         if current == nil || current!.authorization != authorization || current!.source != request.sharedHeaders {
             // Sends of one notification, each with its own apns-id among its headers: the list checked
             // before serves, with only that value checked and put in.

@@ -29,6 +29,11 @@ public struct APNSID: Hashable, Sendable, CustomStringConvertible {
         self.uuid = UUID(uuid: bytes)
     }
 
+    /// The UUID's 16 bytes, in order.
+    package var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) {
+        self.uuid.uuid
+    }
+
     /// Parses the canonical form, in either case.
     /// - Throws: ``APNSValidationError/Code/badAPNSID`` when `string` is not a UUID.
     public init(_ string: String) throws(APNSValidationError) {

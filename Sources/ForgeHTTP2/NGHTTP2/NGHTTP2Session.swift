@@ -174,7 +174,7 @@ final class NGHTTP2Session {
         var byteCount = 7 + 7 + 10 + 5 + request.method.utf8.count + request.scheme.utf8.count
             + request.authority.utf8.count + request.pathPrefix.utf8.count + request.pathSuffix.utf8.count
         for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
-        if let field = request.pushHeader { byteCount += field.name.utf8.count + field.value.utf8.count }
+        if let field = request.pushHeader { byteCount += field.name.utf8CodeUnitCount + HTTP2UUIDHeader.valueLength }
         let fieldCount = 4 + request.headers.count + (request.pushHeader == nil ? 0 : 1)
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
             try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: fieldCount) { nva in
@@ -184,7 +184,7 @@ final class NGHTTP2Session {
                 try writer.add(":authority", request.authority, neverIndexed: false)
                 try writer.addPath(request.pathPrefix, request.pathSuffix)
                 for field in request.headers { try writer.add(field) }
-                if let field = request.pushHeader { try writer.add(field) }
+                if let field = request.pushHeader { writer.add(field) }
                 guard let source else {
                     return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, nil, nil)
                 }
@@ -402,6 +402,19 @@ struct NVWriter {
             flags: UInt8(neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
         )
         self.count += 1
+    }
+
+    /// Adds a UUID header, its value formatted in place, never indexed.
+    mutating func add(_ field: HTTP2UUIDHeader) {
+        let nameStart = self.offset
+        field.name.withUTF8Buffer { name in
+            if name.count > 0 { (self.storage.baseAddress! + self.offset).update(from: name.baseAddress!, count: name.count) }
+            self.offset += name.count
+        }
+        let valueStart = self.offset
+        field.writeValue(into: self.storage.baseAddress! + self.offset)
+        self.offset += HTTP2UUIDHeader.valueLength
+        self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: true)
     }
 
     /// Adds a field that ``HTTP2HeaderField/checked()`` already checked: a plain copy.
