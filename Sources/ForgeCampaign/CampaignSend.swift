@@ -347,11 +347,10 @@ private final class Ledger: Sendable {
         set { self.state.withLock { $0.failure = newValue } }
     }
 
-    /// The page being taken after the feed's current one; taken once, by the feed or, after the
-    /// bulk send is over, by the send's end (its tokens were never handed out).
-    var upcoming: BackgroundWrite<CampaignJournal.Page>? {
-        get { self.state.withLock { $0.upcoming } }
-        set { self.state.withLock { $0.upcoming = newValue } }
+    /// Holds the page being taken after the feed's current one; it is taken once, by the feed or,
+    /// after the bulk send is over, by the send's end (its tokens were never handed out).
+    func hold(upcoming fetch: BackgroundWrite<CampaignJournal.Page>) {
+        self.state.withLock { $0.upcoming = fetch }
     }
 
     func takeUpcoming() -> BackgroundWrite<CampaignJournal.Page>? {
@@ -422,7 +421,7 @@ private struct Feed: AsyncSequence, Sendable {
                 after: self.claimed.last?.entry.index ?? -1, limit: self.feed.page,
                 journalRead: self.journalRead, fileRead: self.fileRead, read: self.feed.read
             )
-            self.feed.ledger.upcoming = fetch
+            self.feed.ledger.hold(upcoming: fetch)
             self.fetching = true
         }
 
