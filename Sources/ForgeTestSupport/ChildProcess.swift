@@ -13,9 +13,9 @@ import Darwin
 /// a Python server): arguments, environment and standard input as given, standard output and
 /// error read from the start, and every wait bounded.
 ///
-/// Waits poll ``isRunning`` (Foundation's view and the kernel's) and give up after a bound. Never `Process.waitUntilExit()`:
-/// when Foundation misses a child's exit (seen under AddressSanitizer, and after SIGKILL), that
-/// spins its run loop for ever and the test process hangs instead of failing.
+/// Waits poll ``isRunning`` (Foundation's view and the kernel's) and give up after a bound. Never
+/// `Process.waitUntilExit()`: when Foundation misses a child's exit (seen under AddressSanitizer,
+/// and after SIGKILL), that spins its run loop for ever and the test process hangs instead of failing.
 ///
 /// Output is read by two threads of their own from the moment the child starts, so a child that
 /// writes much cannot block on a full pipe, and no thread of the cooperative pool ever blocks on a
@@ -173,8 +173,8 @@ public final class ChildProcess: Sendable {
     /// The program's file name, for messages.
     public var name: String { self.process.executableURL?.lastPathComponent ?? "child" }
 
-    /// Sends `signal` to the child, if Foundation still reports it running (once it has exited, its
-    /// process identifier may belong to another process).
+    /// Sends `signal` to the child while it runs (``isRunning``; once it has exited and is reaped,
+    /// its process identifier may belong to another process).
     public func signal(_ signal: Int32) {
         guard self.isRunning else { return }
         sendSignal(signal, to: self.process.processIdentifier)
