@@ -23,6 +23,42 @@ import Testing
         #expect(await child.finish(timeout: .zero).exitCode == SIGKILL)
     }
 
+    /// Foundation learns of an exit only when the child's end of a socket closes, and a process that
+    /// inherited that end keeps the exit from it: here a grandchild, in CI a server another test
+    /// started at the same moment. The status still comes, from the kernel, while that process lives.
+    @Test func exitStatusWhileAnotherProcessHoldsFoundationsSocket() async throws {
+        let child = try ChildProcess(
+            executable: Self.shell, arguments: ["-c", "sleep 60 </dev/null >/dev/null 2>&1 & echo $!; exit 3"]
+        )
+        let result = await child.finish(timeout: .seconds(30))
+        let holder = try #require(Int32(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        defer { Glibc.kill(holder, SIGKILL) }
+        #expect(!Self.hasExited(holder), "the grandchild must still hold the socket for this test to mean anything")
+        #expect(result.exitCode == 3)
+        #expect(!child.isRunning)
+    }
+
+    /// The child's pipes close on exec: a program spawned at that moment without Foundation (which
+    /// closes only the descriptors it saw when it prepared) inherits none of them, so this child's
+    /// input still ends when the test closes it.
+    @Test func pipesAreNotInheritedBySpawnsBesideThem() async throws {
+        let child = try ChildProcess(
+            executable: URL(fileURLWithPath: "/bin/cat"), arguments: [], standardInput: .heldOpen
+        )
+        var pid: pid_t = 0
+        let words: [String] = ["/bin/sleep", "60"]
+        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        #expect(posix_spawn(&pid, "/bin/sleep", nil, nil, arguments, environ) == 0)
+        defer {
+            Glibc.kill(pid, SIGKILL)
+            waitpid(pid, nil, 0)
+        }
+        child.closeStandardInput()
+        let result = await child.finish(timeout: .seconds(10))
+        #expect(result.exitCode == 0, "cat still had an open input: \(result)")
+    }
+
     /// The last reference going away kills the child, and that wait ends with the child's life
     /// (the kernel's view), not at its 10 s bound.
     @Test func droppedChildIsKilled() async throws {
