@@ -62,7 +62,7 @@ public final class ChildProcess: Sendable {
         var open: Int
     }
 
-    /// How long ``kill()`` waits for Foundation to see the exit after SIGKILL.
+    /// How long ``kill()`` waits for the exit after SIGKILL.
     private static let exitAfterKill: Duration = .seconds(10)
 
     private let process: Process
@@ -158,9 +158,11 @@ public final class ChildProcess: Sendable {
     public var isRunning: Bool { self.process.isRunning && !self.hasExitedPerKernel }
 
     /// Whether the kernel says the child has exited although Foundation has not reaped it yet: its
-    /// `/proc` entry is gone or in state `Z`. Foundation sometimes sees an exit late or never (under
-    /// AddressSanitizer, after SIGKILL); a wait that trusted it alone held its thread for its whole
-    /// bound, and two such waits on the cooperative pool of a 2-core machine stall every test.
+    /// `/proc` entry is gone, or in state `Z` (exited, not reaped) or `X` (being reaped: seen in
+    /// CI for the moment between Foundation's `waitpid` and the entry going away). Foundation
+    /// sometimes sees an exit late or never (under AddressSanitizer, after SIGKILL); a wait that
+    /// trusted it alone held its thread for its whole bound, and two such waits on the cooperative
+    /// pool of a 2-core machine stall every test.
     private var hasExitedPerKernel: Bool {
         #if os(Linux)
         let pid = self.process.processIdentifier
@@ -168,7 +170,8 @@ public final class ChildProcess: Sendable {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
         // `pid (comm) S …`: the state follows the last `)` (the command name may hold one).
         guard let close = stat.lastIndex(of: ")") else { return false }
-        return stat[stat.index(after: close)...].drop(while: { $0 == " " }).first == "Z"
+        let state = stat[stat.index(after: close)...].drop(while: { $0 == " " }).first
+        return state == "Z" || state == "X" || state == "x"
         #else
         return false
         #endif
@@ -215,7 +218,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Ends the child: closes a held standard input, sends SIGTERM, allows `grace`, then ``kill()``.
-    /// Whether Foundation saw it exit.
+    /// Whether it exited.
     @discardableResult
     public func terminate(grace: Duration = .seconds(10)) -> Bool {
         self.closeStandardInput()
@@ -225,7 +228,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Ends the child at once (SIGKILL; some servers, such as nghttpd with open connections, ignore
-    /// SIGTERM) and waits at most 10 s for Foundation to see it exit. Whether it did.
+    /// SIGTERM) and waits at most 10 s for it to exit. Whether it did.
     @discardableResult
     public func kill() -> Bool {
         self.closeStandardInput()
@@ -237,15 +240,15 @@ public final class ChildProcess: Sendable {
     /// Waits at most `timeout` for the child to exit (then ``terminate(grace:)``) and returns how it
     /// ended. Blocks the calling thread.
     public func finish(timeout: Duration = .seconds(60)) -> Result {
-        if !self.waitForExit(timeout: timeout) { self.terminate() }
-        return self.result()
+        let exited = self.waitForExit(timeout: timeout) || self.terminate()
+        return self.result(exited: exited)
     }
 
     /// Waits at most `timeout` for the child to exit (then ``terminate(grace:)``) and returns how it
     /// ended, without holding a thread of the cooperative pool while it runs.
     public func finish(timeout: Duration = .seconds(60)) async -> Result {
-        if await !self.waitForExit(timeout: timeout) { self.terminate() }
-        return self.result()
+        let exited = await self.waitForExit(timeout: timeout) || self.terminate()
+        return self.result(exited: exited)
     }
 
     /// Standard output so far (with `mergesStandardError`, both streams).
@@ -289,11 +292,13 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// How the child ended: its exit status, then at most 10 s for the output to reach its end (a
-    /// grandchild may still hold the pipes), then what was read.
-    private func result() -> Result {
+    /// How the child ended, once a wait saw it exit (`exited`): its exit status, then at most 10 s
+    /// for the output to reach its end (a grandchild may still hold the pipes), then what was read.
+    /// Not ``isRunning`` again: the kernel's view of an exit can be read a moment before the
+    /// state Foundation reports, and a second look could land in between.
+    private func result(exited: Bool) -> Result {
         var exitCode: Int32?
-        if !self.isRunning {
+        if exited {
             exitCode = self.exitStatus(within: .seconds(10))
             let deadline = ContinuousClock.now + .seconds(10)
             while self.captured.withLock({ $0.open > 0 }), ContinuousClock.now < deadline { usleep(1_000) }
