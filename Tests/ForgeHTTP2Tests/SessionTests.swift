@@ -247,6 +247,36 @@ struct SessionTests {
         #expect(pair.duplicateCompletions == 0)
     }
 
+    /// All of a wave's HEADERS are packed after every request of it was submitted (nghttp2 must
+    /// own its copy of each field by then), with values of many sizes, with and without a body.
+    @Test("Header values of many requests submitted before any is packed arrive whole and their own")
+    func headersReadInPlace() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { request in
+            HTTP2Response(status: 200, body: Array((request.headers.first { $0.name == "x-echo" }?.value ?? "").utf8))
+        }
+        for wave in 0..<3 {
+            let values = (0..<40).map { index in
+                String(repeating: String(UnicodeScalar(UInt8(97 + (wave * 40 + index) % 26))), count: 1 + (index * 389 + wave * 1_000) % 3_000)
+            }
+            let ids = values.enumerated().map { index, value in
+                pair.send(HTTP2Request(
+                    method: index % 5 == 0 ? "GET" : "POST", authority: "localhost", path: "/echo/\(wave)/\(index)",
+                    headers: [HTTP2HeaderField("x-echo", value, indexing: index % 2 == 0 ? .neverIndexed : .indexable)],
+                    body: index % 5 == 0 ? [] : Array("{}".utf8)
+                ))
+            }
+            try pair.pump()
+            for (id, value) in zip(ids, values) {
+                #expect(String(decoding: try #require(pair.results[id]).get().body, as: UTF8.self) == value)
+            }
+        }
+        // Each once (requests without a body are complete at their HEADERS, so they come first).
+        let paths = pair.received.map(\.path)
+        #expect(paths.sorted() == (0..<3).flatMap { wave in (0..<40).map { "/echo/\(wave)/\($0)" } }.sorted())
+        #expect(pair.duplicateCompletions == 0)
+    }
+
     @Test("A path given in two parts goes out joined; a bad byte in either part is refused before sending")
     func pathInTwoParts() throws {
         let pair = try InMemoryPair()
