@@ -348,19 +348,29 @@ package struct HTTP2UUIDHeader: Hashable, Sendable {
     /// The value's length: 32 hex digits and 4 dashes.
     static let valueLength = 36
 
-    /// Writes the value into `text` (at least ``valueLength`` bytes).
+    /// Writes the value into `text` (at least ``valueLength`` bytes): 8-4-4-4-12 hex digits, each
+    /// group written from its end, without a branch per digit (a campaign writes one per push).
     func writeValue(into text: UnsafeMutablePointer<UInt8>) {
-        var written = 0
-        for index in 0..<16 {
-            if index == 4 || index == 6 || index == 8 || index == 10 {
-                text[written] = UInt8(ascii: "-")
-                written += 1
-            }
-            let word = index < 8 ? self.high : self.low
-            let byte = UInt8(truncatingIfNeeded: word >> (8 * (7 - UInt64(index % 8))))
-            text[written] = Self.hexDigit(byte >> 4)
-            text[written + 1] = Self.hexDigit(byte & 0x0F)
-            written += 2
+        Self.writeHex(self.high >> 32, digits: 8, into: text)
+        text[8] = UInt8(ascii: "-")
+        Self.writeHex(self.high >> 16, digits: 4, into: text + 9)
+        text[13] = UInt8(ascii: "-")
+        Self.writeHex(self.high, digits: 4, into: text + 14)
+        text[18] = UInt8(ascii: "-")
+        Self.writeHex(self.low >> 48, digits: 4, into: text + 19)
+        text[23] = UInt8(ascii: "-")
+        Self.writeHex(self.low, digits: 12, into: text + 24)
+    }
+
+    /// The low `digits` nibbles of `value` as lower-case hex, most significant first.
+    @inline(__always)
+    private static func writeHex(_ value: UInt64, digits: Int, into text: UnsafeMutablePointer<UInt8>) {
+        var value = value
+        for position in stride(from: digits - 1, through: 0, by: -1) {
+            let nibble = UInt8(truncatingIfNeeded: value & 0x0F)
+            // 0-9 → "0"-"9", 10-15 → "a"-"f": 39 more past 9 (the mask is 0xFF then, else 0).
+            text[position] = nibble &+ 48 &+ (39 & (0 &- ((nibble &+ 6) >> 4)))
+            value >>= 4
         }
     }
 
@@ -371,9 +381,6 @@ package struct HTTP2UUIDHeader: Hashable, Sendable {
             return Self.valueLength
         }
     }
-
-    @inline(__always)
-    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") - 10 + value }
 
     package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.name.description == rhs.name.description && lhs.high == rhs.high && lhs.low == rhs.low
