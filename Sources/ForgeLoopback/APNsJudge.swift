@@ -137,7 +137,9 @@ public struct APNsJudge: Sendable {
         }
 
         func value(_ name: String) -> String? {
-            for header in self.headers where header.name == name { return header.value }
+            // By index: a `for header in` loop copies each pair, retaining and releasing every value
+            // it passes (a judged push looks up about eight names).
+            for index in self.headers.indices where self.headers[index].name == name { return self.headers[index].value }
             return nil
         }
     }
@@ -309,10 +311,10 @@ public struct APNsJudge: Sendable {
 
     static func duplicateHeaders(_ request: Request) -> APNSErrorReason? {
         // A handful of headers: pairwise comparison beats hashing each name.
+        // Indices, not elements: no copy of each pair (and of its value) per comparison.
         let headers = request.headers
         for index in headers.indices.dropFirst() {
-            let name = headers[index].name
-            for earlier in headers[..<index] where earlier.name == name { return .duplicateHeaders }
+            for earlier in headers.startIndex..<index where headers[earlier].name == headers[index].name { return .duplicateHeaders }
         }
         return nil
     }

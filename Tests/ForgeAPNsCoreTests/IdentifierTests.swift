@@ -131,6 +131,27 @@ struct SmallIdentifierTests {
         }
     }
 
+    @Test("apns-id: every position, every kind of byte (digits, letters at the hex ranges' edges, a dash), as Foundation parses it")
+    func apnsIDEveryPositionAgainstFoundation() throws {
+        let base = Array("9aF0b1E2-c3D4-a5B6-f7C8-0123456789aB".utf8)
+        let replacements = Array("0 9 a f A F g G : @ ` / - ~".utf8).filter { $0 != UInt8(ascii: " ") } + [0x00, 0x7F, 0xC3]
+        for position in base.indices {
+            for replacement in replacements {
+                var bytes = base
+                bytes[position] = replacement
+                // 0xC3 alone is invalid UTF-8: the String repairs it, and the length is no longer 36.
+                let text = String(decoding: bytes, as: UTF8.self)
+                if replacement == UInt8(ascii: "-"), ![8, 13, 18, 23].contains(position) {
+                    // Foundation on Linux reads "-a" where two hex digits belong as a byte (a sign and
+                    // one digit, as sscanf's %2hhx would); RFC 9562's grammar has two hex digits there.
+                    #expect((try? APNSID(text)) == nil, "\(text)")
+                } else {
+                    #expect((try? APNSID(text)) == UUID(uuidString: text).map(APNSID.init), "\(text)")
+                }
+            }
+        }
+    }
+
     @Test("apns-id: non-UUIDs refused", arguments: [
         "", "123", "123e4567e89b12d3a456426614174000", "{123e4567-e89b-12d3-a456-426614174000}", "123e4567-e89b-12d3-a456_426614174000",
         "123e4567-e89b-12d3-a456-42661417400g", "123e4567-e89b-12d3-a456-4266141740000", "123e4567-e89b-12d3-a4566-42661417400",

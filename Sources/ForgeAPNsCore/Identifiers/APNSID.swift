@@ -74,35 +74,43 @@ public struct APNSID: Hashable, Sendable, CustomStringConvertible {
     /// The 8-4-4-4-12 form in either case, or nil.
     private static func parse(_ text: String.UTF8View) -> UUID? {
         guard text.count == 36 else { return nil }
+        // A native string's bytes in place; a bridged one (rare) through a copy.
+        return text.withContiguousStorageIfAvailable(Self.parse(bytes:)) ?? Array(text).withUnsafeBufferPointer(Self.parse(bytes:))
+    }
+
+    /// The 36 bytes of the 8-4-4-4-12 form, or nil: straight-line, two digits per output byte (the
+    /// local server checks every `apns-id` a campaign sends, about 500,000 a second at full rate).
+    private static func parse(bytes text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard text.count == 36 else { return nil }
         var bytes = (UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0), UInt8(0))
         let parsed = withUnsafeMutableBytes(of: &bytes) { raw -> Bool in
-            var high: UInt8?
-            var count = 0
-            var position = -1
-            for character in text {
-                position += 1
-                if position == 8 || position == 13 || position == 18 || position == 23 {
-                    guard character == UInt8(ascii: "-") else { return false }
-                    continue
+            var input = 0
+            var invalid: UInt8 = 0
+            for output in 0..<16 {
+                // The dashes come before output bytes 4, 6, 8 and 10 (input positions 8, 13, 18, 23).
+                if output == 4 || output == 6 || output == 8 || output == 10 {
+                    guard text[input] == UInt8(ascii: "-") else { return false }
+                    input += 1
                 }
-                let nibble: UInt8
-                switch character {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character - UInt8(ascii: "A") + 10
-                default: return false
-                }
-                if let first = high {
-                    raw[count] = first << 4 | nibble
-                    count += 1
-                    high = nil
-                } else {
-                    high = nibble
-                }
+                let high = Self.nibble(text[input]), low = Self.nibble(text[input + 1])
+                invalid |= high | low
+                raw[output] = high << 4 | (low & 0x0F)
+                input += 2
             }
-            return count == 16
+            return invalid & 0xF0 == 0
         }
         return parsed ? UUID(uuid: bytes) : nil
+    }
+
+    /// A hex digit's value, or 0xFF for any other byte.
+    @inline(__always)
+    private static func nibble(_ byte: UInt8) -> UInt8 {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte &- (UInt8(ascii: "a") - 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte &- (UInt8(ascii: "A") - 10)
+        default: 0xFF
+        }
     }
 
     /// Whether `string` is this identifier, in either case (no `UUID` parsing, no allocation).

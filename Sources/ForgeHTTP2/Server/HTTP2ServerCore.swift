@@ -10,6 +10,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
         var path = ""
         var headers: [HTTP2HeaderField] = []
         var body: [UInt8] = []
+        /// The pseudo-headers that came never-indexed.
         var neverIndexed: [String] = []
         /// When its HEADERS began, for the request timeout.
         var began: UInt64
@@ -118,8 +119,10 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
         // `incoming[streamID]` with nil copied the whole request, a header at a time.
         guard let slot = self.incoming.index(forKey: streamID) else { return }
         let (name, value) = self.recentHeaders.strings(name: name, value: value)
-        if neverIndexed { self.incoming.values[slot].neverIndexed.append(name) }
         if name.utf8.first == UInt8(ascii: ":") {
+            // Only pseudo-headers are listed: a regular field carries its own indexing, and a list of
+            // every never-indexed name cost an array (and its growth) per request.
+            if neverIndexed { self.incoming.values[slot].neverIndexed.append(name) }
             switch name {
             case ":method": self.incoming.values[slot].method = value
             case ":scheme": self.incoming.values[slot].scheme = value
@@ -149,7 +152,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
                     headers: request.headers, body: request.body, streamID: streamID, connectionID: self.connectionID,
                     peerAddress: self.peerAddress, clientCertificate: self.clientCertificate,
                     clientCertificateVerified: self.clientCertificateVerified,
-                    neverIndexedPseudoHeaders: request.neverIndexed.filter { $0.hasPrefix(":") }
+                    neverIndexedPseudoHeaders: request.neverIndexed
                 )
             )
         case .ping(isAck: false, let payload):
