@@ -27,6 +27,18 @@ enum Bench {
         return user + system
     }
 
+    /// CPU time (user + system) of another process, in microseconds, from `/proc/PID/stat` (clock
+    /// ticks, 10 ms apart): for a server child whose CPU a client run makes it spend.
+    static func cpuMicroseconds(ofProcess pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")")
+        else { return 0 }
+        // After "pid (name) ": state is field 3, utime 14 and stime 15.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) * 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Peak resident set size in MiB.
     static func peakRSSMiB() -> Double {
         var usage = rusage()

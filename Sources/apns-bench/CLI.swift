@@ -77,6 +77,8 @@ extension APNSBench {
             var peakRSSMiB: Double
             var accepted: Int
             var rate: Double
+            /// The server child's CPU during the run: what the client's requests cost it.
+            var serverCPUMicroseconds: Double = 0
         }
 
         func run() async throws {
@@ -105,9 +107,14 @@ extension APNSBench {
                 let verdicts = folder.appendingPathComponent("verdicts-\(round).ndjson")
                 // With --journal, odd rounds run without it first, even rounds with it first.
                 var journaled: Run?
-                if self.journal, round % 2 == 0 { journaled = try self.runJournaled(executable, arguments, folder: folder, round: round) }
-                let measured = try Self.runAPNSCtl(executable, arguments, verdicts: verdicts, count: self.notifications)
-                if self.journal, round % 2 == 1 { journaled = try self.runJournaled(executable, arguments, folder: folder, round: round) }
+                let serverPID = child.processIdentifier
+                if self.journal, round % 2 == 0 {
+                    journaled = try self.runJournaled(executable, arguments, folder: folder, round: round, serverPID: serverPID)
+                }
+                let measured = try Self.runAPNSCtl(executable, arguments, verdicts: verdicts, count: self.notifications, serverPID: serverPID)
+                if self.journal, round % 2 == 1 {
+                    journaled = try self.runJournaled(executable, arguments, folder: folder, round: round, serverPID: serverPID)
+                }
                 if let journaled { journalRatios.append(journaled.rate / measured.rate) }
                 rates.append(measured.rate)
                 let cpu = measured.cpuMicroseconds / Double(self.notifications)
@@ -125,13 +132,14 @@ extension APNSBench {
         }
 
         /// apnsctl with `--journal`, on a journal file of its own (removed after).
-        private func runJournaled(_ executable: String, _ arguments: [String], folder: URL, round: Int) throws -> Run {
+        private func runJournaled(_ executable: String, _ arguments: [String], folder: URL, round: Int, serverPID: Int32) throws -> Run {
             let journal = folder.appendingPathComponent("journal-\(round).db").path
             defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: journal + suffix) } }
             let window = self.journalWindow.map { ["--journal-window", String($0)] } ?? []
             return try Self.runAPNSCtl(
                 executable, arguments + ["--journal", journal] + window,
-                verdicts: folder.appendingPathComponent("verdicts-\(round)-journal.ndjson"), count: self.notifications
+                verdicts: folder.appendingPathComponent("verdicts-\(round)-journal.ndjson"), count: self.notifications,
+                serverPID: serverPID
             )
         }
 
@@ -164,7 +172,7 @@ extension APNSBench {
         /// Runs apnsctl to the end, standard output to `verdicts`; its own time, CPU and peak RSS (from
         /// `wait4`, so neither the server child nor h2load counts), and the accepted verdicts it wrote
         /// (every token must have one, or the run is not a measurement).
-        static func runAPNSCtl(_ executable: String, _ arguments: [String], verdicts: URL, count: Int) throws -> Run {
+        static func runAPNSCtl(_ executable: String, _ arguments: [String], verdicts: URL, count: Int, serverPID: Int32) throws -> Run {
             let diagnostics = verdicts.deletingPathExtension().appendingPathExtension("stderr")
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
@@ -173,6 +181,7 @@ extension APNSBench {
             posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, diagnostics.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
             defer { argv.forEach { free($0) } }
+            let serverCPUStart = Bench.cpuMicroseconds(ofProcess: serverPID)
             let start = ContinuousClock.now
             var pid: pid_t = 0
             let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
@@ -181,6 +190,7 @@ extension APNSBench {
             var usage = rusage()
             while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
             let seconds = Bench.seconds(.now - start)
+            let serverCPU = Bench.cpuMicroseconds(ofProcess: serverPID) - serverCPUStart
             let accepted = try Self.acceptedLines(in: verdicts)
             // Exited normally with 0: the low 16 bits of the wait status are all zero.
             guard status & 0xFFFF == 0, accepted == count else {
@@ -188,7 +198,7 @@ extension APNSBench {
                 throw ValidationError("apnsctl ended with wait status \(status) and \(accepted) of \(count) accepted: \(errors.suffix(2000))")
             }
             return Run(seconds: seconds, cpuMicroseconds: Bench.microseconds(usage), peakRSSMiB: Double(usage.ru_maxrss) / 1024,
-                       accepted: accepted, rate: Double(count) / seconds)
+                       accepted: accepted, rate: Double(count) / seconds, serverCPUMicroseconds: serverCPU)
         }
 
         private func report(round: Int, _ measured: Run, cpu: Double, h2load: H2Load.Result?, journaled: Run?) {
@@ -199,12 +209,14 @@ extension APNSBench {
                     "\"latency_ms\":\(Bench.format(Bench.milliseconds(latency), digits: 3))",
                     "\"notifications_per_s\":\(Int(measured.rate))", "\"cpu_us_per_notification\":\(Bench.format(cpu))",
                     "\"peak_rss_mib\":\(Bench.format(measured.peakRSSMiB, digits: 1))", "\"accepted\":\(measured.accepted)",
+                    "\"server_cpu_us_per_notification\":\(Bench.format(measured.serverCPUMicroseconds / Double(self.notifications)))",
                 ]
                 if let journaled {
                     fields += [
                         "\"journal_notifications_per_s\":\(Int(journaled.rate))",
                         "\"journal_cpu_us_per_notification\":\(Bench.format(journaled.cpuMicroseconds / Double(self.notifications)))",
                         "\"journal_peak_rss_mib\":\(Bench.format(journaled.peakRSSMiB, digits: 1))",
+                        "\"journal_server_cpu_us_per_notification\":\(Bench.format(journaled.serverCPUMicroseconds / Double(self.notifications)))",
                         "\"ratio_journal\":\(Bench.format(journaled.rate / measured.rate, digits: 3))",
                     ]
                 }
@@ -218,12 +230,13 @@ extension APNSBench {
                 return
             }
             let held = latency == .zero ? "" : " (answers held \(CommandLineDuration.text(latency)))"
-            print(String(format: "round %d: apnsctl send --tokens-file: %d tokens in %.2f s: %.0f notifications/s, %.2f µs CPU each, peak RSS %.1f MiB",
-                         round, self.notifications, measured.seconds, measured.rate, cpu, measured.peakRSSMiB) + held)
+            print(String(format: "round %d: apnsctl send --tokens-file: %d tokens in %.2f s: %.0f notifications/s, %.2f µs CPU each (server %.2f), peak RSS %.1f MiB",
+                         round, self.notifications, measured.seconds, measured.rate, cpu,
+                         measured.serverCPUMicroseconds / Double(self.notifications), measured.peakRSSMiB) + held)
             if let journaled {
-                print(String(format: "         --journal: %.2f s: %.0f notifications/s, %.2f µs CPU each, peak RSS %.1f MiB; %.3f× the rate without",
+                print(String(format: "         --journal: %.2f s: %.0f notifications/s, %.2f µs CPU each (server %.2f), peak RSS %.1f MiB; %.3f× the rate without",
                              journaled.seconds, journaled.rate, journaled.cpuMicroseconds / Double(self.notifications),
-                             journaled.peakRSSMiB, journaled.rate / measured.rate))
+                             journaled.serverCPUMicroseconds / Double(self.notifications), journaled.peakRSSMiB, journaled.rate / measured.rate))
             }
             if let h2load {
                 let h2cpu = h2load.cpuMicroseconds / Double(self.notifications)
