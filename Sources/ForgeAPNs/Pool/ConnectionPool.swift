@@ -119,7 +119,8 @@ final class ConnectionPool: APNSTransport {
         }
         let result: Result<APNSTransportResponse, APNSTransportError>
         do {
-            result = .success(APNSTransportResponse(try await connection.send(http2, deadline: deadline)))
+            // Consumed: the connection moves it into its pending request, with no copy of its fields.
+            result = .success(APNSTransportResponse(try await connection.send(consume http2, deadline: deadline)))
         } catch {
             result = .failure(Self.transportError(error, connection: connection))
         }

@@ -23,7 +23,7 @@ final class ClientLoop: @unchecked Sendable {
     private var core: HTTP2ClientCore!
     private var channel: Channel!
     private var incoming: [UInt8] = []
-    private var takenRequests: [HTTP2ClientCore.Pending] = []
+    private var takenRequests: [HTTP2ClientCore.Pending?] = []
     private var takenCancellations: [UInt64] = []
     private var takenJobs: [(job: UnownedJob, executor: UnownedTaskExecutor)] = []
     /// Set once the connection exists: jobs run on this thread as its task executor.
@@ -215,9 +215,10 @@ final class ClientLoop: @unchecked Sendable {
             if case .close = command {} else { inbox.command = nil }
             return command
         }
-        // Moved out one by one, in order (reversed, then popped): no copy of each request.
-        self.takenRequests.reverse()
-        while let request = self.takenRequests.popLast() { self.core.enqueue(request) }
+        // Moved out one by one, in order, each left nil in place: no copy of a request.
+        for index in self.takenRequests.indices {
+            if let request = self.takenRequests[index].take() { self.core.enqueue(request) }
+        }
         for id in self.takenCancellations {
             self.core.cancel(requestID: id, error: HTTP2ClientError(.cancelled, mayHaveBeenProcessed: true, detail: "the calling task was cancelled"))
         }
@@ -352,7 +353,7 @@ final class ClientLoop: @unchecked Sendable {
                 try? self.flushSession()
             }
         }
-        for request in requests {
+        for case let request? in requests {
             var failure = error
             failure.mayHaveBeenProcessed = false
             request.completion(.failure(failure))

@@ -127,15 +127,18 @@ public final class HTTP2Connection: Sendable {
     /// Cancelling the calling task resets the stream (RST_STREAM CANCEL) and throws `cancelled`.
     /// - Parameter deadline: when to give up; the stream is reset then.
     /// - Throws: ``HTTP2ClientError``.
-    nonisolated(nonsending) public func send(_ request: HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
+    nonisolated(nonsending) public func send(_ request: consuming HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
         let id = self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
         let monotonicDeadline = deadline.map(Self.monotonic)
+        // Moved into the pending request, not copied: a copy retains each of its fields, and the
+        // caller's is released after.
+        var request = Optional(request)
         let response = try await withTaskCancellationHandler {
             // Checked continuations, although the core completes every request exactly once
             // (SessionTests count duplicate completions): with unchecked ones ThreadSanitizer cannot
             // see the runtime's ordering between the resume and the task, and reports a race.
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP2Response, any Error>) in
-                self.submit(HTTP2ClientCore.Pending(id: id, request: request, deadline: monotonicDeadline,
+                self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
                                                     completion: .continuation(continuation)))
                 // A task cancelled before this point ran its cancellation handler before the
                 // request existed; cancel again now that it does.
@@ -235,7 +238,7 @@ public final class HTTP2Connection: Sendable {
     /// flag is set before that handler runs: either the request is rejected here, or it reaches the
     /// inbox before its cancellation does, and the I/O thread handles requests before cancellations.
     private func submit(_ pending: [HTTP2ClientCore.Pending]) {
-        if let failure = self.submit({ $0.append(contentsOf: pending) }) {
+        if let failure = self.submit({ $0.append(contentsOf: pending.lazy.map(Optional.some)) }) {
             for request in pending { request.completion(.failure(failure)) }
         }
     }
@@ -250,7 +253,7 @@ public final class HTTP2Connection: Sendable {
 
     /// Runs `append` on the inbox's requests unless the connection is closed or the calling task is
     /// cancelled; returns the failure then (nothing was appended).
-    private func submit(_ append: (inout [HTTP2ClientCore.Pending]) -> Void) -> HTTP2ClientError? {
+    private func submit(_ append: (inout [HTTP2ClientCore.Pending?]) -> Void) -> HTTP2ClientError? {
         var failure: HTTP2ClientError?
         let wake = self.inbox.withLock { inbox -> Bool in
             if case .closed(let closedError) = inbox.state {
@@ -331,7 +334,9 @@ struct Inbox {
         case close
     }
 
-    var requests: [HTTP2ClientCore.Pending] = []
+    /// Optional so that the I/O thread moves each one out in place (`take()`): reordering or popping
+    /// an array of requests copies each, retaining and releasing every field.
+    var requests: [HTTP2ClientCore.Pending?] = []
     var cancellations: [UInt64] = []
     var command: Command?
     /// Whether a wake-up is already on its way: a burst of requests costs one pipe write.
