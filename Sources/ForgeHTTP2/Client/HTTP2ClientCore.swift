@@ -338,15 +338,15 @@ struct PendingQueue {
     private var head = 0
     private(set) var count = 0
 
-    mutating func append(_ pending: HTTP2ClientCore.Pending) {
+    // Requests move in and out (`consuming`, `take()`): a copy retains every field of the request.
+    mutating func append(_ pending: consuming HTTP2ClientCore.Pending) {
         self.storage.append(pending)
         self.count += 1
     }
 
     mutating func popFirst() -> HTTP2ClientCore.Pending? {
         while self.head < self.storage.count {
-            let element = self.storage[self.head]
-            self.storage[self.head] = nil
+            let element = self.storage[self.head].take()
             self.head += 1
             if let element {
                 self.count -= 1
@@ -360,10 +360,8 @@ struct PendingQueue {
 
     mutating func remove(id: UInt64) -> HTTP2ClientCore.Pending? {
         guard let index = self.storage[self.head...].firstIndex(where: { $0?.id == id }) else { return nil }
-        let element = self.storage[index]
-        self.storage[index] = nil
         self.count -= 1
-        return element
+        return self.storage[index].take()
     }
 
     /// Takes out every waiting request `shouldRemove` picks, in one pass.
