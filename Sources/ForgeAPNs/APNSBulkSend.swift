@@ -60,6 +60,12 @@ public struct APNSBulkVerdict: Sendable {
     /// The outcome.
     public var outcome: Outcome
 
+    public init(token: String, index: Int, outcome: Outcome) {
+        self.token = token
+        self.index = index
+        self.outcome = outcome
+    }
+
     /// Whether a copy may have reached APNs without its answer being known (see ``Outcome``).
     public var mayHaveBeenDelivered: Bool { self.outcome.mayHaveBeenDelivered }
 
@@ -184,7 +190,9 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
         /// Keeps the bulk send alive while its verdicts are read (`for await v in try client.sendBulk(…)`
         /// holds nothing else).
         let owner: APNSBulkSend
-        private var batch: [APNSBulkVerdict] = []
+        /// Optional so that each verdict is moved out (`take()`), not copied: a copy retains its
+        /// token and its outcome's fields, and the batch releases them again later, on another thread.
+        private var batch: [APNSBulkVerdict?] = []
         private var position = 0
 
         init(owner: APNSBulkSend) { self.owner = owner }
@@ -202,7 +210,7 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
                 self.position = 0
             }
             defer { self.position += 1 }
-            return self.batch[self.position]
+            return self.batch[self.position].take()
         }
     }
 }
@@ -214,9 +222,9 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
 /// one by one on the way.
 final class VerdictChannel: Sendable {
     private struct State {
-        var buffer: [APNSBulkVerdict] = []
+        var buffer: [APNSBulkVerdict?] = []
         var summary: APNSBulkSummary?
-        var reader: CheckedContinuation<[APNSBulkVerdict]?, Never>?
+        var reader: CheckedContinuation<[APNSBulkVerdict?]?, Never>?
         /// Every worker waiting for room (several wait at once when the reader falls behind).
         var writers: [CheckedContinuation<Void, Never>] = []
         /// The reader is gone (the bulk send was released): verdicts are dropped, nobody waits.
@@ -232,9 +240,9 @@ final class VerdictChannel: Sendable {
 
     /// Hands verdicts to the reader, waiting while the buffer is full (a batch may overfill it by
     /// less than one batch: the bound is the capacity plus one batch per worker).
-    func send(_ verdicts: [APNSBulkVerdict]) async {
+    func send(_ verdicts: [APNSBulkVerdict?]) async {
         guard !verdicts.isEmpty else { return }
-        enum Action { case delivered(CheckedContinuation<[APNSBulkVerdict]?, Never>), buffered, full }
+        enum Action { case delivered(CheckedContinuation<[APNSBulkVerdict?]?, Never>), buffered, full }
         while true {
             let action = self.state.withLock { state -> Action in
                 if state.abandoned { return .buffered }
@@ -279,7 +287,7 @@ final class VerdictChannel: Sendable {
 
     /// Ends the stream with the counts.
     func finish(_ summary: APNSBulkSummary) {
-        let reader = self.state.withLock { state -> CheckedContinuation<[APNSBulkVerdict]?, Never>? in
+        let reader = self.state.withLock { state -> CheckedContinuation<[APNSBulkVerdict?]?, Never>? in
             state.summary = summary
             defer { state.reader = nil }
             return state.buffer.isEmpty ? state.reader : nil
@@ -289,8 +297,8 @@ final class VerdictChannel: Sendable {
 
     /// Every verdict buffered now (at least one), or `nil` at the end: a reader woken once takes
     /// all that accumulated meanwhile, instead of one wake-up per verdict.
-    func nextBatch() async -> [APNSBulkVerdict]? {
-        enum Take { case values([APNSBulkVerdict], [CheckedContinuation<Void, Never>]), end, wait }
+    func nextBatch() async -> [APNSBulkVerdict?]? {
+        enum Take { case values([APNSBulkVerdict?], [CheckedContinuation<Void, Never>]), end, wait }
         let taken = self.state.withLock { state -> Take in
             if !state.buffer.isEmpty {
                 let values = state.buffer
@@ -310,7 +318,7 @@ final class VerdictChannel: Sendable {
         case .wait:
             // Resumed with a worker's batch, or with nil at the end (or when something arrived
             // between the check above and this registration: then look again).
-            let handed = await withCheckedContinuation { (continuation: CheckedContinuation<[APNSBulkVerdict]?, Never>) in
+            let handed = await withCheckedContinuation { (continuation: CheckedContinuation<[APNSBulkVerdict?]?, Never>) in
                 let ready = self.state.withLock { state -> Bool in
                     if !state.buffer.isEmpty || state.summary != nil { return true }
                     state.reader = continuation
@@ -496,7 +504,7 @@ extension APNSClient {
                 }
             }
             // Counted and handed over once per batch: one lock each, not one per token.
-            var verdicts: [APNSBulkVerdict] = []
+            var verdicts: [APNSBulkVerdict?] = []
             verdicts.reserveCapacity(batch.count)
             var counts = APNSBulkSummary()
             for (slot, item) in batch.enumerated() {

@@ -1,5 +1,6 @@
 public import ForgeAPNs
 internal import ForgeSupport
+internal import Synchronization
 
 extension CampaignJournal {
     /// Sends `prepared` to every token of the campaign that has no final verdict, committing each
@@ -64,9 +65,29 @@ public final class CampaignSend: AsyncSequence, Sendable {
     /// `may_have_been_delivered` when an earlier run sent the token without a final verdict).
     public struct Verdict: Sendable {
         public var entry: CampaignJournal.Entry
-        public var outcome: APNSBulkVerdict.Outcome
+        public var outcome: APNSBulkVerdict.Outcome {
+            get { self.bulk.outcome }
+            set { self.bulk.outcome = newValue }
+        }
         /// Whether a copy may have reached APNs without its answer being known (see ``APNSBulkVerdict/Outcome``).
         public var mayHaveBeenDelivered: Bool { self.outcome.mayHaveBeenDelivered }
+
+        /// The bulk's verdict, kept whole: moving it in costs nothing, where taking its outcome out
+        /// would copy it (retaining each of its fields) and release the rest.
+        private var bulk: APNSBulkVerdict
+
+        /// The bulk's verdict of the token in `slot`: the token is the bulk's (the feed's string), the
+        /// journal's index and line are the ledger's.
+        fileprivate init(_ verdict: consuming APNSBulkVerdict, slot: Ledger.Slot) {
+            self.bulk = verdict
+            if slot.sentBefore { self.bulk.outcome = self.bulk.outcome.sentAgain }
+            self.entry = CampaignJournal.Entry(index: slot.index, line: slot.line, token: self.bulk.token)
+        }
+
+        fileprivate init(entry: CampaignJournal.Entry, outcome: APNSBulkVerdict.Outcome) {
+            self.entry = entry
+            self.bulk = APNSBulkVerdict(token: entry.token, index: entry.index, outcome: outcome)
+        }
     }
 
     private let journal: CampaignJournal
@@ -165,25 +186,32 @@ public final class CampaignSend: AsyncSequence, Sendable {
                     try await self.finish()
                     continue
                 }
-                // The token is the bulk's (the feed's string); the journal's index and line are the ledger's.
-                guard let slot = self.owner.ledger.slot(at: verdict.index) else { continue }
-                let outcome = slot.sentBefore ? verdict.outcome.sentAgain : verdict.outcome
-                self.pending.append(Verdict(entry: CampaignJournal.Entry(index: slot.index, line: slot.line, token: verdict.token), outcome: outcome))
-                self.positions.append(verdict.index)
+                let position = verdict.index
+                guard let slot = self.owner.ledger.slot(at: position) else { continue }
                 // The first push that did not get through is committed (so delivered) at once, not
                 // after a full batch: a caller that stops on an unreachable endpoint hears of it
                 // after one failure, not after a batch of them.
-                let firstFailure = !self.failureSeen && outcome.failure != nil
+                let firstFailure = !self.failureSeen && verdict.outcome.didNotGetThrough
+                Self.append(verdict, slot: slot, to: &self.pending)
+                self.positions.append(position)
                 if firstFailure { self.failureSeen = true }
                 if firstFailure || self.pending.count >= self.owner.commitBatch { try await self.commit() }
             }
+        }
+
+        /// Moves the bulk's verdict in. Not inlined into the async `next()`, where the optimizer
+        /// copies the new verdict into the array and destroys the original (retaining and
+        /// releasing each of its fields).
+        @inline(never)
+        private static func append(_ verdict: consuming APNSBulkVerdict, slot: Ledger.Slot, to pending: inout [Verdict?]) {
+            pending.append(Verdict(verdict, slot: slot))
         }
 
         /// Commits the pending verdicts, then makes them ready to deliver.
         private mutating func commit() async throws(CampaignJournal.Failure) {
             guard !self.pending.isEmpty else { return }
             do {
-                try await self.owner.journal.commit(verdicts: self.pending.map { Self.journalVerdict($0!) })
+                try await self.owner.journal.commit(verdicts: self.pending.map(Self.journalVerdict))
             } catch {
                 // Nothing more is delivered: a verdict not committed would be sent again, so it is not shown as final.
                 self.finished = true
@@ -204,11 +232,14 @@ public final class CampaignSend: AsyncSequence, Sendable {
         /// The verdict as the journal keeps it. An acceptance at the first try, with no doubt, is
         /// kept as such (the journal's cheapest row) without reading its `apns-id` from the response:
         /// the request carried the campaign's id for the token, and APNs echoes it.
-        private static func journalVerdict(_ verdict: Verdict) -> CampaignJournal.Verdict {
-            if case .accepted(let result) = verdict.outcome, result.attempts <= 1, !result.mayHaveBeenDeliveredTwice {
-                return CampaignJournal.Verdict(index: verdict.entry.index, outcome: .accepted, status: 200, attempts: result.attempts)
+        private static func journalVerdict(_ pending: Verdict?) -> CampaignJournal.Verdict {
+            // Read in place (every pending slot holds a verdict until the commit succeeds): an
+            // unwrapped copy would retain the token and the outcome's fields.
+            let index = pending!.entry.index
+            if case .accepted(let result) = pending!.outcome, result.attempts <= 1, !result.mayHaveBeenDeliveredTwice {
+                return CampaignJournal.Verdict(index: index, outcome: .accepted, status: 200, attempts: result.attempts)
             }
-            return CampaignJournal.Verdict(index: verdict.entry.index, verdict.outcome)
+            return CampaignJournal.Verdict(index: index, pending!.outcome)
         }
 
         /// The bulk send is over: the last verdicts are committed, and the tokens marked `sending`
@@ -246,6 +277,14 @@ public final class CampaignSend: AsyncSequence, Sendable {
 }
 
 extension APNSBulkVerdict.Outcome {
+    /// `failed` or `notSent`: the push did not get through (``failure`` without copying the error).
+    fileprivate var didNotGetThrough: Bool {
+        switch self {
+        case .failed, .notSent: true
+        case .accepted, .rejected: false
+        }
+    }
+
     /// The outcome of a token an earlier run sent with no final verdict: that copy may have been
     /// delivered too.
     fileprivate var sentAgain: Self {
@@ -275,10 +314,12 @@ private final class Ledger: Sendable {
     }
 
     private struct State {
-        /// The tokens at positions `base ..< base + slots.count`, and their strings (for those
-        /// never read by the bulk, which get their verdict from here).
+        /// The tokens at positions `base ..< base + slots.count`.
         var slots: [Slot] = []
-        var tokens: [String] = []
+        /// The pages those tokens came from, each from its first position: their strings, for the
+        /// tokens the bulk never read, which get their verdict from here. A page is the feed's own
+        /// array, shared, so adding one retains no token.
+        var pages: [(start: Int, claimed: [CampaignJournal.Claimed])] = []
         var base = 0
         /// The first slot not committed yet: the slots before it are dropped in bulk.
         var head = 0
@@ -294,8 +335,8 @@ private final class Ledger: Sendable {
             precondition(position == state.base + state.slots.count, "pages are added in order")
             for claimed in page {
                 state.slots.append(Slot(index: claimed.entry.index, line: claimed.entry.line, sentBefore: claimed.sentBefore))
-                state.tokens.append(claimed.entry.token)
             }
+            state.pages.append((position, page))
         }
     }
 
@@ -318,9 +359,10 @@ private final class Ledger: Sendable {
             // Dropping the committed front now and then keeps the arrays at about a window.
             if state.head >= 1024, state.head * 2 >= state.slots.count {
                 state.slots.removeFirst(state.head)
-                state.tokens.removeFirst(state.head)
                 state.base += state.head
                 state.head = 0
+                let base = state.base
+                state.pages.removeAll { $0.start + $0.claimed.count <= base }
             }
         }
     }
@@ -331,14 +373,17 @@ private final class Ledger: Sendable {
             defer {
                 state.base += state.slots.count
                 state.slots = []
-                state.tokens = []
+                state.pages = []
                 state.head = 0
             }
-            return zip(state.slots[state.head...], state.tokens[state.head...]).compactMap { slot, token in
-                slot.isOpen
-                    ? CampaignJournal.Claimed(entry: CampaignJournal.Entry(index: slot.index, line: slot.line, token: token), sentBefore: slot.sentBefore)
-                    : nil
+            var open: [CampaignJournal.Claimed] = []
+            for page in state.pages {
+                for (offset, claimed) in page.claimed.enumerated() {
+                    let slot = page.start + offset - state.base
+                    if slot >= state.head, slot < state.slots.count, state.slots[slot].isOpen { open.append(claimed) }
+                }
             }
+            return open
         }
     }
 
@@ -404,10 +449,13 @@ private struct Feed: AsyncSequence, Sendable {
                 guard try await self.takeFetched() else { return nil }
             }
             // The next page is taken while this one is sent, once the window has room for it: the
-            // sender then never waits for the file to be read or a page to be committed.
-            let status = self.feed.gate.status(reached: self.position + (self.claimed.count - self.cursor) + self.feed.page - self.feed.window)
-            guard !status.released else { return nil }
-            if status.reached, !self.fetching, !self.exhausted { self.startFetching() }
+            // sender then never waits for the file to be read or a page to be committed. Two atomic
+            // loads a token at most, no lock.
+            guard !self.feed.gate.isReleased else { return nil }
+            if !self.fetching, !self.exhausted,
+               self.feed.gate.hasCommitted(self.position + (self.claimed.count - self.cursor) + self.feed.page - self.feed.window) {
+                self.startFetching()
+            }
             defer {
                 self.cursor += 1
                 self.position += 1
@@ -458,6 +506,9 @@ private final class CommitGate: Sendable {
     }
 
     private let state = LockedBox(State())
+    /// `committed` and `released` as of the last change, read without the lock by the feed at every token.
+    private let committedCount = Atomic<Int>(0)
+    private let releasedFlag = Atomic<Bool>(false)
 
     /// Returns once `target` verdicts are committed, or the gate is released.
     func wait(untilCommitted target: Int) async {
@@ -472,16 +523,15 @@ private final class CommitGate: Sendable {
     }
 
     /// Stopped: the feed hands out nothing more, and no waiter waits any longer.
-    var isReleased: Bool { self.state.withLock { $0.released } }
+    var isReleased: Bool { self.releasedFlag.load(ordering: .acquiring) }
 
-    /// Whether the gate is released, and whether `target` verdicts are committed, without waiting.
-    func status(reached target: Int) -> (released: Bool, reached: Bool) {
-        self.state.withLock { ($0.released, $0.committed >= target) }
-    }
+    /// Whether `target` verdicts are committed, without waiting.
+    func hasCommitted(_ target: Int) -> Bool { self.committedCount.load(ordering: .acquiring) >= target }
 
     func advance(by count: Int) {
         self.resume { state in
             state.committed += count
+            self.committedCount.store(state.committed, ordering: .releasing)
             return state.committed
         }
     }
@@ -489,6 +539,7 @@ private final class CommitGate: Sendable {
     func release() {
         self.resume { state in
             state.released = true
+            self.releasedFlag.store(true, ordering: .releasing)
             return Int.max
         }
     }
