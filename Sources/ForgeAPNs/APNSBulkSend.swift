@@ -212,6 +212,27 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
             defer { self.position += 1 }
             return self.batch[self.position].take()
         }
+
+        /// The verdicts not read yet of the batch at hand, or the next batch whole (at least one
+        /// verdict), or `nil` at the end: for a reader that handles verdicts a batch at a time.
+        package mutating func nextBatch() async -> [APNSBulkVerdict?]? {
+            if self.position < self.batch.count {
+                defer {
+                    self.batch = []
+                    self.position = 0
+                }
+                return self.position == 0 ? self.batch : Array(self.batch[self.position...])
+            }
+            let owner = self.owner
+            let next = await withTaskCancellationHandler {
+                await owner.channel.nextBatch()
+            } onCancel: {
+                owner.cancel()
+            }
+            self.batch = []
+            self.position = 0
+            return next
+        }
     }
 }
 

@@ -79,9 +79,11 @@ public final class CampaignSend: AsyncSequence, Sendable {
         /// The bulk's verdict of the token in `slot`: the token is the bulk's (the feed's string), the
         /// journal's index and line are the ledger's.
         fileprivate init(_ verdict: consuming APNSBulkVerdict, slot: Ledger.Slot) {
-            self.bulk = verdict
-            if slot.sentBefore { self.bulk.outcome = self.bulk.outcome.sentAgain }
-            self.entry = CampaignJournal.Entry(index: slot.index, line: slot.line, token: self.bulk.token)
+            if slot.sentBefore { verdict.outcome = verdict.outcome.sentAgain }
+            self.entry = CampaignJournal.Entry(index: slot.index, line: slot.line, token: verdict.token)
+            // Stored last, whole: an init that changes `self` after storing it builds the value
+            // twice (a copy of every field, then the release of the first).
+            self.bulk = consume verdict
         }
 
         fileprivate init(entry: CampaignJournal.Entry, outcome: APNSBulkVerdict.Outcome) {
@@ -182,26 +184,39 @@ public final class CampaignSend: AsyncSequence, Sendable {
                     throw failure
                 }
                 if self.finished { return nil }
-                guard let verdict = await self.verdicts.next() else {
+                guard let batch = await self.verdicts.nextBatch() else {
                     try await self.finish()
                     continue
                 }
-                let position = verdict.index
-                guard let slot = self.owner.ledger.slot(at: position) else { continue }
                 // The first push that did not get through is committed (so delivered) at once, not
                 // after a full batch: a caller that stops on an unreachable endpoint hears of it
                 // after one failure, not after a batch of them.
-                let firstFailure = !self.failureSeen && verdict.outcome.didNotGetThrough
-                Self.append(verdict, slot: slot, to: &self.pending)
-                self.positions.append(position)
-                if firstFailure { self.failureSeen = true }
+                let firstFailure = self.absorb(batch)
                 if firstFailure || self.pending.count >= self.owner.commitBatch { try await self.commit() }
             }
         }
 
-        /// Moves the bulk's verdict in. Not inlined into the async `next()`, where the optimizer
-        /// copies the new verdict into the array and destroys the original (retaining and
-        /// releasing each of its fields).
+        /// Moves a batch of the bulk's verdicts into `pending`, their slots read under one lock of
+        /// the ledger; returns whether the first push that did not get through is among them.
+        private mutating func absorb(_ batch: consuming [APNSBulkVerdict?]) -> Bool {
+            var batch = batch
+            let slots = self.owner.ledger.slots(at: batch.map { $0?.index ?? -1 })
+            var firstFailure = false
+            for offset in batch.indices {
+                // A verdict with no open slot would be a second one for its token: dropped.
+                guard let slot = slots[offset], let verdict = batch[offset].take() else { continue }
+                if !self.failureSeen, verdict.outcome.didNotGetThrough {
+                    self.failureSeen = true
+                    firstFailure = true
+                }
+                self.positions.append(verdict.index)
+                Self.append(verdict, slot: slot, to: &self.pending)
+            }
+            return firstFailure
+        }
+
+        /// Moves one verdict in; kept out of its caller, where the optimizer copied the new verdict
+        /// into the array and destroyed the original.
         @inline(never)
         private static func append(_ verdict: consuming APNSBulkVerdict, slot: Ledger.Slot, to pending: inout [Verdict?]) {
             pending.append(Verdict(verdict, slot: slot))
@@ -326,6 +341,11 @@ private final class Ledger: Sendable {
         var failure: CampaignJournal.Failure?
         /// The page after the feed's current one, being taken (marked `sending`) before the feed needs it.
         var upcoming: BackgroundWrite<CampaignJournal.Page>?
+
+        func openSlot(at position: Int) -> Slot? {
+            let slot = position - self.base
+            return slot >= self.head && slot < self.slots.count && self.slots[slot].isOpen ? self.slots[slot] : nil
+        }
     }
 
     private let state = LockedBox(State())
@@ -342,10 +362,12 @@ private final class Ledger: Sendable {
 
     /// The open slot at `position`, if any.
     func slot(at position: Int) -> Slot? {
-        self.state.withLock { state in
-            let slot = position - state.base
-            return slot >= state.head && slot < state.slots.count && state.slots[slot].isOpen ? state.slots[slot] : nil
-        }
+        self.state.withLock { $0.openSlot(at: position) }
+    }
+
+    /// The open slot at each position (nil for none), under one lock.
+    func slots(at positions: [Int]) -> [Slot?] {
+        self.state.withLock { state in positions.map { state.openSlot(at: $0) } }
     }
 
     func index(at position: Int) -> Int? { self.slot(at: position)?.index }

@@ -136,6 +136,32 @@ struct BulkCancellationTests {
         }
     }
 
+    @Test("A reader that takes verdicts one at a time and a batch at a time, in turn, gets each token's verdict once")
+    func batchesAndSingleVerdictsMix() async throws {
+        try await withAPNSClient(inProcessClient { _ in accepted }) { client in
+            let tokens = (0..<2_000).map { String(format: "%064x", $0 + 1) }
+            let bulk = try client.sendBulk(alert(), to: AsyncTokens(values: tokens), bufferedVerdicts: 64)
+            var iterator = bulk.makeAsyncIterator()
+            var indices: [Int] = []
+            var batches = 0
+            while true {
+                // One verdict, then what is left of its batch (or the next batch) whole.
+                guard let single = await iterator.next() else { break }
+                indices.append(single.index)
+                guard let batch = await iterator.nextBatch() else { break }
+                #expect(!batch.isEmpty && batch.allSatisfy { $0 != nil }, "a batch holds verdicts only")
+                indices += batch.compactMap { $0?.index }
+                batches += 1
+            }
+            let after = await iterator.nextBatch()
+            let afterSingle = await iterator.next()
+            #expect(after == nil && afterSingle == nil, "the end stays the end")
+            #expect(indices.sorted() == Array(0..<2_000), "each token exactly one verdict")
+            #expect(batches >= 1)
+            #expect(bulk.summary?.accepted == 2_000)
+        }
+    }
+
     @Test("Cancelling the task that reads the verdicts cancels the bulk send")
     func readerCancellationCancelsTheBulk() async throws {
         try await withAPNSClient(inProcessClient { _ in accepted }) { client in
