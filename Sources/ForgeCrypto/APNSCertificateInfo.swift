@@ -28,6 +28,7 @@ public struct APNSCertificateInfo: Hashable, Sendable {
     /// Reads a DER-encoded certificate (what a TLS peer presented).
     /// - Throws: ``APNSKeyError`` with code `damaged` when the bytes are not a certificate.
     public init(der: [UInt8]) throws(APNSKeyError) {
+        openSSLReady
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_X509(nil, &cursor, buffer.count)
@@ -43,6 +44,7 @@ public struct APNSCertificateInfo: Hashable, Sendable {
     /// - Throws: ``APNSKeyError``: file missing or unreadable, not PEM, or not a certificate.
     public init(pemFile path: String) throws(APNSKeyError) {
         var bytes = try PEMLoading.readFile(path)
+        openSSLReady
         let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }

@@ -44,6 +44,7 @@ public struct APNSSigningKey: Sendable, CustomStringConvertible {
 
     /// A new random P-256 key, for tests and benchmarks.
     public static func generate() throws(APNSKeyError) -> APNSSigningKey {
+        openSSLReady
         ERR_clear_error()
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
             throw APNSKeyError(.signingFailed, detail: "cannot create a key context: \(drainOpenSSLErrors())")

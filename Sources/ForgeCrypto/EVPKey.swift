@@ -95,3 +95,7 @@ func cleanse(_ bytes: inout [UInt8]) {
         if let base = buffer.baseAddress { OPENSSL_cleanse(base, buffer.count) }
     }
 }
+
+/// OpenSSL initialized without its exit-time cleanup (`CForgeOpenSSL_initWithoutExitCleanup`):
+/// every entry point of this module that calls OpenSSL reads it first.
+let openSSLReady: Void = CForgeOpenSSL_initWithoutExitCleanup()

@@ -47,6 +47,7 @@ enum PEMLoading {
     static func parse(_ bytes: inout [UInt8], kind: Kind, path: String?) throws(APNSKeyError) -> EVPKey {
         defer { cleanse(&bytes) }
         try Self.classify(bytes, kind: kind, path: path)
+        openSSLReady
         ERR_clear_error()
         // BIO_new_mem_buf does not copy: everything that reads the BIO happens inside this closure
         // (nghttp2-openssl-notes, pitfall 1).

@@ -10,6 +10,7 @@ public final class SHA256Digest {
 
     /// A digest of nothing yet.
     public init() {
+        openSSLReady
         let context = EVP_MD_CTX_new()
         if let context, EVP_DigestInit_ex(context, EVP_sha256(), nil) != 1 {
             EVP_MD_CTX_free(context)
@@ -47,6 +48,7 @@ public final class SHA256Digest {
 
     /// The digest of `bytes` as 64 lowercase hex digits; `nil` only if OpenSSL fails.
     public static func hex(_ bytes: [UInt8]) -> String? {
+        openSSLReady
         var digest = [UInt8](repeating: 0, count: 32)
         var digestLength: UInt32 = 0
         let ok = bytes.withUnsafeBytes { input in

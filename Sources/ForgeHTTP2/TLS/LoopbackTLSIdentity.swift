@@ -33,6 +33,7 @@ public final class LoopbackTLSIdentity: @unchecked Sendable, CustomStringConvert
     ///   make a key or a certificate.
     public init(validDays: Int = 7) throws(HTTP2TLSConfigurationError) {
         precondition((1...3650).contains(validDays), "validDays must be 1...3650")
+        openSSLReady
         ERR_clear_error()
         let lifetime = validDays * 86_400
         let caKey = try Self.makeKey()

@@ -40,6 +40,7 @@ final class TLSContext: @unchecked Sendable {
     let role: Role
 
     private init(role: Role) throws {
+        openSSLReady
         ERR_clear_error()
         guard let context = SSL_CTX_new(role == .client ? TLS_client_method() : TLS_server_method()) else {
             throw TLSError(description: "SSL_CTX_new failed: \(tlsErrorReasons())")
@@ -288,3 +289,8 @@ func tlsErrorReasons() -> String {
     }
     return reasons.isEmpty ? "no reason given" : reasons.joined(separator: "; ")
 }
+
+/// OpenSSL initialized without its exit-time cleanup (`CForgeOpenSSL_initWithoutExitCleanup`):
+/// a connection's I/O thread may still be ending its TLS session when its process exits. Every
+/// entry point of this module that calls OpenSSL reads it first.
+let openSSLReady: Void = CForgeOpenSSL_initWithoutExitCleanup()
