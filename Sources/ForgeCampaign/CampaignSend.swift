@@ -360,17 +360,13 @@ private final class Ledger: Sendable {
         }
     }
 
-    /// The open slot at `position`, if any.
-    func slot(at position: Int) -> Slot? {
-        self.state.withLock { $0.openSlot(at: position) }
-    }
-
     /// The open slot at each position (nil for none), under one lock.
     func slots(at positions: [Int]) -> [Slot?] {
         self.state.withLock { state in positions.map { state.openSlot(at: $0) } }
     }
 
-    func index(at position: Int) -> Int? { self.slot(at: position)?.index }
+    /// The journal index of the open slot at `position`, if any.
+    func index(at position: Int) -> Int? { self.state.withLock { $0.openSlot(at: position)?.index } }
 
     func remove(_ positions: [Int]) {
         self.state.withLock { state in
