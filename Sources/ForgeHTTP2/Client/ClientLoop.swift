@@ -48,8 +48,6 @@ final class ClientLoop: @unchecked Sendable {
     }
 
     func run() {
-        let thread = pthread_self()
-        self.inbox.withLock { $0.loopThread = thread }
         self.executor?.noteLoopThread()
         defer { self.executor?.noteLoopEnded() }
         let finalError: HTTP2ClientError
@@ -165,10 +163,18 @@ final class ClientLoop: @unchecked Sendable {
                 descriptors[0].events = Int16(POLLIN) | (self.channel.hasPendingOutput ? Int16(POLLOUT) : 0)
                 descriptors[0].revents = 0
                 descriptors[1].revents = 0
-                // Work this thread gave itself (jobs, their requests) did not wake it: do not block on it.
-                let hasWork = self.inbox.withLock { $0.hasWork }
+                // Work this thread gave itself (jobs, their requests), or that came while it ran, did
+                // not wake it: do not block on it. Otherwise it waits, and says so in the same critical
+                // section, so that work put in the inbox from now on wakes it (and work put in before,
+                // while it ran, wakes nothing: it is seen here).
+                let hasWork = self.inbox.withLock { inbox -> Bool in
+                    if inbox.hasWork { return true }
+                    self.waker.willWait()
+                    return false
+                }
                 let timeout = hasWork ? 0 : self.pollTimeout(now: now, nextDeadline: nextDeadline)
                 let ready = poll(&descriptors, 2, timeout)
+                if !hasWork { self.waker.stoppedWaiting() }
                 if ready < 0 {
                     if errno == EINTR { continue }
                     return HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "poll failed: errno \(errno)")
@@ -210,7 +216,6 @@ final class ClientLoop: @unchecked Sendable {
         let command = self.inbox.withLock { inbox -> Inbox.Command? in
             swap(&inbox.requests, &self.takenRequests)
             swap(&inbox.cancellations, &self.takenCancellations)
-            inbox.wakeArmed = false
             let command = inbox.command
             if case .close = command {} else { inbox.command = nil }
             return command

@@ -14,8 +14,9 @@ internal import Synchronization
 /// ```
 ///
 /// ## Implementation
-/// Callers put requests in a lock-protected inbox and wake the thread through a pipe, once per
-/// burst. The thread owns the socket, the `SSL`, the nghttp2 session and the stream table
+/// Callers put requests in a lock-protected inbox and wake the thread through a pipe only while it
+/// waits in `poll` (one byte per wait, whatever the burst); a running thread looks at its inbox before
+/// it waits again. The thread owns the socket, the `SSL`, the nghttp2 session and the stream table
 /// (``HTTP2ClientCore``); it resumes each caller's continuation once. When the connection ends, for
 /// whatever reason, every queued and open request fails with an error that says whether it may
 /// have been processed.
@@ -265,27 +266,23 @@ public final class HTTP2Connection: Sendable {
                 return false
             }
             append(&inbox.requests)
-            return inbox.arm()
+            return true
         }
-        if wake { self.waker.wake() }
+        if wake { self.waker.wakeIfWaiting() }
         failure?.mayHaveBeenProcessed = false
         return failure
     }
 
     private func cancel(_ ids: [UInt64]) {
-        let wake = self.inbox.withLock { inbox -> Bool in
+        self.inbox.withLock { inbox in
             inbox.cancellations.append(contentsOf: ids)
-            return inbox.arm()
         }
-        if wake { self.waker.wake() }
+        self.waker.wakeIfWaiting()
     }
 
     private func post(_ change: (inout Inbox) -> Void) {
-        let wake = self.inbox.withLock { inbox -> Bool in
-            change(&inbox)
-            return inbox.arm()
-        }
-        if wake { self.waker.wake() }
+        self.inbox.withLock { change(&$0) }
+        self.waker.wakeIfWaiting()
     }
 
     /// `instant` on the I/O threads' clock (monotonic nanoseconds), with no clock reading: both
@@ -339,26 +336,12 @@ struct Inbox {
     var requests: [HTTP2ClientCore.Pending?] = []
     var cancellations: [UInt64] = []
     var command: Command?
-    /// Whether a wake-up is already on its way: a burst of requests costs one pipe write.
-    var wakeArmed = false
     var state: HTTP2ConnectionState = .active
     var closeWaiters: [() -> Void] = []
 
     /// Jobs to run on the I/O thread, each with the executor it runs as: the connection's own, or a
     /// pool's that spreads tasks over its connections.
     var jobs: [(job: UnownedJob, executor: UnownedTaskExecutor)] = []
-    /// The I/O thread, once it runs; work it hands itself needs no wake-up.
-    var loopThread: pthread_t?
-
-    /// Marks a wake-up as needed; returns whether the caller must write to the pipe. The I/O thread
-    /// never wakes itself: it looks at the inbox before it blocks.
-    mutating func arm() -> Bool {
-        if let loopThread = self.loopThread, pthread_equal(loopThread, pthread_self()) != 0 { return false }
-        if self.wakeArmed { return false }
-        self.wakeArmed = true
-        return true
-    }
-
     /// Whether anything waits for the I/O thread.
     var hasWork: Bool { !self.requests.isEmpty || !self.cancellations.isEmpty || !self.jobs.isEmpty || self.command != nil }
 }
@@ -456,12 +439,13 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
 
     /// Queues `job` to run on the I/O thread as `executor`; `false` once the connection is closed.
     func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
-        let (closed, wake) = self.inbox.withLock { inbox -> (Bool, Bool) in
-            if case .closed = inbox.state { return (true, false) }
+        let closed = self.inbox.withLock { inbox -> Bool in
+            if case .closed = inbox.state { return true }
             inbox.jobs.append((job, executor))
-            return (false, inbox.arm())
+            return false
         }
-        if wake { self.waker.wake() }
+        // A job queued on the I/O thread itself finds it running: no wake-up.
+        if !closed { self.waker.wakeIfWaiting() }
         return !closed
     }
 }

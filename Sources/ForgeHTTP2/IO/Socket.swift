@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import Synchronization
 
 /// A socket failure, with the operation and `errno`'s text (only when there is an `errno`).
 struct SocketError: Error, CustomStringConvertible {
@@ -302,6 +303,32 @@ final class WakePipe: @unchecked Sendable {
     deinit {
         close(self.readDescriptor)
         close(self.writeDescriptor)
+    }
+
+    /// Whether the I/O thread waits in `poll` on this pipe, or is about to: set under the lock of the
+    /// inbox it reads, in the same critical section as its last look at that inbox, and cleared as
+    /// soon as `poll` returns. A caller that has just put work in that inbox (under the same lock)
+    /// then writes to the pipe only while the thread waits: a thread that is running looks at its
+    /// inbox again before it waits, so a wake-up written then would only be read and thrown away.
+    private let waiting = Atomic<Bool>(false)
+
+    /// Called by the I/O thread under its inbox's lock, having found the inbox empty: it waits next.
+    func willWait() {
+        self.waiting.store(true, ordering: .releasing)
+    }
+
+    /// Called by the I/O thread when `poll` returns, whatever woke it.
+    func stoppedWaiting() {
+        self.waiting.store(false, ordering: .relaxed)
+    }
+
+    /// Wakes the I/O thread if it waits; call it after putting work in its inbox, once the lock is
+    /// released. Of the callers that find it waiting, the first writes the byte and the others
+    /// write nothing: that one byte wakes it, and it then takes everything in the inbox.
+    func wakeIfWaiting() {
+        if self.waiting.load(ordering: .acquiring), self.waiting.exchange(false, ordering: .acquiringAndReleasing) {
+            self.wake()
+        }
     }
 
     func wake() {
