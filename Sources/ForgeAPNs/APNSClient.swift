@@ -353,6 +353,36 @@ public final class APNSClient: Sendable {
         self.logger.debug("APNs client shut down")
     }
 
+    /// Opens a connection to APNs for each credential whose pool has none open, and returns once
+    /// each has one ready: the first pushes then find it there instead of waiting for TCP, TLS and
+    /// HTTP/2's preface, and a server that cannot be reached, or a certificate it refuses, is known
+    /// before anything is sent. Sends open connections by themselves; this only opens them earlier,
+    /// for example beside other start-up work. It needs ``run()`` running, as sends do.
+    /// - Parameter deadline: when to give up; `configuration.timeouts.request` from now by default.
+    /// - Throws: ``APNSError`` of kind `unreachable` (the connect's failure), `deadlineExceeded`,
+    ///   `cancelled` or `shutdown`; with several credentials, the first credential's that failed.
+    public func connect(deadline: ContinuousClock.Instant? = nil) async throws(APNSError) {
+        guard !self.isShutDown else { throw APNSError(kind: .shutdown, detail: "the client is shut down") }
+        let deadline = deadline ?? .now + self.configuration.timeouts.request
+        let failures = await withTaskGroup(of: (Int, APNSTransportError?).self) { group in
+            for (index, transport) in self.pushTransports.enumerated() {
+                group.addTask { (index, await transport.connect(deadline: deadline)) }
+            }
+            var failures: [(Int, APNSTransportError)] = []
+            for await (index, failure) in group { if let failure { failures.append((index, failure)) } }
+            return failures
+        }
+        guard let (_, failure) = failures.min(by: { $0.0 < $1.0 }) else { return }
+        let kind: APNSError.Kind = switch failure.kind {
+        case .unreachable: .unreachable
+        case .deadlineExceeded: .deadlineExceeded
+        case .cancelled: .cancelled
+        case .shutdown: .shutdown
+        case .notProcessed, .lost, .invalidRequest: .transport
+        }
+        throw APNSError(kind: kind, detail: failure.detail)
+    }
+
     // MARK: Sending
 
     /// Sends any notification to a device token.

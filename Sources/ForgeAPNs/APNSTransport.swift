@@ -23,6 +23,11 @@ public protocol APNSTransport: Sendable {
     /// How many requests may usefully be in flight now, and how many are worth sending together.
     var capacity: APNSTransportCapacity { get }
 
+    /// Opens a connection now if none is open, and returns once one is ready (``APNSClient/connect(deadline:)``):
+    /// `nil` then, or why none could be had by `deadline`. A transport with nothing to open
+    /// returns `nil` at once.
+    func connect(deadline: ContinuousClock.Instant) async -> APNSTransportError?
+
     /// The transport's background work (connects, closes, timers). ``APNSClient/run()`` runs it;
     /// it returns once ``shutdown(gracePeriod:)`` has finished.
     func run() async
@@ -38,6 +43,9 @@ extension APNSTransport {
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
         await self.send([request], authorization: authorization, deadline: deadline)[0]
     }
+
+    /// Nothing to open.
+    public func connect(deadline: ContinuousClock.Instant) async -> APNSTransportError? { nil }
 
     /// No background work.
     public func run() async {}

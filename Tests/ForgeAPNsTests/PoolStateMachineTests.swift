@@ -166,6 +166,25 @@ struct PoolStateMachineTests {
         _ = a
     }
 
+    @Test("A connection opened ahead, with APNs' one stream and no answer yet: batches are sized for the streams to come")
+    func connectionOpenedAhead() {
+        var machine = self.machine(connections: 4, streams: 1000)
+        let (acquisition, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        guard case .wait = acquisition, let id = actions.connect else {
+            Issue.record("expected a wait and a connect, got \(acquisition)")
+            return
+        }
+        _ = machine.connected(id, maximumStreams: 1, now: self.t0)
+        _ = machine.release(id, count: 1, answered: false, now: self.t0)
+        #expect(machine.readyConnections == 1)
+        #expect(machine.streamsPerConnection == 1000, "one stream is the opening offer, not the limit")
+        #expect(machine.window == 1001, "its one stream, plus one connection's worth while the pool may grow")
+        // Answered, and still at one stream: that is the server's limit now.
+        _ = machine.acquireIfFree(count: 1)
+        _ = machine.release(id, count: 1, answered: true, now: self.t0)
+        #expect(machine.streamsPerConnection == 1)
+    }
+
     @Test("A failed connect fails the requests that waited for it, and the next connect waits out a growing backoff")
     func connectFailureBacksOff() {
         var machine = self.machine()

@@ -129,6 +129,19 @@ final class ConnectionPool: APNSTransport {
         return result
     }
 
+    /// One connection ready, opening one if none is open: the machine's own connect and wait, as for a
+    /// request (its backoff and failures included), holding a stream only until the connection is there.
+    func connect(deadline: ContinuousClock.Instant) async -> APNSTransportError? {
+        guard self.openConnections == 0 else { return nil }
+        do {
+            let (id, _) = try await self.acquire(count: 1, deadline: deadline)
+            self.perform(self.state.withLock { $0.machine.release(id, count: 1, answered: false, now: .now) })
+            return nil
+        } catch {
+            return Self.transportError(error, connection: nil)
+        }
+    }
+
     /// The HTTP/2 request: headers converted and checked once per distinct header list (a bulk
     /// batch shares one, and so do sends in a row with the same notification), the authorization first.
     /// - Parameter current: the list last checked (``lastHeaders``, read once per batch); replaced

@@ -139,8 +139,13 @@ struct PoolStateMachine {
     /// The most streams one ready connection offers: the most requests worth sending together. The
     /// most, not the fewest: a new connection offers one stream until its first answer, and bulk
     /// batches (and the number of bulk workers) sized by it would shrink to one request for good.
+    /// For the same reason, while no ready connection has answered yet, the most this side opens:
+    /// their one stream is APNs' opening offer, not its limit (a connection opened ahead of the
+    /// first push, by ``APNSClient/connect(deadline:)``, is what a bulk send then meets).
     var streamsPerConnection: Int {
-        self.connections.lazy.filter { $0.phase == .ready }.map(\.limit).max() ?? self.limits.maximumStreams
+        let ready = self.connections.lazy.filter { $0.phase == .ready }
+        guard ready.contains(where: \.answered) else { return self.limits.maximumStreams }
+        return ready.map(\.limit).max() ?? self.limits.maximumStreams
     }
 
     private var countsTowardsMaximum: Int { self.connections.count { $0.phase != .draining } }

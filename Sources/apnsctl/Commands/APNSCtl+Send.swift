@@ -203,15 +203,12 @@ extension APNSCtl {
         private func send(tokens: [DeviceToken]) async throws {
             let headers = try self.notification.headers()
             let shared = self.notification.hasSharedPayload || self.tokensFile == nil ? try self.notification.prepare(headers) : nil
-            let source: SendSession.Tokens
             if let journal = self.journal, let path = self.tokensFile, let shared {
-                source = .journal(
-                    try await JournalCampaign.prepare(
-                        journalPath: journal, tokensPath: path, shared: shared, environment: try self.endpoint.resolved().description,
-                        headers: headers, strict: self.strict, window: self.journalWindow ?? CampaignSend.defaultWindow
-                    )
-                )
-            } else if let path = self.tokensFile {
+                try await self.sendJournaled(journalPath: journal, tokensPath: path, shared: shared, headers: headers)
+                return
+            }
+            let source: SendSession.Tokens
+            if let path = self.tokensFile {
                 source = try TokenFileReading.open(
                     path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil, firstLine: self.resumeFrom ?? 1,
                     topics: LineTopics(served: try self.auth.servedBundleIDs(), sharedBody: shared?.body)
@@ -219,15 +216,7 @@ extension APNSCtl {
             } else {
                 source = .list(tokens)
             }
-            guard self.auth.hasCredentials else {
-                throw ValidationError(
-                    "Sending needs credentials: --key-file, --key-id and --team-id (or APNS_KEY_FILE…), --cert/--p12, or --credential; "
-                        + "--dry-run validates without them."
-                )
-            }
-            let configuration = try ClientFactory.configuration(
-                auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose
-            )
+            let configuration = try self.clientConfiguration()
             let code = try await withAPNSClient(ClientFactory.client(configuration)) { client in
                 await SendSession(
                     client: client, shared: shared, tokens: source, renderer: ResultRenderer(format: self.outputFormat),
@@ -235,6 +224,42 @@ extension APNSCtl {
                 ).run()
             }
             if code != 0 { throw ExitCode(code) }
+        }
+
+        /// `--journal`: the journal is opened, the file checked and the first page registered while
+        /// the first connection opens, so neither waits for the other. Nothing is sent before the
+        /// journal is ready; a journal that refuses the inputs (65) leaves the connection unused.
+        private func sendJournaled(
+            journalPath: String, tokensPath: String, shared: APNSPreparedNotification, headers: NotificationOptions.Headers
+        ) async throws {
+            let environment = try self.endpoint.resolved().description
+            let configuration = try self.clientConfiguration()
+            let code = try await withAPNSClient(ClientFactory.client(configuration)) { client in
+                // A connect that fails is the send's to report, push by push, as without a journal.
+                async let connected = try? await client.connect()
+                let campaign = try await JournalCampaign.prepare(
+                    journalPath: journalPath, tokensPath: tokensPath, shared: shared, environment: environment,
+                    headers: headers, strict: self.strict, window: self.journalWindow ?? CampaignSend.defaultWindow
+                )
+                let code = await SendSession(
+                    client: client, shared: shared, tokens: .journal(campaign), renderer: ResultRenderer(format: self.outputFormat),
+                    width: self.concurrency ?? 64, endpoint: configuration.environment.authority
+                ).run()
+                _ = await connected
+                return code
+            }
+            if code != 0 { throw ExitCode(code) }
+        }
+
+        /// The client's configuration; sending needs credentials (64 without).
+        private func clientConfiguration() throws -> APNSClient.Configuration {
+            guard self.auth.hasCredentials else {
+                throw ValidationError(
+                    "Sending needs credentials: --key-file, --key-id and --team-id (or APNS_KEY_FILE…), --cert/--p12, or --credential; "
+                        + "--dry-run validates without them."
+                )
+            }
+            return try ClientFactory.configuration(auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose)
         }
     }
 }
