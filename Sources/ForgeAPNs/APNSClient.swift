@@ -406,8 +406,12 @@ public final class APNSClient: Sendable {
     public func send(
         _ prepared: APNSPreparedNotification, to token: DeviceToken, deadline: ContinuousClock.Instant? = nil
     ) async throws(APNSError) -> APNSSendResult {
-        try await self.executeOne(prepared.request(to: token), pushType: prepared.pushType, bundleID: CredentialTable.bundleID(of: prepared),
-                                  deadline: deadline ?? .now + self.configuration.timeouts.request)
+        // One reading of the clock: the default deadline's, and the send's start.
+        let now = ContinuousClock.now
+        return try await self.executeOne(
+            prepared.request(to: token), pushType: prepared.pushType, bundleID: CredentialTable.bundleID(of: prepared),
+            deadline: deadline ?? now + self.configuration.timeouts.request, started: now
+        )
     }
 
     /// Sends a broadcast to a channel (`/4/broadcasts/apps/<bundle id>`).

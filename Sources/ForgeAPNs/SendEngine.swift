@@ -180,13 +180,15 @@ extension APNSClient {
 
     /// One push, as ``execute(_:pushType:route:deadline:channelAPI:)`` sends a batch of one, with
     /// its state in locals: a `send` allocates no arrays on its way.
+    /// - Parameter started: when the send began, if the caller read the clock already (for its
+    ///   default deadline): one reading of the clock fewer per push.
     nonisolated(nonsending) func executeSingle(
         _ request: APNSHTTPRequest, pushType: APNSPushType, route: CredentialRoute, deadline: ContinuousClock.Instant,
-        channelAPI: Bool = false
+        channelAPI: Bool = false, started: ContinuousClock.Instant? = nil
     ) async -> Result<APNSSendResult, APNSError> {
         let transport = channelAPI ? route.channelTransport : route.transport
         let policy = self.configuration.retry
-        let started = ContinuousClock.now
+        let started = started ?? ContinuousClock.now
         var state = SendState()
         route.metrics.inFlight.increment(by: 1)
         defer { route.metrics.inFlight.decrement(by: 1) }
@@ -239,13 +241,16 @@ extension APNSClient {
     /// Sends one request as ``execute(_:pushType:bundleID:deadline:channelAPI:)`` does, in a span of its own
     /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     nonisolated(nonsending) func executeOne(
-        _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false
+        _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false,
+        started: ContinuousClock.Instant? = nil
     ) async throws(APNSError) -> APNSSendResult {
         guard self.tracing else {
             // No tracer: no existential to copy, no span to end, and the route looked up here (one
             // async frame fewer on every send).
             let route = try self.route(forBundleID: bundleID)
-            return try await self.executeSingle(request, pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI).get()
+            return try await self.executeSingle(
+                request, pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI, started: started
+            ).get()
         }
         let span = self.tracer?.startSpan(channelAPI ? ClientTracing.channelSpan : ClientTracing.sendSpan, ofKind: .client)
         defer { span?.end() }
@@ -254,7 +259,8 @@ extension APNSClient {
         let outcome: Result<APNSSendResult, APNSError>
         do throws(APNSError) {
             outcome = await self.executeSingle(
-                request, pushType: pushType, route: try self.route(forBundleID: bundleID), deadline: deadline, channelAPI: channelAPI
+                request, pushType: pushType, route: try self.route(forBundleID: bundleID), deadline: deadline, channelAPI: channelAPI,
+                started: started
             )
         } catch {
             outcome = .failure(error)

@@ -36,10 +36,17 @@ final class ConnectionPool: APNSTransport {
     /// `send` with one prepared notification share it, so its bytes are checked once, not per push.
     private let lastHeaders = LockedBox<CheckedHeaders?>(nil)
 
-    private struct CheckedHeaders {
-        var authorization: String?
-        var source: [APNSHeaderField]
-        var converted: [HTTP2HeaderField]
+    /// A class, read once per send: taking it out of the lock retains one object, not its three fields.
+    private final class CheckedHeaders: Sendable {
+        let authorization: String?
+        let source: [APNSHeaderField]
+        let converted: [HTTP2HeaderField]
+
+        init(authorization: String?, source: [APNSHeaderField], converted: [HTTP2HeaderField]) {
+            self.authorization = authorization
+            self.source = source
+            self.converted = converted
+        }
     }
 
     /// - Parameter dimensions: the `apns_pool_connections` gauge's, naming the credential (and the
@@ -290,11 +297,13 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
-    /// The connection whose I/O thread the caller runs on, if any.
+    /// The connection whose I/O thread the caller runs on, if any: off the I/O threads (tasks on
+    /// the global executor) one thread-local read, without visiting (and retaining) each connection.
     private static func connectionOnCurrentThread(
         _ connections: [PoolStateMachine.ConnectionID: HTTP2Connection]
     ) -> PoolStateMachine.ConnectionID? {
-        connections.first { $0.value.ownsCurrentThread }?.key
+        guard HTTP2Connection.callerIsOnAConnectionThread else { return nil }
+        return connections.first { $0.value.ownsCurrentThread }?.key
     }
 
     // MARK: The client's executor
