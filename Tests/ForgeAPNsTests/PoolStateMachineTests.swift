@@ -14,8 +14,9 @@ struct PoolStateMachineTests {
         Machine(limits: .init(maximumConnections: connections, maximumStreams: streams, surplusIdleTimeout: surplusIdle, idleTimeout: idle))
     }
 
-    /// Opens one connection through a first request and its answer; returns its id.
-    func open(_ machine: inout Machine, streams: Int = 1000) -> Machine.ConnectionID {
+    /// Opens one connection through a first request and its answer (or, with `answered: false`,
+    /// its end without one); returns its id.
+    func open(_ machine: inout Machine, streams: Int = 1000, answered: Bool = true) -> Machine.ConnectionID {
         let (acquisition, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
         guard case .wait(let waiter) = acquisition, let id = actions.connect else {
             Issue.record("expected a wait and a connect, got \(acquisition)")
@@ -23,7 +24,7 @@ struct PoolStateMachineTests {
         }
         let up = machine.connected(id, maximumStreams: streams, now: self.t0)
         #expect(up.dispatch.map(\.waiter) == [waiter] && up.dispatch.map(\.connection) == [id])
-        _ = machine.release(id, count: 1, answered: true, now: self.t0)
+        _ = machine.release(id, count: 1, answered: answered, now: self.t0)
         return id
     }
 
@@ -169,13 +170,7 @@ struct PoolStateMachineTests {
     @Test("A connection opened ahead, with APNs' one stream and no answer yet: batches are sized for the streams to come")
     func connectionOpenedAhead() {
         var machine = self.machine(connections: 4, streams: 1000)
-        let (acquisition, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
-        guard case .wait = acquisition, let id = actions.connect else {
-            Issue.record("expected a wait and a connect, got \(acquisition)")
-            return
-        }
-        _ = machine.connected(id, maximumStreams: 1, now: self.t0)
-        _ = machine.release(id, count: 1, answered: false, now: self.t0)
+        let id = self.open(&machine, streams: 1, answered: false)
         #expect(machine.readyConnections == 1)
         #expect(machine.streamsPerConnection == 1000, "one stream is the opening offer, not the limit")
         #expect(machine.window == 1001, "its one stream, plus one connection's worth while the pool may grow")
