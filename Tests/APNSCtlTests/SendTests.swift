@@ -590,6 +590,8 @@ struct JournalTests {
         let flagged = Set(verdicts.filter { $0["may_have_been_delivered"] as? Bool == true }.compactMap { $0["token"] as? String })
         #expect(record.duplicated.isSubset(of: flagged), "\(record.duplicated.count) duplicated, \(flagged.count) flagged")
         #expect(record.count - all.count <= window, "\(record.count - all.count) duplicates")
+        print("journal crash test: \(all.count) tokens, \(verdicts.count) verdicts, \(printed.count) printed before SIGKILL, "
+              + "\(record.count - all.count) duplicate copies of \(record.duplicated.count) tokens, \(flagged.count) flagged (window \(window))")
         // The resumed run printed the same flags, once each token's verdict was committed.
         let resumedFlagged = try objects(resumed.stdout).dropLast().filter { $0["may_have_been_delivered"] as? Bool == true }
         #expect(Set(resumedFlagged.compactMap { $0["token"] as? String }) == flagged)
