@@ -138,17 +138,21 @@ public final class HTTP2Connection: Sendable {
         // Moved into the pending request, not copied: a copy retains each of its fields, and the
         // caller's is released after.
         var request = Optional(request)
+        // Hands the request to the I/O thread with the continuation that its answer resumes.
+        func submit(_ continuation: HTTP2ClientCore.ResponseContinuation) {
+            self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
+                                                completion: .continuation(continuation)))
+            // A task cancelled before this point ran its cancellation handler before the
+            // request existed; cancel again now that it does.
+            if Task.isCancelled { self.cancel([id]) }
+        }
         let response = try await withTaskCancellationHandler {
-            // Checked continuations, although the core completes every request exactly once
-            // (SessionTests count duplicate completions): with unchecked ones ThreadSanitizer cannot
-            // see the runtime's ordering between the resume and the task, and reports a race.
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTP2Response, any Error>) in
-                self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
-                                                    completion: .continuation(continuation)))
-                // A task cancelled before this point ran its cancellation handler before the
-                // request existed; cancel again now that it does.
-                if Task.isCancelled { self.cancel([id]) }
-            }
+            // Checked in debug builds, unchecked in release ones: see `ResponseContinuation`.
+            #if DEBUG
+            try await withCheckedThrowingContinuation(submit)
+            #else
+            try await withUnsafeThrowingContinuation(submit)
+            #endif
         } onCancel: {
             self.cancel([id])
         }
