@@ -58,7 +58,7 @@ public final class HTTP2Connection: Sendable {
 
     /// Whether the caller runs on some open connection's I/O thread (one thread-local read): a
     /// task on the global executor is not, and need not ask each connection.
-    public static var callerIsOnAConnectionThread: Bool { CurrentConnectionExecutor.get() != nil }
+    package static var callerIsOnAConnectionThread: Bool { CurrentConnectionExecutor.get() != nil }
 
     /// Queues `job` on the I/O thread the caller runs on, if it runs on a connection's I/O thread:
     /// a task resumed by a response then stays where its next request goes, with no thread hop.
