@@ -79,6 +79,45 @@ struct ServerTests {
         await client.close()
     }
 
+    @Test("No wake-up is lost: sends and a cancellation that find the I/O thread waiting, and bursts that find it running, all complete")
+    func noLostWakeUp() async throws {
+        // Requests to /hold get no answer (the responder is dropped, the stream stays open).
+        let server = try HTTP2Server.start(HTTP2ServerConfiguration()) { request, _ in
+            request.path == "/hold" ? nil : HTTP2Response(status: 200, body: request.body)
+        }
+        // No PINGs and no deadlines: the I/O thread's only timer is a minute away, past the suite's
+        // time limit, so work it is not woken for would stay in its inbox and fail the test.
+        let connection = try await HTTP2Connection.connect(
+            HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: nil, pingInterval: nil, stallInterval: nil)
+        )
+        // One at a time: each request arrives while the thread waits in poll.
+        for _ in 0..<300 { #expect(try await connection.send(post).status == 200) }
+        // Many at once: most arrive while it runs, and must wake nothing.
+        let accepted = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    var accepted = 0
+                    for _ in 0..<200 where try await connection.send(post).status == 200 { accepted += 1 }
+                    return accepted
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(accepted == 16 * 200)
+        // A cancellation is work in the inbox too: the held stream is reset at once.
+        let held = Task { await outcome { try await connection.send(HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/hold")) } }
+        while connection.outstandingCount == 0 { await Task.yield() }
+        held.cancel()
+        guard case .failure(let error) = await held.value else {
+            Issue.record("a request the server never answered succeeded")
+            return
+        }
+        #expect(error.code == .cancelled, "\(error)")
+        #expect(try await connection.send(post).status == 200)
+        await connection.close()
+        await server.shutdown()
+    }
+
     @Test("Client against the project's server: h2c, and TLS on IPv4 and IPv6")
     func clientAgainstServer() async throws {
         let plain = try echoServer()
