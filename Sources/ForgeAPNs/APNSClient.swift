@@ -357,7 +357,8 @@ public final class APNSClient: Sendable {
     /// each has one ready: the first pushes then find it there instead of waiting for TCP, TLS and
     /// HTTP/2's preface, and a server that cannot be reached, or a certificate it refuses, is known
     /// before anything is sent. Sends open connections by themselves; this only opens them earlier,
-    /// for example beside other start-up work. It needs ``run()`` running, as sends do.
+    /// for example beside other start-up work. It needs ``run()`` running, as sends do. A connect
+    /// that fails is one of the pool's failures: pushes right after it wait out the backoff it set.
     /// - Parameter deadline: when to give up; `configuration.timeouts.request` from now by default.
     /// - Throws: ``APNSError`` of kind `unreachable` (the connect's failure), `deadlineExceeded`,
     ///   `cancelled` or `shutdown`; with several credentials, the first credential's that failed.
