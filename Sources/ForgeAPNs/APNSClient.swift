@@ -369,11 +369,11 @@ public final class APNSClient: Sendable {
             for (index, transport) in self.pushTransports.enumerated() {
                 group.addTask { (index, await transport.connect(deadline: deadline)) }
             }
-            var failures: [(Int, APNSTransportError)] = []
-            for await (index, failure) in group { if let failure { failures.append((index, failure)) } }
+            var failures = [APNSTransportError?](repeating: nil, count: self.pushTransports.count)
+            for await (index, failure) in group { failures[index] = failure }
             return failures
         }
-        guard let (_, failure) = failures.min(by: { $0.0 < $1.0 }) else { return }
+        guard let failure = failures.lazy.compactMap({ $0 }).first else { return }
         let kind: APNSError.Kind = switch failure.kind {
         case .unreachable: .unreachable
         case .deadlineExceeded: .deadlineExceeded

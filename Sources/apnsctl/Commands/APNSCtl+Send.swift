@@ -203,12 +203,18 @@ extension APNSCtl {
         private func send(tokens: [DeviceToken]) async throws {
             let headers = try self.notification.headers()
             let shared = self.notification.hasSharedPayload || self.tokensFile == nil ? try self.notification.prepare(headers) : nil
-            if let journal = self.journal, let path = self.tokensFile, let shared {
-                try await self.sendJournaled(journalPath: journal, tokensPath: path, shared: shared, headers: headers)
-                return
-            }
             let source: SendSession.Tokens
-            if let path = self.tokensFile {
+            var configuration: APNSClient.Configuration?
+            if let journal = self.journal, let path = self.tokensFile, let shared {
+                // Credentials first: a usage error or a missing key file leaves no journal behind.
+                configuration = try self.clientConfiguration()
+                source = .journal(
+                    try await JournalCampaign.prepare(
+                        journalPath: journal, tokensPath: path, shared: shared, environment: try self.endpoint.resolved().description,
+                        headers: headers, strict: self.strict, window: self.journalWindow ?? CampaignSend.defaultWindow
+                    )
+                )
+            } else if let path = self.tokensFile {
                 source = try TokenFileReading.open(
                     path: path, strict: self.strict, headers: headers, hasSharedPayload: shared != nil, firstLine: self.resumeFrom ?? 1,
                     topics: LineTopics(served: try self.auth.servedBundleIDs(), sharedBody: shared?.body)
@@ -216,35 +222,11 @@ extension APNSCtl {
             } else {
                 source = .list(tokens)
             }
-            let configuration = try self.clientConfiguration()
-            let code = try await withAPNSClient(ClientFactory.client(configuration)) { client in
+            let resolved = try configuration ?? self.clientConfiguration()
+            let code = try await withAPNSClient(ClientFactory.client(resolved)) { client in
                 await SendSession(
                     client: client, shared: shared, tokens: source, renderer: ResultRenderer(format: self.outputFormat),
-                    width: self.concurrency ?? 64, endpoint: configuration.environment.authority
-                ).run()
-            }
-            if code != 0 { throw ExitCode(code) }
-        }
-
-        /// `--journal`: credentials and the client's configuration are checked first (a usage error
-        /// leaves no journal behind); then the journal is opened, the file checked and the first page
-        /// registered, before anything is sent. The first connection is not opened beside that work
-        /// (`client.connect()`): it saved 2-10 ms on a 1000-token run, and against an endpoint that
-        /// refuses connections its failure added a step to the pool's backoff, so the send gave up
-        /// about 2 s later.
-        private func sendJournaled(
-            journalPath: String, tokensPath: String, shared: APNSPreparedNotification, headers: NotificationOptions.Headers
-        ) async throws {
-            let environment = try self.endpoint.resolved().description
-            let configuration = try self.clientConfiguration()
-            let campaign = try await JournalCampaign.prepare(
-                journalPath: journalPath, tokensPath: tokensPath, shared: shared, environment: environment,
-                headers: headers, strict: self.strict, window: self.journalWindow ?? CampaignSend.defaultWindow
-            )
-            let code = try await withAPNSClient(ClientFactory.client(configuration)) { client in
-                await SendSession(
-                    client: client, shared: shared, tokens: .journal(campaign), renderer: ResultRenderer(format: self.outputFormat),
-                    width: self.concurrency ?? 64, endpoint: configuration.environment.authority
+                    width: self.concurrency ?? 64, endpoint: resolved.environment.authority
                 ).run()
             }
             if code != 0 { throw ExitCode(code) }
