@@ -44,8 +44,8 @@ extension APNSClient {
         var outcomes = [Result<APNSSendResult, APNSError>](repeating: Self.noOutcome, count: requests.count)
         var states = [Scheduled](repeating: Scheduled(due: started), count: requests.count)
         var pending = Array(requests.indices)
-        route.metrics.inFlight.increment(by: Double(requests.count))
-        defer { route.metrics.inFlight.decrement(by: Double(requests.count)) }
+        route.metrics.started(requests.count)
+        defer { route.metrics.ended(requests.count) }
 
         func fail(_ indices: [Int], _ kind: APNSError.Kind, _ detail: String) {
             for index in indices {
@@ -110,7 +110,7 @@ extension APNSClient {
                     again.append(index)
                 }
             }
-            if accepted > 0 { route.metrics.accepted(pushType: pushType, latency: answered - started, count: accepted) }
+            route.metrics.accepted(pushType: pushType, started: started, answered: answered, count: accepted)
             if renew, let providerToken { Self.renew(providerToken, route: route) }
             pending = again
             now = answered
@@ -190,8 +190,8 @@ extension APNSClient {
         let policy = self.configuration.retry
         let started = started ?? ContinuousClock.now
         var state = SendState()
-        route.metrics.inFlight.increment(by: 1)
-        defer { route.metrics.inFlight.decrement(by: 1) }
+        route.metrics.started(1)
+        defer { route.metrics.ended(1) }
         func failure(_ kind: APNSError.Kind, _ detail: String) -> Result<APNSSendResult, APNSError> {
             .failure(APNSError(kind: kind, attempts: state.attempts, mayHaveBeenDelivered: state.mayHaveBeenDelivered, detail: detail))
         }
@@ -212,7 +212,7 @@ extension APNSClient {
                 started: started, answered: answered, deadline: deadline, path: request.path
             ) {
             case .done(let outcome):
-                if case .success = outcome { route.metrics.accepted(pushType: pushType, latency: answered - started, count: 1) }
+                if case .success = outcome { route.metrics.accepted(pushType: pushType, started: started, answered: answered, count: 1) }
                 return outcome
             case .renewProviderToken:
                 if let providerToken { Self.renew(providerToken, route: route) }
@@ -273,7 +273,7 @@ extension APNSClient {
     static func renew(_ expired: APNSProviderToken, route: CredentialRoute) {
         guard let tokens = route.tokens else { return }
         _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
-        route.metrics.tokenRefreshes.increment()
+        route.metrics.tokenRefreshed()
         route.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
     }
 

@@ -27,6 +27,8 @@ public final class APNSProviderTokenManager: Sendable {
     public let teamID: APNSTeamID
     /// The age at which a token is replaced.
     public let refreshAge: Duration
+    /// ``refreshAge`` in seconds, converted once (each send compares a token's age with it).
+    private let refreshSeconds: Double
     private let clock: any APNSWallClock
     private let state = LockedBox(State())
 
@@ -50,6 +52,7 @@ public final class APNSProviderTokenManager: Sendable {
         self.keyID = keyID
         self.teamID = teamID
         self.refreshAge = refreshAge
+        self.refreshSeconds = Self.seconds(refreshAge)
         self.clock = clock
     }
 
@@ -59,14 +62,14 @@ public final class APNSProviderTokenManager: Sendable {
     /// The token to send now: the cached one while it is younger than ``refreshAge``, else a new one.
     /// - Throws: ``APNSKeyError/Code/signingFailed`` if OpenSSL fails.
     public func currentToken() throws(APNSKeyError) -> APNSProviderToken {
-        try self.state.withLock { (state: inout State) throws(APNSKeyError) -> APNSProviderToken in
-            let now = self.clock.now
+        // Read before the lock: every send comes here, and the lock is held for a comparison only.
+        let now = self.clock.now
+        return try self.state.withLock { (state: inout State) throws(APNSKeyError) -> APNSProviderToken in
             // A clock that stepped back more than a minute before the token's iat would have APNs see a
             // token from the future; sign a fresh one then too.
-            if let token = state.current, Self.age(of: token, at: now) < Self.seconds(self.refreshAge),
-                Self.age(of: token, at: now) > -60
-            {
-                return token
+            if let token = state.current {
+                let age = Self.age(of: token, at: now)
+                if age < self.refreshSeconds, age > -60 { return token }
             }
             return try self.sign(at: now, into: &state)
         }

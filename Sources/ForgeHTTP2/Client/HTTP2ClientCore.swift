@@ -104,7 +104,7 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
 
     init(settings: HTTP2Settings = HTTP2Settings(), localStreamCap: Int = 1000) throws {
         self.localStreamCap = localStreamCap
-        self.session = try NGHTTP2Session(role: .client, settings: settings, initialPeerMaxConcurrentStreams: 1, delegate: self)
+        self.session = try NGHTTP2Session(role: .client, settings: settings, initialPeerMaxConcurrentStreams: 1, owner: .client(self))
     }
 
     // MARK: State

@@ -140,11 +140,10 @@ public final class HTTP2Connection: Sendable {
         var request = Optional(request)
         // Hands the request to the I/O thread with the continuation that its answer resumes.
         func submit(_ continuation: HTTP2ClientCore.ResponseContinuation) {
+            // A task cancelled before this point is seen by `submit` (under the lock its
+            // cancellation handler takes) and its request goes no further.
             self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
                                                 completion: .continuation(continuation)))
-            // A task cancelled before this point ran its cancellation handler before the
-            // request existed; cancel again now that it does.
-            if Task.isCancelled { self.cancel([id]) }
         }
         let response = try await withTaskCancellationHandler {
             // Checked in debug builds, unchecked in release ones: see `ResponseContinuation`.

@@ -40,8 +40,8 @@ final class NGHTTP2Session {
     enum Role { case client, server }
 
     private var session: OpaquePointer!
-    /// The owner; it keeps this session alive, so the reference is unowned.
-    unowned(unsafe) let delegate: any NGHTTP2SessionDelegate
+    /// The owner, by its concrete type and unretained: it keeps this session alive.
+    let owner: Owner
     let role: Role
     /// Where nghttp2 allocates; released after the session (stored properties outlive `deinit`'s body).
     let allocator = SessionAllocator()
@@ -62,10 +62,10 @@ final class NGHTTP2Session {
         settings: HTTP2Settings,
         initialPeerMaxConcurrentStreams: UInt32 = 100,
         answersPings: Bool = true,
-        delegate: any NGHTTP2SessionDelegate
+        owner: Owner
     ) throws {
         self.role = role
-        self.delegate = delegate
+        self.owner = owner
         var callbacks: OpaquePointer? = nil
         var option: OpaquePointer? = nil
         guard nghttp2_session_callbacks_new(&callbacks) == 0, nghttp2_option_new(&option) == 0,
@@ -97,6 +97,26 @@ final class NGHTTP2Session {
         guard result == 0, let created else { throw NGHTTP2SessionError(code: result, operation: "session_new") }
         self.session = created
         try self.submitSettings(settings)
+    }
+
+    /// The two owners a session has. Kept by concrete type so that a callback reaches its owner
+    /// with no retain and release: through an `unowned(unsafe)` existential each callback paid a
+    /// pair, five to seven pairs a response.
+    enum Owner {
+        case client(Unmanaged<HTTP2ClientCore>)
+        case server(Unmanaged<HTTP2ServerCore>)
+
+        static func client(_ core: HTTP2ClientCore) -> Owner { .client(Unmanaged.passUnretained(core)) }
+        static func server(_ core: HTTP2ServerCore) -> Owner { .server(Unmanaged.passUnretained(core)) }
+    }
+
+    /// Runs `body` with the owner, borrowed: the owner outlives every call its session makes.
+    @inline(__always)
+    func withDelegate<Result>(_ body: (any NGHTTP2SessionDelegate) -> Result) -> Result {
+        switch self.owner {
+        case .client(let core): core._withUnsafeGuaranteedRef { body($0) }
+        case .server(let core): core._withUnsafeGuaranteedRef { body($0) }
+        }
     }
 
     deinit {
@@ -183,7 +203,9 @@ final class NGHTTP2Session {
                 try writer.add(":scheme", request.scheme, neverIndexed: false)
                 try writer.add(":authority", request.authority, neverIndexed: false)
                 try writer.addPath(request.pathPrefix, request.pathSuffix)
-                for field in request.headers { try writer.add(field) }
+                // By index: each field borrowed in place (a for-in loop copies it, a retain and a
+                // release of its name and value each).
+                for index in request.headers.indices { try writer.add(request.headers[index]) }
                 if let field = request.pushHeader { writer.add(field) }
                 guard let source else {
                     return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, nil, nil)
@@ -303,7 +325,7 @@ final class NGHTTP2Session {
 
     fileprivate func streamClosed(_ streamID: Int32, errorCode: UInt32) {
         if let source = self.bodies.removeValue(for: streamID) { self.recycle(source) }
-        self.delegate.session(self, didCloseStream: streamID, errorCode: HTTP2ErrorCode(errorCode))
+        self.withDelegate { $0.session(self, didCloseStream: streamID, errorCode: HTTP2ErrorCode(errorCode)) }
     }
 }
 
@@ -430,6 +452,7 @@ struct NVWriter {
         self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed)
     }
 
+    @inline(__always)
     private mutating func copy(_ string: String) {
         let copied: Int? = string.utf8.withContiguousStorageIfAvailable { bytes in
             if bytes.count > 0 {
@@ -470,14 +493,9 @@ struct NVWriter {
 // MARK: - C callbacks
 // File-private free functions: user_data is the session, passed unretained (the owner keeps it alive).
 
-private func owner(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
-    guard let userData else { preconditionFailure("nghttp2 callback without user data") }
-    return Unmanaged<NGHTTP2Session>.fromOpaque(userData).takeUnretainedValue()
-}
-
 /// Runs `body` with the session of `userData`, with no retain and release around it: the session
-/// outlives every callback nghttp2 makes (it owns the `nghttp2_session`). For the callbacks of every
-/// response (headers, data, close), where that pair cost more than the callback's own work.
+/// outlives every callback nghttp2 makes (it owns the `nghttp2_session`), and a response makes
+/// five to seven callbacks, where that pair cost more than the callback's own work.
 private func withOwner<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (NGHTTP2Session) -> Result) -> Result {
     guard let userData else { preconditionFailure("nghttp2 callback without user data") }
     return Unmanaged<NGHTTP2Session>.fromOpaque(userData)._withUnsafeGuaranteedRef(body)
@@ -485,35 +503,37 @@ private func withOwner<Result>(_ userData: UnsafeMutableRawPointer?, _ body: (NG
 
 private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
     guard let frame else { preconditionFailure("nghttp2 callback without a frame") }
-    let session = owner(userData)
-    session.delegate.session(session, didBeginHeadersOn: frame.pointee.hd.stream_id)
+    withOwner(userData) { session in
+        session.withDelegate { $0.session(session, didBeginHeadersOn: frame.pointee.hd.stream_id) }
+    }
     return 0
 }
 
 private let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, flags, userData in
     guard let frame, let name, let value else { preconditionFailure("nghttp2 header callback without data") }
     withOwner(userData) { session in
-        session.delegate.session(
-            session,
-            didReceiveHeader: UnsafeBufferPointer(start: name, count: nameLength),
-            value: UnsafeBufferPointer(start: value, count: valueLength),
-            neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0,
-            on: frame.pointee.hd.stream_id
-        )
+        session.withDelegate {
+            $0.session(
+                session,
+                didReceiveHeader: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength),
+                neverIndexed: flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0,
+                on: frame.pointee.hd.stream_id
+            )
+        }
     }
     return 0
 }
 
 private let onDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
     withOwner(userData) { session in
-        session.delegate.session(session, didReceiveData: UnsafeRawBufferPointer(start: data, count: length), on: streamID)
+        session.withDelegate { $0.session(session, didReceiveData: UnsafeRawBufferPointer(start: data, count: length), on: streamID) }
     }
     return 0
 }
 
 private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userData in
     guard let frame else { preconditionFailure("nghttp2 callback without a frame") }
-    let session = owner(userData)
     let header = frame.pointee.hd
     let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
     let isAck = header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
@@ -533,7 +553,7 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userDa
         event = .rstStream(streamID: header.stream_id, errorCode: HTTP2ErrorCode(frame.pointee.rst_stream.error_code))
     default: event = .other
     }
-    session.delegate.session(session, didReceive: event)
+    withOwner(userData) { session in session.withDelegate { $0.session(session, didReceive: event) } }
     return 0
 }
 
@@ -547,19 +567,22 @@ private let onFrameNotSent: nghttp2_on_frame_not_send_callback = { _, frame, err
     guard let frame else { preconditionFailure("nghttp2 callback without a frame") }
     let type = UInt32(frame.pointee.hd.type)
     guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
-    let session = owner(userData)
-    session.delegate.session(session, didFailToSendOn: frame.pointee.hd.stream_id, error: errorCode)
+    withOwner(userData) { session in
+        session.withDelegate { $0.session(session, didFailToSendOn: frame.pointee.hd.stream_id, error: errorCode) }
+    }
     return 0
 }
 
 private let readBody: nghttp2_data_source_read_callback = { _, _, buffer, length, flags, source, _ in
     guard let buffer, let flags, let pointer = source?.pointee.ptr else { preconditionFailure("nghttp2 read without a source") }
-    let body = Unmanaged<BodySource>.fromOpaque(pointer).takeUnretainedValue()
-    let count = min(length, body.bytes.count - body.offset)
-    body.bytes.withUnsafeBufferPointer { bytes in
-        buffer.update(from: bytes.baseAddress! + body.offset, count: count)
+    // Borrowed: the session's `bodies` table keeps the source alive until its stream closes.
+    return Unmanaged<BodySource>.fromOpaque(pointer)._withUnsafeGuaranteedRef { body in
+        let count = min(length, body.bytes.count - body.offset)
+        body.bytes.withUnsafeBufferPointer { bytes in
+            buffer.update(from: bytes.baseAddress! + body.offset, count: count)
+        }
+        body.offset += count
+        if body.offset == body.bytes.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+        return count
     }
-    body.offset += count
-    if body.offset == body.bytes.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-    return count
 }

@@ -40,7 +40,7 @@ final class HTTP2ServerCore: NGHTTP2SessionDelegate {
 
     init(connectionID: UInt64, settings: HTTP2Settings, answersPings: Bool = true) throws {
         self.connectionID = connectionID
-        self.session = try NGHTTP2Session(role: .server, settings: settings, answersPings: answersPings, delegate: self)
+        self.session = try NGHTTP2Session(role: .server, settings: settings, answersPings: answersPings, owner: .server(self))
     }
 
     // MARK: Output
