@@ -1,4 +1,5 @@
 public import ForgeAPNsCore
+internal import ForgeHTTP2
 internal import ForgeSupport
 internal import Logging
 internal import Synchronization
@@ -512,7 +513,8 @@ extension APNSClient {
                 switch route {
                 case .success(let route):
                     results = await self.execute(
-                        requests, pushType: prepared.pushType, route: route, deadline: deadline ?? .now + self.configuration.timeouts.request
+                        requests, pushType: prepared.pushType, route: route,
+                        deadline: MonotonicInstant.deadline(deadline, orAfter: self.configuration.timeouts.request, from: .now)
                     )
                 case .failure(let error):
                     results = Array(repeating: .failure(error), count: requests.count)

@@ -1,6 +1,7 @@
 public import ForgeAPNsCore
 internal import struct Foundation.Data
 internal import class Foundation.JSONSerialization
+internal import ForgeHTTP2
 
 /// How a broadcast channel keeps messages for devices that were offline (fixed at creation).
 public enum APNSMessageStoragePolicy: Int, Hashable, Sendable {
@@ -67,8 +68,8 @@ extension APNSClient {
 
     private static func channelsPath(_ bundleID: APNSBundleID) -> String { "/1/apps/\(bundleID.rawValue)/channels" }
 
-    private func deadline(_ deadline: ContinuousClock.Instant?) -> ContinuousClock.Instant {
-        deadline ?? .now + self.configuration.timeouts.request
+    private func deadline(_ deadline: ContinuousClock.Instant?) -> MonotonicInstant {
+        MonotonicInstant.deadline(deadline, orAfter: self.configuration.timeouts.request, from: .now)
     }
 
     private static func object(_ body: [UInt8]) -> [String: Any]? {

@@ -408,10 +408,10 @@ public final class APNSClient: Sendable {
         _ prepared: APNSPreparedNotification, to token: DeviceToken, deadline: ContinuousClock.Instant? = nil
     ) async throws(APNSError) -> APNSSendResult {
         // One reading of the clock: the default deadline's, and the send's start.
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         return try await self.executeOne(
             prepared.request(to: token), pushType: prepared.pushType, bundleID: CredentialTable.bundleID(of: prepared),
-            deadline: deadline ?? now + self.configuration.timeouts.request, started: now
+            deadline: MonotonicInstant.deadline(deadline, orAfter: self.configuration.timeouts.request, from: now), started: now
         )
     }
 
@@ -431,7 +431,7 @@ public final class APNSClient: Sendable {
     /// Sends an already prepared broadcast (validated and encoded once, as from JSON).
     public func send(_ prepared: APNSPreparedBroadcast, deadline: ContinuousClock.Instant? = nil) async throws(APNSError) -> APNSSendResult {
         try await self.executeOne(prepared.request(), pushType: .liveactivity, bundleID: prepared.bundleID.rawValue,
-                                  deadline: deadline ?? .now + self.configuration.timeouts.request)
+                                  deadline: MonotonicInstant.deadline(deadline, orAfter: self.configuration.timeouts.request, from: .now))
     }
 }
 

@@ -1,3 +1,4 @@
+internal import ForgeHTTP2
 public import ForgeAPNsCore
 internal import ForgeCrypto
 internal import Logging
@@ -65,6 +66,11 @@ final class CredentialRoute: Sendable {
     let metrics: ClientMetrics
     let logger: Logger
 
+    /// The two transports again, when they take deadlines on the I/O threads' clock (the client's
+    /// own pools): found once here, so that a send makes no `ContinuousClock.Instant` on its way.
+    private let monotonicTransport: (any MonotonicTransport)?
+    private let monotonicChannelTransport: (any MonotonicTransport)?
+
     init(
         label: String, transport: any APNSTransport, channelTransport: any APNSTransport, tokens: APNSProviderTokenManager?,
         metrics: ClientMetrics, logger: Logger
@@ -72,9 +78,33 @@ final class CredentialRoute: Sendable {
         self.label = label
         self.transport = transport
         self.channelTransport = channelTransport
+        self.monotonicTransport = transport as? any MonotonicTransport
+        self.monotonicChannelTransport = channelTransport as? any MonotonicTransport
         self.tokens = tokens
         self.metrics = metrics
         self.logger = logger
+    }
+
+    /// Sends one request through the push transport (or the channel API's).
+    nonisolated(nonsending) func send(
+        _ request: APNSHTTPRequest, authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
+    ) async -> Result<APNSTransportResponse, APNSTransportError> {
+        if let fast = channelAPI ? self.monotonicChannelTransport : self.monotonicTransport {
+            return await fast.send(request, authorization: authorization, deadline: deadline)
+        }
+        return await (channelAPI ? self.channelTransport : self.transport)
+            .send(request, authorization: authorization, deadline: deadline.continuousInstant)
+    }
+
+    /// Sends requests together through the push transport (or the channel API's).
+    func send(
+        _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
+    ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
+        if let fast = channelAPI ? self.monotonicChannelTransport : self.monotonicTransport {
+            return await fast.send(requests, authorization: authorization, deadline: deadline)
+        }
+        return await (channelAPI ? self.channelTransport : self.transport)
+            .send(requests, authorization: authorization, deadline: deadline.continuousInstant)
     }
 }
 

@@ -1,4 +1,5 @@
 internal import ForgeAPNsCore
+internal import ForgeHTTP2
 internal import Metrics
 
 /// One credential's swift-metrics instruments. Labels are stable; dimensions are the push type and
@@ -82,10 +83,10 @@ struct ClientMetrics: Sendable {
     }
 
     /// `count` pushes (one, or a bulk batch's) sent at `started` and accepted together at `answered`.
-    func accepted(pushType: APNSPushType, started: ContinuousClock.Instant, answered: ContinuousClock.Instant, count: Int) {
+    func accepted(pushType: APNSPushType, started: MonotonicInstant, answered: MonotonicInstant, count: Int) {
         guard self.isEnabled, count > 0, let instruments = self.instruments(pushType) else { return }
         instruments.accepted.increment(by: count)
-        let nanoseconds = Self.nanoseconds(answered - started)
+        let nanoseconds = Int64(clamping: answered.nanoseconds &- min(started.nanoseconds, answered.nanoseconds))
         for _ in 0..<count { instruments.duration.recordNanoseconds(nanoseconds) }
     }
 

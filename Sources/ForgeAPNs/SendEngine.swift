@@ -1,5 +1,6 @@
 internal import ForgeAPNsCore
 internal import ForgeCrypto
+internal import ForgeHTTP2
 internal import Logging
 internal import Metrics
 internal import Tracing
@@ -29,17 +30,16 @@ extension APNSClient {
         } catch {
             return Array(repeating: .failure(error), count: requests.count)
         }
-        return await self.execute(requests, pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI)
+        return await self.execute(requests, pushType: pushType, route: route, deadline: MonotonicInstant(deadline), channelAPI: channelAPI)
     }
 
     /// ``execute(_:pushType:bundleID:deadline:channelAPI:)`` with the credential's route.
     func execute(
-        _ requests: [APNSHTTPRequest], pushType: APNSPushType, route: CredentialRoute, deadline: ContinuousClock.Instant,
+        _ requests: [APNSHTTPRequest], pushType: APNSPushType, route: CredentialRoute, deadline: MonotonicInstant,
         channelAPI: Bool = false
     ) async -> [Result<APNSSendResult, APNSError>] {
-        let transport = channelAPI ? route.channelTransport : route.transport
         let policy = self.configuration.retry
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         // One array of outcomes and one of states for the batch (a single `send` takes executeSingle).
         var outcomes = [Result<APNSSendResult, APNSError>](repeating: Self.noOutcome, count: requests.count)
         var states = [Scheduled](repeating: Scheduled(due: started), count: requests.count)
@@ -68,7 +68,7 @@ extension APNSClient {
             if ready.isEmpty {
                 let next = pending.lazy.map { states[$0].due }.min()!
                 do {
-                    try await Task.sleep(until: next, clock: .continuous)
+                    try await MonotonicInstant.sleep(for: now.duration(to: next))
                 } catch {
                     fail(pending, .cancelled, "cancelled while waiting to send again")
                     break
@@ -85,12 +85,12 @@ extension APNSClient {
                     break
                 }
             }
-            let results = await transport.send(
+            let results = await route.send(
                 ready.elementsEqual(requests.indices) ? requests : ready.map { requests[$0] },
-                authorization: providerToken?.authorizationHeaderValue, deadline: deadline
+                authorization: providerToken?.authorizationHeaderValue, deadline: deadline, channelAPI: channelAPI
             )
             // One batch's answers arrive together: one clock reading and one metrics update for all.
-            let answered = ContinuousClock.now
+            let answered = MonotonicInstant.now
             var again = ready.count == pending.count ? [] : pending.filter { states[$0].due > now }
             var accepted = 0
             var renew = false
@@ -133,8 +133,8 @@ extension APNSClient {
     /// counts its own together). The one place `execute` and `executeSingle` judge a try.
     static func step(
         _ result: Result<APNSTransportResponse, APNSTransportError>, state: inout SendState, pushType: APNSPushType,
-        route: CredentialRoute, policy: RetryPolicy, renewableToken: Bool, started: ContinuousClock.Instant,
-        answered: ContinuousClock.Instant, deadline: ContinuousClock.Instant, path: @autoclosure () -> String
+        route: CredentialRoute, policy: RetryPolicy, renewableToken: Bool, started: MonotonicInstant,
+        answered: MonotonicInstant, deadline: MonotonicInstant, path: @autoclosure () -> String
     ) -> Step {
         let outcome: SendTry
         var response: APNSTransportResponse?
@@ -153,10 +153,11 @@ extension APNSClient {
         switch decision {
         case .accept:
             return .done(.success(APNSSendResult(
-                response: response!, attempts: state.attempts, mayHaveBeenDeliveredTwice: state.mayHaveBeenDelivered, duration: answered - started
+                response: response!, attempts: state.attempts, mayHaveBeenDeliveredTwice: state.mayHaveBeenDelivered,
+                duration: started.duration(to: answered)
             )))
         case .reject:
-            route.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: answered - started)
+            route.metrics.rejected(pushType: pushType, reason: rejection!.reason.rawValue, latency: started.duration(to: answered))
             return .done(.failure(APNSError(rejection!, state: state)))
         case .renewProviderToken:
             return .renewProviderToken
@@ -183,12 +184,11 @@ extension APNSClient {
     /// - Parameter started: when the send began, if the caller read the clock already (for its
     ///   default deadline): one reading of the clock fewer per push.
     nonisolated(nonsending) func executeSingle(
-        _ request: APNSHTTPRequest, pushType: APNSPushType, route: CredentialRoute, deadline: ContinuousClock.Instant,
-        channelAPI: Bool = false, started: ContinuousClock.Instant? = nil
+        _ request: APNSHTTPRequest, pushType: APNSPushType, route: CredentialRoute, deadline: MonotonicInstant,
+        channelAPI: Bool = false, started: MonotonicInstant? = nil
     ) async -> Result<APNSSendResult, APNSError> {
-        let transport = channelAPI ? route.channelTransport : route.transport
         let policy = self.configuration.retry
-        let started = started ?? ContinuousClock.now
+        let started = started ?? .now
         var state = SendState()
         route.metrics.started(1)
         defer { route.metrics.ended(1) }
@@ -205,8 +205,10 @@ extension APNSClient {
                     return failure(.credentials, "\(error)")
                 }
             }
-            let result = await transport.send(request, authorization: providerToken?.authorizationHeaderValue, deadline: deadline)
-            let answered = ContinuousClock.now
+            let result = await route.send(
+                request, authorization: providerToken?.authorizationHeaderValue, deadline: deadline, channelAPI: channelAPI
+            )
+            let answered = MonotonicInstant.now
             switch Self.step(
                 result, state: &state, pushType: pushType, route: route, policy: policy, renewableToken: providerToken != nil,
                 started: started, answered: answered, deadline: deadline, path: request.path
@@ -219,7 +221,7 @@ extension APNSClient {
             case .again(let wait):
                 guard wait > .zero else { continue }
                 do {
-                    try await Task.sleep(until: answered + wait, clock: .continuous)
+                    try await MonotonicInstant.sleep(for: wait)
                 } catch {
                     return failure(.cancelled, "cancelled while waiting to send again")
                 }
@@ -230,7 +232,7 @@ extension APNSClient {
     /// A push of the batch: its decision state, and when it may go (again).
     private struct Scheduled {
         var decision = SendState()
-        var due: ContinuousClock.Instant
+        var due: MonotonicInstant
     }
 
     /// What a push has before its outcome is known; every path out of the loop replaces it.
@@ -241,8 +243,8 @@ extension APNSClient {
     /// Sends one request as ``execute(_:pushType:bundleID:deadline:channelAPI:)`` does, in a span of its own
     /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     nonisolated(nonsending) func executeOne(
-        _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant, channelAPI: Bool = false,
-        started: ContinuousClock.Instant? = nil
+        _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: MonotonicInstant, channelAPI: Bool = false,
+        started: MonotonicInstant? = nil
     ) async throws(APNSError) -> APNSSendResult {
         guard self.tracing else {
             // No tracer: no existential to copy, no span to end, and the route looked up here (one

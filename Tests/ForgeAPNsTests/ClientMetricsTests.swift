@@ -1,5 +1,6 @@
 @testable import ForgeAPNs
 import ForgeAPNsCore
+import ForgeHTTP2
 import Metrics
 import MetricsTestKit
 import Testing
@@ -19,7 +20,7 @@ struct ClientMetricsTests {
         metrics.ended(1)
         #expect(try factory.expectMeter("apns_in_flight", [credential]).lastValue == 2)
 
-        let started = ContinuousClock.now
+        let started = MonotonicInstant(nanoseconds: 5_000_000_000)
         metrics.accepted(pushType: .alert, started: started, answered: started + .microseconds(1500), count: 2)
         metrics.accepted(pushType: .alert, started: started, answered: started + .seconds(2), count: 0)
         let accepted = try factory.expectCounter("apns_notifications_total", [("push_type", "alert"), ("result", "accepted"), credential])
@@ -51,7 +52,7 @@ struct ClientMetricsTests {
     func unlabelled() throws {
         let factory = TestMetrics()
         let metrics = ClientMetrics(factory: factory)
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         metrics.accepted(pushType: .liveactivity, started: started, answered: started, count: 1)
         #expect(try factory.expectCounter("apns_notifications_total", [("push_type", "liveactivity"), ("result", "accepted")]).totalValue == 1)
     }

@@ -10,7 +10,7 @@ internal import Metrics
 /// in the machine's queue, and a connect, a released stream or a timer brings their turn. Connects,
 /// closes and timers are child tasks of ``run()``, which the client's `run()` awaits: nothing the
 /// pool starts outlives it.
-final class ConnectionPool: APNSTransport {
+final class ConnectionPool: MonotonicTransport {
     private struct State {
         var machine: PoolStateMachine
         var connections: [PoolStateMachine.ConnectionID: HTTP2Connection] = [:]
@@ -75,6 +75,20 @@ final class ConnectionPool: APNSTransport {
     func send(
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: ContinuousClock.Instant
     ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
+        await self.send(requests, authorization: authorization, deadline: MonotonicInstant(deadline))
+    }
+
+    nonisolated(nonsending) func send(
+        _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
+    ) async -> Result<APNSTransportResponse, APNSTransportError> {
+        await self.send(request, authorization: authorization, deadline: MonotonicInstant(deadline))
+    }
+
+    // MARK: MonotonicTransport
+
+    func send(
+        _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant
+    ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
         guard requests.count > 1 else {
             // A batch of one (a bulk's last token, a retry): the single path, then an array.
             return requests.isEmpty ? [] : [await self.send(requests[0], authorization: authorization, deadline: deadline)]
@@ -93,14 +107,13 @@ final class ConnectionPool: APNSTransport {
             if let ready = self.acquireIfFree(count: requests.count) {
                 (id, connection) = ready
             } else {
-                (id, connection) = try await self.acquire(count: requests.count, deadline: deadline)
+                (id, connection) = try await self.acquire(count: requests.count, deadline: deadline.continuousInstant)
             }
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
-        let results = await connection.sendBatch(http2, deadline: deadline)
-        let answered = results.contains { if case .success = $0 { true } else { false } }
-        self.perform(self.state.withLock { $0.machine.release(id, count: requests.count, answered: answered, now: .now) })
+        let results = await connection.sendBatch(http2, monotonicDeadline: deadline)
+        self.release(id, count: requests.count, answered: results.contains { if case .success = $0 { true } else { false } })
         return results.map { result in
             result.map(APNSTransportResponse.init).mapError { Self.transportError($0, connection: connection) }
         }
@@ -108,7 +121,7 @@ final class ConnectionPool: APNSTransport {
 
     /// One request (a `send`): as the batch, with no array on the way.
     nonisolated(nonsending) func send(
-        _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
+        _ request: APNSHTTPRequest, authorization: String?, deadline: MonotonicInstant
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
         let http2: HTTP2Request
         let id: PoolStateMachine.ConnectionID
@@ -119,7 +132,7 @@ final class ConnectionPool: APNSTransport {
             if let ready = self.acquireIfFree(count: 1) {
                 (id, connection) = ready
             } else {
-                (id, connection) = try await self.acquire(count: 1, deadline: deadline)
+                (id, connection) = try await self.acquire(count: 1, deadline: deadline.continuousInstant)
             }
         } catch {
             return .failure(Self.transportError(error, connection: nil))
@@ -127,13 +140,21 @@ final class ConnectionPool: APNSTransport {
         let result: Result<APNSTransportResponse, APNSTransportError>
         do {
             // Consumed: the connection moves it into its pending request, with no copy of its fields.
-            result = .success(APNSTransportResponse(try await connection.send(consume http2, deadline: deadline)))
+            result = .success(APNSTransportResponse(try await connection.send(consume http2, monotonicDeadline: deadline)))
         } catch {
             result = .failure(Self.transportError(error, connection: connection))
         }
         let answered = if case .success = result { true } else { false }
-        self.perform(self.state.withLock { $0.machine.release(id, count: 1, answered: answered, now: .now) })
+        self.release(id, count: 1, answered: answered)
         return result
+    }
+
+    /// Gives back `count` streams of connection `id`, and does what the machine says then. Not
+    /// inlined into the async senders: the machine's `ContinuousClock.Instant`s (resilient values)
+    /// stay on this function's stack instead of costing task allocations in their frames.
+    @inline(never)
+    private func release(_ id: PoolStateMachine.ConnectionID, count: Int, answered: Bool) {
+        self.perform(self.state.withLock { $0.machine.release(id, count: count, answered: answered, now: .now) })
     }
 
     /// One connection ready, opening one if none is open: the machine's own connect and wait, as for a
@@ -142,7 +163,7 @@ final class ConnectionPool: APNSTransport {
         guard self.openConnections == 0 else { return nil }
         do {
             let (id, _) = try await self.acquire(count: 1, deadline: deadline)
-            self.perform(self.state.withLock { $0.machine.release(id, count: 1, answered: false, now: .now) })
+            self.release(id, count: 1, answered: false)
             return nil
         } catch {
             return Self.transportError(error, connection: nil)

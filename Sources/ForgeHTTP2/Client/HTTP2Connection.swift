@@ -133,8 +133,13 @@ public final class HTTP2Connection: Sendable {
     /// - Parameter deadline: when to give up; the stream is reset then.
     /// - Throws: ``HTTP2ClientError``.
     nonisolated(nonsending) public func send(_ request: consuming HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
+        try await self.send(request, monotonicDeadline: deadline.map(MonotonicInstant.init))
+    }
+
+    /// ``send(_:deadline:)`` with the deadline on the I/O threads' clock.
+    nonisolated(nonsending) package func send(_ request: consuming HTTP2Request, monotonicDeadline deadline: MonotonicInstant?) async throws -> HTTP2Response {
         let id = self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
-        let monotonicDeadline = deadline.map(Self.monotonic)
+        let monotonicDeadline = deadline?.nanoseconds
         // Moved into the pending request, not copied: a copy retains each of its fields, and the
         // caller's is released after.
         var request = Optional(request)
@@ -165,10 +170,18 @@ public final class HTTP2Connection: Sendable {
         _ requests: [HTTP2Request],
         deadline: ContinuousClock.Instant? = nil
     ) async -> [Result<HTTP2Response, HTTP2ClientError>] {
+        await self.sendBatch(requests, monotonicDeadline: deadline.map(MonotonicInstant.init))
+    }
+
+    /// ``sendBatch(_:deadline:)`` with the deadline on the I/O threads' clock.
+    package func sendBatch(
+        _ requests: [HTTP2Request],
+        monotonicDeadline deadline: MonotonicInstant?
+    ) async -> [Result<HTTP2Response, HTTP2ClientError>] {
         guard !requests.isEmpty else { return [] }
         let firstID = self.nextID.wrappingAdd(UInt64(requests.count), ordering: .relaxed).newValue - UInt64(requests.count) + 1
         let ids = (0..<UInt64(requests.count)).map { firstID + $0 }
-        let monotonicDeadline = deadline.map(Self.monotonic)
+        let monotonicDeadline = deadline?.nanoseconds
         let results = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<[Result<HTTP2Response, HTTP2ClientError>], Never>) in
                 let collector = BatchCollector(count: requests.count) { continuation.resume(returning: $0) }
@@ -292,19 +305,7 @@ public final class HTTP2Connection: Sendable {
         self.waker.wakeIfWaiting()
     }
 
-    /// `instant` on the I/O threads' clock (monotonic nanoseconds), with no clock reading: both
-    /// clocks count the same time from one pair of readings taken once (they could part only
-    /// while the machine sleeps, which a server does not).
-    static func monotonic(_ instant: ContinuousClock.Instant) -> UInt64 {
-        let base = clockBase
-        return UInt64(max(0, Int64(base.nanoseconds) &+ Self.nanoseconds(base.instant.duration(to: instant))))
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? (seconds < 0 ? .min : .max) : product &+ attoseconds / 1_000_000_000
-    }
+    static func nanoseconds(_ duration: Duration) -> Int64 { MonotonicInstant.nanoseconds(duration) }
 }
 
 /// What a connection tells its owner as it happens (``HTTP2Connection/connect(_:events:)``).
@@ -457,8 +458,6 @@ final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
-/// One reading of both clocks, for ``HTTP2Connection/monotonic(_:)``.
-private let clockBase = (instant: ContinuousClock.now, nanoseconds: monotonicNanoseconds())
 
 /// The connection executor of the I/O thread the caller runs on, in a thread-specific slot.
 private enum CurrentConnectionExecutor {
