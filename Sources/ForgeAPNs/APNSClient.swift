@@ -23,6 +23,9 @@ public final class APNSClient: Sendable {
     public let configuration: Configuration
     /// One per credential of the configuration, in its order: pools, provider tokens, metrics.
     let routes: [CredentialRoute]
+    /// The route of every bundle id, when one credential serves them all (no topic list): a send
+    /// then looks nothing up.
+    let soleRoute: CredentialRoute?
     /// Which route serves which bundle id.
     let table: CredentialTable
     /// The transports ``run()`` runs and ``shutdown(gracePeriod:)`` closes, each once.
@@ -156,6 +159,7 @@ public final class APNSClient: Sendable {
             ))
         }
         self.routes = routes
+        self.soleRoute = table.byBundleID.isEmpty ? table.fallback.map { routes[$0] } : nil
         self.transports = unique
         self.pushTransports = pushTransports
     }
@@ -178,7 +182,10 @@ public final class APNSClient: Sendable {
     }
 
     /// The route of the credential that serves `bundleID`.
-    func route(forBundleID bundleID: String) throws(APNSError) -> CredentialRoute {
+    /// - Parameter bundleID: read only when credentials differ by bundle id.
+    func route(forBundleID bundleID: @autoclosure () -> String) throws(APNSError) -> CredentialRoute {
+        if let soleRoute = self.soleRoute { return soleRoute }
+        let bundleID = bundleID()
         guard let index = self.table.index(forBundleID: bundleID) else { throw self.table.unserved(bundleID) }
         return self.routes[index]
     }

@@ -66,10 +66,11 @@ final class CredentialRoute: Sendable {
     let metrics: ClientMetrics
     let logger: Logger
 
-    /// The two transports again, when they take deadlines on the I/O threads' clock (the client's
-    /// own pools): found once here, so that a send makes no `ContinuousClock.Instant` on its way.
-    private let monotonicTransport: (any MonotonicTransport)?
-    private let monotonicChannelTransport: (any MonotonicTransport)?
+    /// The two transports again when they are the client's own pools, found once here: a send
+    /// calls the pool directly, with its deadline on the I/O threads' clock (no
+    /// `ContinuousClock.Instant` made on its way, no existential's witness frame).
+    private let pool: ConnectionPool?
+    private let channelPool: ConnectionPool?
 
     init(
         label: String, transport: any APNSTransport, channelTransport: any APNSTransport, tokens: APNSProviderTokenManager?,
@@ -78,8 +79,8 @@ final class CredentialRoute: Sendable {
         self.label = label
         self.transport = transport
         self.channelTransport = channelTransport
-        self.monotonicTransport = transport as? any MonotonicTransport
-        self.monotonicChannelTransport = channelTransport as? any MonotonicTransport
+        self.pool = transport as? ConnectionPool
+        self.channelPool = channelTransport as? ConnectionPool
         self.tokens = tokens
         self.metrics = metrics
         self.logger = logger
@@ -89,8 +90,11 @@ final class CredentialRoute: Sendable {
     nonisolated(nonsending) func send(
         _ request: APNSHTTPRequest, authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
-        if let fast = channelAPI ? self.monotonicChannelTransport : self.monotonicTransport {
-            return await fast.send(request, authorization: authorization, deadline: deadline)
+        if !channelAPI, let pool = self.pool {
+            return await pool.send(request, authorization: authorization, deadline: deadline)
+        }
+        if channelAPI, let pool = self.channelPool {
+            return await pool.send(request, authorization: authorization, deadline: deadline)
         }
         return await (channelAPI ? self.channelTransport : self.transport)
             .send(request, authorization: authorization, deadline: deadline.continuousInstant)
@@ -100,8 +104,8 @@ final class CredentialRoute: Sendable {
     func send(
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
     ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
-        if let fast = channelAPI ? self.monotonicChannelTransport : self.monotonicTransport {
-            return await fast.send(requests, authorization: authorization, deadline: deadline)
+        if let pool = channelAPI ? self.channelPool : self.pool {
+            return await pool.send(requests, authorization: authorization, deadline: deadline)
         }
         return await (channelAPI ? self.channelTransport : self.transport)
             .send(requests, authorization: authorization, deadline: deadline.continuousInstant)

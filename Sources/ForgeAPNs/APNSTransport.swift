@@ -36,19 +36,6 @@ public protocol APNSTransport: Sendable {
     func shutdown(gracePeriod: Duration) async
 }
 
-/// A transport that takes deadlines on the I/O threads' clock (``MonotonicInstant``), as the
-/// client's connection pool does: the send engine calls it without converting a deadline to
-/// `ContinuousClock.Instant` on every push (a resilient type: a task allocation per value).
-protocol MonotonicTransport: APNSTransport {
-    func send(
-        _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant
-    ) async -> [Result<APNSTransportResponse, APNSTransportError>]
-
-    nonisolated(nonsending) func send(
-        _ request: APNSHTTPRequest, authorization: String?, deadline: MonotonicInstant
-    ) async -> Result<APNSTransportResponse, APNSTransportError>
-}
-
 extension APNSTransport {
     /// The batch method with a batch of one.
     public func send(

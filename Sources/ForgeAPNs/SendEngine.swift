@@ -243,13 +243,14 @@ extension APNSClient {
     /// Sends one request as ``execute(_:pushType:bundleID:deadline:channelAPI:)`` does, in a span of its own
     /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     nonisolated(nonsending) func executeOne(
-        _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: String, deadline: MonotonicInstant, channelAPI: Bool = false,
+        _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: @autoclosure () -> String, deadline: MonotonicInstant,
+        channelAPI: Bool = false,
         started: MonotonicInstant? = nil
     ) async throws(APNSError) -> APNSSendResult {
         guard self.tracing else {
             // No tracer: no existential to copy, no span to end, and the route looked up here (one
             // async frame fewer on every send).
-            let route = try self.route(forBundleID: bundleID)
+            let route = try self.route(forBundleID: bundleID())
             return try await self.executeSingle(
                 request, pushType: pushType, route: route, deadline: deadline, channelAPI: channelAPI, started: started
             ).get()
@@ -261,7 +262,7 @@ extension APNSClient {
         let outcome: Result<APNSSendResult, APNSError>
         do throws(APNSError) {
             outcome = await self.executeSingle(
-                request, pushType: pushType, route: try self.route(forBundleID: bundleID), deadline: deadline, channelAPI: channelAPI,
+                request, pushType: pushType, route: try self.route(forBundleID: bundleID()), deadline: deadline, channelAPI: channelAPI,
                 started: started
             )
         } catch {

@@ -79,7 +79,7 @@ struct ServerTests {
         await client.close()
     }
 
-    @Test("No wake-up is lost: sends and a cancellation that find the I/O thread waiting, and bursts that find it running, all complete")
+    @Test("No wake-up is lost: sends and a cancellation that find the I/O thread waiting, and bursts that find it running, all complete; a cancelled task sends nothing")
     func noLostWakeUp() async throws {
         // Requests to /hold get no answer (the responder is dropped, the stream stays open).
         let server = try HTTP2Server.start(HTTP2ServerConfiguration()) { request, _ in
@@ -113,6 +113,17 @@ struct ServerTests {
             return
         }
         #expect(error.code == .cancelled, "\(error)")
+        // A task cancelled before it sends: its request never leaves (had it gone out, the reset
+        // would fail it as possibly processed, after the server held it).
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await outcome { try await connection.send(HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/hold")) }
+        }
+        guard case .failure(let earlyError) = await early.value else {
+            Issue.record("a request from a cancelled task succeeded")
+            return
+        }
+        #expect(earlyError.code == .cancelled && !earlyError.mayHaveBeenProcessed, "\(earlyError)")
         #expect(try await connection.send(post).status == 200)
         await connection.close()
         await server.shutdown()

@@ -10,11 +10,15 @@ internal import Metrics
 /// in the machine's queue, and a connect, a released stream or a timer brings their turn. Connects,
 /// closes and timers are child tasks of ``run()``, which the client's `run()` awaits: nothing the
 /// pool starts outlives it.
-final class ConnectionPool: MonotonicTransport {
+final class ConnectionPool: APNSTransport {
     private struct State {
         var machine: PoolStateMachine
         var connections: [PoolStateMachine.ConnectionID: HTTP2Connection] = [:]
         var waiters: [PoolStateMachine.WaiterID: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>] = [:]
+        /// The header list last converted and checked, keyed by what it was made from: tasks calling
+        /// `send` with one prepared notification share it, so its bytes are checked once, not per
+        /// push. Under the pool's lock: a send reads it with its stream, in one critical section.
+        var lastHeaders: CheckedHeaders?
     }
 
     /// Background work ``run()`` does as child tasks.
@@ -32,9 +36,6 @@ final class ConnectionPool: MonotonicTransport {
     private let jobsInput: AsyncStream<Job>.Continuation
     /// The authority of every request (the endpoint's host).
     private let authority: String
-    /// The header list last converted and checked, keyed by what it was made from: tasks calling
-    /// `send` with one prepared notification share it, so its bytes are checked once, not per push.
-    private let lastHeaders = LockedBox<CheckedHeaders?>(nil)
 
     /// A class, read once per send: taking it out of the lock retains one object, not its three fields.
     private final class CheckedHeaders: Sendable {
@@ -84,7 +85,7 @@ final class ConnectionPool: MonotonicTransport {
         await self.send(request, authorization: authorization, deadline: MonotonicInstant(deadline))
     }
 
-    // MARK: MonotonicTransport
+    // MARK: Sending with the I/O threads' clock (the client's routes call these)
 
     func send(
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant
@@ -95,7 +96,7 @@ final class ConnectionPool: MonotonicTransport {
         }
         var http2: [HTTP2Request] = []
         http2.reserveCapacity(requests.count)
-        var checked = self.lastHeaders.withLock { $0 }
+        var checked = self.state.withLock { $0.lastHeaders }
         do {
             for request in requests { http2.append(try self.http2Request(request, authorization: authorization, checked: &checked)) }
         } catch {
@@ -126,16 +127,24 @@ final class ConnectionPool: MonotonicTransport {
         let http2: HTTP2Request
         let id: PoolStateMachine.ConnectionID
         let connection: HTTP2Connection
-        var checked = self.lastHeaders.withLock { $0 }
+        // One critical section: the header list last checked, and a stream if one is free.
+        var (checked, ready) = self.state.withLock { state in
+            (state.lastHeaders, Self.acquireIfFree(count: 1, in: &state))
+        }
         do {
             http2 = try self.http2Request(request, authorization: authorization, checked: &checked)
-            if let ready = self.acquireIfFree(count: 1) {
-                (id, connection) = ready
-            } else {
-                (id, connection) = try await self.acquire(count: 1, deadline: deadline.continuousInstant)
-            }
         } catch {
+            if let (id, _) = ready { self.release(id, count: 1, answered: false) }
             return .failure(Self.transportError(error, connection: nil))
+        }
+        if let ready {
+            (id, connection) = ready
+        } else {
+            do {
+                (id, connection) = try await self.acquire(count: 1, deadline: deadline.continuousInstant)
+            } catch {
+                return .failure(Self.transportError(error, connection: nil))
+            }
         }
         let result: Result<APNSTransportResponse, APNSTransportError>
         do {
@@ -198,7 +207,7 @@ final class ConnectionPool: MonotonicTransport {
             if let authorization { converted.append(try HTTP2HeaderField("authorization", authorization).checked()) }
             for header in request.sharedHeaders { converted.append(try Self.field(header.name, header.value).checked()) }
             current = CheckedHeaders(authorization: authorization, source: request.sharedHeaders, converted: converted)
-            self.lastHeaders.withLock { $0 = current }
+            self.state.withLock { $0.lastHeaders = current }
         }
         var http2 = HTTP2Request(
             method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
@@ -276,9 +285,12 @@ final class ConnectionPool: MonotonicTransport {
     /// suspension, no async frame); counted against it until released. A task on a connection's I/O
     /// thread (the client's executor) takes that connection when it has room: no thread hop.
     private func acquireIfFree(count: Int) -> (PoolStateMachine.ConnectionID, HTTP2Connection)? {
-        self.state.withLock { state in
-            state.machine.acquireIfFree(count: count, preferring: Self.connectionOnCurrentThread(state.connections)).map { ($0, state.connections[$0]!) }
-        }
+        self.state.withLock { Self.acquireIfFree(count: count, in: &$0) }
+    }
+
+    /// ``acquireIfFree(count:)`` inside a critical section the caller holds.
+    private static func acquireIfFree(count: Int, in state: inout State) -> (PoolStateMachine.ConnectionID, HTTP2Connection)? {
+        state.machine.acquireIfFree(count: count, preferring: Self.connectionOnCurrentThread(state.connections)).map { ($0, state.connections[$0]!) }
     }
 
     /// The slow path, after ``acquireIfFree(count:)`` found no room: a connection with room for

@@ -145,8 +145,6 @@ public final class HTTP2Connection: Sendable {
         var request = Optional(request)
         // Hands the request to the I/O thread with the continuation that its answer resumes.
         func submit(_ continuation: HTTP2ClientCore.ResponseContinuation) {
-            // A task cancelled before this point is seen by `submit` (under the lock its
-            // cancellation handler takes) and its request goes no further.
             self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
                                                 completion: .continuation(continuation)))
         }
@@ -265,23 +263,32 @@ public final class HTTP2Connection: Sendable {
     }
 
     /// One request: moved into the inbox, not copied (a copy retains each of its fields).
+    ///
+    /// A request whose task was cancelled before this point finds its id among the inbox's
+    /// cancellations (the handler appends it under this lock, and runs at once for a task cancelled
+    /// before it was installed) and goes no further. Cheaper than `Task.isCancelled`, which
+    /// retains and releases the task, whose reference count the I/O thread shares.
     private func submit(_ pending: consuming HTTP2ClientCore.Pending) {
+        let id = pending.id
         var slot = Optional(pending)
-        if let failure = self.submit({ $0.append(slot.take()!) }) {
+        if let failure = self.submit({ $0.append(slot.take()!) }, cancelled: { $0.cancellations.contains(id) }) {
             slot!.completion(.failure(failure))
         }
     }
 
     /// Runs `append` on the inbox's requests unless the connection is closed or the calling task is
-    /// cancelled; returns the failure then (nothing was appended).
-    private func submit(_ append: (inout [HTTP2ClientCore.Pending?]) -> Void) -> HTTP2ClientError? {
+    /// cancelled (`cancelled`, under the lock; `Task.isCancelled` by default); returns the failure
+    /// then (nothing was appended).
+    private func submit(
+        _ append: (inout [HTTP2ClientCore.Pending?]) -> Void, cancelled: (Inbox) -> Bool = { _ in Task.isCancelled }
+    ) -> HTTP2ClientError? {
         var failure: HTTP2ClientError?
         let wake = self.inbox.withLock { inbox -> Bool in
             if case .closed(let closedError) = inbox.state {
                 failure = closedError
                 return false
             }
-            if Task.isCancelled {
+            if cancelled(inbox) {
                 failure = HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "the calling task was cancelled")
                 return false
             }
