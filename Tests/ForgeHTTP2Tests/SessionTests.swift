@@ -277,6 +277,54 @@ struct SessionTests {
         #expect(pair.duplicateCompletions == 0)
     }
 
+    @Test("Requests made of one shared Parts go out whole: pseudo-headers, each its own path, the headers in order, its own apns-id")
+    func sharedParts() throws {
+        let pair = try InMemoryPair()
+        pair.autoRespond = { _ in HTTP2Response(status: 200) }
+        let parts = HTTP2Request.Parts(
+            method: "POST", scheme: "https", authority: "api.push.apple.com", pathPrefix: "/3/device/",
+            headers: [
+                try HTTP2HeaderField("authorization", "bearer abc").checked(), HTTP2HeaderField("apns-topic", "com.example.app"),
+                HTTP2HeaderField("apns-id", "11111111-2222-3333-4444-555555555555", indexing: .neverIndexed),
+            ],
+            body: Array("{}".utf8)
+        )
+        #expect(parts.invalid == nil)
+        var ids: [UInt64] = []
+        for token in ["aa", "bb", "cc"] {
+            var request = HTTP2Request(parts: parts, pathSuffix: token)
+            if token == "cc" { request.pushHeader = HTTP2UUIDHeader("apns-id", bytes: (0xde, 0xad, 0xbe, 0xef, 0, 1, 0, 2, 0, 3, 0, 4, 5, 6, 7, 8)) }
+            #expect(request.parts === parts)
+            ids.append(pair.send(request))
+        }
+        try pair.pump()
+        for id in ids { #expect(try pair.results[id]?.get().status == 200) }
+        #expect(pair.received.map(\.path) == ["/3/device/aa", "/3/device/bb", "/3/device/cc"])
+        for received in pair.received {
+            #expect(received.method == "POST" && received.scheme == "https" && received.authority == "api.push.apple.com")
+            #expect(received.body == Array("{}".utf8))
+        }
+        let shared = ["authorization: bearer abc", "apns-topic: com.example.app", "apns-id: 11111111-2222-3333-4444-555555555555"]
+        #expect(pair.received[0].headers.map(\.description) == shared)
+        #expect(pair.received[2].headers.map(\.description) == shared + ["apns-id: deadbeef-0001-0002-0003-000405060708"])
+    }
+
+    @Test("Parts with a field a peer refuses say why, and every request made of them fails unsent")
+    func invalidParts() throws {
+        let parts = HTTP2Request.Parts(
+            method: "POST", scheme: "https", authority: "local\r\nhost", pathPrefix: "/3/device/", headers: [], body: []
+        )
+        #expect(parts.invalid?.contains(":authority") == true)
+        let pair = try InMemoryPair()
+        let ids = (0..<2).map { _ in pair.send(HTTP2Request(parts: parts, pathSuffix: "aa")) }
+        try pair.pump()
+        for id in ids {
+            guard case .failure(let error) = pair.results[id] else { Issue.record("sent"); continue }
+            #expect(error.code == .invalidRequest && !error.mayHaveBeenProcessed)
+        }
+        #expect(pair.received.isEmpty)
+    }
+
     @Test("A path given in two parts goes out joined; a bad byte in either part is refused before sending")
     func pathInTwoParts() throws {
         let pair = try InMemoryPair()

@@ -37,16 +37,21 @@ final class ConnectionPool: APNSTransport {
     /// The authority of every request (the endpoint's host).
     private let authority: String
 
-    /// A class, read once per send: taking it out of the lock retains one object, not its three fields.
+    /// The headers of the requests last sent, converted and checked, and the request parts made of
+    /// them: a class, read once per send (one retain, not one per field).
     private final class CheckedHeaders: Sendable {
         let authorization: String?
         let source: [APNSHeaderField]
         let converted: [HTTP2HeaderField]
+        /// Method, authority, path prefix, these headers and a body: what every request made from
+        /// the same notification shares, its header block laid out once.
+        let parts: HTTP2Request.Parts
 
-        init(authorization: String?, source: [APNSHeaderField], converted: [HTTP2HeaderField]) {
+        init(authorization: String?, source: [APNSHeaderField], converted: [HTTP2HeaderField], parts: HTTP2Request.Parts) {
             self.authorization = authorization
             self.source = source
             self.converted = converted
+            self.parts = parts
         }
     }
 
@@ -179,41 +184,57 @@ final class ConnectionPool: APNSTransport {
         }
     }
 
-    /// The HTTP/2 request: headers converted and checked once per distinct header list (a bulk
-    /// batch shares one, and so do sends in a row with the same notification), the authorization first.
-    /// - Parameter current: the list last checked (``lastHeaders``, read once per batch); replaced
-    ///   there and here when this request's differs.
+    /// The HTTP/2 request: headers converted and checked, and the request's shared parts made, once
+    /// per distinct notification (a bulk batch shares them, and so do sends in a row with the same
+    /// notification), the authorization first; each request adds its token and its own apns-id.
+    /// - Parameter current: what was made last (``State/lastHeaders``, read once per batch);
+    ///   replaced there and here when this request's differs.
     private func http2Request(
         _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
     ) throws(HTTP2ClientError) -> HTTP2Request {
-        // A campaign's push carries its own apns-id apart from the shared headers, formatted from
-        // its UUID straight into the header block.
-        let pushHeader = request.pushAPNSID.map { HTTP2UUIDHeader("apns-id", bytes: $0.bytes) }
-        if current == nil || current!.authorization != authorization || current!.source != request.sharedHeaders {
-            // Sends of one notification, each with its own apns-id among its headers: the list checked
-            // before serves, with only that value checked and put in.
-            if let base = current, base.authorization == authorization,
-                let converted = try Self.replacingAPNSID(in: base, for: request.sharedHeaders)
-            {
-                var http2 = HTTP2Request(
-                    method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
-                    headers: converted, body: request.body
-                )
-                http2.pushHeader = pushHeader
-                return http2
-            }
-            var converted: [HTTP2HeaderField] = []
-            converted.reserveCapacity(request.sharedHeaders.count + 1)
-            if let authorization { converted.append(try HTTP2HeaderField("authorization", authorization).checked()) }
-            for header in request.sharedHeaders { converted.append(try Self.field(header.name, header.value).checked()) }
-            current = CheckedHeaders(authorization: authorization, source: request.sharedHeaders, converted: converted)
-            self.state.withLock { $0.lastHeaders = current }
+        if let current, current.authorization == authorization, current.source == request.sharedHeaders,
+            current.parts.matches(method: request.method, pathPrefix: request.pathPrefix, body: request.body)
+        {
+            return Self.http2Request(request, parts: current.parts)
         }
-        var http2 = HTTP2Request(
-            method: request.method, authority: self.authority, pathPrefix: request.pathPrefix, pathSuffix: request.pathSuffix,
-            headers: current!.converted, body: request.body
+        // Sends of one notification, each with its own apns-id among its headers: the list checked
+        // before serves, with only that value checked and put in.
+        if let base = current, base.authorization == authorization,
+            let converted = try Self.replacingAPNSID(in: base, for: request.sharedHeaders)
+        {
+            return Self.http2Request(request, parts: self.parts(of: request, headers: converted))
+        }
+        let converted: [HTTP2HeaderField]
+        if let current, current.authorization == authorization, current.source == request.sharedHeaders {
+            converted = current.converted
+        } else {
+            var fields: [HTTP2HeaderField] = []
+            fields.reserveCapacity(request.sharedHeaders.count + 1)
+            if let authorization { fields.append(try HTTP2HeaderField("authorization", authorization).checked()) }
+            for header in request.sharedHeaders { fields.append(try Self.field(header.name, header.value).checked()) }
+            converted = fields
+        }
+        let made = CheckedHeaders(
+            authorization: authorization, source: request.sharedHeaders, converted: converted,
+            parts: self.parts(of: request, headers: converted)
         )
-        http2.pushHeader = pushHeader
+        current = made
+        self.state.withLock { $0.lastHeaders = made }
+        return Self.http2Request(request, parts: made.parts)
+    }
+
+    private func parts(of request: APNSHTTPRequest, headers: [HTTP2HeaderField]) -> HTTP2Request.Parts {
+        HTTP2Request.Parts(
+            method: request.method, scheme: "https", authority: self.authority, pathPrefix: request.pathPrefix, headers: headers,
+            body: request.body
+        )
+    }
+
+    /// A request of `parts` with `request`'s token and its own apns-id (a campaign's push carries
+    /// one apart from the shared headers, formatted from its UUID straight into the header block).
+    private static func http2Request(_ request: APNSHTTPRequest, parts: HTTP2Request.Parts) -> HTTP2Request {
+        var http2 = HTTP2Request(parts: parts, pathSuffix: request.pathSuffix)
+        http2.pushHeader = request.pushAPNSID.map { HTTP2UUIDHeader("apns-id", bytes: $0.bytes) }
         return http2
     }
 

@@ -191,30 +191,32 @@ final class NGHTTP2Session {
     }
 
     private func submit(_ request: HTTP2Request, source: BodySource?) throws -> Int32 {
-        var byteCount = 7 + 7 + 10 + 5 + request.method.utf8.count + request.scheme.utf8.count
-            + request.authority.utf8.count + request.pathPrefix.utf8.count + request.pathSuffix.utf8.count
-        for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
+        let parts = request.parts
+        if let invalid = parts.invalid { throw HeaderError(description: invalid) }
+        // Only `:path` and a push's own header are written here; the other fields point into the
+        // parts' block, checked when the parts were made (nghttp2 copies them all before returning).
+        var byteCount = 5 + parts.pathPrefix.utf8.count + request.pathSuffix.utf8.count
         if let field = request.pushHeader { byteCount += field.name.utf8CodeUnitCount + HTTP2UUIDHeader.valueLength }
-        let fieldCount = 4 + request.headers.count + (request.pushHeader == nil ? 0 : 1)
-        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
-            try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: fieldCount) { nva in
-                var writer = NVWriter(storage: storage, nva: nva)
-                try writer.add(":method", request.method, neverIndexed: false)
-                try writer.add(":scheme", request.scheme, neverIndexed: false)
-                try writer.add(":authority", request.authority, neverIndexed: false)
-                try writer.addPath(request.pathPrefix, request.pathSuffix)
-                // By index: each field borrowed in place (a for-in loop copies it, a retain and a
-                // release of its name and value each).
-                for index in request.headers.indices { try writer.add(request.headers[index]) }
-                if let field = request.pushHeader { writer.add(field) }
-                guard let source else {
-                    return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, nil, nil)
+        let fieldCount = parts.fields.count + 1 + (request.pushHeader == nil ? 0 : 1)
+        return try parts.block.withUnsafeBufferPointer { block in
+            try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: byteCount) { storage in
+                try withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: fieldCount) { nva in
+                    var writer = NVWriter(storage: storage, nva: nva)
+                    let fields = parts.fields
+                    // :method, :scheme, :authority, then :path, then the headers.
+                    for index in 0..<min(3, fields.count) { writer.add(fields[index], in: block) }
+                    try writer.addPath(parts.pathPrefix, request.pathSuffix)
+                    for index in min(3, fields.count)..<fields.count { writer.add(fields[index], in: block) }
+                    if let field = request.pushHeader { writer.add(field) }
+                    guard let source else {
+                        return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, nil, nil)
+                    }
+                    var provider = nghttp2_data_provider(
+                        source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
+                        read_callback: readBody
+                    )
+                    return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, &provider, nil)
                 }
-                var provider = nghttp2_data_provider(
-                    source: nghttp2_data_source(ptr: Unmanaged.passUnretained(source).toOpaque()),
-                    read_callback: readBody
-                )
-                return nghttp2_submit_request(self.session, nil, nva.baseAddress, writer.count, &provider, nil)
             }
         }
     }
@@ -398,16 +400,18 @@ struct NVWriter {
         self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed)
     }
 
-    /// Adds `:path` (never indexed) from two parts copied back to back.
-    /// A regular header: copied as it is when checked before, else checked on the way.
-    mutating func add(_ field: HTTP2HeaderField) throws {
-        if field.isChecked {
-            self.addChecked(field.name, field.value, neverIndexed: field.indexing == .neverIndexed)
-        } else {
-            try self.add(field.name, field.value, neverIndexed: field.indexing == .neverIndexed, checkName: true)
-        }
+    /// Adds a field of a request's parts: its entry points into the parts' block, where nghttp2
+    /// copies it from.
+    mutating func add(_ field: HTTP2Request.Parts.BlockField, in block: UnsafeBufferPointer<UInt8>) {
+        let name = UnsafeMutablePointer(mutating: block.baseAddress! + field.nameStart)
+        self.nva[self.count] = nghttp2_nv(
+            name: name, value: name + field.nameLength, namelen: field.nameLength, valuelen: field.valueLength,
+            flags: UInt8(field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)
+        )
+        self.count += 1
     }
 
+    /// Adds `:path` (never indexed) from two parts copied back to back.
     mutating func addPath(_ prefix: String, _ suffix: String) throws {
         let nameStart = self.offset
         self.copy(":path")
@@ -443,16 +447,6 @@ struct NVWriter {
         self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: true)
     }
 
-    /// Adds a field that ``HTTP2HeaderField/checked()`` already checked: a plain copy.
-    mutating func addChecked(_ name: String, _ value: String, neverIndexed: Bool) {
-        let nameStart = self.offset
-        self.copy(name)
-        let valueStart = self.offset
-        self.copy(value)
-        self.appendField(nameStart: nameStart, valueStart: valueStart, neverIndexed: neverIndexed)
-    }
-
-    @inline(__always)
     private mutating func copy(_ string: String) {
         let copied: Int? = string.utf8.withContiguousStorageIfAvailable { bytes in
             if bytes.count > 0 {
