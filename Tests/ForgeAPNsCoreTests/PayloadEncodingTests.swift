@@ -143,6 +143,31 @@ struct PayloadEncodingTests {
         #expect(plain.request(to: token, apnsID: other)[header: "apns-id"] == other.description)
     }
 
+    @Test("Requests of one prepared notification share one parts object; changing a request changes it alone")
+    func sharedRequestParts() throws {
+        let prepared = try APNSAlertNotification(alert: APNSAlert(body: "Hi"), topic: bundle).prepared()
+        let other = try DeviceToken(String(repeating: "cd", count: 32))
+        let first = prepared.request(to: token), second = prepared.request(to: other)
+        #expect(first.shared === second.shared)
+        #expect(first.path != second.path && first.headers == second.headers && first.body == second.body)
+        // A push's own apns-id rides beside the shared parts, after the shared headers.
+        let id = try APNSID("00000000-0000-0000-0000-000000000001")
+        let own = prepared.request(to: token, apnsID: id)
+        #expect(own.shared === first.shared && own.headers.last == APNSHeaderField("apns-id", id.description))
+        // A notification with its own apns-id: the per-push one replaces it, in that request only.
+        let withID = try APNSAlertNotification(alert: APNSAlert(body: "Hi"), topic: bundle, apnsID: id).prepared()
+        let replaced = withID.request(to: token, apnsID: try APNSID("00000000-0000-0000-0000-000000000002"))
+        #expect(replaced[header: "apns-id"] == "00000000-0000-0000-0000-000000000002")
+        #expect(withID.request(to: token)[header: "apns-id"] == id.description)
+        // Value semantics: a changed copy leaves the others and the notification as they were.
+        var changed = first
+        changed.body = Array("{}".utf8)
+        changed.headers.append(APNSHeaderField("x-extra", "1"))
+        #expect(changed.shared !== first.shared && first.body == prepared.body && second.headers == prepared.headers)
+        #expect(changed.path == first.path && changed.headers.count == first.headers.count + 1)
+        #expect(prepared.request(to: token) == first && prepared.request(to: token).hashValue == first.hashValue)
+    }
+
     @Test("Background: content-available only, priority 5, custom data")
     func background() throws {
         let prepared = try APNSBackgroundNotification(topic: bundle, payload: ["type": "task_sync"]).prepared()

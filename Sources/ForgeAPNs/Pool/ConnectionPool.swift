@@ -41,13 +41,14 @@ final class ConnectionPool: APNSTransport {
     /// them: a class, read once per send (one retain, not one per field).
     private final class CheckedHeaders: Sendable {
         let authorization: String?
-        let source: [APNSHeaderField]
+        /// The parts of the notification these were made from (its requests share this object).
+        let source: APNSHTTPRequest.Shared
         let converted: [HTTP2HeaderField]
         /// Method, authority, path prefix, these headers and a body: what every request made from
         /// the same notification shares, its header block laid out once.
         let parts: HTTP2Request.Parts
 
-        init(authorization: String?, source: [APNSHeaderField], converted: [HTTP2HeaderField], parts: HTTP2Request.Parts) {
+        init(authorization: String?, source: APNSHTTPRequest.Shared, converted: [HTTP2HeaderField], parts: HTTP2Request.Parts) {
             self.authorization = authorization
             self.source = source
             self.converted = converted
@@ -192,10 +193,20 @@ final class ConnectionPool: APNSTransport {
     private func http2Request(
         _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
     ) throws(HTTP2ClientError) -> HTTP2Request {
-        if let current, current.authorization == authorization, current.source == request.sharedHeaders,
-            current.parts.matches(method: request.method, pathPrefix: request.pathPrefix, body: request.body)
-        {
+        // The notification converted last (its requests share one parts object): no comparison of
+        // headers or body.
+        if let current, current.source === request.shared, current.authorization == authorization {
             return Self.http2Request(request, parts: current.parts)
+        }
+        // The same notification prepared again (or requests built one by one): the parts serve, and
+        // are kept under this request's object, which the requests after it share.
+        if let base = current, base.authorization == authorization, base.source.headers == request.sharedHeaders,
+            base.parts.matches(method: request.method, pathPrefix: request.pathPrefix, body: request.body)
+        {
+            let adopted = CheckedHeaders(authorization: authorization, source: request.shared, converted: base.converted, parts: base.parts)
+            current = adopted
+            self.state.withLock { $0.lastHeaders = adopted }
+            return Self.http2Request(request, parts: adopted.parts)
         }
         // Sends of one notification, each with its own apns-id among its headers: the list checked
         // before serves, with only that value checked and put in.
@@ -205,7 +216,7 @@ final class ConnectionPool: APNSTransport {
             return Self.http2Request(request, parts: self.parts(of: request, headers: converted))
         }
         let converted: [HTTP2HeaderField]
-        if let current, current.authorization == authorization, current.source == request.sharedHeaders {
+        if let current, current.authorization == authorization, current.source.headers == request.sharedHeaders {
             converted = current.converted
         } else {
             var fields: [HTTP2HeaderField] = []
@@ -215,7 +226,7 @@ final class ConnectionPool: APNSTransport {
             converted = fields
         }
         let made = CheckedHeaders(
-            authorization: authorization, source: request.sharedHeaders, converted: converted,
+            authorization: authorization, source: request.shared, converted: converted,
             parts: self.parts(of: request, headers: converted)
         )
         current = made
@@ -243,10 +254,10 @@ final class ConnectionPool: APNSTransport {
     private static func replacingAPNSID(
         in base: CheckedHeaders, for headers: [APNSHeaderField]
     ) throws(HTTP2ClientError) -> [HTTP2HeaderField]? {
-        guard base.source.count == headers.count else { return nil }
+        guard base.source.headers.count == headers.count else { return nil }
         var changed: Int?
         for index in headers.indices {
-            let old = base.source[index]
+            let old = base.source.headers[index]
             let new = headers[index]
             guard old.name == new.name else { return nil }
             if old.value != new.value {

@@ -19,39 +19,77 @@ public struct APNSHeaderField: Hashable, Sendable, CustomStringConvertible {
 ///
 /// `:scheme` is `https` and `:authority` is the endpoint's host; both belong to the connection.
 public struct APNSHTTPRequest: Hashable, Sendable {
+    /// What the requests of one notification share (method, path prefix, headers, body), in one
+    /// immutable object: making a request retains it and the token, not four fields, and a
+    /// connection pool recognises the notification it converted last by this object's identity.
+    package private(set) var shared: Shared
+    /// `:path` after ``Shared/pathPrefix`` (a device token), so that building each request joins no strings.
+    package private(set) var pathSuffix: String
+    /// The push's own `apns-id`, if any (a campaign's), sent after the shared headers. An
+    /// ``APNSID``, not a string: it needs no check on its way to the wire.
+    package private(set) var pushAPNSID: APNSID?
+
     /// `:method`.
-    public var method: String
+    public var method: String {
+        get { self.shared.method }
+        set { self.shared = Shared(method: newValue, pathPrefix: self.shared.pathPrefix, headers: self.shared.headers, body: self.shared.body) }
+    }
     /// `:path`, such as `/3/device/<token>`.
     public var path: String {
-        get { self.pathSuffix.isEmpty ? self.pathPrefix : self.pathPrefix + self.pathSuffix }
+        get { self.pathSuffix.isEmpty ? self.shared.pathPrefix : self.shared.pathPrefix + self.pathSuffix }
         set {
-            self.pathPrefix = newValue
+            self.shared = Shared(method: self.shared.method, pathPrefix: newValue, headers: self.shared.headers, body: self.shared.body)
             self.pathSuffix = ""
         }
     }
     /// The regular headers, in the order they are sent.
     public var headers: [APNSHeaderField] {
         get {
-            guard let pushAPNSID = self.pushAPNSID else { return self.sharedHeaders }
-            return self.sharedHeaders + [APNSHeaderField("apns-id", pushAPNSID.description)]
+            guard let pushAPNSID = self.pushAPNSID else { return self.shared.headers }
+            return self.shared.headers + [APNSHeaderField("apns-id", pushAPNSID.description)]
         }
         set {
-            self.sharedHeaders = newValue
+            self.shared = Shared(method: self.shared.method, pathPrefix: self.shared.pathPrefix, headers: newValue, body: self.shared.body)
             self.pushAPNSID = nil
         }
     }
     /// The JSON body. Shared, not copied, across every request made from one prepared notification.
-    public var body: [UInt8]
+    public var body: [UInt8] {
+        get { self.shared.body }
+        set { self.shared = Shared(method: self.shared.method, pathPrefix: self.shared.pathPrefix, headers: self.shared.headers, body: newValue) }
+    }
 
-    /// `:path` in two parts (`/3/device/` and the token): the many requests of a bulk send share the
-    /// first, and building each one joins no strings.
-    package private(set) var pathPrefix: String
-    package private(set) var pathSuffix: String
-    /// The headers in two parts: those a bulk send's requests share (one array for them all), then
-    /// the push's own `apns-id`, if any (a campaign's), sent last. An ``APNSID``, not a string: it
-    /// needs no check on its way to the wire.
-    package private(set) var sharedHeaders: [APNSHeaderField]
-    package private(set) var pushAPNSID: APNSID?
+    /// `:path` before ``pathSuffix``: the many requests of a bulk send share it.
+    package var pathPrefix: String { self.shared.pathPrefix }
+    /// The headers that the requests made from one notification share.
+    package var sharedHeaders: [APNSHeaderField] { self.shared.headers }
+
+    /// The parts of the requests of one notification; see ``APNSHTTPRequest/shared``.
+    package final class Shared: Hashable, Sendable {
+        package let method: String
+        package let pathPrefix: String
+        package let headers: [APNSHeaderField]
+        package let body: [UInt8]
+
+        package init(method: String, pathPrefix: String, headers: [APNSHeaderField], body: [UInt8]) {
+            self.method = method
+            self.pathPrefix = pathPrefix
+            self.headers = headers
+            self.body = body
+        }
+
+        package static func == (lhs: Shared, rhs: Shared) -> Bool {
+            lhs === rhs
+                || (lhs.method == rhs.method && lhs.pathPrefix == rhs.pathPrefix && lhs.headers == rhs.headers && lhs.body == rhs.body)
+        }
+
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(self.method)
+            hasher.combine(self.pathPrefix)
+            hasher.combine(self.headers)
+            hasher.combine(self.body)
+        }
+    }
 
     /// Creates a request.
     public init(method: String = "POST", path: String, headers: [APNSHeaderField], body: [UInt8]) {
@@ -63,12 +101,15 @@ public struct APNSHTTPRequest: Hashable, Sendable {
         method: String = "POST", pathPrefix: String, pathSuffix: String, headers: [APNSHeaderField], pushAPNSID: APNSID? = nil,
         body: [UInt8]
     ) {
-        self.method = method
-        self.pathPrefix = pathPrefix
+        self.init(shared: Shared(method: method, pathPrefix: pathPrefix, headers: headers, body: body), pathSuffix: pathSuffix,
+                  pushAPNSID: pushAPNSID)
+    }
+
+    /// A request of a notification's `shared` parts to the path ending in `pathSuffix`.
+    package init(shared: Shared, pathSuffix: String, pushAPNSID: APNSID? = nil) {
+        self.shared = shared
         self.pathSuffix = pathSuffix
-        self.sharedHeaders = headers
         self.pushAPNSID = pushAPNSID
-        self.body = body
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
@@ -84,6 +125,6 @@ public struct APNSHTTPRequest: Hashable, Sendable {
 
     /// The value of the first header called `name` (lower case), if any.
     public subscript(header name: String) -> String? {
-        self.sharedHeaders.first(where: { $0.name == name })?.value ?? (name == "apns-id" ? self.pushAPNSID?.description : nil)
+        self.shared.headers.first(where: { $0.name == name })?.value ?? (name == "apns-id" ? self.pushAPNSID?.description : nil)
     }
 }

@@ -27,6 +27,9 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     public let body: [UInt8]
     /// Every header but `authorization`, in wire order.
     public let headers: [APNSHeaderField]
+    /// The method, path prefix, headers and body every request made from this notification shares,
+    /// in one object (``APNSHTTPRequest/shared``).
+    let requestParts: APNSHTTPRequest.Shared
 
     /// Validates a notification given as headers and an already-encoded body.
     ///
@@ -89,6 +92,7 @@ public struct APNSPreparedNotification: Hashable, Sendable {
         if let collapseID { headers.append(APNSHeaderField("apns-collapse-id", collapseID.rawValue)) }
         if let apnsID { headers.append(APNSHeaderField("apns-id", apnsID.description)) }
         self.headers = headers
+        self.requestParts = APNSHTTPRequest.Shared(method: "POST", pathPrefix: Self.devicePathPrefix, headers: headers, body: body)
     }
 
     /// The request that sends this notification to `token`.
@@ -96,19 +100,17 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     /// - Parameter apnsID: an `apns-id` for this request only; it replaces the notification's own.
     /// - Returns: a request sharing this notification's headers and body.
     public func request(to token: DeviceToken, apnsID: APNSID? = nil) -> APNSHTTPRequest {
-        var headers = self.headers
-        var pushAPNSID: APNSID?
-        if let apnsID {
-            if let index = headers.firstIndex(where: { $0.name == "apns-id" }) {
-                headers[index].value = apnsID.description
-            } else {
-                // The push's own header: the shared ones stay one array for every token (no copy per push).
-                pushAPNSID = apnsID
-            }
+        guard let apnsID else { return APNSHTTPRequest(shared: self.requestParts, pathSuffix: token.hexString) }
+        if let index = self.headers.firstIndex(where: { $0.name == "apns-id" }) {
+            // The notification's own apns-id replaced: headers of this request alone.
+            var headers = self.headers
+            headers[index].value = apnsID.description
+            return APNSHTTPRequest(
+                method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, body: self.body
+            )
         }
-        return APNSHTTPRequest(
-            method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, pushAPNSID: pushAPNSID, body: self.body
-        )
+        // The push's own header: the shared parts stay one object for every token.
+        return APNSHTTPRequest(shared: self.requestParts, pathSuffix: token.hexString, pushAPNSID: apnsID)
     }
 
     /// `:path` of a device push, before the token.
