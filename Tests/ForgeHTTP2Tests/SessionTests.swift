@@ -402,6 +402,26 @@ struct RawHeaderTests {
         #expect(changed[header: "a"] == "b" && changed[header: "apns-id"] == nil)
     }
 
+    @Test("A short list stays inline up to its capacity and a longer one moves to an array; both read back the same")
+    func inlineAndSpilled() {
+        // apns-id takes 6 + 7 + 36 bytes; "x-value" 6 + 7 + the value's length.
+        let full = RawHeaders.inlineCapacity - (6 + 7 + 36) - (6 + 7)
+        for length in [0, 1, full, full + 1, 500] {
+            let fields = [
+                HTTP2HeaderField("apns-id", String(repeating: "a", count: 36)), HTTP2HeaderField("x-value", String(repeating: "v", count: length)),
+            ]
+            var raw = RawHeaders()
+            for field in fields {
+                var name = field.name, value = field.value
+                name.withUTF8 { name in value.withUTF8 { value in raw.append(name: name, value: value) } }
+            }
+            #expect(raw.isInline == (length <= full), "length \(length)")
+            #expect(raw.fields() == fields)
+            #expect(raw.value(of: "x-value") == fields[1].value && raw.value(of: "apns-id") == fields[0].value)
+            #expect(raw.value(of: "x-valu") == nil)
+        }
+    }
+
     @Test("A response the server cannot send (a 70 KB header) resets the stream instead of hanging the client")
     func unsendableResponse() throws {
         let pair = try InMemoryPair()

@@ -141,19 +141,22 @@ public final class HTTP2Connection: Sendable {
         let id = self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
         let monotonicDeadline = deadline?.nanoseconds
         // Moved into the pending request, not copied: a copy retains each of its fields, and the
-        // caller's is released after.
+        // caller's is released after. Taken inside closure literals: a nested function capturing
+        // it put it in a heap box, one allocation per request.
         var request = Optional(request)
-        // Hands the request to the I/O thread with the continuation that its answer resumes.
-        func submit(_ continuation: HTTP2ClientCore.ResponseContinuation) {
-            self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
-                                                completion: .continuation(continuation)))
-        }
         let response = try await withTaskCancellationHandler {
-            // Checked in debug builds, unchecked in release ones: see `ResponseContinuation`.
+            // Checked in debug builds, unchecked in release ones: see `ResponseContinuation`. The
+            // continuation goes with the request to the I/O thread, which resumes it with the answer.
             #if DEBUG
-            try await withCheckedThrowingContinuation(submit)
+            try await withCheckedThrowingContinuation { continuation in
+                self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
+                                                    completion: .continuation(continuation)))
+            }
             #else
-            try await withUnsafeThrowingContinuation(submit)
+            try await withUnsafeThrowingContinuation { continuation in
+                self.submit(HTTP2ClientCore.Pending(id: id, request: request.take()!, deadline: monotonicDeadline,
+                                                    completion: .continuation(continuation)))
+            }
             #endif
         } onCancel: {
             self.cancel([id])
