@@ -113,11 +113,14 @@ struct ServerTests {
             return
         }
         #expect(error.code == .cancelled, "\(error)")
-        // A task cancelled before it sends: its request never leaves (had it gone out, the reset
-        // would fail it as possibly processed, after the server held it).
+        // A task cancelled before it sends: its request never leaves. Had it gone out, the server
+        // would hold it and it would end at its deadline as possibly processed (the deadline keeps
+        // such a failure from hanging the suite).
         let early = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return await outcome { try await connection.send(HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/hold")) }
+            return await outcome {
+                try await connection.send(HTTP2Request(scheme: "http", authority: "127.0.0.1", path: "/hold"), deadline: .now + .seconds(10))
+            }
         }
         guard case .failure(let earlyError) = await early.value else {
             Issue.record("a request from a cancelled task succeeded")

@@ -266,32 +266,27 @@ public final class HTTP2Connection: Sendable {
     }
 
     /// One request: moved into the inbox, not copied (a copy retains each of its fields).
-    ///
-    /// A request whose task was cancelled before this point finds its id among the inbox's
-    /// cancellations (the handler appends it under this lock, and runs at once for a task cancelled
-    /// before it was installed) and goes no further. Cheaper than `Task.isCancelled`, which
-    /// retains and releases the task, whose reference count the I/O thread shares.
     private func submit(_ pending: consuming HTTP2ClientCore.Pending) {
-        let id = pending.id
         var slot = Optional(pending)
-        if let failure = self.submit({ $0.append(slot.take()!) }, cancelled: { $0.cancellations.contains(id) }) {
+        if let failure = self.submit({ $0.append(slot.take()!) }) {
             slot!.completion(.failure(failure))
         }
     }
 
     /// Runs `append` on the inbox's requests unless the connection is closed or the calling task is
-    /// cancelled (`cancelled`, under the lock; `Task.isCancelled` by default); returns the failure
-    /// then (nothing was appended).
-    private func submit(
-        _ append: (inout [HTTP2ClientCore.Pending?]) -> Void, cancelled: (Inbox) -> Bool = { _ in Task.isCancelled }
-    ) -> HTTP2ClientError? {
+    /// cancelled; returns the failure then (nothing was appended).
+    ///
+    /// The task's own flag, not the inbox's cancellations: a handler that ran before the request
+    /// existed put its id there, and the I/O thread may have taken that list (and found no such
+    /// request) before this lock was taken.
+    private func submit(_ append: (inout [HTTP2ClientCore.Pending?]) -> Void) -> HTTP2ClientError? {
         var failure: HTTP2ClientError?
         let wake = self.inbox.withLock { inbox -> Bool in
             if case .closed(let closedError) = inbox.state {
                 failure = closedError
                 return false
             }
-            if cancelled(inbox) {
+            if Task.isCancelled {
                 failure = HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "the calling task was cancelled")
                 return false
             }
