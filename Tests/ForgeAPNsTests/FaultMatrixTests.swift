@@ -209,7 +209,12 @@ struct FaultMatrixTests {
 
     @Test("With a per-connection stream cap, the pool opens more connections and they share the load")
     func poolSpreads() async throws {
-        let (_, summary, server) = try await self.run(pool: APNSClient.Pool(maximumConnections: 3, maxStreamsPerConnection: 20)) { _ in }
+        // Every answer held 50 ms: one connection of 20 streams would take a second over the 400
+        // pushes, so work waits while the next connection opens. Without the hold a fast run could
+        // finish on the first connection before a second one was ready (a loaded clean-clone run did).
+        let (_, summary, server) = try await self.run(pool: APNSClient.Pool(maximumConnections: 3, maxStreamsPerConnection: 20)) { server in
+            server.schedule(.delay(.milliseconds(50)), count: tokens.count)
+        }
         #expect(summary.accepted == tokens.count)
         #expect(Set(server.accepted.map(\.connectionID)).count >= 2)
     }
