@@ -17,23 +17,8 @@ extension APNSClient {
     /// Sends `requests` until each has its final outcome, in order: the accepted ones' results, or
     /// the errors that end the others (a rejection, or why nothing was accepted).
     /// - Parameters:
-    ///   - bundleID: the bundle id of the requests' topic, which picks the credential: its pool and
-    ///     provider token. When no credential serves it, every request fails at once, unsent.
+    ///   - route: the credential of the requests' topic: its pool and provider token.
     ///   - channelAPI: sends through the channel-management endpoint's transport.
-    func execute(
-        _ requests: [APNSHTTPRequest], pushType: APNSPushType, bundleID: String, deadline: ContinuousClock.Instant,
-        channelAPI: Bool = false
-    ) async -> [Result<APNSSendResult, APNSError>] {
-        let route: CredentialRoute
-        do throws(APNSError) {
-            route = try self.route(forBundleID: bundleID)
-        } catch {
-            return Array(repeating: .failure(error), count: requests.count)
-        }
-        return await self.execute(requests, pushType: pushType, route: route, deadline: MonotonicInstant(deadline), channelAPI: channelAPI)
-    }
-
-    /// ``execute(_:pushType:bundleID:deadline:channelAPI:)`` with the credential's route.
     func execute(
         _ requests: [APNSHTTPRequest], pushType: APNSPushType, route: CredentialRoute, deadline: MonotonicInstant,
         channelAPI: Bool = false
@@ -240,7 +225,7 @@ extension APNSClient {
         APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome")
     )
 
-    /// Sends one request as ``execute(_:pushType:bundleID:deadline:channelAPI:)`` does, in a span of its own
+    /// Sends one request as ``executeSingle(_:pushType:route:deadline:channelAPI:started:)`` does, in a span of its own
     /// (``ClientTracing``) when a tracer is set; attributes are built only when the span records.
     nonisolated(nonsending) func executeOne(
         _ request: consuming APNSHTTPRequest, pushType: APNSPushType, bundleID: @autoclosure () -> String, deadline: MonotonicInstant,

@@ -180,33 +180,30 @@ public struct HTTP2Request: Hashable, Sendable {
             var fields: [BlockField] = []
             fields.reserveCapacity(3 + headers.count)
             var invalid: String?
-            func append(_ name: String, _ value: String, neverIndexed: Bool, checkName: Bool, checkValue: Bool) {
-                guard invalid == nil else { return }
-                if checkName {
-                    if name.utf8.isEmpty || name.utf8.contains(where: HeaderRules.isBadNameByte) {
-                        invalid = "header name '\(name)' must be non-empty lower-case token characters"
-                        return
-                    }
-                    if HeaderRules.isConnectionSpecific(name) {
-                        invalid = "header '\(name)' is connection-specific and not allowed in HTTP/2"
-                        return
-                    }
-                }
-                if checkValue, value.utf8.contains(where: HeaderRules.isBadValueByte) {
-                    invalid = "the value of header '\(name)' contains CR, LF or NUL"
-                    return
-                }
+            func append(_ name: String, _ value: String, neverIndexed: Bool) {
                 fields.append(BlockField(nameStart: block.count, nameLength: name.utf8.count, valueLength: value.utf8.count,
                                          neverIndexed: neverIndexed))
                 block.append(contentsOf: name.utf8)
                 block.append(contentsOf: value.utf8)
             }
-            append(":method", method, neverIndexed: false, checkName: false, checkValue: true)
-            append(":scheme", scheme, neverIndexed: false, checkName: false, checkValue: true)
-            append(":authority", authority, neverIndexed: false, checkName: false, checkValue: true)
-            for field in headers {
-                append(field.name, field.value, neverIndexed: field.indexing == .neverIndexed,
-                       checkName: !field.isChecked, checkValue: !field.isChecked)
+            // The pseudo-headers' names are fixed; their values follow the rule of any value.
+            for (name, value) in [(":method", method), (":scheme", scheme), (":authority", authority)] {
+                if value.utf8.contains(where: HeaderRules.isBadValueByte) {
+                    invalid = invalid ?? "the value of header '\(name)' contains CR, LF or NUL"
+                }
+                append(name, value, neverIndexed: false)
+            }
+            for field in headers where invalid == nil {
+                // The rules of `checked()`, for fields that did not pass it already.
+                if !field.isChecked {
+                    do throws(HTTP2ClientError) {
+                        _ = try field.checked()
+                    } catch {
+                        invalid = error.detail
+                        break
+                    }
+                }
+                append(field.name, field.value, neverIndexed: field.indexing == .neverIndexed)
             }
             self.invalid = invalid
             self.block = invalid == nil ? block : []

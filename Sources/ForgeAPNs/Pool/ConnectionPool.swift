@@ -198,11 +198,12 @@ final class ConnectionPool: APNSTransport {
         if let current, current.source === request.shared, current.authorization == authorization {
             return Self.http2Request(request, parts: current.parts)
         }
+        // The headers converted last serve when the authorization and the header list are the same.
+        let base = current.flatMap { $0.authorization == authorization ? $0 : nil }
+        let sameHeaders = base.map { $0.source.headers == request.sharedHeaders } ?? false
         // The same notification prepared again (or requests built one by one): the parts serve, and
         // are kept under this request's object, which the requests after it share.
-        if let base = current, base.authorization == authorization, base.source.headers == request.sharedHeaders,
-            base.parts.matches(method: request.method, pathPrefix: request.pathPrefix, body: request.body)
-        {
+        if let base, sameHeaders, base.parts.matches(method: request.method, pathPrefix: request.pathPrefix, body: request.body) {
             let adopted = CheckedHeaders(authorization: authorization, source: request.shared, converted: base.converted, parts: base.parts)
             current = adopted
             self.state.withLock { $0.lastHeaders = adopted }
@@ -210,14 +211,12 @@ final class ConnectionPool: APNSTransport {
         }
         // Sends of one notification, each with its own apns-id among its headers: the list checked
         // before serves, with only that value checked and put in.
-        if let base = current, base.authorization == authorization,
-            let converted = try Self.replacingAPNSID(in: base, for: request.sharedHeaders)
-        {
+        if let base, !sameHeaders, let converted = try Self.replacingAPNSID(in: base, for: request.sharedHeaders) {
             return Self.http2Request(request, parts: self.parts(of: request, headers: converted))
         }
         let converted: [HTTP2HeaderField]
-        if let current, current.authorization == authorization, current.source.headers == request.sharedHeaders {
-            converted = current.converted
+        if let base, sameHeaders {
+            converted = base.converted
         } else {
             var fields: [HTTP2HeaderField] = []
             fields.reserveCapacity(request.sharedHeaders.count + 1)
