@@ -15,6 +15,7 @@
 //   ForgeSimulatedDevice, ForgeLoopback
 //                                  the simulated device; the local APNs server and loopback mode
 //   ForgeLoopbackScenarios         the demo's end-to-end scenarios, a template for users' tests
+//   ForgeLoopbackUI                the local server's inbox over HTTP/1.1 (Hummingbird; SwiftNIO outside the push path)
 //   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends; the report shape
 //   ForgeCampaignPostgres          a campaign shared by workers on many machines, in PostgreSQL (postgres-nio;
 //                                  the only SwiftNIO in the package, outside the push path)
@@ -70,6 +71,11 @@ let package = Package(
         // `apnsctl campaign create|work|watch|report --postgres`: one campaign, workers on many machines
         // (row locks, SKIP LOCKED leases, COPY). Brings SwiftNIO, so ForgeCampaignPostgres alone links it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // `apnsctl serve --ui-port`: the inbox's JSON API, event stream and page over HTTP/1.1. Brings
+        // SwiftNIO, so ForgeLoopbackUI alone links it, outside the push path.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Merges the inbox's two event streams into one Server-Sent Events response.
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
     ],
     targets: [
         // MARK: C system libraries
@@ -179,6 +185,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The local server's inbox over HTTP: JSON API, Server-Sent Events and the page (Hummingbird).
+        .target(
+            name: "ForgeLoopbackUI",
+            dependencies: [
+                "ForgeAPNsCore", "ForgeLoopback", "ForgeSimulatedDevice", "ForgeSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.embedInCode("Resources/inbox.html")],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Campaigns
         // A campaign's journal: which tokens have a committed verdict, which were sent without one.
         .target(
@@ -212,6 +232,8 @@ let package = Package(
                 "ForgeLoopback",
                 // `apnsctl demo` runs and prints these.
                 "ForgeLoopbackScenarios",
+                // `serve --ui-port`: the inbox's API and page.
+                "ForgeLoopbackUI",
                 // `send --journal`, `campaign report`.
                 "ForgeCampaign",
                 // `campaign create|work|watch|report --postgres`.

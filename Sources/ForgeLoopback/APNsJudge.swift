@@ -216,6 +216,9 @@ public struct APNsJudge: Sendable {
         {
             return reject(reason.status ?? 403, reason)
         }
+        if let served = self.configuration.servedBundleIDs, !served.contains(bundle) {
+            return reject(self.configuration.unservedTopicReason.status ?? 400, self.configuration.unservedTopicReason)
+        }
         // R5
         if let collapseID = request.value("apns-collapse-id"), collapseID.utf8.count > APNSCollapseID.maximumByteCount {
             return reject(400, .badCollapseID)
@@ -429,6 +432,7 @@ public struct APNsJudge: Sendable {
         if let reason = Self.duplicateHeaders(request) { return reason }
         if Self.hasPushTypeSuffix(bundle) { return .topicDisallowed }
         if let reason = self.authenticateApp(request, bundle: bundle, connectionID: connectionID, now: now) { return reason }
+        if let served = self.configuration.servedBundleIDs, !served.contains(bundle) { return self.configuration.unservedTopicReason }
         if let app = self.apps[bundle], !app.broadcastEnabled { return .featureNotEnabled }
         return nil
     }

@@ -39,6 +39,13 @@ public struct LocalAPNsConfiguration: Sendable {
     /// Whether accepted pushes are kept for ``LocalAPNsServer/accepted`` (turn off for long benchmarks;
     /// subscribers of ``LocalAPNsServer/acceptedPushes()`` still see every push).
     public var keepsHistory: Bool
+    /// The bundle ids the server serves, as an APNs account's apps: a device push whose topic names
+    /// another bundle (after its push-type suffix is removed), or a broadcast or channel request for
+    /// another bundle, gets ``unservedTopicReason``. Default `nil`: every bundle is served.
+    public var servedBundleIDs: Set<String>?
+    /// The reason for a bundle id that is not served: `TopicDisallowed` (400), Apple's "pushing to this
+    /// topic is not allowed" (apns-provider-api.md, the reason table).
+    public var unservedTopicReason: APNSErrorReason
 
     /// Which APNs environment the server plays.
     public enum Environment: String, Hashable, Sendable, CaseIterable {
@@ -73,7 +80,9 @@ public struct LocalAPNsConfiguration: Sendable {
         perTokenRateLimit: RateLimit? = nil,
         certificateTopicReason: APNSErrorReason = .topicDisallowed,
         channelLimit: Int = 10_000,
-        keepsHistory: Bool = true
+        keepsHistory: Bool = true,
+        servedBundleIDs: Set<String>? = nil,
+        unservedTopicReason: APNSErrorReason = .topicDisallowed
     ) {
         self.environment = environment
         self.tokenLengths = tokenLengths
@@ -88,6 +97,8 @@ public struct LocalAPNsConfiguration: Sendable {
         self.certificateTopicReason = certificateTopicReason
         self.channelLimit = channelLimit
         self.keepsHistory = keepsHistory
+        self.servedBundleIDs = servedBundleIDs
+        self.unservedTopicReason = unservedTopicReason
     }
 }
 

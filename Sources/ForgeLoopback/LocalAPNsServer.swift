@@ -42,6 +42,22 @@ public struct LocalAPNsJudgement: Sendable {
     /// How long the request waits for its answer at the server: the judging, plus the time the
     /// answer is held (``HTTP2ServerConfiguration/responseDelay`` and a ``LocalAPNsFault/delay(_:)``).
     public var duration: Duration
+    /// Why it was rejected, in one sentence (``APNsJudge/explain(_:for:now:)``); `nil` when accepted.
+    public var why: String?
+    /// The request as it came: method, path, headers (authorization included: redact before
+    /// showing) and body.
+    public var request: HTTP2ServerRequest
+    /// Its ``LocalAPNsInboxEntry/sequence`` in the server's inbox; 0 without one.
+    public var sequence: Int = 0
+
+    /// The judgement as an inbox entry (the shape of the inbox API and of `apnsctl serve --record`).
+    public var entry: LocalAPNsInboxEntry {
+        LocalAPNsInboxEntry(
+            sequence: self.sequence, date: self.date, method: self.request.method, path: self.request.path,
+            headers: self.request.headers, body: self.request.body, verdict: self.verdict, why: self.why, fault: self.fault,
+            connectionID: self.connectionID, lints: self.verdict.lint.map { [$0] } ?? []
+        )
+    }
 }
 
 /// A local APNs-compatible HTTP/2 server on loopback: it judges each request as APNs does
@@ -60,6 +76,8 @@ public struct LocalAPNsJudgement: Sendable {
 public final class LocalAPNsServer: Sendable {
     /// The port it listens on.
     public var port: Int { self.server.port }
+    /// Every judged request, when the server was started with an inbox.
+    public let inbox: LocalAPNsInbox?
     /// The HTTP/2 configuration it listens with.
     public var http2Configuration: HTTP2ServerConfiguration { self.server.configuration }
     private let server: HTTP2Server
@@ -90,8 +108,9 @@ public final class LocalAPNsServer: Sendable {
         var goAwayLastStreamID: Int32?
     }
 
-    private init(server: HTTP2Server, state: LockedBox<State>, background: Task<Void, Never>) {
+    private init(server: HTTP2Server, state: LockedBox<State>, background: Task<Void, Never>, inbox: LocalAPNsInbox?) {
         self.server = server
+        self.inbox = inbox
         self.state = state
         self.background = background
     }
@@ -117,6 +136,7 @@ public final class LocalAPNsServer: Sendable {
     ///     client certificates.
     ///   - authenticator: token authentication (A1-A8); `nil` accepts pushes without a provider token.
     ///   - clock: the time used for judging (token age, 410 and rate windows).
+    ///   - inbox: where every judged request is recorded (``LocalAPNsInbox``); `nil` keeps none.
     ///   - observer: called with every judged request, on the connection's thread; keep it short.
     public static func start(
         _ configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
@@ -127,6 +147,7 @@ public final class LocalAPNsServer: Sendable {
         certificates: [LocalAPNsCertificate] = [],
         authenticator: TokenAuthenticator? = nil,
         clock: any APNSWallClock = .system,
+        inbox: LocalAPNsInbox? = nil,
         observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
     ) throws -> LocalAPNsServer {
         let judge = APNsJudge(
@@ -142,7 +163,7 @@ public final class LocalAPNsServer: Sendable {
         let server = try HTTP2Server.start(http2) { request, responder in
             Self.handle(
                 request, responder: responder, state: state, configuration: configuration, clock: clock,
-                hold: hold, observer: observer
+                hold: hold, inbox: inbox, observer: observer
             )
         }
         let idle = configuration.idleTimeout
@@ -164,7 +185,7 @@ public final class LocalAPNsServer: Sendable {
                 group.addTask { await Self.sweepConnections(idleTimeout: idle, state: state, authenticator: authenticator) }
             }
         }
-        return LocalAPNsServer(server: server, state: state, background: background)
+        return LocalAPNsServer(server: server, state: state, background: background, inbox: inbox)
     }
 
     // MARK: Handling a request (on the connection's I/O thread)
@@ -172,7 +193,7 @@ public final class LocalAPNsServer: Sendable {
     private static func handle(
         _ request: HTTP2ServerRequest, responder: HTTP2Responder, state: LockedBox<State>,
         configuration: LocalAPNsConfiguration, clock: any APNSWallClock, hold: Duration,
-        observer: (@Sendable (LocalAPNsJudgement) -> Void)?
+        inbox: LocalAPNsInbox?, observer: (@Sendable (LocalAPNsJudgement) -> Void)?
     ) -> HTTP2Response? {
         let arrived = observer == nil ? nil : ContinuousClock.now
         let now = clock.now
@@ -182,21 +203,23 @@ public final class LocalAPNsServer: Sendable {
             clientCertificateVerified: request.clientCertificateVerified
         )
         let connection = responder.connection
-        let (fault, verdict, settings) = state.withLock { state -> (LocalAPNsFault?, APNsVerdict?, UInt32?) in
+        let explains = inbox != nil || observer != nil
+        let (fault, verdict, settings, why) = state.withLock { state -> (LocalAPNsFault?, APNsVerdict?, UInt32?, String?) in
             var entry = state.connections[connection.id] ?? ConnectionState(handle: connection, lastActivity: .now)
             entry.lastActivity = .now
             defer { state.connections[connection.id] = entry }
             if let last = entry.goAwayLastStreamID, request.streamID > last {
                 // After GOAWAY nothing above its last stream id is processed (RFC 9113 §6.8).
-                return (.reset(.refusedStream), nil, nil)
+                return (.reset(.refusedStream), nil, nil, nil)
             }
             let fault = state.faults.isEmpty ? nil : state.faults.next()
             if case .goAway = fault { entry.goAwayLastStreamID = request.streamID }
             switch fault {
             case .respond(let status, let reason):
-                return (fault, Self.injected(status: status, reason: reason, for: judged), nil)
+                let why = explains ? "an injected fault answered \(status) \(reason.rawValue) without judging the request" : nil
+                return (fault, Self.injected(status: status, reason: reason, for: judged), nil, why)
             case .reset, .dropConnection(processed: false):
-                return (fault, nil, nil)
+                return (fault, nil, nil, nil)
             default:
                 break
             }
@@ -226,14 +249,24 @@ public final class LocalAPNsServer: Sendable {
                     for subscriber in state.subscribers.values { subscriber.yield(push) }
                 }
             }
-            return (fault, verdict, settings)
+            // Only rejections are explained, and only when someone reads the sentence.
+            let why = explains && !verdict.isAccepted ? state.judge.explain(verdict, for: judged, now: now) : nil
+            return (fault, verdict, settings, why)
         }
         if let settings { connection.updateSettings(Self.apnsSettings(maxConcurrentStreams: settings)) }
+        var sequence = 0
+        if let inbox, let verdict {
+            sequence = inbox.record(LocalAPNsInboxEntry(
+                sequence: 0, date: now, method: request.method, path: request.path, headers: request.headers, body: request.body,
+                verdict: verdict, why: why, fault: fault, connectionID: connection.id, lints: verdict.lint.map { [$0] } ?? []
+            )).sequence
+        }
         if let observer, let verdict, let arrived {
             var held = hold
             if case .delay(let extra) = fault { held += extra }
             observer(LocalAPNsJudgement(
-                date: now, verdict: verdict, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held
+                date: now, verdict: verdict, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held,
+                why: why, request: request, sequence: sequence
             ))
         }
         switch fault {
@@ -432,6 +465,7 @@ public final class LocalAPNsServer: Sendable {
         self.background.cancel()
         await self.background.value
         for subscriber in subscribers { subscriber.finish() }
+        self.inbox?.close()
     }
 }
 

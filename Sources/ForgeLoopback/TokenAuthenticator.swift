@@ -54,6 +54,9 @@ public final class TokenAuthenticator: Sendable {
     private let verified = LockedBox<[String: APNSVerifiedProviderToken]>([:])
     private static let verifiedCacheLimit = 1024
 
+    /// The registered keys, by key id.
+    var registeredKeys: [LocalAPNsKey] { self.keys.values.sorted { $0.keyID.rawValue < $1.keyID.rawValue } }
+
     /// The shortest time between two different tokens on one connection (A5; 20 minutes per Apple).
     public static let tokenUpdateInterval: Double = 20 * 60
 

@@ -15,6 +15,10 @@ extension SimulatedDevice {
     func deliverAlert(_ push: DevicePush, payload: JSONValue, to app: SimulatedApp) async {
         let identifier = push.notificationIdentifier
         let aps = payload["aps"]
+        // The badge is set by any push that carries one, with or without an alert.
+        if let badge = aps?["badge"]?.intValue, app.authorization == .granted {
+            self.state.withLock { $0.badges[app.bundleID] = badge }
+        }
         guard aps?["alert"] != nil else {
             self.record(.notShown(bundleID: app.bundleID, identifier: identifier, reason: .nothingToShow))
             return
@@ -117,7 +121,12 @@ extension SimulatedDevice {
             }
             inList = options.contains(.list)
         }
-        self.state.withLock { $0.shown[app.bundleID, default: []].append(Shown(notification: notification, inList: inList)) }
+        self.state.withLock { state in
+            state.shown[app.bundleID, default: []].append(Shown(notification: notification, inList: inList))
+            if let limit = self.notificationRetention, let count = state.shown[app.bundleID]?.count, count > limit {
+                state.shown[app.bundleID]?.removeFirst(count - limit)
+            }
+        }
         if inList {
             self.record(
                 .addedToNotificationList(bundleID: app.bundleID, identifier: identifier, content: notification.request.content)

@@ -1,3 +1,4 @@
+internal import ForgeSupport
 internal import ForgeNotificationTypes
 internal import ForgeSilentPush
 
@@ -24,6 +25,7 @@ extension SimulatedDevice {
         // `nil`: the budget ran out before the handlers finished.
         let outcome = OneShot<BackgroundFetchResult?>()
         let expiryID = self.backgroundBudgets.register { outcome.resolve(nil) }
+        self.state.withLock { $0.backgroundPushes += 1 }
         self.record(.backgroundDeliveryStarted(bundleID: app.bundleID, apnsID: push.apnsID, payload: payload))
         turn.end()
         await withTaskGroup(of: Void.self) { group in

@@ -1,6 +1,6 @@
-internal import ForgeNotificationTypes
+public import ForgeNotificationTypes
 internal import ForgeSupport
-internal import Foundation
+public import Foundation
 
 extension SimulatedDevice {
     /// The Live Activities on the device (stale and dismissal dates checked against the clock first).
@@ -244,5 +244,46 @@ extension SimulatedDevice {
             staleDate: aps?["stale-date"]?.doubleValue.map { Date(timeIntervalSince1970: $0) },
             relevanceScore: aps?["relevance-score"]?.doubleValue, alert: aps?["alert"]
         )
+    }
+}
+
+extension SimulatedDevice {
+    /// The app starts a Live Activity itself, as with ActivityKit's
+    /// `Activity.request(attributes:content:pushType: .token)`: the activity is active at once with
+    /// `contentState`, and its update token (what the app sends its server) is `updateToken`, or
+    /// one the device issues; `startedAt` is the start's timestamp (now by default), against which
+    /// later pushes' `timestamp`s are compared.
+    /// - Throws: ``SimulatedDeviceError/unknownApp`` when `bundleID` is not installed or has no
+    ///   activity type `attributesType`, or when `contentState` does not decode as its `ContentState`.
+    @discardableResult
+    public func requestActivity(
+        bundleID: String, attributesType: String, attributes: JSONValue = .object([:]), contentState: JSONValue,
+        updateToken: String? = nil, startedAt: Date? = nil
+    ) throws(SimulatedDeviceError) -> LiveActivity {
+        guard let app = self.app(bundleID) else { throw SimulatedDeviceError.unknownApp.with("no app \(bundleID) on the device") }
+        guard let type = app.activityType(named: attributesType) else {
+            throw SimulatedDeviceError.unknownApp.with("\(bundleID) has no activity type \(attributesType)")
+        }
+        do {
+            try type.decodeContentState(contentState.jsonData)
+        } catch {
+            throw SimulatedDeviceError.unknownApp.with("content state does not decode as \(attributesType).ContentState: \(error)")
+        }
+        let state = LiveActivityState(event: "start", timestamp: startedAt ?? self.clock.now, contentState: contentState)
+        let (activity, observers) = self.state.withLock { deviceState in
+            deviceState.activityCount += 1
+            let token = updateToken?.lowercased() ?? deviceState.activityTokens.next()
+            let activity = LiveActivity(
+                id: "activity-\(deviceState.activityCount)", bundleID: bundleID, attributesType: attributesType,
+                attributes: attributes, updateToken: token, channelID: nil, phase: .active, dismissalDate: nil, history: [state]
+            )
+            deviceState.activities.append(activity)
+            return (activity, Array(deviceState.tokenObservers.values))
+        }
+        for observer in observers { observer(activity.updateToken, bundleID) }
+        self.record(
+            .liveActivityStarted(activityID: activity.id, bundleID: bundleID, attributesType: attributesType, updateToken: activity.updateToken)
+        )
+        return activity
     }
 }

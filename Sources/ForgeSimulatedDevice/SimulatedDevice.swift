@@ -50,6 +50,10 @@ public final class SimulatedDevice: Sendable {
         var lanes: [LaneKey: Lane] = [:]
         var nextTokenObserver = 0
         var tokenObservers: [Int: @Sendable (_ token: String, _ bundleID: String) -> Void] = [:]
+        /// Background pushes that reached an app's delegate.
+        var backgroundPushes = 0
+        /// The app icon badge per app, as the last push that carried `aps.badge` set it.
+        var badges: [String: Int] = [:]
     }
 
     /// Which line a push waits in (see ``Lane``).
@@ -78,10 +82,12 @@ public final class SimulatedDevice: Sendable {
     /// How long an app may take to call the background completion handler; `nil` means only
     /// ``expireBackgroundBudgets()`` ends the wait.
     public let backgroundBudget: Duration?
-    let recorder = Timeline()
+    let recorder: Timeline
     let serviceExtensions = ExpiryRegistry()
     let backgroundBudgets = ExpiryRegistry()
-    let state = LockedBox(State())
+    let state: LockedBox<State>
+    /// The most notifications kept per app in the notification list (the oldest go first); `nil`: all.
+    let notificationRetention: Int?
 
     /// Creates a device with no apps.
     /// - Parameters:
@@ -91,6 +97,28 @@ public final class SimulatedDevice: Sendable {
     public init(clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30)) {
         self.clock = clock
         self.backgroundBudget = backgroundBudget
+        self.recorder = Timeline()
+        self.state = LockedBox(State())
+        self.notificationRetention = nil
+    }
+
+    /// A device for a long-running server: its own seed for Live Activity update tokens (so devices
+    /// side by side issue different ones), and bounds on what it keeps.
+    /// - Parameters:
+    ///   - activityTokenSeed: seeds the update tokens of the activities it starts.
+    ///   - timelineRetention: the most timeline entries kept (the oldest are forgotten).
+    ///   - notificationRetention: the most notifications kept per app in the notification list.
+    package init(
+        clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30), activityTokenSeed: UInt64,
+        timelineRetention: Int?, notificationRetention: Int?
+    ) {
+        self.clock = clock
+        self.backgroundBudget = backgroundBudget
+        self.recorder = Timeline(retention: timelineRetention)
+        var state = State()
+        state.activityTokens = DeviceTokenGenerator(seed: activityTokenSeed)
+        self.state = LockedBox(state)
+        self.notificationRetention = notificationRetention
     }
 
     // MARK: Apps

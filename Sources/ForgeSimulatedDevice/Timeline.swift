@@ -9,7 +9,9 @@ final class Timeline: Sendable {
     }
 
     private struct State {
+        /// The entries kept: the newest, from sequence `offset` on.
         var entries: [TimelineEntry] = []
+        var offset = 0
         var nextWaiterID = 0
         var waiters: [Int: Waiter] = [:]
         var nextStreamID = 0
@@ -17,8 +19,12 @@ final class Timeline: Sendable {
     }
 
     private let state = LockedBox(State())
+    /// How many entries are kept (the oldest are forgotten beyond it); `nil` keeps every one.
+    let retention: Int?
 
-    init() {}
+    init(retention: Int? = nil) {
+        self.retention = retention
+    }
 
     var entries: [TimelineEntry] { self.state.withLock { $0.entries } }
 
@@ -26,8 +32,14 @@ final class Timeline: Sendable {
     @discardableResult
     func record(_ event: DeviceEvent, date: @autoclosure () -> Date) -> TimelineEntry {
         let (entry, woken, streams) = self.state.withLock { state in
-            let entry = TimelineEntry(sequence: state.entries.count, date: date(), event: event)
+            let entry = TimelineEntry(sequence: state.offset + state.entries.count, date: date(), event: event)
             state.entries.append(entry)
+            // Trimmed in batches (a quarter of the retention at a time), not on every entry.
+            if let retention = self.retention, state.entries.count > retention + max(1, retention / 4) {
+                let excess = state.entries.count - retention
+                state.entries.removeFirst(excess)
+                state.offset += excess
+            }
             let matching = state.waiters.filter { $0.value.predicate(event) }
             for id in matching.keys { state.waiters.removeValue(forKey: id) }
             return (entry, matching.map(\.value.continuation), Array(state.streams.values))
@@ -50,7 +62,9 @@ final class Timeline: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resume = self.state.withLock { state -> TimelineEntry?? in
-                    if let entry = state.entries.dropFirst(position).first(where: { predicate($0.event) }) { return .some(entry) }
+                    if let entry = state.entries.dropFirst(max(0, position - state.offset)).first(where: { predicate($0.event) }) {
+                        return .some(entry)
+                    }
                     if cancelled.withLock({ $0 }) { return .some(nil) }
                     state.waiters[id] = Waiter(predicate: predicate, continuation: continuation)
                     return .none

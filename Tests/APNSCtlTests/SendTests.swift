@@ -321,7 +321,7 @@ struct SendTests {
         let parts = dry.stdout.components(separatedBy: "\n\n")
         let dryHeaders = parts[0].split(separator: "\n").filter { !$0.hasPrefix(":") }.map(String.init)
         let dryBody = String(parts.dropFirst().joined(separator: "\n\n").dropLast())  // Output adds one newline
-        let server = try ServerProcess(registerKey + ["--quiet", "--print-requests"])
+        let server = try ServerProcess(registerKey + ["--json", "--print-requests"])
         let sent = try CommandRunner.run(send(port: server.port) + credentials + flags)
         let served = try objects(server.stop().stdout)
         #expect(sent.exitCode == 0, "\(sent.stderr)")

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// What `apnsctl serve --record FILE` wrote: every push it accepted, the ground truth a campaign
-/// test checks a sender's verdicts against.
+/// What `apnsctl serve --record FILE` wrote: every request it judged; the accepted pushes are the
+/// ground truth a campaign test checks a sender's verdicts against.
 struct ServerRecord {
     /// Pushes recorded, copies included.
     var count = 0
@@ -14,6 +14,7 @@ struct ServerRecord {
     init(path: String) throws {
         for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
             let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            guard entry["status"] as? Int == 200 else { continue }
             let token = try #require(entry["token"] as? String)
             self.count += 1
             self.copies[token, default: 0] += 1

@@ -1,5 +1,5 @@
-internal import ForgeNotificationTypes
-internal import Foundation
+package import ForgeNotificationTypes
+package import Foundation
 
 extension JSONValue {
     /// The value as `JSONSerialization` objects; whole numbers become integers so that
@@ -17,8 +17,8 @@ extension JSONValue {
         }
     }
 
-    /// The value as JSON text.
-    var jsonData: Data {
+    /// The value as JSON text (keys sorted).
+    package var jsonData: Data {
         // JSONSerialization only throws for objects it cannot represent; JSONValue has none.
         (try? JSONSerialization.data(withJSONObject: self.foundationObject, options: [.fragmentsAllowed, .sortedKeys]))
             ?? Data("null".utf8)

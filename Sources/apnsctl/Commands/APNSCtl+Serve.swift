@@ -4,6 +4,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeLoopbackUI
 import ForgeSupport
 import Foundation
 
@@ -13,8 +14,14 @@ extension APNSCtl {
             commandName: "serve",
             abstract: "Run a local APNs-compatible server on loopback that judges requests as APNs does.",
             discussion: """
-                The first line on stdout is the port (useful with --port 0). Then one line per judged request: \
-                human-readable, or with --json one JSON object (token, push_type, status, reason, apns_id). \
+                The first line on stdout is the port (useful with --port 0). With --ui-port, the second is \
+                `ui http://127.0.0.1:PORT`: the inbox, a page that shows every judged push live (why a rejected one was \
+                rejected, its headers and payload) and what a phone with each token shows (notifications, badges, Live \
+                Activities), and a JSON API for tests in any language: GET /api/v1/pushes (token, topic, push_type, \
+                status, q, since, limit), GET /api/v1/pushes/{apns_id}, DELETE /api/v1/pushes, GET /api/v1/wait?token=T&timeout=5s, \
+                GET /api/v1/devices/{token}, GET /api/v1/events (Server-Sent Events), GET /metrics. The inbox keeps the \
+                newest --keep requests. Then one line per judged request: human-readable with the judge's reason for a \
+                rejection, or with --json one JSON object (token, push_type, status, reason, why, apns_id). \
                 A body a device could not read (not valid JSON, not UTF-8, not an object) is answered as APNs is \
                 thought to (accepted), with a warning on its line ("warning" in --json). Diagnostics go to stderr. SIGINT or SIGTERM stops it: open connections get GOAWAY \
                 {"reason":"Shutdown"}.
@@ -36,8 +43,11 @@ extension APNSCtl {
                 apns_local_requests_total by status, reason and push type, apns_local_request_duration_seconds, \
                 apns_local_connections_accepted. Its port is the second line on stdout (useful with --metrics-port 0).
 
+                --topic (repeatable) names the bundle ids the server serves: a push to another topic gets \
+                400 TopicDisallowed, as from an APNs account without that app. Without --topic every topic is served.
+
                 Example:
-                  apnsctl serve --port 0 --write-ca /tmp/apns-ca.pem --register-key AuthKey_ABC123DEFG.p8:ABC123DEFG:DEF123GHIJ \\
+                  apnsctl serve --port 0 --ui-port 0 --write-ca /tmp/apns-ca.pem --register-key AuthKey_ABC123DEFG.p8:ABC123DEFG:DEF123GHIJ \\
                       --topic com.example.forgepush --token 7c1d…:com.example.forgepush --json
                 """
         )
@@ -81,8 +91,27 @@ extension APNSCtl {
         @Option(name: .customLong("register-cert"), help: "A client certificate accepted for its bundle id, as FILE[:BUNDLEID]. Repeatable.")
         var registerCert: [String] = []
 
-        @Option(help: "The default bundle id for --token and --unregistered.")
-        var topic: String?
+        @Option(
+            name: .customLong("topic"),
+            help: ArgumentHelp(
+                "A bundle id the server serves (pushes to others: 400 TopicDisallowed); the first is the default for --token "
+                    + "and --unregistered. Repeatable; without it every topic is served.",
+                valueName: "bundle-id"
+            )
+        )
+        var topics: [String] = []
+
+        /// The default bundle id for --token and --unregistered.
+        var topic: String? { self.topics.first }
+
+        @Option(name: .customLong("ui-port"), help: "Serve the inbox (page, JSON API, events) on this port; 0 lets the system choose (printed on the second line).")
+        var uiPort: Int?
+
+        @Option(name: .customLong("ui-host"), help: "The address the inbox listens on: 127.0.0.1 or ::1.")
+        var uiHost: String = "127.0.0.1"
+
+        @Option(help: "How many judged requests the inbox keeps (the oldest are dropped and counted).")
+        var keep: Int = 10_000
 
         @Option(help: "The environment the server plays: sandbox (adds apns-unique-id) or production.")
         var environment: ServedEnvironment = .sandbox
@@ -125,9 +154,15 @@ extension APNSCtl {
 
         @Option(
             name: .customLong("record"),
-            help: ArgumentHelp("Write every accepted push to this file as NDJSON (token or channel_id, apns_id, time, push_type), flushed when the server stops.", valueName: "file")
+            help: ArgumentHelp(
+                "Write every judged request to this file as it is judged, one JSON object a line, in the shape of the inbox API's entries.",
+                valueName: "file"
+            )
         )
         var record: String?
+
+        @Flag(name: .customLong("record-accepted-only"), help: "With --record, write only the accepted pushes.")
+        var recordAcceptedOnly = false
 
         @Option(name: .customLong("metrics-port"),
                 help: "Serve Prometheus metrics on GET /metrics at 127.0.0.1 on this port; 0 lets the system choose (printed on the second line).")
@@ -140,7 +175,7 @@ extension APNSCtl {
         var quiet = false
 
         @Flag(name: .customLong("print-requests"),
-              help: "Also print each accepted push as it arrived: path, headers (authorization redacted) and the exact body, as one JSON object.")
+              help: "Print each request with its verdict: request line, headers (authorization redacted) and the pretty-printed body (one JSON object with --json).")
         var printRequests = false
 
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
@@ -148,6 +183,14 @@ extension APNSCtl {
             guard (0...65_535).contains(self.port) else { throw ValidationError("--port must be 0...65535 (got \(self.port)).") }
             if let metricsPort = self.metricsPort, !(0...65_535).contains(metricsPort) {
                 throw ValidationError("--metrics-port must be 0...65535 (got \(metricsPort)).")
+            }
+            if let uiPort = self.uiPort, !(0...65_535).contains(uiPort) {
+                throw ValidationError("--ui-port must be 0...65535 (got \(uiPort)).")
+            }
+            guard self.keep >= 1 else { throw ValidationError("--keep must be at least 1 (got \(self.keep)).") }
+            if self.recordAcceptedOnly, self.record == nil { throw ValidationError("--record-accepted-only goes with --record FILE.") }
+            for topic in self.topics {
+                do { _ = try APNSBundleID(topic) } catch { throw ValidationError("--topic '\(topic)': \(error)") }
             }
             guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
             if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
@@ -167,44 +210,71 @@ extension APNSCtl {
         func run() async throws {
             try self.check()
             try await runReportingFailures {
-                let metrics = self.metricsPort.map { _ in ServeMetrics() }
-                let recorder = try self.record.map { try PushRecorder(path: $0) }
-                let server = try self.startServer(metrics: metrics, recorder: recorder)
-                let endpoint = try metrics.map { try self.serveMetrics($0, server: server) }
-                // Subscribed before the port is printed, so no push can come first.
-                let accepted = self.printRequests ? server.acceptedPushes() : nil
-                let requests = accepted.map { stream in Task { await Self.printAccepted(stream) } }
+                let metrics = self.metricsPort != nil || self.uiPort != nil ? ServeMetrics() : nil
+                let recorder = try self.record.map { try PushRecorder(path: $0, acceptedOnly: self.recordAcceptedOnly) }
+                let inbox = LocalAPNsInbox(capacity: self.keep)
+                let phones = LocalAPNsPhones(environment: self.environment.local)
+                let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
+                let endpoint = try self.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
                 // has read the port must not find the signal ignored while the handler is set up.
                 let signals = await TerminationSignals.install()
-                Output.result(String(server.port))
-                if let endpoint { Output.result(String(endpoint.port)) }
-                let scheme = self.h2c ? "h2c" : "TLS"
-                let latency = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
-                Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
-                if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
-                let signal = await signals.next()
-                Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
-                await endpoint?.shutdown()
-                await server.shutdown()
-                recorder?.close()  // after the server's shutdown: no push is judged any more
-                await requests?.value  // the server's shutdown ends the stream: every accepted push is printed
+                try await withThrowingDiscardingTaskGroup { group in
+                    group.addTask { await phones.run(inbox) }
+                    let ui = try await self.startInbox(inbox: inbox, phones: phones, metrics: metrics, server: server, in: &group)
+                    Output.result(String(server.port))
+                    if let ui { Output.result("ui http://\(Self.urlHost(self.uiHost)):\(ui)") }
+                    if let endpoint { Output.result(String(endpoint.port)) }
+                    let scheme = self.h2c ? "h2c" : "TLS"
+                    let latency = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
+                    Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
+                    if let ui { Output.diagnostic("apnsctl serve: inbox on http://\(Self.urlHost(self.uiHost)):\(ui)/") }
+                    if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
+                    let signal = await signals.next()
+                    Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
+                    await endpoint?.shutdown()
+                    // Closes the inbox too: event streams, waits and the phones' delivery end.
+                    await server.shutdown()
+                    phones.finish()
+                    recorder?.close()  // after the server's shutdown: no request is judged any more
+                    group.cancelAll()  // the inbox's HTTP server
+                }
             }
         }
 
-        /// `{"request":{"path":…,"headers":{…},"body":"…","body_bytes":N}}` for each accepted push.
-        private static func printAccepted(_ pushes: AsyncStream<AcceptedPush>) async {
-            for await push in pushes {
-                let path = push.channelID == nil ? "/3/device/\(push.token)" : "/4/broadcasts/apps/\(push.topic)"
-                let headers = push.headers.map { header in
-                    let value = header.name == "authorization" ? "bearer <redacted>" : header.value
-                    return "\(JSONText.quote(header.name)):\(JSONText.quote(value))"
-                }.joined(separator: ",")
-                let body = String(decoding: push.payload, as: UTF8.self)
-                Output.result("{\"request\":{\"path\":\(JSONText.quote(path)),\"headers\":{\(headers)},"
-                    + "\"body\":\(JSONText.quote(body)),\"body_bytes\":\(push.payload.count)}}")
+        /// Starts the inbox's HTTP server in `group` when --ui-port is given; returns its port.
+        private func startInbox(
+            inbox: LocalAPNsInbox, phones: LocalAPNsPhones, metrics: ServeMetrics?, server: LocalAPNsServer,
+            in group: inout ThrowingDiscardingTaskGroup<any Error>
+        ) async throws -> Int? {
+            guard let uiPort = self.uiPort else { return nil }
+            let (ports, listening) = AsyncStream.makeStream(of: Result<Int, any Error>.self)
+            var scrape: (@Sendable () -> [UInt8])?
+            if let metrics { scrape = { metrics.text(server: server) } }
+            let http = LocalAPNsInboxServer(
+                api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), host: self.uiHost, port: uiPort, metrics: scrape
+            )
+            group.addTask {
+                do {
+                    try await http.run { port in listening.yield(.success(port)) }
+                } catch {
+                    listening.yield(.failure(error))
+                }
+                listening.finish()
+            }
+            var iterator = ports.makeAsyncIterator()
+            switch await iterator.next() {
+            case .success(let port): return port
+            case .failure(let error):
+                await server.shutdown()
+                throw CLIFailure(message: "--ui-port: cannot serve the inbox on \(self.uiHost):\(uiPort): \(error)", exitCode: CLIExit.cannotCreate)
+            case nil:
+                await server.shutdown()
+                throw CLIFailure(message: "--ui-port: the inbox stopped before it listened", exitCode: CLIExit.cannotCreate)
             }
         }
+
+        private static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
 
         private func serveMetrics(_ metrics: ServeMetrics, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
             do {
@@ -214,7 +284,7 @@ extension APNSCtl {
             }
         }
 
-        private func startServer(metrics: ServeMetrics?, recorder: PushRecorder?) throws -> LocalAPNsServer {
+        private func startServer(metrics: ServeMetrics?, recorder: PushRecorder?, inbox: LocalAPNsInbox) throws -> LocalAPNsServer {
             var tls: HTTP2ServerTLSConfiguration?
             if !self.h2c {
                 if let ca = self.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
@@ -251,11 +321,11 @@ extension APNSCtl {
             let configuration = LocalAPNsConfiguration(
                 environment: self.environment.local, acceptsUnknownTokens: !self.rejectUnknownTokens,
                 maxConcurrentStreams: self.maxStreams, idleTimeout: self.idleTimeout.map { .milliseconds(Int($0 * 1000)) },
-                keepsHistory: false
+                keepsHistory: false, servedBundleIDs: self.topics.isEmpty ? nil : Set(self.topics)
             )
             let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local, lenient: self.lenientTokens)
             var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
-            let printer = self.quiet ? nil : JudgementPrinter(json: self.json)
+            let printer = self.quiet ? nil : JudgementPrinter(json: self.json, printsRequests: self.printRequests)
             if printer != nil || metrics != nil || recorder != nil {
                 observer = { judgement in
                     recorder?.record(judgement)
@@ -277,7 +347,7 @@ extension APNSCtl {
                         responseDelay: self.latency ?? .zero
                     ),
                     tokens: records,
-                    certificates: certificates, authenticator: authenticator, observer: observer
+                    certificates: certificates, authenticator: authenticator, inbox: inbox, observer: observer
                 )
             } catch {
                 throw CLIFailure(message: "cannot start the server: \(error)", exitCode: CLIExit.unavailable)
@@ -401,9 +471,11 @@ enum ServedEnvironment: String, CaseIterable, ExpressibleByArgument {
     var local: LocalAPNsConfiguration.Environment { self == .sandbox ? .sandbox : .production }
 }
 
-/// Prints judged requests, one line each, from the server's I/O threads.
+/// Prints judged requests, one line each (one block each with --print-requests), from the
+/// server's I/O threads.
 private struct JudgementPrinter: Sendable {
     var json: Bool
+    var printsRequests: Bool
 
     func print(_ judgement: LocalAPNsJudgement) {
         let verdict = judgement.verdict
@@ -418,19 +490,58 @@ private struct JudgementPrinter: Sendable {
             var fields: [String] = []
             if case .device(let token) = verdict.target { fields.append(#""token":"\#(token)""#) }
             if case .broadcast(_, let channel) = verdict.target { fields.append(#""channel_id":\#(JSONText.quote(channel))"#) }
+            if let topic = judgement.request[header: "apns-topic"] { fields.append(#""topic":\#(JSONText.quote(topic))"#) }
             fields.append(#""push_type":\#(verdict.pushType.map { "\"\($0.rawValue)\"" } ?? "null")"#)
             fields.append(#""status":\#(verdict.status)"#)
             fields.append(#""reason":\#(verdict.reason.map { "\"\($0.rawValue)\"" } ?? "null")"#)
             fields.append(#""apns_id":\#(JSONText.quote(verdict.apnsID))"#)
+            if let why = judgement.why { fields.append(#""why":\#(JSONText.quote(why))"#) }
             if let timestamp = verdict.timestamp { fields.append(#""timestamp":\#(Int64((timestamp.timeIntervalSince1970 * 1000).rounded()))"#) }
             if let warning = verdict.warning { fields.append(#""warning":\#(JSONText.quote(warning))"#) }
             if let lint = verdict.lint { fields.append(#""lint":\#(JSONText.quote(lint))"#) }
             if let fault = judgement.fault { fields.append(#""fault":\#(JSONText.quote(String(describing: fault)))"#) }
+            if self.printsRequests { fields.append(#""request":\#(Self.requestJSON(judgement.request))"#) }
             Output.result("{" + fields.joined(separator: ",") + "}")
         } else {
             let reason = verdict.reason.map { " \($0.rawValue)" } ?? ""
             let lint = (verdict.warning.map { " (warning: \($0))" } ?? "") + (verdict.lint.map { " (lint: \($0))" } ?? "")
-            Output.result("\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)\(lint)")
+            let why = judgement.why.map { ": \($0)" } ?? ""
+            let line = "\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)\(lint)\(why)"
+            if self.printsRequests {
+                // One write for the whole block: blocks of concurrent requests do not interleave.
+                Output.result(Self.requestBlock(judgement.request) + "→ " + line + "\n")
+            } else {
+                Output.result(line)
+            }
         }
+    }
+
+    /// `POST /3/device/… HTTP/2`, the headers, a blank line and the pretty-printed body.
+    private static func requestBlock(_ request: HTTP2ServerRequest) -> String {
+        var lines = ["\(request.method) \(request.path) HTTP/2"]
+        for header in request.headers {
+            lines.append("\(header.name): \(header.name == "authorization" ? "bearer <redacted>" : header.value)")
+        }
+        lines.append("")
+        if !request.body.isEmpty { lines.append(Self.pretty(request.body)) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func requestJSON(_ request: HTTP2ServerRequest) -> String {
+        let headers = request.headers.map { header in
+            let value = header.name == "authorization" ? "bearer <redacted>" : header.value
+            return "\(JSONText.quote(header.name)):\(JSONText.quote(value))"
+        }.joined(separator: ",")
+        let body = String(decoding: request.body, as: UTF8.self)
+        return "{\"method\":\(JSONText.quote(request.method)),\"path\":\(JSONText.quote(request.path)),\"headers\":{\(headers)},"
+            + "\"body\":\(JSONText.quote(body)),\"body_bytes\":\(request.body.count)}"
+    }
+
+    /// The body indented, keys sorted; as sent when it is not JSON.
+    private static func pretty(_ body: [UInt8]) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]),
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+        else { return String(decoding: body, as: UTF8.self) }
+        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -9,60 +9,44 @@ import Musl
 import Darwin
 #endif
 
-/// `apnsctl serve --record FILE`: every push the server accepts, one NDJSON line each
-/// (`{"token":…,"apns_id":…,"time":…,"push_type":…}`, `channel_id` instead of `token` for a
-/// broadcast), in the order the server accepted them: the ground truth a test compares a sender's
-/// verdicts with. Lines are written in 64 KiB pieces from the server's I/O threads and the rest when
-/// the server stops (SIGINT or SIGTERM); a server killed with SIGKILL may lose the last piece.
+/// `apnsctl serve --record FILE`: every request the server judges, one NDJSON line each in the
+/// shape of the inbox API's entries (``LocalAPNsInboxEntry/json``: token or channel_id, apns_id,
+/// received_at, topic, push_type, priority, expiration, collapse_id, status, reason, why, payload,
+/// headers with authorization redacted), accepted and rejected (only accepted with
+/// `--record-accepted-only`): the ground truth a test compares a sender's verdicts with.
+///
+/// Each line is written when its request is judged, with one `write(2)` (so `tail -f` shows it at
+/// once and a server killed with SIGKILL loses nothing already judged); lines of concurrent
+/// connections are written whole, in the order they were judged on their threads.
 final class PushRecorder: Sendable {
     private let descriptor: Int32
     private let path: String
-    private let buffer = LockedBox<[UInt8]>([])
+    private let acceptedOnly: Bool
+    private let lock = LockedBox<Void>(())
 
     /// Creates (or empties) `path`.
     /// - Throws: ``CLIFailure`` 73 naming `--record` when it cannot be written.
-    init(path: String) throws {
+    init(path: String, acceptedOnly: Bool = false) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw CLIFailure(message: "--record: cannot write '\(path)': \(String(cString: strerror(errno)))", exitCode: CLIExit.cannotCreate)
         }
         self.descriptor = descriptor
         self.path = path
+        self.acceptedOnly = acceptedOnly
     }
 
-    /// Called by the server for every judged request; records the accepted pushes and broadcasts.
+    /// Called by the server for every judged request.
     func record(_ judgement: LocalAPNsJudgement) {
-        let verdict = judgement.verdict
-        guard verdict.status == 200 else { return }
-        var line: [UInt8] = []
-        line.reserveCapacity(160)
-        switch verdict.target {
-        case .device(let token):
-            line.append(contentsOf: "{\"token\":".utf8)
-            JSONString.append(token, to: &line)
-        case .broadcast(_, let channel):
-            line.append(contentsOf: "{\"channel_id\":".utf8)
-            JSONString.append(channel, to: &line)
-        case .channels, .unknown:
-            return
-        }
-        line.append(contentsOf: ",\"apns_id\":".utf8)
-        JSONString.append(verdict.apnsID, to: &line)
-        line.append(contentsOf: ",\"time\":".utf8)
-        JSONString.append(ISODate.string(judgement.date), to: &line)
-        line.append(contentsOf: ",\"push_type\":".utf8)
-        JSONString.append(verdict.pushType?.rawValue ?? "alert", to: &line)
-        line.append(contentsOf: "}\n".utf8)
-        self.buffer.withLock { buffer in
-            buffer.append(contentsOf: line)
-            if buffer.count >= 1 << 16 { self.write(&buffer) }
-        }
+        if self.acceptedOnly, !(judgement.verdict.isAccepted && judgement.verdict.target.isPush) { return }
+        var line = judgement.entry.json
+        line.append(UInt8(ascii: "\n"))
+        self.lock.withLock { _ in self.write(&line) }
     }
 
     /// Writes what is left and closes the file; call once the server has stopped.
     func close() {
-        self.buffer.withLock { self.write(&$0) }
-        Glibc.close(self.descriptor)
+        self.lock.withLock { _ in _ = Glibc.close(self.descriptor) }
     }
 
     private func write(_ buffer: inout [UInt8]) {

@@ -39,22 +39,32 @@ final class ServeMetrics: Sendable {
         ).record(judgement.duration)
     }
 
-    /// Serves `GET /metrics` on `host:port` (0 picks a free port) until the endpoint is shut down.
-    func serve(host: String, port: Int, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
-        let connections = self.registry.makeGauge(descriptor: MetricNameDescriptor(
+    /// The metrics as Prometheus text, the accepted connections read now.
+    func text(server: LocalAPNsServer) -> [UInt8] {
+        self.connections.set(to: Double(server.acceptedConnections))
+        var text: [UInt8] = []
+        self.registry.emit(into: &text)
+        return text
+    }
+
+    private var connections: Gauge {
+        self.registry.makeGauge(descriptor: MetricNameDescriptor(
             metricName: "apns_local_connections", unitName: "accepted", helpText: "Connections the local APNs server accepted so far."
         ))
-        return try PlainHTTPEndpoint(host: host, port: port) { [registry] method, path in
+    }
+
+    /// Serves `GET /metrics` on `host:port` (0 picks a free port) until the endpoint is shut down.
+    func serve(host: String, port: Int, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
+        return try PlainHTTPEndpoint(host: host, port: port) { [self] method, path in
             guard path == "/metrics" || path.hasPrefix("/metrics?") else {
                 return PlainHTTPEndpoint.Response(status: 404, body: Array("only GET /metrics is served here\n".utf8))
             }
             guard method == "GET" else {
                 return PlainHTTPEndpoint.Response(status: 405, body: Array("only GET /metrics is served here\n".utf8))
             }
-            connections.set(to: Double(server.acceptedConnections))
-            var text: [UInt8] = []
-            registry.emit(into: &text)
-            return PlainHTTPEndpoint.Response(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: text)
+            return PlainHTTPEndpoint.Response(
+                status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: self.text(server: server)
+            )
         }
     }
 }

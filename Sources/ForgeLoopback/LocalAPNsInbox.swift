@@ -1,0 +1,304 @@
+internal import ForgeAPNsCore
+public import ForgeHTTP2
+internal import ForgeSupport
+public import struct Foundation.Date
+
+/// One request the local server judged, as ``LocalAPNsInbox`` keeps it: the request as it came
+/// (method, path, headers, body), the verdict, and the judge's sentence on a rejection.
+public struct LocalAPNsInboxEntry: Sendable {
+    /// Its place among everything the inbox recorded, from 1; never reused, not even after a clear.
+    public var sequence: Int
+    /// When it was judged.
+    public var date: Date
+    /// The request's method.
+    public var method: String
+    /// The request's path.
+    public var path: String
+    /// The request's headers, in order (``headersRedacted`` hides the provider token).
+    public var headers: [HTTP2HeaderField]
+    /// The body as sent.
+    public var body: [UInt8]
+    /// The answer.
+    public var verdict: APNsVerdict
+    /// Why it was rejected, in one sentence (``APNsJudge/explain(_:for:now:)``); `nil` when accepted.
+    public var why: String?
+    /// The injected fault, if one answered instead of the judge.
+    public var fault: LocalAPNsFault?
+    /// The connection it came on.
+    public var connectionID: UInt64
+    /// Notes on what a device would make of an accepted push (empty when there are none).
+    public var lints: [String]
+
+    /// The `apns-id` (device pushes) or `apns-request-id` (broadcasts, channels) answered.
+    public var apnsID: String { self.verdict.apnsID }
+    /// The HTTP status answered.
+    public var status: Int { self.verdict.status }
+    /// Whether it was accepted (2xx).
+    public var isAccepted: Bool { self.verdict.isAccepted }
+    /// The device token of a device push (lower-case hex).
+    public var token: String? {
+        if let token = self.verdict.target.token { return token }
+        guard self.path.hasPrefix(APNsJudge.devicePrefix) else { return nil }
+        let text = String(self.path.dropFirst(APNsJudge.devicePrefix.count))
+        return text.isEmpty ? nil : text
+    }
+    /// The broadcast channel of a broadcast.
+    public var channelID: String? {
+        if case .broadcast(_, let channel) = self.verdict.target { return channel }
+        return self.path.hasPrefix(APNsJudge.broadcastPrefix) ? self[header: "apns-channel-id"] : nil
+    }
+    /// `apns-topic`, or the bundle id of a broadcast or channel request.
+    public var topic: String? {
+        switch self.verdict.target {
+        case .broadcast(let bundle, _), .channels(let bundle): return bundle
+        case .device, .unknown: return self[header: "apns-topic"]
+        }
+    }
+    /// The push type: the judge's reading, else the header as sent.
+    public var pushType: String? { self.verdict.pushType?.rawValue ?? self[header: "apns-push-type"] }
+    /// `apns-priority`, when it is a number.
+    public var priority: Int? { self[header: "apns-priority"].flatMap { Int($0) } }
+    /// `apns-expiration`, when it is a number.
+    public var expiration: Int64? { self[header: "apns-expiration"].flatMap { Int64($0) } }
+    /// `apns-collapse-id`.
+    public var collapseID: String? { self[header: "apns-collapse-id"] }
+
+    /// The first value of a request header.
+    public subscript(header name: String) -> String? { self.headers.first { $0.name == name }?.value }
+
+    /// The headers with `authorization` shown as `bearer <redacted>`: no provider token leaves the server.
+    public var headersRedacted: [HTTP2HeaderField] {
+        self.headers.map { $0.name == "authorization" ? HTTP2HeaderField("authorization", Self.redacted($0.value)) : $0 }
+    }
+
+    static func redacted(_ authorization: String) -> String {
+        authorization.hasPrefix("bearer ") ? "bearer <redacted>" : "<redacted>"
+    }
+}
+
+/// What ``LocalAPNsInbox/pushes(matching:)`` and ``LocalAPNsInbox/waitForPush(matching:timeout:)``
+/// select: every field that is set must match.
+public struct LocalAPNsInboxQuery: Sendable, Hashable {
+    /// A status, or every acceptance or every rejection.
+    public enum Status: Sendable, Hashable {
+        case code(Int)
+        case accepted
+        case rejected
+    }
+
+    /// The device token (any case).
+    public var token: String?
+    /// The topic (as sent; the bundle id for broadcasts and channels).
+    public var topic: String?
+    /// The push type (`alert`, `liveactivity`, …).
+    public var pushType: String?
+    /// The status.
+    public var status: Status?
+    /// Text the payload contains (case-insensitive).
+    public var text: String?
+    /// Judged at or after this date.
+    public var since: Date?
+    /// The most entries a list returns (newest first).
+    public var limit: Int
+
+    /// The largest ``limit``.
+    public static let maximumLimit = 10_000
+
+    /// Creates a query; without arguments it matches everything, 100 at a time.
+    public init(
+        token: String? = nil, topic: String? = nil, pushType: String? = nil, status: Status? = nil, text: String? = nil,
+        since: Date? = nil, limit: Int = 100
+    ) {
+        self.token = token?.lowercased()
+        self.topic = topic
+        self.pushType = pushType
+        self.status = status
+        self.text = text
+        self.since = since
+        self.limit = limit
+    }
+
+    /// Whether any filter is set (``limit`` aside).
+    public var hasFilter: Bool {
+        self.token != nil || self.topic != nil || self.pushType != nil || self.status != nil || self.text != nil || self.since != nil
+    }
+
+    /// Whether `entry` passes every filter.
+    public func matches(_ entry: LocalAPNsInboxEntry) -> Bool {
+        if let token = self.token, entry.token?.lowercased() != token { return false }
+        if let topic = self.topic, entry.topic != topic { return false }
+        if let pushType = self.pushType, entry.pushType?.lowercased() != pushType.lowercased() { return false }
+        if let status = self.status {
+            switch status {
+            case .code(let code): if entry.status != code { return false }
+            case .accepted: if !entry.isAccepted { return false }
+            case .rejected: if entry.isAccepted { return false }
+            }
+        }
+        if let since = self.since, entry.date < since { return false }
+        if let text = self.text, !text.isEmpty {
+            guard String(decoding: entry.body, as: UTF8.self).lowercased().contains(text.lowercased()) else { return false }
+        }
+        return true
+    }
+}
+
+/// Every request the local server judged, accepted or rejected, newest first, up to a capacity
+/// (the oldest dropped and counted): what `apnsctl serve`'s inbox page and JSON API show, and
+/// what a Swift test can query, await and clear without HTTP.
+///
+/// Thread-safe. Recording costs one append under a lock and a yield per subscriber; the JSON and
+/// the filters are computed when someone asks.
+public final class LocalAPNsInbox: Sendable {
+    /// What subscribers of ``events(buffer:)`` see.
+    public enum Event: Sendable {
+        /// A request was judged.
+        case push(LocalAPNsInboxEntry)
+        /// ``clear()`` emptied the inbox.
+        case cleared
+    }
+
+    /// A page of ``pushes(matching:)``.
+    public struct Page: Sendable {
+        /// How many entries match, before the limit.
+        public var total: Int
+        /// How many entries the inbox dropped for room since it was last cleared.
+        public var dropped: Int
+        /// The matching entries, newest first, at most the query's limit.
+        public var entries: [LocalAPNsInboxEntry]
+    }
+
+    private struct State {
+        /// A ring: oldest at `start` once full.
+        var storage: [LocalAPNsInboxEntry] = []
+        var start = 0
+        var dropped = 0
+        var sequence = 0
+
+        /// The i-th newest entry.
+        func newest(_ index: Int) -> LocalAPNsInboxEntry {
+            self.storage[(self.start + self.storage.count - 1 - index) % self.storage.count]
+        }
+    }
+
+    /// The most entries kept.
+    public let capacity: Int
+    private let state = LockedBox(State())
+    private let subscribers = Fanout<Event>()
+
+    /// Creates an inbox that keeps the newest `capacity` entries.
+    public init(capacity: Int = 10_000) {
+        precondition(capacity >= 1, "an inbox keeps at least one entry")
+        self.capacity = capacity
+    }
+
+    /// Records one judged request; returns it with its sequence number.
+    @discardableResult
+    public func record(_ entry: LocalAPNsInboxEntry) -> LocalAPNsInboxEntry {
+        var entry = entry
+        self.state.withLock { state in
+            state.sequence += 1
+            entry.sequence = state.sequence
+            if state.storage.count < self.capacity {
+                state.storage.append(entry)
+            } else {
+                state.storage[state.start] = entry
+                state.start = (state.start + 1) % self.capacity
+                state.dropped += 1
+            }
+            // Under the lock, so every subscriber sees entries in sequence order.
+            if !self.subscribers.isEmpty { self.subscribers.yield(.push(entry)) }
+        }
+        return entry
+    }
+
+    /// The entries that match `query`, newest first, at most `query.limit`.
+    public func pushes(matching query: LocalAPNsInboxQuery = LocalAPNsInboxQuery()) -> Page {
+        // Copied out under the lock (references only), filtered outside it: a query never holds up judging.
+        let (entries, dropped) = self.state.withLock { state in
+            ((0..<state.storage.count).map { state.newest($0) }, state.dropped)
+        }
+        var total = 0
+        var page: [LocalAPNsInboxEntry] = []
+        for entry in entries where query.matches(entry) {
+            total += 1
+            if page.count < query.limit { page.append(entry) }
+        }
+        return Page(total: total, dropped: dropped, entries: page)
+    }
+
+    /// The newest entry answered with `apnsID` (any case).
+    public func entry(apnsID: String) -> LocalAPNsInboxEntry? {
+        let wanted = apnsID.lowercased()
+        return self.state.withLock { state in
+            for index in 0..<state.storage.count where state.newest(index).apnsID.lowercased() == wanted {
+                return state.newest(index)
+            }
+            return nil
+        }
+    }
+
+    /// How many entries are kept now.
+    public var count: Int { self.state.withLock { $0.storage.count } }
+
+    /// How many entries were dropped for room since the last clear.
+    public var dropped: Int { self.state.withLock { $0.dropped } }
+
+    /// Forgets every entry (and the dropped count); subscribers see ``Event/cleared``.
+    public func clear() {
+        self.state.withLock { state in
+            state.storage.removeAll()
+            state.start = 0
+            state.dropped = 0
+            self.subscribers.yield(.cleared)
+        }
+    }
+
+    /// The first entry kept since the last clear that matches `query`, oldest first; if none, the
+    /// next one recorded within `timeout`; `nil` when none comes in time or the task is cancelled.
+    public func waitForPush(matching query: LocalAPNsInboxQuery, timeout: Duration) async -> LocalAPNsInboxEntry? {
+        // The scan and the subscription under one lock: an entry recorded in between is not missed.
+        let (found, stream) = self.state.withLock { state -> (LocalAPNsInboxEntry?, AsyncStream<Event>?) in
+            for index in (0..<state.storage.count).reversed() where query.matches(state.newest(index)) {
+                return (state.newest(index), nil)
+            }
+            let stream = self.subscribers.subscribe(buffer: 1) { event in
+                if case .push(let entry) = event { return query.matches(entry) }
+                return false
+            }
+            return (nil, stream)
+        }
+        if let found { return found }
+        guard let stream else { return nil }
+        return await withTaskGroup(of: LocalAPNsInboxEntry?.self) { group in
+            group.addTask {
+                for await event in stream {
+                    if case .push(let entry) = event { return entry }
+                }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Every event from now on, as it happens. A subscriber that falls `buffer` events behind is
+    /// dropped (its stream ends), so a reader that stops reading cannot grow the server's memory.
+    /// The stream also ends when the server shuts down (``close()``).
+    public func events(buffer: Int = 4_096) -> AsyncStream<Event> {
+        self.subscribers.subscribe(buffer: buffer)
+    }
+
+    /// Whether ``close()`` was called (the server shut down).
+    public var isClosed: Bool { self.subscribers.isFinished }
+
+    /// Ends every subscription; later ones end at once.
+    public func close() {
+        self.subscribers.finish()
+    }
+}

@@ -1,0 +1,299 @@
+public import ForgeSimulatedDevice
+internal import ForgeNotificationTypes
+internal import ForgeAPNsCore
+internal import ForgeSupport
+public import struct Foundation.Date
+
+/// A simulated phone for every device token that an accepted push reaches, for a server that has no
+/// devices of its own (`apnsctl serve`): what each push would do on an iPhone, with the rules the
+/// ``SimulatedDevice`` follows (notification list, collapse-id replacement, badges, Live Activities
+/// started, updated and ended with older timestamps ignored, broadcasts to subscribed activities).
+///
+/// Each phone has one app per bundle id (the topic without its push-type suffix) that installs no
+/// handlers: background pushes complete at once, alerts are shown as sent. Live Activities:
+/// - a `start` to a token makes it the app's push-to-start token; the activity gets an update
+///   token of its own (``DeviceView/Activity/pushToken``), to which its updates go, as on iOS;
+/// - an `update` or `end` to a token that is neither is taken for an activity the app started
+///   itself (`Activity.request`) and reported to its server with that token.
+///
+/// At most `maximumPhones` phones are kept (the least recently changed go first), each with a
+/// bounded timeline and notification list: a long-running server does not grow with its traffic.
+public final class LocalAPNsPhones: Sendable {
+    /// One phone in ``phones``.
+    public struct Summary: Sendable, Hashable {
+        public var token: String
+        public var apps: [String]
+        public var notifications: Int
+        public var liveActivities: Int
+        public var updatedAt: Date
+    }
+
+    private struct Phone {
+        var device: SimulatedDevice
+        var token: String
+        var updatedAt: Date
+    }
+
+    private struct State {
+        var phones: [String: Phone] = [:]
+        /// Live Activity update tokens to the phone (its own token) that issued them.
+        var issued: [String: String] = [:]
+        var generation = 0
+    }
+
+    private let environment: LocalAPNsConfiguration.Environment
+    private let maximumPhones: Int
+    private let state = LockedBox(State())
+    private let changes = Fanout<String>()
+
+    /// Creates an empty set of phones.
+    /// - Parameters:
+    ///   - environment: the environment the server plays (the phones' tokens belong to it).
+    ///   - maximumPhones: the most phones kept.
+    public init(environment: LocalAPNsConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000) {
+        self.environment = environment
+        self.maximumPhones = max(1, maximumPhones)
+    }
+
+    /// Delivers every accepted push the inbox records to its phone, in order, until the inbox is
+    /// closed; a clear of the inbox clears the phones. If the phones fall far behind a flood of
+    /// pushes, the pushes they missed are skipped (the inbox keeps them all the same).
+    public func run(_ inbox: LocalAPNsInbox) async {
+        while !inbox.isClosed, !Task.isCancelled {
+            for await event in inbox.events(buffer: 65_536) {
+                switch event {
+                case .push(let entry): await self.deliver(entry)
+                case .cleared: self.clear()
+                }
+            }
+        }
+    }
+
+    /// Delivers one judged request when it is an accepted push (device or broadcast).
+    public func deliver(_ entry: LocalAPNsInboxEntry) async {
+        guard entry.isAccepted, entry.verdict.target.isPush else { return }
+        let payload = try? JSONValue(parsing: entry.body)
+        let aps = payload?["aps"]
+        let date = entry.date
+        if case .broadcast(_, let channel) = entry.verdict.target {
+            let push = DevicePush.broadcast(channelID: channel, payload: entry.body, apnsID: entry.apnsID, date: date)
+            let phones = self.state.withLock { Array($0.phones.values) }
+            for phone in phones where phone.device.liveActivities.contains(where: { $0.channelID == channel }) {
+                await phone.device.deliver(push)
+                self.touched(phone.token, at: date)
+            }
+            return
+        }
+        guard let token = entry.verdict.target.token else { return }
+        let pushType = entry.pushType ?? "alert"
+        let bundleID = APNsJudge.bundleID(of: entry.topic ?? "", pushType: entry.verdict.pushType ?? .alert)
+        let (phone, isIssued) = self.phone(for: token, at: date)
+        let device = phone.device
+        let app = device.app(bundleID) ?? self.install(bundleID, token: phone.token, on: device)
+        if pushType == "liveactivity", !isIssued {
+            let event = aps?["event"]?.stringValue
+            let typeName = aps?["attributes-type"]?.stringValue ?? "LiveActivity"
+            if event == "start" {
+                app.pushToStartToken = token
+                app.registerActivityType(LiveActivityType(attributesType: typeName) { _ in })
+            } else if app.pushToStartToken != token, !device.liveActivities.contains(where: { $0.updateToken == token }) {
+                // An activity the app started itself and reported with this token.
+                app.registerActivityType(LiveActivityType(attributesType: typeName) { _ in })
+                _ = try? device.requestActivity(
+                    bundleID: bundleID, attributesType: typeName, attributes: aps?["attributes"] ?? .object([:]),
+                    contentState: aps?["content-state"] ?? .object([:]), updateToken: token,
+                    startedAt: aps?["timestamp"]?.doubleValue.map { Date(timeIntervalSince1970: $0) }
+                )
+            }
+        }
+        var headers: [String: String] = [:]
+        for header in entry.headers where header.name != "authorization" { headers[header.name] = header.value }
+        let push = DevicePush(
+            token: token, pushType: pushType, headers: headers, payload: entry.body, apnsID: entry.apnsID,
+            collapseID: entry.collapseID, environment: self.environment == .sandbox ? .sandbox : .production, date: date
+        )
+        await device.deliver(push)
+        self.touched(phone.token, at: date)
+    }
+
+    /// What the phone that `token` reaches shows now (the phone's own token, or an update token
+    /// one of its Live Activities issued); `nil` when no push reached it.
+    public func view(token: String) -> DeviceView? {
+        let token = token.lowercased()
+        let phone = self.state.withLock { state in state.phones[token] ?? state.issued[token].flatMap { state.phones[$0] } }
+        return phone.map { $0.device.view(token: $0.token) }
+    }
+
+    /// The phones, most recently changed first.
+    public var phones: [Summary] {
+        let phones = self.state.withLock { Array($0.phones.values) }
+        return phones.sorted { $0.updatedAt > $1.updatedAt }.map { phone in
+            let view = phone.device.view(token: phone.token, events: 0)
+            return Summary(
+                token: phone.token, apps: view.apps, notifications: view.notifications.count,
+                liveActivities: view.liveActivities.count, updatedAt: phone.updatedAt
+            )
+        }
+    }
+
+    /// Forgets every phone.
+    public func clear() {
+        self.state.withLock { state in
+            state.phones.removeAll()
+            state.issued.removeAll()
+            state.generation += 1
+        }
+    }
+
+    /// The tokens of the phones whose view changed, as they change (see ``LocalAPNsInbox/events(buffer:)``
+    /// for the buffering rule); ends with ``finish()``.
+    public func updates(buffer: Int = 4_096) -> AsyncStream<String> {
+        self.changes.subscribe(buffer: buffer)
+    }
+
+    /// Ends every stream of ``updates(buffer:)``.
+    public func finish() {
+        self.changes.finish()
+    }
+
+    // MARK: Phones
+
+    /// The phone a push to `token` reaches, made when there is none; whether `token` is an update
+    /// token a phone's Live Activity issued.
+    private func phone(for token: String, at date: Date) -> (Phone, Bool) {
+        let (found, evicted) = self.state.withLock { state -> ((Phone, Bool), Bool) in
+            if let owner = state.issued[token], let phone = state.phones[owner] { return ((phone, true), false) }
+            if let phone = state.phones[token] { return ((phone, false), false) }
+            let device = SimulatedDevice(
+                backgroundBudget: nil, activityTokenSeed: Self.seed(token), timelineRetention: 500, notificationRetention: 100
+            )
+            let phone = Phone(device: device, token: token, updatedAt: date)
+            state.phones[token] = phone
+            return ((phone, false), state.phones.count > self.maximumPhones + max(1, self.maximumPhones / 8))
+        }
+        if evicted { self.evict() }
+        if !found.1 {
+            // Update tokens the phone issues reach it from now on.
+            _ = found.0.device.observeIssuedTokens { [weak self] issued, _ in
+                self?.state.withLock { $0.issued[issued] = token }
+            }
+        }
+        return found
+    }
+
+    private func install(_ bundleID: String, token: String, on device: SimulatedDevice) -> SimulatedApp {
+        let app = SimulatedApp(bundleID: bundleID, deviceTokens: [.sandbox: token, .production: token])
+        device.install(app)
+        return app
+    }
+
+    private func touched(_ token: String, at date: Date) {
+        self.state.withLock { state in state.phones[token]?.updatedAt = date }
+        self.changes.yield(token)
+    }
+
+    /// Drops the least recently changed phones down to the limit.
+    private func evict() {
+        self.state.withLock { state in
+            let excess = state.phones.count - self.maximumPhones
+            guard excess > 0 else { return }
+            let oldest = state.phones.values.sorted { $0.updatedAt < $1.updatedAt }.prefix(excess).map(\.token)
+            for token in oldest { state.phones[token] = nil }
+            let gone = Set(oldest)
+            state.issued = state.issued.filter { !gone.contains($0.value) }
+        }
+    }
+
+    /// A seed per token: phones side by side issue different Live Activity update tokens.
+    private static func seed(_ token: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        for byte in token.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}
+
+extension DeviceView {
+    /// The view as the inbox's JSON API gives it: `token`, `apps`, `badge` (the highest app badge,
+    /// `null` when none), `badges`, `notifications`, `live_activities`, `channels`,
+    /// `background_pushes`, `silent_pushes`, `events`; dates in ISO 8601 with milliseconds.
+    public var json: [UInt8] {
+        var writer = JSONObjectWriter()
+        writer.field("token", self.token)
+        writer.strings("apps", self.apps)
+        writer.field("badge", self.badges.values.max())
+        var badges = JSONObjectWriter()
+        for (bundle, badge) in self.badges.sorted(by: { $0.key < $1.key }) { badges.field(bundle, badge) }
+        writer.raw("badges", badges.finish())
+        writer.raw("notifications", JSONArrayWriter.array(self.notifications.map { notification in
+            var item = JSONObjectWriter()
+            item.field("apns_id", notification.apnsID)
+            item.field("bundle_id", notification.bundleID)
+            item.field("title", notification.title)
+            item.field("subtitle", notification.subtitle)
+            item.field("body", notification.body)
+            item.field("thread_id", notification.threadID)
+            item.field("collapse_id", notification.collapseID)
+            item.field("badge", notification.badge)
+            item.field("delivered_at", date: notification.deliveredAt)
+            return item.finish()
+        }))
+        writer.raw("live_activities", JSONArrayWriter.array(self.liveActivities.map { activity in
+            var item = JSONObjectWriter()
+            item.field("id", activity.id)
+            item.field("bundle_id", activity.bundleID)
+            item.field("attributes_type", activity.attributesType)
+            item.raw("attributes", Array(activity.attributes.jsonData))
+            item.raw("content_state", Array(activity.contentState.jsonData))
+            item.field("stale_date", date: activity.staleDate)
+            item.field("dismissal_date", date: activity.dismissalDate)
+            item.field("state", activity.state)
+            item.field("updated_at", date: activity.updatedAt)
+            item.field("push_token", activity.pushToken)
+            item.field("channel_id", activity.channelID)
+            if activity.alertTitle != nil || activity.alertBody != nil {
+                var alert = JSONObjectWriter()
+                alert.field("title", activity.alertTitle)
+                alert.field("body", activity.alertBody)
+                item.raw("alert", alert.finish())
+            } else {
+                item.field("alert", nil as String?)
+            }
+            item.field("updates", activity.updates)
+            return item.finish()
+        }))
+        writer.strings("channels", self.channels)
+        writer.field("background_pushes", self.backgroundPushes)
+        writer.raw("silent_pushes", JSONArrayWriter.array(self.silentPushes.map { push in
+            var item = JSONObjectWriter()
+            item.field("apns_id", push.apnsID)
+            item.field("bundle_id", push.bundleID)
+            item.field("received_at", date: push.receivedAt)
+            if let payload = push.payload { item.raw("payload", Array(payload.jsonData)) } else { item.field("payload", nil as String?) }
+            item.field("not_delivered", push.notDelivered)
+            return item.finish()
+        }))
+        writer.raw("events", JSONArrayWriter.array(self.events.map { event in
+            var item = JSONObjectWriter()
+            item.field("at", date: event.date)
+            item.field("text", event.text)
+            return item.finish()
+        }))
+        return writer.finish()
+    }
+}
+
+extension LocalAPNsPhones.Summary {
+    /// `{"token", "apps", "notifications", "live_activities", "updated_at"}`.
+    public var json: [UInt8] {
+        var writer = JSONObjectWriter()
+        writer.field("token", self.token)
+        writer.strings("apps", self.apps)
+        writer.field("notifications", self.notifications)
+        writer.field("live_activities", self.liveActivities)
+        writer.field("updated_at", date: self.updatedAt)
+        return writer.finish()
+    }
+}

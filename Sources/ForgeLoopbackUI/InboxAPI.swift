@@ -1,0 +1,245 @@
+internal import ForgeAPNsCore
+public import ForgeLoopback
+internal import ForgeSupport
+internal import Foundation
+
+/// The inbox's JSON API as a pure function of a request's method, path and query: no HTTP in here,
+/// so every route and every refusal is tested without a socket. ``LocalAPNsInboxServer`` puts it on
+/// a port, with the event stream and the page.
+///
+/// Routes (the contract other languages' tests rely on):
+/// - `GET /api/v1/pushes` (`token`, `topic`, `push_type`, `status`, `q`, `since`, `limit`),
+///   `GET /api/v1/pushes/{apns_id}`, `DELETE /api/v1/pushes`;
+/// - `GET /api/v1/wait` (`token`, `topic`, `push_type`, `status`, `since`; `timeout` up to 60 s);
+/// - `GET /api/v1/devices`, `GET /api/v1/devices/{token}`.
+///
+/// A bad request is a 400 whose `{"error": …}` names the parameter and the rule.
+public struct LocalAPNsInboxAPI: Sendable {
+    /// One answer.
+    public struct Response: Sendable, Equatable {
+        public var status: Int
+        public var contentType: String
+        public var body: [UInt8]
+
+        static func json(_ status: Int, _ body: [UInt8]) -> Response {
+            Response(status: status, contentType: "application/json; charset=utf-8", body: body)
+        }
+
+        static func error(_ status: Int, _ message: String) -> Response {
+            var writer = JSONObjectWriter()
+            writer.field("error", message)
+            return .json(status, writer.finish())
+        }
+    }
+
+    /// The inbox it reads.
+    public let inbox: LocalAPNsInbox
+    /// The phones it shows; cleared with the inbox.
+    public let phones: LocalAPNsPhones?
+    /// The longest `timeout` of a wait.
+    public static let maximumWait: Duration = .seconds(60)
+
+    /// Creates the API over an inbox and its phones.
+    public init(inbox: LocalAPNsInbox, phones: LocalAPNsPhones?) {
+        self.inbox = inbox
+        self.phones = phones
+    }
+
+    /// Answers one request; `query` is the raw query string (without `?`), percent-encoded.
+    public func respond(method: String, path: String, query: String?) async -> Response {
+        let parameters: [(name: String, value: String)]
+        switch Self.parse(query: query) {
+        case .success(let parsed): parameters = parsed
+        case .failure(let error): return .error(400, error.message)
+        }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard segments.count >= 3, segments[0] == "api", segments[1] == "v1" else {
+            return .error(404, "no such resource: \(path) (the API is under /api/v1/: pushes, wait, devices, events)")
+        }
+        do {
+            switch (segments[2], segments.count) {
+            case ("pushes", 3):
+                switch method {
+                case "GET": return try self.list(parameters)
+                case "DELETE":
+                    try Self.allow([], in: parameters, for: "DELETE /api/v1/pushes")
+                    self.inbox.clear()
+                    self.phones?.clear()
+                    return Response(status: 204, contentType: "application/json; charset=utf-8", body: [])
+                default: return Self.methodNotAllowed(method, path, allowed: "GET, DELETE")
+                }
+            case ("pushes", 4):
+                guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
+                try Self.allow([], in: parameters, for: "GET /api/v1/pushes/{apns_id}")
+                let id = segments[3]
+                guard (try? APNSID(id)) != nil else {
+                    throw APIError("apns_id: must be a UUID, 8-4-4-4-12 hex digits (got '\(Self.clip(id))')")
+                }
+                guard let entry = self.inbox.entry(apnsID: id) else { return .error(404, "apns_id: no push \(id) in the inbox") }
+                return .json(200, entry.json)
+            case ("wait", 3):
+                guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
+                return try await self.wait(parameters)
+            case ("devices", 3):
+                guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
+                try Self.allow([], in: parameters, for: "GET /api/v1/devices")
+                let phones = self.phones?.phones ?? []
+                var writer = JSONObjectWriter()
+                writer.raw("devices", JSONArrayWriter.array(phones.map(\.json)))
+                return .json(200, writer.finish())
+            case ("devices", 4):
+                guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
+                try Self.allow([], in: parameters, for: "GET /api/v1/devices/{token}")
+                let token = try Self.token(segments[3], name: "token")
+                guard let view = self.phones?.view(token: token) else {
+                    return .error(404, "token: no accepted push reached \(token)")
+                }
+                return .json(200, view.json)
+            default:
+                return .error(404, "no such resource: \(path) (the API is under /api/v1/: pushes, wait, devices, events)")
+            }
+        } catch let error as APIError {
+            return .error(400, error.message)
+        } catch {
+            return .error(500, "\(error)")
+        }
+    }
+
+    // MARK: Routes
+
+    private func list(_ parameters: [(name: String, value: String)]) throws -> Response {
+        try Self.allow(["token", "topic", "push_type", "status", "q", "since", "limit"], in: parameters, for: "GET /api/v1/pushes")
+        var query = try Self.query(parameters)
+        if let text = Self.value("limit", parameters) {
+            guard let limit = Int(text), (1...LocalAPNsInboxQuery.maximumLimit).contains(limit) else {
+                throw APIError("limit: must be 1…\(LocalAPNsInboxQuery.maximumLimit) (got \(Self.clip(text)))")
+            }
+            query.limit = limit
+        }
+        let page = self.inbox.pushes(matching: query)
+        var writer = JSONObjectWriter()
+        writer.field("total", page.total)
+        writer.field("dropped", page.dropped)
+        writer.raw("pushes", JSONArrayWriter.array(page.entries.map(\.json)))
+        return .json(200, writer.finish())
+    }
+
+    private func wait(_ parameters: [(name: String, value: String)]) async throws -> Response {
+        try Self.allow(["token", "topic", "push_type", "status", "since", "timeout"], in: parameters, for: "GET /api/v1/wait")
+        let query = try Self.query(parameters)
+        guard query.token != nil || query.topic != nil || query.pushType != nil || query.status != nil else {
+            throw APIError("wait: give at least one of token, topic, push_type, status (a wait for anything is a list: GET /api/v1/pushes)")
+        }
+        var timeout: Duration = .seconds(10)
+        if let text = Self.value("timeout", parameters) {
+            let parsed = Double(text).map { Duration.milliseconds(Int64($0 * 1000)) } ?? (try? CommandLineDuration.parse(text))
+            guard let parsed, parsed > .zero, parsed <= Self.maximumWait else {
+                throw APIError("timeout: must be a duration above 0 and at most 60s, such as 5s or 500ms (got \(Self.clip(text)))")
+            }
+            timeout = parsed
+        }
+        guard let entry = await self.inbox.waitForPush(matching: query, timeout: timeout) else {
+            return .error(408, "no matching push within \(CommandLineDuration.text(timeout))")
+        }
+        return .json(200, entry.json)
+    }
+
+    // MARK: Parameters
+
+    struct APIError: Error {
+        var message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    private static func methodNotAllowed(_ method: String, _ path: String, allowed: String) -> Response {
+        .error(405, "method \(method) is not allowed on \(path); allowed: \(allowed)")
+    }
+
+    private static func allow(_ names: Set<String>, in parameters: [(name: String, value: String)], for route: String) throws {
+        for parameter in parameters where !names.contains(parameter.name) {
+            let known = names.isEmpty ? "none" : names.sorted().joined(separator: ", ")
+            throw APIError("\(Self.clip(parameter.name)): unknown parameter for \(route) (known: \(known))")
+        }
+        var seen: Set<String> = []
+        for parameter in parameters where !seen.insert(parameter.name).inserted {
+            throw APIError("\(parameter.name): given more than once")
+        }
+    }
+
+    private static func value(_ name: String, _ parameters: [(name: String, value: String)]) -> String? {
+        parameters.first { $0.name == name }?.value
+    }
+
+    /// The filters every route shares.
+    private static func query(_ parameters: [(name: String, value: String)]) throws -> LocalAPNsInboxQuery {
+        var query = LocalAPNsInboxQuery()
+        if let token = Self.value("token", parameters) { query.token = try Self.token(token, name: "token") }
+        if let topic = Self.value("topic", parameters) {
+            guard !topic.isEmpty else { throw APIError("topic: must not be empty") }
+            query.topic = topic
+        }
+        if let type = Self.value("push_type", parameters) {
+            let names = APNSPushType.allCases.map(\.rawValue)
+            guard names.contains(type.lowercased()) else {
+                throw APIError("push_type: must be one of \(names.joined(separator: ", ")) (got \(Self.clip(type)))")
+            }
+            query.pushType = type.lowercased()
+        }
+        if let status = Self.value("status", parameters) {
+            switch status {
+            case "accepted": query.status = .accepted
+            case "rejected": query.status = .rejected
+            default:
+                guard let code = Int(status), (100...599).contains(code) else {
+                    throw APIError("status: must be a status 100…599, accepted or rejected (got \(Self.clip(status)))")
+                }
+                query.status = .code(code)
+            }
+        }
+        if let text = Self.value("q", parameters), !text.isEmpty { query.text = text }
+        if let since = Self.value("since", parameters) {
+            guard let date = Self.date(since) else {
+                throw APIError("since: must be an ISO 8601 time such as 2026-11-27T20:41:02.123Z (got \(Self.clip(since)))")
+            }
+            query.since = date
+        }
+        return query
+    }
+
+    private static func token(_ text: String, name: String) throws -> String {
+        guard !text.isEmpty, text.utf8.count <= 200,
+            text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) })
+        else {
+            throw APIError("\(name): must be hex digits, at most 200 (got '\(Self.clip(text))')")
+        }
+        return text.lowercased()
+    }
+
+    static func date(_ text: String) -> Date? {
+        let styles = [
+            Date.ISO8601FormatStyle(includingFractionalSeconds: true),
+            Date.ISO8601FormatStyle(includingFractionalSeconds: false),
+        ]
+        for style in styles { if let date = try? style.parse(text) { return date } }
+        return nil
+    }
+
+    private static func clip(_ text: String) -> String {
+        text.count <= 64 ? text : String(text.prefix(61)) + "…"
+    }
+
+    /// `a=1&b=x%20y` as pairs, percent-decoded (`+` is a space, as forms send it).
+    static func parse(query: String?) -> Result<[(name: String, value: String)], APIError> {
+        guard let query, !query.isEmpty else { return .success([]) }
+        var pairs: [(name: String, value: String)] = []
+        for part in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let decoded = pieces.map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+            guard let name = decoded[0], let value = decoded.count > 1 ? decoded[1] : "" else {
+                return .failure(APIError("query: '\(Self.clip(String(part)))' is not percent-encoded correctly"))
+            }
+            pairs.append((name, value))
+        }
+        return .success(pairs)
+    }
+}

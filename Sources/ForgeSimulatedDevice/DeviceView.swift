@@ -1,0 +1,149 @@
+public import ForgeNotificationTypes
+public import struct Foundation.Date
+internal import ForgeSupport
+
+/// What a phone shows now, as a person would read it off the screen: the notification list, the
+/// app badges, the Live Activities, the channels they listen to, and the quiet background pushes.
+/// ``SimulatedDevice/view(token:)`` makes one; `apnsctl serve`'s inbox serves it as JSON.
+public struct DeviceView: Sendable, Hashable {
+    /// A notification in the notification list.
+    public struct Notification: Sendable, Hashable {
+        public var apnsID: String
+        public var bundleID: String
+        public var title: String
+        public var subtitle: String
+        public var body: String
+        public var threadID: String
+        public var collapseID: String?
+        public var badge: Int?
+        public var deliveredAt: Date
+    }
+
+    /// A Live Activity on the Lock Screen.
+    public struct Activity: Sendable, Hashable {
+        public var id: String
+        public var bundleID: String
+        public var attributesType: String
+        public var attributes: JSONValue
+        public var contentState: JSONValue
+        public var staleDate: Date?
+        public var dismissalDate: Date?
+        /// `active`, `stale`, `ended` or `dismissed`.
+        public var state: String
+        /// When the last applied push (or the start) was sent: its `timestamp`.
+        public var updatedAt: Date
+        /// The token its updates go to.
+        public var pushToken: String
+        /// The broadcast channel it listens to.
+        public var channelID: String?
+        /// The alert that came with the last applied push.
+        public var alertTitle: String?
+        public var alertBody: String?
+        /// How many pushes were applied (the start included).
+        public var updates: Int
+    }
+
+    /// A background push that reached (or, for a force-quit app, did not reach) an app.
+    public struct SilentPush: Sendable, Hashable {
+        public var apnsID: String
+        public var bundleID: String
+        public var receivedAt: Date
+        public var payload: JSONValue?
+        /// Why it was not delivered, if it was not.
+        public var notDelivered: String?
+    }
+
+    /// The token the view was asked for.
+    public var token: String
+    /// The installed apps' bundle ids.
+    public var apps: [String]
+    /// Each app's icon badge, by bundle id.
+    public var badges: [String: Int]
+    /// The notification list, newest first.
+    public var notifications: [Notification]
+    /// The Live Activities, newest first.
+    public var liveActivities: [Activity]
+    /// The channels the Live Activities listen to.
+    public var channels: [String]
+    /// How many background pushes reached an app.
+    public var backgroundPushes: Int
+    /// The background pushes still in the timeline, newest first.
+    public var silentPushes: [SilentPush]
+    /// The timeline's last events, newest first, as one line each.
+    public var events: [(date: Date, text: String)]
+
+    public static func == (lhs: DeviceView, rhs: DeviceView) -> Bool {
+        lhs.token == rhs.token && lhs.apps == rhs.apps && lhs.badges == rhs.badges && lhs.notifications == rhs.notifications
+            && lhs.liveActivities == rhs.liveActivities && lhs.channels == rhs.channels && lhs.backgroundPushes == rhs.backgroundPushes
+            && lhs.silentPushes == rhs.silentPushes && lhs.events.map(\.text) == rhs.events.map(\.text)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.token)
+        hasher.combine(self.notifications)
+        hasher.combine(self.liveActivities)
+    }
+}
+
+extension SimulatedDevice {
+    /// What the device shows now (stale and dismissal dates checked against its clock first).
+    /// - Parameters:
+    ///   - token: the token to name in the view (any token of the device).
+    ///   - events: how many of the timeline's last events to include.
+    public func view(token: String, events: Int = 200) -> DeviceView {
+        let activities = self.liveActivities
+        let timeline = self.timeline
+        let (apps, shown, badges, background) = self.state.withLock { state in
+            (state.apps.map(\.bundleID), state.shown, state.badges, state.backgroundPushes)
+        }
+        var notifications: [DeviceView.Notification] = []
+        for bundleID in apps {
+            for entry in shown[bundleID, default: []] where entry.inList {
+                let content = entry.notification.request.content
+                let identifier = entry.notification.request.identifier
+                notifications.append(
+                    DeviceView.Notification(
+                        apnsID: identifier, bundleID: bundleID, title: content.title, subtitle: content.subtitle,
+                        body: content.body, threadID: content.threadIdentifier, collapseID: nil, badge: content.badge,
+                        deliveredAt: entry.notification.date
+                    )
+                )
+            }
+        }
+        notifications.sort { $0.deliveredAt > $1.deliveredAt }
+        let views = activities.reversed().map { activity in
+            let current = activity.current
+            return DeviceView.Activity(
+                id: activity.id, bundleID: activity.bundleID, attributesType: activity.attributesType,
+                attributes: activity.attributes, contentState: current?.contentState ?? .null, staleDate: current?.staleDate,
+                dismissalDate: activity.dismissalDate, state: activity.phase.description,
+                updatedAt: current?.timestamp ?? Date(timeIntervalSince1970: 0), pushToken: activity.updateToken,
+                channelID: activity.channelID, alertTitle: Self.alertText(current?.alert, "title"),
+                alertBody: Self.alertText(current?.alert, "body"), updates: activity.history.count
+            )
+        }
+        var silent: [DeviceView.SilentPush] = []
+        for entry in timeline.reversed() {
+            switch entry.event {
+            case .backgroundDeliveryStarted(let bundleID, let apnsID, let payload):
+                silent.append(DeviceView.SilentPush(apnsID: apnsID, bundleID: bundleID, receivedAt: entry.date, payload: payload))
+            case .backgroundNotDelivered(let bundleID, let apnsID, let reason):
+                silent.append(DeviceView.SilentPush(apnsID: apnsID, bundleID: bundleID, receivedAt: entry.date, notDelivered: reason))
+            default:
+                continue
+            }
+            if silent.count >= 50 { break }
+        }
+        return DeviceView(
+            token: token.lowercased(), apps: apps, badges: badges, notifications: notifications, liveActivities: views,
+            channels: Array(Set(activities.compactMap(\.channelID))).sorted(), backgroundPushes: background, silentPushes: silent,
+            events: timeline.suffix(events).reversed().map { ($0.date, $0.event.description) }
+        )
+    }
+
+    private static func alertText(_ alert: JSONValue?, _ key: String) -> String? {
+        guard let alert else { return nil }
+        if key == "body", let text = alert.stringValue { return text }
+        return alert[key]?.stringValue
+    }
+}
