@@ -301,7 +301,7 @@ let package = Package(
         .testTarget(
             name: "ForgeLoopbackTests",
             dependencies: [
-                "ForgeLoopback", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
+                "ForgeLoopback", "ForgeLoopbackUI", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
                 "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
                 "ForgeTestSupport",
             ],

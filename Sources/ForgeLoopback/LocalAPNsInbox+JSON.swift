@@ -32,7 +32,9 @@ extension LocalAPNsInboxEntry {
         if self.body.isEmpty {
             writer.field("payload", nil as String?)
         } else if problem == nil {
-            writer.raw("payload", self.body)
+            // A valid JSON text has line breaks only between tokens (inside strings they are escaped):
+            // dropped, the object stays on one line, as NDJSON and Server-Sent Events need.
+            writer.raw("payload", self.body.contains(where: { $0 == 0x0A || $0 == 0x0D }) ? self.body.filter { $0 != 0x0A && $0 != 0x0D } : self.body)
         } else {
             writer.field("payload", String(decoding: self.body, as: UTF8.self))
         }

@@ -188,36 +188,48 @@ struct ServeTests {
         #expect(help.exitCode == 0 && help.stdout.contains("--register-key") && help.stdout.contains("--reject-unknown-tokens"))
     }
 
-    @Test("serve --record: every accepted push, and only those, with the apns-id and the token its verdict names")
-    func record() throws {
+    @Test("serve --record: every judged request in the inbox API's shape, written as it is judged; --record-accepted-only keeps only acceptances", arguments: [false, true])
+    func record(acceptedOnly: Bool) throws {
         let folder = try TemporaryFolder("serve-record")
         defer { folder.remove() }
-        let recordFile = folder.url.appendingPathComponent("accepted.ndjson").path
+        let recordFile = folder.url.appendingPathComponent("judged.ndjson").path
         var tokens = (1...60).map { String(format: "%064x", $0) }
         tokens[29] = gone
         let tokensFile = try folder.file("tokens.txt", contents: tokens.joined(separator: "\n") + "\n")
-        let server = try ServerProcess(["--quiet", "--topic", bundle, "--unregistered", gone, "--record", recordFile])
+        let server = try ServerProcess(["--quiet", "--topic", bundle, "--unregistered", gone, "--record", recordFile]
+            + (acceptedOnly ? ["--record-accepted-only"] : []))
         let sent = try CommandRunner.run([
             "send", "--url", "https://localhost:\(server.port)", "--ca-file", self.ca, "--key-file", self.keyFile,
             "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1", "--topic", bundle, "--tokens-file", tokensFile, "--title", "Hi",
         ])
-        let stopped = server.stop()
-        #expect(sent.exitCode == 1 && stopped.exitCode == 0, "\(sent.stderr)\(stopped.stderr)")
         func objects(_ text: String) throws -> [[String: Any]] {
             try text.split(separator: "\n").map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
         }
+        // Live: every verdict the sender printed is in the file before the server stops.
+        let live = try objects(String(contentsOfFile: recordFile, encoding: .utf8))
+        let stopped = server.stop()
+        #expect(sent.exitCode == 1 && stopped.exitCode == 0, "\(sent.stderr)\(stopped.stderr)")
         let verdicts = try objects(sent.stdout).dropLast()
         let recorded = try objects(String(contentsOfFile: recordFile, encoding: .utf8))
+        #expect(live.count == recorded.count)
         let accepted = verdicts.filter { $0["outcome"] as? String == "accepted" }
-        #expect(accepted.count == 59 && recorded.count == 59)
+        #expect(accepted.count == 59 && recorded.count == (acceptedOnly ? 59 : 60))
         let byID = Dictionary(uniqueKeysWithValues: recorded.map { ($0["apns_id"] as? String ?? "", $0) })
-        for verdict in accepted {
+        for verdict in verdicts {
             let entry = byID[verdict["apns_id"] as? String ?? ""]
+            if acceptedOnly, verdict["outcome"] as? String != "accepted" {
+                #expect(entry == nil)
+                continue
+            }
             #expect(entry?["token"] as? String == verdict["token"] as? String, "\(verdict)")
-            #expect(entry?["push_type"] as? String == "alert")
-            #expect((entry?["time"] as? String)?.hasSuffix("Z") == true)
+            #expect(entry?["status"] as? Int == verdict["status"] as? Int)
+            #expect(entry?["push_type"] as? String == "alert" && entry?["topic"] as? String == bundle)
+            #expect((entry?["received_at"] as? String)?.hasSuffix("Z") == true)
+            #expect(((entry?["payload"] as? [String: Any])?["aps"] as? [String: Any]) != nil)
+            #expect((entry?["headers"] as? [String: String])?["authorization"] == "bearer <redacted>")
         }
-        #expect(!recorded.contains { $0["token"] as? String == gone })
+        let unregistered = recorded.first { $0["token"] as? String == gone }
+        #expect(acceptedOnly ? unregistered == nil : (unregistered?["reason"] as? String == "Unregistered" && unregistered?["why"] != nil))
         let unwritable = try CommandRunner.run(["serve", "--port", "0", "--record", folder.url.appendingPathComponent("no/such/dir/x").path])
         #expect(unwritable.exitCode == 73 && unwritable.stderr.contains("--record: cannot write"), "\(unwritable.stderr)")
     }

@@ -1,0 +1,292 @@
+import ForgeAPNsCore
+import ForgeCrypto
+import ForgeHTTP2
+@testable import ForgeLoopback
+import ForgeLoopbackUI
+import Foundation
+import Testing
+
+private let tokenA = String(repeating: "ab", count: 32)
+private let tokenB = String(repeating: "cd", count: 32)
+
+/// A judged request as the server records it, judged by a real ``APNsJudge``.
+private func judged(
+    _ judge: inout APNsJudge, token: String = tokenA, topic: String = "com.example.shop", pushType: String = "alert",
+    headers extra: [(String, String)] = [], body: String = #"{"aps":{"alert":{"title":"Hi"}}}"#, date: Date = Date()
+) -> LocalAPNsInboxEntry {
+    let headers = [("apns-topic", topic), ("apns-push-type", pushType)] + extra
+    let request = APNsJudge.Request(
+        method: "POST", path: "/3/device/\(token)", headers: headers.map { (name: $0.0, value: $0.1) }, body: Array(body.utf8)
+    )
+    let verdict = judge.judge(request, now: date)
+    return LocalAPNsInboxEntry(
+        sequence: 0, date: date, method: "POST", path: request.path, headers: headers.map { HTTP2HeaderField($0.0, $0.1) },
+        body: request.body, verdict: verdict, why: judge.explain(verdict, for: request, now: date), fault: nil, connectionID: 1,
+        lints: []
+    )
+}
+
+private func object(_ bytes: [UInt8]) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+}
+
+@Suite("Inbox: every judged request kept, queried, awaited, cleared and streamed")
+struct InboxTests {
+    @Test("Newest first, up to the capacity; the oldest dropped and counted; a clear forgets everything")
+    func capacity() {
+        var judge = APNsJudge()
+        let inbox = LocalAPNsInbox(capacity: 3)
+        for index in 1...5 { inbox.record(judged(&judge, body: #"{"aps":{"alert":"n\#(index)"}}"#)) }
+        let page = inbox.pushes()
+        #expect(page.total == 3 && page.dropped == 2)
+        #expect(page.entries.map(\.sequence) == [5, 4, 3])
+        inbox.clear()
+        #expect(inbox.pushes().total == 0 && inbox.dropped == 0)
+        // Sequence numbers go on after a clear: an id seen before is never reused.
+        #expect(inbox.record(judged(&judge)).sequence == 6)
+    }
+
+    @Test("Filters: token, topic, push type, status (code, accepted, rejected), text, since; the limit counts after the filter")
+    func filters() throws {
+        var judge = APNsJudge(configuration: LocalAPNsConfiguration(servedBundleIDs: ["com.example.shop"]))
+        let inbox = LocalAPNsInbox()
+        let start = Date()
+        inbox.record(judged(&judge, token: tokenA, body: #"{"aps":{"alert":"Parcel shipped"}}"#, date: start))
+        inbox.record(judged(&judge, token: tokenB, topic: "com.other.app", date: start.addingTimeInterval(1)))
+        inbox.record(judged(&judge, token: tokenB, pushType: "background", body: #"{"aps":{"content-available":1}}"#,
+                            date: start.addingTimeInterval(2)))
+        #expect(inbox.pushes(matching: .init(token: tokenB.uppercased())).total == 2)
+        #expect(inbox.pushes(matching: .init(topic: "com.other.app")).entries.map(\.status) == [400])
+        #expect(inbox.pushes(matching: .init(pushType: "background")).total == 1)
+        #expect(inbox.pushes(matching: .init(status: .rejected)).total == 1)
+        #expect(inbox.pushes(matching: .init(status: .accepted)).total == 2)
+        #expect(inbox.pushes(matching: .init(status: .code(400))).total == 1)
+        #expect(inbox.pushes(matching: .init(text: "PARCEL")).entries.map(\.token) == [tokenA])
+        #expect(inbox.pushes(matching: .init(since: start.addingTimeInterval(1))).total == 2)
+        let limited = inbox.pushes(matching: .init(limit: 1))
+        #expect(limited.total == 3 && limited.entries.count == 1 && limited.entries[0].sequence == 3)
+        let apnsID = try #require(limited.entries.first?.apnsID)
+        #expect(inbox.entry(apnsID: apnsID.lowercased())?.sequence == 3)
+    }
+
+    @Test("A wait returns a matching entry already kept (the oldest) at once, else the next one, else nil at its timeout")
+    func waits() async throws {
+        var judge = APNsJudge()
+        let inbox = LocalAPNsInbox()
+        inbox.record(judged(&judge, token: tokenA))
+        inbox.record(judged(&judge, token: tokenA))
+        #expect(await inbox.waitForPush(matching: .init(token: tokenA), timeout: .seconds(5))?.sequence == 1)
+        #expect(await inbox.waitForPush(matching: .init(token: tokenB), timeout: .milliseconds(50)) == nil)
+        let entry = judged(&judge, token: tokenB)
+        async let waited = inbox.waitForPush(matching: .init(token: tokenB), timeout: .seconds(30))
+        // The waiter subscribes before it scans; a record after the subscription reaches it. Repeat the
+        // record until the waiter has it, rather than sleeping for the subscription.
+        var recorded = 0
+        while inbox.pushes(matching: .init(token: tokenB)).total == 0 || recorded == 0 {
+            inbox.record(entry)
+            recorded += 1
+        }
+        #expect(await waited?.token == tokenB)
+        inbox.clear()
+        #expect(await inbox.waitForPush(matching: .init(token: tokenA), timeout: .milliseconds(20)) == nil)
+    }
+
+    @Test("A subscriber that stops reading is dropped after its buffer; a close ends every stream")
+    func slowSubscriber() async {
+        var judge = APNsJudge()
+        let inbox = LocalAPNsInbox()
+        let stalled = inbox.events(buffer: 4)
+        let reader = inbox.events(buffer: 100)
+        for _ in 0..<10 { inbox.record(judged(&judge)) }
+        inbox.clear()
+        inbox.close()
+        var stalledCount = 0
+        for await _ in stalled { stalledCount += 1 }
+        #expect(stalledCount == 4)
+        var events: [String] = []
+        for await event in reader {
+            switch event {
+            case .push(let entry): events.append("push \(entry.sequence)")
+            case .cleared: events.append("clear")
+            }
+        }
+        #expect(events == (1...10).map { "push \($0)" } + ["clear"])
+        #expect(inbox.isClosed)
+    }
+
+    @Test("An entry's JSON: the API's fields, the payload as sent, authorization redacted; a body that is not JSON as text with a warning")
+    func entryJSON() throws {
+        var judge = APNsJudge()
+        var entry = judged(&judge, headers: [("authorization", "bearer eyJhbGciOiJFUzI1NiJ9.secret.signature"), ("apns-priority", "5"),
+                                             ("apns-collapse-id", "order-17"), ("apns-expiration", "0")])
+        let json = try object(entry.json)
+        #expect(json["token"] as? String == tokenA && json["topic"] as? String == "com.example.shop")
+        #expect(json["push_type"] as? String == "alert" && json["priority"] as? Int == 5 && json["expiration"] as? Int == 0)
+        #expect(json["collapse_id"] as? String == "order-17" && json["status"] as? Int == 200)
+        #expect((json["payload"] as? [String: Any])?["aps"] != nil)
+        #expect((json["headers"] as? [String: String])?["authorization"] == "bearer <redacted>")
+        #expect(!String(decoding: entry.json, as: UTF8.self).contains("secret"))
+        #expect(ISO8601DateFormatter.withMilliseconds.date(from: json["received_at"] as? String ?? "") != nil)
+        entry.body = Array("not json".utf8)
+        let text = try object(entry.json)
+        #expect(text["payload"] as? String == "not json")
+        #expect((text["warning"] as? String)?.hasPrefix("body is not valid JSON") == true)
+    }
+}
+
+@Suite("The judge says why: one sentence per rejection, naming what it saw and what it expected")
+struct JudgeWhyTests {
+    @Test("Payload size, topic not served, token shape and registration, priority, collapse id")
+    func sentences() {
+        var judge = APNsJudge(configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false, servedBundleIDs: ["com.example.shop"]))
+        let big = #"{"aps":{"alert":""# + String(repeating: "x", count: 4_107) + #""}}"#
+        #expect(judged(&judge, body: big).why == "payload is 4,127 bytes; the limit for alert is 4,096")
+        #expect(judged(&judge, topic: "com.other.app").why == "topic com.other.app is not served: --topic serves com.example.shop")
+        #expect(judged(&judge, token: "XYZ").why?.contains("is not 64…200 hex digits") == true)
+        #expect(judged(&judge).why == "token abababab…abab is not registered, and this server rejects unknown tokens")
+        judge.configuration.acceptsUnknownTokens = true
+        #expect(judged(&judge, headers: [("apns-priority", "7")]).why == "apns-priority '7' is not 10, 5 or 1")
+        #expect(judged(&judge, headers: [("apns-collapse-id", String(repeating: "c", count: 70))]).why
+            == "apns-collapse-id is 70 bytes; the limit is 64")
+        #expect(judged(&judge).why == nil)
+    }
+
+    @Test("Provider tokens: an unknown kid names the registered keys; a wrong team names the key's team")
+    func providerTokens() throws {
+        let key = try APNSSigningKey.generate()
+        let other = try APNSSigningKey.generate()
+        let authenticator = TokenAuthenticator(
+            keys: [LocalAPNsKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"), verificationKey: key.publicKey)],
+            environment: .sandbox
+        )
+        var judge = APNsJudge(authenticator: authenticator)
+        func header(_ kid: String, _ team: String, _ signer: APNSSigningKey) throws -> String {
+            try APNSProviderToken.sign(keyID: try APNSKeyID(kid), teamID: try APNSTeamID(team), issuedAt: Date(), key: signer)
+                .authorizationHeaderValue
+        }
+        let unknown = judged(&judge, headers: [("authorization", try header("WRONGKEY99", "FORGETEAM1", other))])
+        #expect(unknown.verdict.reason == .invalidProviderToken)
+        #expect(unknown.why == "kid WRONGKEY99 is not registered; registered: FORGEKEY01 (team FORGETEAM1)")
+        let team = judged(&judge, headers: [("authorization", try header("FORGEKEY01", "OTHERTEAM9", key))])
+        #expect(team.why == "iss 'OTHERTEAM9' is not the team of kid FORGEKEY01 (FORGETEAM1)")
+        let missing = judged(&judge)
+        #expect(missing.why?.hasPrefix("no authorization header") == true)
+        // The sentence never quotes the token.
+        #expect(!(unknown.why ?? "").contains("eyJ"))
+    }
+}
+
+@Suite("The inbox API, without a socket: routes, filters and every refusal named")
+struct InboxAPITests {
+    let inbox = LocalAPNsInbox()
+    let phones = LocalAPNsPhones()
+    var api: LocalAPNsInboxAPI { LocalAPNsInboxAPI(inbox: self.inbox, phones: self.phones) }
+
+    @Test("Bad input is a 400 whose error names the parameter and the rule", arguments: [
+        ("/api/v1/pushes", "limit=0", "limit: must be 1…10000 (got 0)"),
+        ("/api/v1/pushes", "limit=10001", "limit: must be 1…10000 (got 10001)"),
+        ("/api/v1/pushes", "colour=red", "colour: unknown parameter for GET /api/v1/pushes"),
+        ("/api/v1/pushes", "since=yesterday", "since: must be an ISO 8601 time"),
+        ("/api/v1/pushes", "status=99", "status: must be a status 100…599, accepted or rejected (got 99)"),
+        ("/api/v1/pushes", "token=xyz", "token: must be hex digits"),
+        ("/api/v1/pushes", "push_type=fax", "push_type: must be one of alert"),
+        ("/api/v1/pushes/not-an-id", nil, "apns_id: must be a UUID"),
+        ("/api/v1/wait", "timeout=1s", "wait: give at least one of token, topic, push_type, status"),
+        ("/api/v1/wait", "token=ab&timeout=61s", "timeout: must be a duration above 0 and at most 60s"),
+        ("/api/v1/devices/zz", nil, "token: must be hex digits"),
+    ] as [(String, String?, String)])
+    func refusals(path: String, query: String?, message: String) async throws {
+        let response = await self.api.respond(method: "GET", path: path, query: query)
+        #expect(response.status == 400)
+        let error = try #require(try object(response.body)["error"] as? String)
+        #expect(error.hasPrefix(message), "\(error)")
+    }
+
+    @Test("List, get, wait (found and 408), delete, devices; unknown paths and methods answered in JSON")
+    func routes() async throws {
+        var judge = APNsJudge()
+        let entry = self.inbox.record(judged(&judge))
+        await self.phones.deliver(entry)
+        let list = try object(await self.api.respond(method: "GET", path: "/api/v1/pushes", query: "token=\(tokenA)").body)
+        #expect(list["total"] as? Int == 1 && list["dropped"] as? Int == 0 && (list["pushes"] as? [Any])?.count == 1)
+        let one = await self.api.respond(method: "GET", path: "/api/v1/pushes/\(entry.apnsID)", query: nil)
+        let oneJSON = try object(one.body)
+        #expect(one.status == 200 && oneJSON["apns_id"] as? String == entry.apnsID)
+        let absent = await self.api.respond(method: "GET", path: "/api/v1/pushes/\(UUID().uuidString)", query: nil)
+        #expect(absent.status == 404)
+        let waited = await self.api.respond(method: "GET", path: "/api/v1/wait", query: "token=\(tokenA)&timeout=5s")
+        #expect(waited.status == 200)
+        let timedOut = await self.api.respond(method: "GET", path: "/api/v1/wait", query: "token=\(tokenB)&timeout=30ms")
+        #expect(timedOut.status == 408)
+        let phone = try object(await self.api.respond(method: "GET", path: "/api/v1/devices/\(tokenA)", query: nil).body)
+        #expect((phone["notifications"] as? [[String: Any]])?.first?["title"] as? String == "Hi")
+        let devices = try object(await self.api.respond(method: "GET", path: "/api/v1/devices", query: nil).body)
+        #expect((devices["devices"] as? [[String: Any]])?.first?["token"] as? String == tokenA)
+        #expect(await self.api.respond(method: "DELETE", path: "/api/v1/pushes", query: nil).status == 204)
+        #expect(self.inbox.count == 0 && self.phones.view(token: tokenA) == nil)
+        #expect(await self.api.respond(method: "GET", path: "/api/v1/devices/\(tokenA)", query: nil).status == 404)
+        #expect(await self.api.respond(method: "PUT", path: "/api/v1/pushes", query: nil).status == 405)
+        #expect(await self.api.respond(method: "GET", path: "/api/v2/pushes", query: nil).status == 404)
+    }
+}
+
+@Suite("A phone per token: what each accepted push would show on an iPhone")
+struct PhonesTests {
+    @Test("Alerts in the list with collapse-id replacement and the badge; background pushes counted; rejected pushes never reach a phone")
+    func alerts() async throws {
+        var judge = APNsJudge(configuration: LocalAPNsConfiguration(servedBundleIDs: ["com.example.shop"]))
+        let phones = LocalAPNsPhones()
+        for entry in [
+            judged(&judge, headers: [("apns-collapse-id", "score")], body: #"{"aps":{"alert":{"title":"1-0"},"badge":1,"thread-id":"match"}}"#),
+            judged(&judge, headers: [("apns-collapse-id", "score")], body: #"{"aps":{"alert":{"title":"2-0"},"badge":2,"thread-id":"match"}}"#),
+            judged(&judge, pushType: "background", headers: [("apns-priority", "5")], body: #"{"aps":{"content-available":1}}"#),
+            judged(&judge, topic: "com.other.app", body: #"{"aps":{"alert":"never"}}"#),
+        ] {
+            await phones.deliver(entry)
+        }
+        let view = try #require(phones.view(token: tokenA))
+        #expect(view.notifications.map(\.title) == ["2-0"])
+        #expect(view.notifications.first?.threadID == "match")
+        #expect(view.badges == ["com.example.shop": 2])
+        #expect(view.backgroundPushes == 1 && view.silentPushes.count == 1)
+        #expect(view.apps == ["com.example.shop"])
+    }
+
+    @Test("Live Activity: a start to a push-to-start token, two updates and an end to the activity's own token leave one ended card")
+    func liveActivity() async throws {
+        var judge = APNsJudge()
+        let phones = LocalAPNsPhones()
+        let topic = "com.example.shop.push-type.liveactivity"
+        let now = Int(Date().timeIntervalSince1970)
+        func push(_ token: String, _ event: String, _ status: String, at offset: Int) -> LocalAPNsInboxEntry {
+            let body = #"{"aps":{"timestamp":\#(now + offset),"event":"\#(event)","content-state":{"status":"\#(status)"},"#
+                + #""attributes-type":"DeliveryAttributes","attributes":{"orderID":"A-17"}}}"#
+            return judged(&judge, token: token, topic: topic, pushType: "liveactivity", body: body)
+        }
+        await phones.deliver(push(tokenA, "start", "packing", at: 0))
+        let started = try #require(phones.view(token: tokenA)?.liveActivities.first)
+        #expect(started.state == "active" && started.attributesType == "DeliveryAttributes")
+        // An update to the push-to-start token is what iOS ignores; the activity's own token is the way.
+        await phones.deliver(push(tokenA, "update", "lost", at: 1))
+        await phones.deliver(push(started.pushToken, "update", "shipped", at: 2))
+        await phones.deliver(push(started.pushToken, "update", "stale", at: 1))
+        await phones.deliver(push(started.pushToken, "update", "arriving", at: 3))
+        await phones.deliver(push(started.pushToken, "end", "arriving", at: 4))
+        let view = try #require(phones.view(token: started.pushToken))
+        #expect(view.token == tokenA && view.liveActivities.count == 1)
+        #expect(view.liveActivities[0].contentState == .object(["status": .string("arriving")]))
+        #expect(view.liveActivities[0].state == "ended" && view.liveActivities[0].updates == 4)
+        #expect(view.events.contains { $0.text.contains("push-to-start token") })
+        // An update to a token no start issued: an activity the app started itself.
+        await phones.deliver(push(tokenB, "update", "on its way", at: 5))
+        #expect(phones.view(token: tokenB)?.liveActivities.first?.contentState == .object(["status": .string("on its way")]))
+    }
+}
+
+extension ISO8601DateFormatter {
+    fileprivate static var withMilliseconds: ISO8601DateFormatter {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }
+}
