@@ -1,0 +1,90 @@
+import ForgeTestSupport
+import Foundation
+import Testing
+
+private let bundle = "com.example.shop"
+
+/// `apnsctl serve --ui-port`: the inbox as people and other languages meet it. Its API is driven by
+/// Python's standard library (Tests/InboxClients/inbox_api.py) and by the README's curl example,
+/// programs that are not ForgePush's code; its page by a real browser (inbox_browser.py).
+@Suite("apnsctl serve --ui-port: the inbox's API from Python and curl, the page in Chromium", .serialized, .timeLimit(.minutes(3)))
+struct InboxCLITests {
+    let keyFile = KeysExample.path("AuthKey_FORGEKEY01.p8")
+    let ca = KeysExample.path("ca.pem")
+
+    /// A server with the inbox; its second stdout line is `ui http://127.0.0.1:PORT`.
+    func serve(_ extra: [String] = []) throws -> (server: ServerProcess, ui: String) {
+        let server = try ServerProcess(["--ui-port", "0", "--topic", bundle] + extra)
+        #expect(server.child.waitForStandardOutput(lines: 2, timeout: .seconds(30)), "no ui line: \(server.child.standardOutputSoFar)")
+        let lines = server.child.standardOutputSoFar.split(separator: "\n")
+        let ui = try #require(lines.dropFirst().first.flatMap { $0.hasPrefix("ui http://127.0.0.1:") ? String($0.dropFirst(3)) : nil },
+                              "second line: \(lines)")
+        return (server, ui)
+    }
+
+    /// `apnsctl send` to the server, as the clients' send command prefix.
+    func sendCommand(port: Int) -> [String] {
+        [CommandRunner.binary.path, "send", "--url", "https://127.0.0.1:\(port)", "--ca-file", self.ca, "--key-file", self.keyFile,
+         "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
+    }
+
+    @Test("Python's urllib: list, filters, get, wait (arrives; 408), the event stream, the phone, bad input named, clear")
+    func python() throws {
+        let (server, ui) = try self.serve()
+        let run = try ChildProcess.run(
+            try venvPython(),
+            [PackageRoot.path("Tests/InboxClients/inbox_api.py"), "--ui", ui, "--send", self.sendCommand(port: server.port).joined(separator: " ")],
+            mergesStandardError: true, timeout: .seconds(120)
+        )
+        let stopped = server.stop()
+        #expect(run.exitCode == 0 && run.stdout.contains(" passed, 0 failed"), "\(run.stdout)")
+        #expect(stopped.exitCode == 0, "\(stopped.stderr)")
+    }
+
+    @Test("The README's curl example runs as printed")
+    func readmeExample() throws {
+        let (server, ui) = try self.serve()
+        let run = try ChildProcess.run(
+            URL(fileURLWithPath: "/bin/sh"), [PackageRoot.path("Examples/inbox-wait.sh"), ui] + self.sendCommand(port: server.port),
+            mergesStandardError: true, timeout: .seconds(60)
+        )
+        server.stop()
+        #expect(run.exitCode == 0 && run.stdout.hasSuffix("ok: the push arrived and the phone shows it\n"), "\(run.stdout)")
+        let readme = try String(contentsOfFile: PackageRoot.path("README.md"), encoding: .utf8)
+        let script = try String(contentsOfFile: PackageRoot.path("Examples/inbox-wait.sh"), encoding: .utf8)
+        // The README shows the script's lines after its comment header, as they are.
+        for line in script.split(separator: "\n") where !line.hasPrefix("#") {
+            #expect(readme.contains(line), "README lacks: \(line)")
+        }
+    }
+
+    @Test("The default output says why; --print-requests prints the request and its verdict as one block")
+    func output() throws {
+        let server = try ServerProcess(["--topic", bundle, "--print-requests"])
+        let token = String(repeating: "5e", count: 32)
+        let sent = try ChildProcess.run(
+            URL(fileURLWithPath: self.sendCommand(port: server.port)[0]),
+            Array(self.sendCommand(port: server.port).dropFirst()) + ["--token", token, "--topic", "com.other.app", "--title", "Hi"],
+            timeout: .seconds(30)
+        )
+        let stopped = server.stop()
+        #expect(sent.exitCode == 1)
+        #expect(stopped.stdout.contains("POST /3/device/\(token) HTTP/2\n"), "\(stopped.stdout)")
+        #expect(stopped.stdout.contains("authorization: bearer <redacted>\n"))
+        #expect(stopped.stdout.contains("\"title\" : \"Hi\""), "the pretty body: \(stopped.stdout)")
+        #expect(stopped.stdout.contains("→ 400 TopicDisallowed alert \(token) apns-id="))
+        #expect(stopped.stdout.contains(": topic com.other.app is not served: --topic serves com.example.shop"))
+        #expect(!stopped.stdout.contains("eyJ"), "a provider token was printed")
+    }
+
+    @Test("--keep 0 is a usage error (64); a taken --ui-port is 73 naming the flag")
+    func badFlags() throws {
+        let keep = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--keep", "0"])
+        #expect(keep.exitCode == 64 && keep.stderr.contains("--keep must be at least 1 (got 0)"), "\(keep.stderr)")
+        let (server, ui) = try self.serve()
+        let port = try #require(ui.split(separator: ":").last.map(String.init))
+        let taken = try CommandRunner.run(["serve", "--port", "0", "--ui-port", port])
+        server.stop()
+        #expect(taken.exitCode == 73 && taken.stderr.contains("--ui-port: cannot serve the inbox on 127.0.0.1:\(port)"), "\(taken.stderr)")
+    }
+}

@@ -1,0 +1,152 @@
+"""Drives `apnsctl serve`'s inbox API from outside Swift, with Python's standard library only.
+
+usage: inbox_api.py --ui http://127.0.0.1:PORT --send "apnsctl send --url … --ca-file … --key-file … …"
+
+`--send` is a command prefix: each push appends `--token T --topic X …` to it. The server must
+serve only the topic com.example.shop (`apnsctl serve --topic com.example.shop`), so that a push to
+com.other.app is rejected. Prints one line per check and `N passed, M failed`; exits 1 on a failure.
+"""
+import argparse
+import json
+import shlex
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+TOKEN_A = "a1" * 32
+TOKEN_B = "b2" * 32
+TOKEN_C = "c3" * 32
+results = []
+
+
+def check(name, condition, detail=""):
+    results.append(bool(condition))
+    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"), flush=True)
+
+
+def call(ui, method, path):
+    """(status, parsed JSON or None) of one request; errors are answers too."""
+    request = urllib.request.Request(ui + path, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+            return response.status, (json.loads(body) if body else None)
+    except urllib.error.HTTPError as error:
+        body = error.read()
+        return error.code, (json.loads(body) if body else None)
+
+
+def send(prefix, *arguments):
+    command = shlex.split(prefix) + list(arguments)
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ui", required=True)
+    parser.add_argument("--send", required=True)
+    options = parser.parse_args()
+    ui = options.ui.rstrip("/")
+
+    status, _ = call(ui, "DELETE", "/api/v1/pushes")
+    check("DELETE /api/v1/pushes answers 204", status == 204, status)
+
+    # A wait started before the push returns it once it is judged.
+    waited = {}
+
+    def wait():
+        started = time.monotonic()
+        waited["answer"] = call(ui, "GET", f"/api/v1/wait?token={TOKEN_A}&timeout=20s")
+        waited["at"] = time.monotonic()
+        waited["took"] = waited["at"] - started
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    sent = send(options.send, "--token", TOKEN_A, "--topic", "com.example.shop", "--title", "Parcel shipped",
+                "--body", "Your order A-17 is on its way", "--collapse-id", "order-17")
+    returned = time.monotonic()
+    waiter.join(30)
+    check("apnsctl send to a served topic exits 0", sent.returncode == 0, sent.stderr)
+    status, entry = waited.get("answer", (None, None))
+    check("a wait started before the push returns it", status == 200 and entry and entry["token"] == TOKEN_A, (status, entry))
+    check("the wait returned within 1 s of the send's end", waited.get("at", 1e9) - returned < 1.0, waited)
+    check("the entry has the push's fields", entry and entry["topic"] == "com.example.shop" and entry["push_type"] == "alert"
+          and entry["collapse_id"] == "order-17" and entry["status"] == 200
+          and entry["payload"]["aps"]["alert"]["title"] == "Parcel shipped", entry)
+    check("authorization is redacted", entry and entry["headers"].get("authorization") == "bearer <redacted>", entry and entry["headers"])
+
+    rejected = send(options.send, "--token", TOKEN_B, "--topic", "com.other.app", "--title", "Not served")
+    check("a push to a topic not served exits 1", rejected.returncode == 1, rejected.stdout + rejected.stderr)
+
+    status, page = call(ui, "GET", "/api/v1/pushes")
+    check("the list has both, newest first", status == 200 and page["total"] == 2 and page["pushes"][0]["token"] == TOKEN_B, page)
+    newest = page["pushes"][0] if page and page["pushes"] else {}
+    check("the rejection says why", newest.get("reason") == "TopicDisallowed"
+          and newest.get("why") == "topic com.other.app is not served: --topic serves com.example.shop", newest)
+    for query, expected in [(f"token={TOKEN_A}", 1), ("status=rejected", 1), ("status=accepted", 1), ("status=400", 1),
+                            ("topic=com.example.shop", 1), ("push_type=alert", 2), ("q=order%20A-17", 1), ("q=nothing-like-it", 0),
+                            ("since=2000-01-01T00:00:00Z", 2), ("since=2999-01-01T00:00:00.000Z", 0)]:
+        status, filtered = call(ui, "GET", f"/api/v1/pushes?{query}")
+        check(f"filter {query} matches {expected}", status == 200 and filtered["total"] == expected, filtered)
+    status, limited = call(ui, "GET", "/api/v1/pushes?limit=1")
+    check("limit=1: one entry, the total before the limit", status == 200 and len(limited["pushes"]) == 1 and limited["total"] == 2, limited)
+
+    status, one = call(ui, "GET", f"/api/v1/pushes/{entry['apns_id'] if entry else 'x'}")
+    check("GET /api/v1/pushes/{apns_id}", status == 200 and one["token"] == TOKEN_A, (status, one))
+    status, missing = call(ui, "GET", "/api/v1/pushes/00000000-0000-4000-8000-000000000000")
+    check("an unknown apns_id is 404 with an error", status == 404 and "error" in missing, (status, missing))
+
+    started = time.monotonic()
+    status, timeout = call(ui, "GET", f"/api/v1/wait?token={TOKEN_C}&timeout=300ms")
+    check("a wait that nothing satisfies is 408 after its timeout", status == 408 and "error" in timeout
+          and 0.25 <= time.monotonic() - started < 5, (status, timeout))
+
+    status, phone = call(ui, "GET", f"/api/v1/devices/{TOKEN_A}")
+    notifications = (phone or {}).get("notifications", [])
+    check("the phone shows the notification", status == 200 and len(notifications) == 1
+          and notifications[0]["title"] == "Parcel shipped" and notifications[0]["body"] == "Your order A-17 is on its way", phone)
+    status, _ = call(ui, "GET", f"/api/v1/devices/{TOKEN_B}")
+    check("a rejected push reaches no phone: 404", status == 404, status)
+
+    for path, needle in [("/api/v1/pushes?limit=0", "limit: must be 1…10000 (got 0)"),
+                         ("/api/v1/pushes?colour=red", "colour: unknown parameter"),
+                         ("/api/v1/pushes?since=yesterday", "since: must be an ISO 8601 time"),
+                         ("/api/v1/pushes/not-a-uuid", "apns_id: must be a UUID"),
+                         ("/api/v1/wait?timeout=1s", "wait: give at least one of"),
+                         ("/api/v1/devices/not-hex", "token: must be hex digits"),
+                         ("/api/v1/pushes?token=xyz", "token: must be hex digits")]:
+        status, error = call(ui, "GET", path)
+        check(f"{path} is 400 naming the rule", status == 400 and needle in (error or {}).get("error", ""), (status, error))
+
+    # The event stream: a push sent while it is open arrives as `event: push`.
+    events = urllib.request.urlopen(ui + "/api/v1/events", timeout=30)
+    check("GET /api/v1/events is text/event-stream", events.headers.get("Content-Type", "").startswith("text/event-stream"),
+          events.headers.get("Content-Type"))
+    send(options.send, "--token", TOKEN_C, "--topic", "com.example.shop", "--title", "Streamed")
+    deadline = time.monotonic() + 10
+    streamed = None
+    event = None
+    while time.monotonic() < deadline and streamed is None:
+        line = events.readline().decode().rstrip("\n")
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: ") and event == "push":
+            streamed = json.loads(line[6:])
+    events.close()
+    check("the pushed entry arrives on the stream", streamed is not None and streamed["token"] == TOKEN_C, streamed)
+
+    status, _ = call(ui, "DELETE", "/api/v1/pushes")
+    status_list, cleared = call(ui, "GET", "/api/v1/pushes")
+    status_phone, _ = call(ui, "GET", f"/api/v1/devices/{TOKEN_A}")
+    check("a clear empties the inbox and the phones", status == 204 and cleared["total"] == 0 and status_phone == 404,
+          (status, cleared, status_phone))
+
+    passed = sum(results)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
