@@ -253,6 +253,8 @@ let package = Package(
                 "ForgeCrypto",
                 "ForgeHTTP2",
                 "ForgeLoopback",
+                // `server --inbox`: the inbox API's list, timed during the run.
+                "ForgeLoopbackUI",
                 "ForgeAPNs",
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

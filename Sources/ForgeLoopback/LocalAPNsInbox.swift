@@ -29,6 +29,24 @@ public struct LocalAPNsInboxEntry: Sendable {
     /// Notes on what a device would make of an accepted push (empty when there are none).
     public var lints: [String]
 
+    /// Creates an entry; ``LocalAPNsInbox/record(_:)`` sets its ``sequence``.
+    public init(
+        sequence: Int = 0, date: Date, method: String, path: String, headers: [HTTP2HeaderField], body: [UInt8],
+        verdict: APNsVerdict, why: String?, fault: LocalAPNsFault?, connectionID: UInt64, lints: [String]
+    ) {
+        self.sequence = sequence
+        self.date = date
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.verdict = verdict
+        self.why = why
+        self.fault = fault
+        self.connectionID = connectionID
+        self.lints = lints
+    }
+
     /// The `apns-id` (device pushes) or `apns-request-id` (broadcasts, channels) answered.
     public var apnsID: String { self.verdict.apnsID }
     /// The HTTP status answered.

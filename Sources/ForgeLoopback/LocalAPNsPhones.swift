@@ -39,6 +39,7 @@ public final class LocalAPNsPhones: Sendable {
         /// Live Activity update tokens to the phone (its own token) that issued them.
         var issued: [String: String] = [:]
         var generation = 0
+        var skipped = 0
     }
 
     private let environment: LocalAPNsConfiguration.Environment
@@ -56,24 +57,33 @@ public final class LocalAPNsPhones: Sendable {
     }
 
     /// Delivers every accepted push the inbox records to its phone, in order, until the inbox is
-    /// closed; a clear of the inbox clears the phones. If the phones fall far behind a flood of
-    /// pushes, the pushes they missed are skipped (the inbox keeps them all the same).
-    public func run(_ inbox: LocalAPNsInbox) async {
+    /// closed; a clear of the inbox clears the phones. When the phones fall `backlog` requests
+    /// behind a flood, the requests they missed are skipped and counted (``skippedRequests``): the
+    /// inbox keeps them all the same, and memory stays bounded.
+    public func run(_ inbox: LocalAPNsInbox, backlog: Int = 8_192) async {
+        var last = 0
         while !inbox.isClosed, !Task.isCancelled {
-            for await event in inbox.events(buffer: 65_536) {
+            for await event in inbox.events(buffer: backlog) {
                 switch event {
-                case .push(let entry): await self.deliver(entry)
-                case .cleared: self.clear()
+                case .push(let entry):
+                    if last > 0, entry.sequence > last + 1 {
+                        self.state.withLock { $0.skipped += entry.sequence - last - 1 }
+                    }
+                    last = entry.sequence
+                    await self.deliver(entry)
+                case .cleared:
+                    self.clear()
                 }
             }
         }
     }
 
+    /// How many judged requests the phones skipped because they fell behind (see ``run(_:backlog:)``).
+    public var skippedRequests: Int { self.state.withLock { $0.skipped } }
+
     /// Delivers one judged request when it is an accepted push (device or broadcast).
     public func deliver(_ entry: LocalAPNsInboxEntry) async {
         guard entry.isAccepted, entry.verdict.target.isPush else { return }
-        let payload = try? JSONValue(parsing: entry.body)
-        let aps = payload?["aps"]
         let date = entry.date
         if case .broadcast(_, let channel) = entry.verdict.target {
             let push = DevicePush.broadcast(channelID: channel, payload: entry.body, apnsID: entry.apnsID, date: date)
@@ -91,6 +101,8 @@ public final class LocalAPNsPhones: Sendable {
         let device = phone.device
         let app = device.app(bundleID) ?? self.install(bundleID, token: phone.token, on: device)
         if pushType == "liveactivity", !isIssued {
+            // Read here only for Live Activities (the device reads every payload itself).
+            let aps = (try? JSONValue(parsing: entry.body))?["aps"]
             let event = aps?["event"]?.stringValue
             let typeName = aps?["attributes-type"]?.stringValue ?? "LiveActivity"
             if event == "start" {

@@ -86,6 +86,7 @@ public struct LocalAPNsInboxAPI: Sendable {
                 let phones = self.phones?.phones ?? []
                 var writer = JSONObjectWriter()
                 writer.raw("devices", JSONArrayWriter.array(phones.map(\.json)))
+                writer.field("skipped_requests", self.phones?.skippedRequests ?? 0)
                 return .json(200, writer.finish())
             case ("devices", 4):
                 guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }

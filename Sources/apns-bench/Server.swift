@@ -3,6 +3,7 @@ import ForgeAPNsCore
 import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
+import ForgeLoopbackUI
 import Foundation
 
 extension APNSBench {
@@ -16,8 +17,15 @@ extension APNSBench {
                 every push (shape, provider token, token registry) and counts it. Rounds alternate the two so \
                 machine noise hits both. CPU is this process's (the servers' I/O threads) per request.
 
+                With --inbox, each round also runs the APNs server with `apnsctl serve`'s inbox (keeping the \
+                newest --keep requests) and its phones, and reports its rate against the server without: the \
+                inbox's cost. Meanwhile the inbox API's `GET /api/v1/pushes?limit=100` is answered every 100 ms \
+                (its slowest answer is reported), and after the run a wait is satisfied 200 times (the slowest \
+                from a push's recording to the wait's return is reported), with the process's peak RSS.
+
                 Example:
                   swift run -c release apns-bench server --requests 200000 --in-flight 100 --rounds 3
+                  swift run -c release apns-bench server --inbox --requests 1000000 --rounds 1
                 """
         )
 
@@ -36,6 +44,15 @@ extension APNSBench {
         @Flag(name: .long, help: "Print one JSON object.")
         var json = false
 
+        @Flag(name: .long, help: "Also run the APNs server with the inbox and its phones, and compare.")
+        var inbox = false
+
+        @Option(name: .long, help: "With --inbox: how many judged requests the inbox keeps.")
+        var keep = 10_000
+
+        @Flag(name: .customLong("no-phones"), help: "With --inbox: the store alone, no simulated phone per token.")
+        var noPhones = false
+
         func run() async throws {
             Bench.warnIfDebug()
             let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
@@ -47,6 +64,8 @@ extension APNSBench {
             let http2 = HTTP2ServerConfiguration(tls: tlsConfiguration)
             var bare: [(rate: Double, cpu: Double)] = []
             var apns: [(rate: Double, cpu: Double)] = []
+            var withInbox: [(rate: Double, cpu: Double)] = []
+            var slowestList: Duration = .zero
             let token = String(repeating: "ab", count: 32)
             for _ in 0..<self.rounds {
                 // The bare transport: a constant 200.
@@ -69,8 +88,16 @@ extension APNSBench {
                 guard accepted == self.requests else {
                     throw ValidationError("the APNs server accepted \(accepted) of \(self.requests) pushes")
                 }
+                if self.inbox {
+                    let (result, slowest) = try await self.inboxRound(http2: http2, authenticator: TokenAuthenticator(
+                        keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: .sandbox
+                    ), token: token, headers: ["authorization: \(jwt.authorizationHeaderValue)"])
+                    withInbox.append(result)
+                    slowestList = max(slowestList, slowest)
+                }
             }
             self.report(bare: bare, apns: apns)
+            if self.inbox { await self.reportInbox(apns: apns, withInbox: withInbox, slowestList: slowestList) }
         }
 
         private func round(port: Int, token: String, headers: [String]) throws -> (rate: Double, cpu: Double) {
@@ -83,6 +110,85 @@ extension APNSBench {
                 throw ValidationError("h2load: \(result.succeeded) of \(self.requests) succeeded")
             }
             return (result.requestsPerSecond, cpu / Double(self.requests))
+        }
+
+        /// One round against the server with the inbox and its phones, the API's list timed every 100 ms.
+        private func inboxRound(
+            http2: HTTP2ServerConfiguration, authenticator: TokenAuthenticator, token: String, headers: [String]
+        ) async throws -> ((rate: Double, cpu: Double), Duration) {
+            let inbox = LocalAPNsInbox(capacity: self.keep)
+            let phones = LocalAPNsPhones()
+            let api = LocalAPNsInboxAPI(inbox: inbox, phones: phones)
+            let phonesOn = !self.noPhones
+            let local = try LocalAPNsServer.start(
+                LocalAPNsConfiguration(oneStreamUntilFirstPush: false, keepsHistory: false), http2: http2, authenticator: authenticator,
+                inbox: inbox
+            )
+            return try await withThrowingTaskGroup(of: Duration.self) { group in
+                group.addTask {
+                    if phonesOn { await phones.run(inbox) }
+                    return .zero
+                }
+                group.addTask {
+                    var slowest: Duration = .zero
+                    while !Task.isCancelled {
+                        let started = ContinuousClock.now
+                        _ = await api.respond(method: "GET", path: "/api/v1/pushes", query: "limit=100")
+                        slowest = max(slowest, ContinuousClock.now - started)
+                        try? await Task.sleep(for: .milliseconds(100))
+                    }
+                    return slowest
+                }
+                let result = try self.round(port: local.port, token: token, headers: headers)
+                let accepted = local.acceptedCount
+                await local.shutdown()
+                group.cancelAll()
+                var slowest: Duration = .zero
+                for try await value in group { slowest = max(slowest, value) }
+                guard accepted == self.requests, inbox.pushes().total == min(self.keep, self.requests) else {
+                    throw ValidationError("with the inbox: \(accepted) of \(self.requests) accepted, \(inbox.count) kept")
+                }
+                return (result, slowest)
+            }
+        }
+
+        /// The inbox's rate against the server without it, the list's slowest answer, the slowest
+        /// satisfied wait, the peak RSS.
+        private func reportInbox(apns: [(rate: Double, cpu: Double)], withInbox: [(rate: Double, cpu: Double)], slowestList: Duration) async {
+            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+            // A satisfied wait: from the push's recording to the wait's return.
+            let inbox = LocalAPNsInbox(capacity: 10)
+            var judge = APNsJudge()
+            var slowestWait: Duration = .zero
+            for index in 0..<200 {
+                let token = String(format: "%064x", index + 1)
+                let request = APNsJudge.Request(
+                    method: "POST", path: "/3/device/\(token)", headers: [(name: "apns-topic", value: "com.example.bench")],
+                    body: Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+                )
+                let verdict = judge.judge(request)
+                let entry = LocalAPNsInboxEntry(
+                    sequence: 0, date: Date(), method: "POST", path: request.path, headers: [], body: request.body, verdict: verdict,
+                    why: nil, fault: nil, connectionID: 0, lints: []
+                )
+                async let waited: ContinuousClock.Instant? = {
+                    await inbox.waitForPush(matching: LocalAPNsInboxQuery(token: token), timeout: .seconds(5)).map { _ in .now }
+                }()
+                // Recorded until the waiter has it: the waiter may subscribe after the first record.
+                var recordedAt = ContinuousClock.now
+                while inbox.pushes(matching: LocalAPNsInboxQuery(token: token)).total == 0 {
+                    recordedAt = .now
+                    inbox.record(entry)
+                    await Task.yield()
+                }
+                if let returned = await waited { slowestWait = max(slowestWait, returned - recordedAt) }
+            }
+            let rate = median(apns.map(\.rate)), inboxRate = median(withInbox.map(\.rate))
+            let ms: (Duration) -> String = { String(format: "%.2f ms", Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1e3) }
+            print(String(format: "with the inbox       %9.0f req/s  %6.2f µs CPU/req  (%.3f× the rate without; keep %d)",
+                         inboxRate, median(withInbox.map(\.cpu)), inboxRate / max(rate, 1), self.keep))
+            print("inbox API: slowest GET /api/v1/pushes?limit=100 during the run \(ms(slowestList)); slowest satisfied wait \(ms(slowestWait))")
+            print(String(format: "peak RSS %.1f MiB", Bench.peakRSSMiB()))
         }
 
         private func report(bare: [(rate: Double, cpu: Double)], apns: [(rate: Double, cpu: Double)]) {
