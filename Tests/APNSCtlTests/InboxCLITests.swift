@@ -41,6 +41,35 @@ struct InboxCLITests {
         #expect(stopped.exitCode == 0, "\(stopped.stderr)")
     }
 
+    @Test("Chromium, headless: a push appears live, a Live Activity ends as one card, the filter, hostile text stays text, clear; screenshots")
+    func browser() throws {
+        let (server, ui) = try self.serve()
+        // The screenshots are the run's artefacts: in FORGE_INBOX_DIR when set (CI keeps it), else a temporary folder.
+        let folder = try TemporaryFolder("inbox-browser")
+        defer { folder.remove() }
+        let artefacts = ProcessInfo.processInfo.environment["FORGE_INBOX_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? folder.url.path
+        try FileManager.default.createDirectory(atPath: artefacts, withIntermediateDirectories: true)
+        let send = self.sendCommand(port: server.port)
+        let run = try ChildProcess.run(
+            try venvPython(),
+            [PackageRoot.path("Tests/InboxClients/inbox_browser.py"), "--ui", ui, "--out", artefacts, "--bundle", bundle,
+             "--send", send.prefix(6).joined(separator: " "), "--"] + send.dropFirst(6),
+            mergesStandardError: true, timeout: .seconds(150)
+        )
+        // The page as served is one self-contained document: nothing fetched from elsewhere.
+        let page = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-fsS", ui + "/"], timeout: .seconds(30))
+        #expect(page.stdout.hasPrefix("<!doctype html>") || page.stdout.hasPrefix("<!DOCTYPE html>"))
+        #expect(!page.stdout.contains(try Regex(#"(src|href|action)\s*=\s*["']?(https?:)?//|url\(\s*["']?(https?:)?//|@import"#)),
+                "the page fetches something from elsewhere")
+        let stopped = server.stop()
+        #expect(run.exitCode == 0 && run.stdout.contains(" passed, 0 failed"), "\(run.stdout)")
+        #expect(stopped.exitCode == 0, "\(stopped.stderr)")
+        for name in ["inbox.png", "inbox-phone.png", "inbox-activity.png"] {
+            let png = try Data(contentsOf: URL(fileURLWithPath: artefacts).appendingPathComponent(name))
+            #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000, "\(name): \(png.count) bytes")
+        }
+    }
+
     @Test("The README's curl example runs as printed")
     func readmeExample() throws {
         let (server, ui) = try self.serve()
