@@ -105,9 +105,11 @@ example: deps
 
 ## demo: `apnsctl demo`: client, local APNs server (TLS on loopback) and a simulated device in one
 ## process; prints a checked timeline and a 10,000-token bulk summary. No Apple account, no network.
+## `make demo DEMO_FLAGS=--serve` then keeps the demo's inbox page open (its address printed) until Ctrl-C.
+DEMO_FLAGS ?=
 demo: deps
 	$(SWIFT) build --product apnsctl $(SWIFT_FLAGS)
-	"$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" demo
+	"$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" demo $(DEMO_FLAGS)
 
 ## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer;
 ## the reconnect tests also under LeakSanitizer (connections made and lost must leave nothing behind).

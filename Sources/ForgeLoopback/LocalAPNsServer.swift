@@ -136,7 +136,8 @@ public final class LocalAPNsServer: Sendable {
     ///     client certificates.
     ///   - authenticator: token authentication (A1-A8); `nil` accepts pushes without a provider token.
     ///   - clock: the time used for judging (token age, 410 and rate windows).
-    ///   - inbox: where every judged request is recorded (``LocalAPNsInbox``); `nil` keeps none.
+    ///   - inbox: where every judged request is recorded (``LocalAPNsInbox``); `nil` keeps none. The
+    ///     caller owns it: it outlives the server, queryable, until the caller closes it.
     ///   - observer: called with every judged request, on the connection's thread; keep it short.
     public static func start(
         _ configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
@@ -465,7 +466,6 @@ public final class LocalAPNsServer: Sendable {
         self.background.cancel()
         await self.background.value
         for subscriber in subscribers { subscriber.finish() }
-        self.inbox?.close()
     }
 }
 

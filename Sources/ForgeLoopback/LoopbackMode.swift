@@ -84,6 +84,7 @@ public final class LoopbackMode: Sendable {
     ///   - tls: the server's certificate and the CA the client trusts: by default made in memory now.
     ///   - environment: the environment the server plays; apps' tokens for it are routed.
     ///   - configuration: the server's judging rules (its `environment` is replaced by `environment`).
+    ///   - inbox: where the server records every judged request (``LocalAPNsInbox``); none by default.
     ///   - observer: called with every judged request, accepted or not, on the connection's thread
     ///     (see ``LocalAPNsServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:observer:)``); keep it short.
     /// - Throws: when the key or the certificate cannot be generated or the server cannot start.
@@ -92,6 +93,7 @@ public final class LoopbackMode: Sendable {
         tls: TLS = .ephemeral,
         environment: LocalAPNsConfiguration.Environment = .sandbox,
         configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
+        inbox: LocalAPNsInbox? = nil,
         observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
     ) throws {
         let key = try APNSSigningKey.generate()
@@ -138,6 +140,7 @@ public final class LoopbackMode: Sendable {
             authenticator: TokenAuthenticator(
                 keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: environment
             ),
+            inbox: inbox,
             observer: observer
         )
         self.server = server
@@ -167,6 +170,17 @@ public final class LoopbackMode: Sendable {
                 }
             }
         )
+    }
+
+    /// Every request the server judged, when the loopback was made with an inbox.
+    public var inbox: LocalAPNsInbox? { self.server.inbox }
+
+    /// What the device that owns `token` shows now (a device token, push-to-start token or Live
+    /// Activity update token of one of ``devices``); `nil` when no device owns it.
+    public func deviceView(token: String) -> DeviceView? {
+        let token = token.lowercased()
+        guard let index = self.owners.withLock({ $0[token] }) else { return nil }
+        return self.devices[index].view(token: token)
     }
 
     /// A provider token the server accepts, for requests sent with the bare transport.

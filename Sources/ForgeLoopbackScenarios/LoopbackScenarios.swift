@@ -42,14 +42,18 @@ public struct LoopbackScenarios: Sendable {
     public var tls: LoopbackMode.TLS
     /// How many tokens the bulk send addresses.
     public var bulkTokens: Int
+    /// Where the server records every request it judges, if anywhere (``LocalAPNsInbox``).
+    public var inbox: LocalAPNsInbox?
 
     /// Creates the scenarios.
     /// - Parameters:
     ///   - tls: the server's certificate and CA: by default made in memory for the run.
     ///   - bulkTokens: how many tokens the bulk send addresses (every 100th is unregistered).
-    public init(tls: LoopbackMode.TLS = .ephemeral, bulkTokens: Int = 10_000) {
+    ///   - inbox: where the server records every request it judges; none by default.
+    public init(tls: LoopbackMode.TLS = .ephemeral, bulkTokens: Int = 10_000, inbox: LocalAPNsInbox? = nil) {
         self.tls = tls
         self.bulkTokens = bulkTokens
+        self.inbox = inbox
     }
 
     /// Runs every scenario in order.
@@ -73,7 +77,7 @@ public struct LoopbackScenarios: Sendable {
         // No history: the bulk send's pushes only pass through.
         let loopback = try LoopbackMode(
             devices: [device], tls: self.tls, environment: .sandbox, configuration: LocalAPNsConfiguration(keepsHistory: false),
-            observer: { recorder.judged($0) }
+            inbox: self.inbox, observer: { recorder.judged($0) }
         )
         started(Setup(port: loopback.server.port, environment: "sandbox", apps: device.apps.map(Self.describe)))
         let sections = SectionBuilder(start: start, recorder: recorder, device: device, onSection: finished)

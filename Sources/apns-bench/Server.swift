@@ -142,6 +142,7 @@ extension APNSBench {
                 let result = try self.round(port: local.port, token: token, headers: headers)
                 let accepted = local.acceptedCount
                 await local.shutdown()
+                inbox.close()
                 group.cancelAll()
                 var slowest: Duration = .zero
                 for try await value in group { slowest = max(slowest, value) }

@@ -106,6 +106,29 @@ struct InboxCLITests {
         #expect(!stopped.stdout.contains("eyJ"), "a provider token was printed")
     }
 
+    @Test("demo --serve: after the scenarios, the demo's requests and phones in the inbox until SIGINT")
+    func demoServe() throws {
+        let demo = try ChildProcess(
+            executable: CommandRunner.binary, arguments: ["demo", "--tokens", "200", "--serve"], environment: CommandRunner.environment()
+        )
+        #expect(demo.waitForStandardOutput(containing: "demo: inbox on http://127.0.0.1:", timeout: .seconds(90)), "\(demo.standardOutputSoFar)")
+        let line = try #require(demo.standardOutputSoFar.split(separator: "\n").first { $0.hasPrefix("demo: inbox on ") })
+        let ui = String(line.dropFirst("demo: inbox on ".count).prefix { $0 != " " }.dropLast())
+        let list = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-fsS", ui + "/api/v1/pushes?limit=1"], timeout: .seconds(30))
+        let devices = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-fsS", ui + "/api/v1/devices"], timeout: .seconds(30))
+        demo.signal(SIGINT)
+        #expect(demo.waitForExit(timeout: .seconds(30)))
+        let result = demo.finish(timeout: .zero)
+        #expect(result.exitCode == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("demo: all 12 checks passed"))
+        let page = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any], "\(list.stdout)")
+        // The scenarios' requests and the bulk send's 200.
+        #expect((page["total"] as? Int ?? 0) > 200 && page["dropped"] as? Int == 0, "\(page)")
+        let phones = try #require(try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [String: Any])
+        let listed = phones["devices"] as? [[String: Any]] ?? []
+        #expect(listed.count >= 200 && listed.contains { ($0["live_activities"] as? Int ?? 0) > 0 }, "\(listed.prefix(3))")
+    }
+
     @Test("--keep 0 is a usage error (64); a taken --ui-port is 73 naming the flag")
     func badFlags() throws {
         let keep = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--keep", "0"])

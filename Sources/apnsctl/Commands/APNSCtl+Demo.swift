@@ -1,6 +1,7 @@
 import ArgumentParser
 import ForgeLoopback
 import ForgeLoopbackScenarios
+import ForgeLoopbackUI
 import Foundation
 
 extension APNSCtl {
@@ -27,6 +28,11 @@ extension APNSCtl {
                 server, device, app handler), no script and nothing fetched. Exit 0 when every step did what \
                 the demo expects; otherwise what differed goes to stderr and the exit code is 70 (73 when \
                 the HTML file cannot be written).
+
+                With --serve, the demo's server keeps what it judged, and once the scenarios have run the \
+                inbox of `apnsctl serve --ui-port` shows it (the page, the JSON API, a phone per token) on \
+                --ui-port (0 by default: one the system picks) until Ctrl-C; its address is printed as \
+                `demo: inbox on http://127.0.0.1:PORT/`.
                 """
         )
 
@@ -36,9 +42,16 @@ extension APNSCtl {
         @Option(help: ArgumentHelp("Also write the timeline as a self-contained HTML page to this file.", valueName: "file"))
         var html: String?
 
+        @Flag(help: "Then keep the demo's inbox open in a browser page until Ctrl-C (see --ui-port).")
+        var serve = false
+
+        @Option(name: .customLong("ui-port"), help: "With --serve, the inbox's port on 127.0.0.1; 0 lets the system choose.")
+        var uiPort: Int = 0
+
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
         func check() throws {
             guard (1...1_000_000).contains(self.tokens) else { throw ValidationError("--tokens must be 1...1000000 (got \(self.tokens)).") }
+            guard (0...65_535).contains(self.uiPort) else { throw ValidationError("--ui-port must be 0...65535 (got \(self.uiPort)).") }
             if let html = self.html, html.isEmpty || html.hasSuffix("/") {
                 throw ValidationError("--html must name a file (got '\(html)').")
             }
@@ -48,11 +61,45 @@ extension APNSCtl {
             try self.check()
             var failed = false
             try await runReportingFailures {
-                let sections = try await Self.runScenarios(tokens: self.tokens)
+                // Room for every request of the demo, the bulk send's included.
+                let inbox = self.serve ? LocalAPNsInbox(capacity: self.tokens + 1_000) : nil
+                let sections = try await Self.runScenarios(tokens: self.tokens, inbox: inbox)
                 failed = sections.contains { $0.checks.contains { !$0.passed } }
                 if let html = self.html { try Self.write(TimelineHTML.render(sections: sections), to: html) }
+                if let inbox { try await self.serveInbox(inbox) }
             }
             if failed { throw ExitCode(CLIExit.software) }
+        }
+
+        /// `--serve`: the demo's requests in the inbox page and API until SIGINT or SIGTERM. Each token's
+        /// phone is what `apnsctl serve` would show for the pushes it accepted (apps without handlers).
+        private func serveInbox(_ inbox: LocalAPNsInbox) async throws {
+            let phones = LocalAPNsPhones(maximumPhones: self.tokens + 100)
+            for entry in inbox.pushes(matching: LocalAPNsInboxQuery(limit: LocalAPNsInboxQuery.maximumLimit + self.tokens)).entries.reversed() {
+                await phones.deliver(entry)
+            }
+            let signals = await TerminationSignals.install()
+            let http = LocalAPNsInboxServer(api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), port: self.uiPort)
+            let (ports, listening) = AsyncStream.makeStream(of: Result<Int, any Error>.self)
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask {
+                    do {
+                        try await http.run { port in listening.yield(.success(port)) }
+                    } catch {
+                        listening.yield(.failure(error))
+                    }
+                    listening.finish()
+                }
+                var iterator = ports.makeAsyncIterator()
+                guard case .success(let port) = await iterator.next() else {
+                    throw CLIFailure(message: "--ui-port: cannot serve the inbox on 127.0.0.1:\(self.uiPort)", exitCode: CLIExit.cannotCreate)
+                }
+                Output.result("demo: inbox on http://127.0.0.1:\(port)/ (\(inbox.count) requests; Ctrl-C stops)")
+                _ = await signals.next()
+                inbox.close()
+                phones.finish()
+                group.cancelAll()
+            }
         }
 
         /// Writes the HTML timeline; a file that cannot be written is exit 73, naming --html and the file.
@@ -68,10 +115,10 @@ extension APNSCtl {
         }
 
         /// Runs the scenarios, printing each section as it finishes, then the checks' tally.
-        private static func runScenarios(tokens: Int) async throws -> [ScenarioSection] {
+        private static func runScenarios(tokens: Int, inbox: LocalAPNsInbox?) async throws -> [ScenarioSection] {
             let sections: [ScenarioSection]
             do {
-                sections = try await LoopbackScenarios(tls: .ephemeral, bulkTokens: tokens).run(
+                sections = try await LoopbackScenarios(tls: .ephemeral, bulkTokens: tokens, inbox: inbox).run(
                     started: { setup in
                         Output.result("apnsctl demo: local APNs (\(setup.environment)) on localhost:\(setup.port) over TLS, "
                                       + "trusting a CA made in memory for this run")

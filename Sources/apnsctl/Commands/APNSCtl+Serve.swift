@@ -233,8 +233,9 @@ extension APNSCtl {
                     let signal = await signals.next()
                     Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
                     await endpoint?.shutdown()
-                    // Closes the inbox too: event streams, waits and the phones' delivery end.
                     await server.shutdown()
+                    // Event streams, waits and the phones' delivery end.
+                    inbox.close()
                     phones.finish()
                     recorder?.close()  // after the server's shutdown: no request is judged any more
                     group.cancelAll()  // the inbox's HTTP server
@@ -267,9 +268,11 @@ extension APNSCtl {
             case .success(let port): return port
             case .failure(let error):
                 await server.shutdown()
+                inbox.close()
                 throw CLIFailure(message: "--ui-port: cannot serve the inbox on \(self.uiHost):\(uiPort): \(error)", exitCode: CLIExit.cannotCreate)
             case nil:
                 await server.shutdown()
+                inbox.close()
                 throw CLIFailure(message: "--ui-port: the inbox stopped before it listened", exitCode: CLIExit.cannotCreate)
             }
         }
@@ -424,7 +427,7 @@ extension APNSCtl {
 
 /// SIGINT and SIGTERM, caught once ``install()`` returns (``SignalSources``); ``next()`` returns the
 /// first one's name, even one that arrived before it was called.
-private final class TerminationSignals: @unchecked Sendable {
+final class TerminationSignals: @unchecked Sendable {
     // @unchecked Sendable: every field is touched under `lock`.
     private let lock = NSLock()
     private var received: String?
