@@ -58,6 +58,26 @@ public struct LocalAPNsInboxServer: Sendable {
         try await application.run()
     }
 
+    /// Runs the server as a child task of `group` and returns once it listens, with its port.
+    /// - Throws: the error that kept it from listening (a taken port, an address that is not local).
+    public func start(in group: inout ThrowingDiscardingTaskGroup<any Error>) async throws -> Int {
+        let (ports, listening) = AsyncStream.makeStream(of: Result<Int, any Error>.self)
+        group.addTask {
+            do {
+                try await self.run { port in listening.yield(.success(port)) }
+            } catch {
+                listening.yield(.failure(error))
+            }
+            listening.finish()
+        }
+        var iterator = ports.makeAsyncIterator()
+        switch await iterator.next() {
+        case .success(let port): return port
+        case .failure(let error): throw error
+        case nil: throw CancellationError()
+        }
+    }
+
     private static func respond(
         to request: Request, api: LocalAPNsInboxAPI, metrics: (@Sendable () -> [UInt8])?, eventBuffer: Int
     ) async throws -> Response {

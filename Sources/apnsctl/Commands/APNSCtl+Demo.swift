@@ -80,19 +80,12 @@ extension APNSCtl {
             }
             let signals = await TerminationSignals.install()
             let http = LocalAPNsInboxServer(api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), port: self.uiPort)
-            let (ports, listening) = AsyncStream.makeStream(of: Result<Int, any Error>.self)
             try await withThrowingDiscardingTaskGroup { group in
-                group.addTask {
-                    do {
-                        try await http.run { port in listening.yield(.success(port)) }
-                    } catch {
-                        listening.yield(.failure(error))
-                    }
-                    listening.finish()
-                }
-                var iterator = ports.makeAsyncIterator()
-                guard case .success(let port) = await iterator.next() else {
-                    throw CLIFailure(message: "--ui-port: cannot serve the inbox on 127.0.0.1:\(self.uiPort)", exitCode: CLIExit.cannotCreate)
+                let port: Int
+                do {
+                    port = try await http.start(in: &group)
+                } catch {
+                    throw CLIFailure(message: "--ui-port: cannot serve the inbox on 127.0.0.1:\(self.uiPort): \(error)", exitCode: CLIExit.cannotCreate)
                 }
                 Output.result("demo: inbox on http://127.0.0.1:\(port)/ (\(inbox.count) requests; Ctrl-C stops)")
                 _ = await signals.next()

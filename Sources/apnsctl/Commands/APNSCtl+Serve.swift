@@ -249,31 +249,17 @@ extension APNSCtl {
             in group: inout ThrowingDiscardingTaskGroup<any Error>
         ) async throws -> Int? {
             guard let uiPort = self.uiPort else { return nil }
-            let (ports, listening) = AsyncStream.makeStream(of: Result<Int, any Error>.self)
             var scrape: (@Sendable () -> [UInt8])?
             if let metrics { scrape = { metrics.text(server: server) } }
             let http = LocalAPNsInboxServer(
                 api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), host: self.uiHost, port: uiPort, metrics: scrape
             )
-            group.addTask {
-                do {
-                    try await http.run { port in listening.yield(.success(port)) }
-                } catch {
-                    listening.yield(.failure(error))
-                }
-                listening.finish()
-            }
-            var iterator = ports.makeAsyncIterator()
-            switch await iterator.next() {
-            case .success(let port): return port
-            case .failure(let error):
+            do {
+                return try await http.start(in: &group)
+            } catch {
                 await server.shutdown()
                 inbox.close()
                 throw CLIFailure(message: "--ui-port: cannot serve the inbox on \(self.uiHost):\(uiPort): \(error)", exitCode: CLIExit.cannotCreate)
-            case nil:
-                await server.shutdown()
-                inbox.close()
-                throw CLIFailure(message: "--ui-port: the inbox stopped before it listened", exitCode: CLIExit.cannotCreate)
             }
         }
 
