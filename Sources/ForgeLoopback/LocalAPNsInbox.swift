@@ -186,15 +186,31 @@ public final class LocalAPNsInbox: Sendable {
         public var entries: [LocalAPNsInboxEntry]
     }
 
+    /// An entry kept by reference: the ring, queries and batches copy one reference, not the
+    /// entry's dozen strings and arrays.
+    private final class Stored: @unchecked Sendable {
+        // @unchecked Sendable: `entry` is written once, under the inbox's lock, before the object
+        // is stored; only read afterwards.
+        var entry: LocalAPNsInboxEntry
+        init(_ entry: consuming LocalAPNsInboxEntry) { self.entry = entry }
+    }
+
     private struct State {
         /// A ring: oldest at `start` once full.
-        var storage: [LocalAPNsInboxEntry] = []
+        var storage: [Stored] = []
         var start = 0
         var dropped = 0
         var sequence = 0
+        /// How many clears so far.
+        var clears = 0
+        /// Whether the doorbell was rung since ``entries(after:limit:)`` was last called: it rings
+        /// once per batch read, not once per record.
+        var rung = false
 
         /// The i-th newest entry.
-        func newest(_ index: Int) -> LocalAPNsInboxEntry {
+        func newest(_ index: Int) -> LocalAPNsInboxEntry { self.newestStored(index).entry }
+
+        func newestStored(_ index: Int) -> Stored {
             self.storage[(self.start + self.storage.count - 1 - index) % self.storage.count]
         }
     }
@@ -203,6 +219,9 @@ public final class LocalAPNsInbox: Sendable {
     public let capacity: Int
     private let state = LockedBox(State())
     private let subscribers = Fanout<Event>()
+    /// Rung once per record: readers of ``changes()`` learn that something was recorded and read it
+    /// with ``entries(after:limit:)`` in batches, so a flood costs them one wake-up per batch.
+    private let doorbell = Fanout<Void>()
 
     /// Creates an inbox that keeps the newest `capacity` entries.
     public init(capacity: Int = 10_000) {
@@ -214,33 +233,44 @@ public final class LocalAPNsInbox: Sendable {
     @discardableResult
     public func record(_ entry: LocalAPNsInboxEntry) -> LocalAPNsInboxEntry {
         var entry = entry
-        self.state.withLock { state in
+        entry.sequence = self.append(entry)
+        return entry
+    }
+
+    /// Records one judged request; returns its sequence number (the server's path: the entry is
+    /// moved in, not copied).
+    package func append(_ entry: consuming LocalAPNsInboxEntry) -> Int {
+        let stored = Stored(entry)
+        let (sequence, ring) = self.state.withLock { state -> (Int, Bool) in
             state.sequence += 1
-            entry.sequence = state.sequence
+            stored.entry.sequence = state.sequence
             if state.storage.count < self.capacity {
-                state.storage.append(entry)
+                state.storage.append(stored)
             } else {
-                state.storage[state.start] = entry
+                state.storage[state.start] = stored
                 state.start = (state.start + 1) % self.capacity
                 state.dropped += 1
             }
             // Under the lock, so every subscriber sees entries in sequence order.
-            if !self.subscribers.isEmpty { self.subscribers.yield(.push(entry)) }
+            if !self.subscribers.isEmpty { self.subscribers.yield(.push(stored.entry)) }
+            defer { state.rung = true }
+            return (state.sequence, !state.rung)
         }
-        return entry
+        if ring { self.doorbell.yield(()) }
+        return sequence
     }
 
     /// The entries that match `query`, newest first, at most `query.limit`.
     public func pushes(matching query: LocalAPNsInboxQuery = LocalAPNsInboxQuery()) -> Page {
-        // Copied out under the lock (references only), filtered outside it: a query never holds up judging.
-        let (entries, dropped) = self.state.withLock { state in
-            ((0..<state.storage.count).map { state.newest($0) }, state.dropped)
+        // References copied out under the lock, filtered outside it: a query never holds up judging.
+        let (stored, dropped) = self.state.withLock { state in
+            ((0..<state.storage.count).map { state.newestStored($0) }, state.dropped)
         }
         var total = 0
         var page: [LocalAPNsInboxEntry] = []
-        for entry in entries where query.matches(entry) {
+        for item in stored where query.matches(item.entry) {
             total += 1
-            if page.count < query.limit { page.append(entry) }
+            if page.count < query.limit { page.append(item.entry) }
         }
         return Page(total: total, dropped: dropped, entries: page)
     }
@@ -268,8 +298,11 @@ public final class LocalAPNsInbox: Sendable {
             state.storage.removeAll()
             state.start = 0
             state.dropped = 0
+            state.clears += 1
+            state.rung = true
             self.subscribers.yield(.cleared)
         }
+        self.doorbell.yield(())
     }
 
     /// The first entry kept since the last clear that matches `query`, oldest first; if none, the
@@ -312,11 +345,53 @@ public final class LocalAPNsInbox: Sendable {
         self.subscribers.subscribe(buffer: buffer)
     }
 
+    /// A batch of ``entries(after:limit:)``.
+    public struct Batch: Sendable {
+        /// The entries recorded after the sequence asked for, oldest first.
+        public var entries: [LocalAPNsInboxEntry]
+        /// How many entries after the sequence asked for are not in ``entries``: dropped for room
+        /// before they were read, or left out for the limit (the newest are kept).
+        public var skipped: Int
+        /// How many clears the inbox has had: a reader that sees it change forgets what it derived.
+        public var clears: Int
+    }
+
+    /// The entries recorded after `sequence`, oldest first; when more than `limit` wait, the newest
+    /// `limit` of them.
+    public func entries(after sequence: Int, limit: Int) -> Batch {
+        self.state.withLock { state in
+            state.rung = false
+            var newest: [LocalAPNsInboxEntry] = []
+            var waiting = 0
+            for index in 0..<state.storage.count {
+                let entry = state.newest(index)
+                guard entry.sequence > sequence else { break }
+                waiting += 1
+                if newest.count < limit { newest.append(entry) }
+            }
+            // When every kept entry is newer than `sequence`, those between it and the oldest kept are
+            // gone: dropped for room, or cleared (a reader that sees `clears` change ignores the count).
+            let oldest = state.storage.isEmpty ? nil : state.newest(state.storage.count - 1).sequence
+            let missing = waiting == state.storage.count ? oldest.map { max(0, $0 - sequence - 1) } ?? 0 : 0
+            return Batch(entries: newest.reversed(), skipped: waiting - newest.count + missing, clears: state.clears)
+        }
+    }
+
+    /// The number of the newest entry recorded so far (0 before the first).
+    public var lastSequence: Int { self.state.withLock { $0.sequence } }
+
+    /// A signal per record or clear, coalesced: at most one waits unread (see ``entries(after:limit:)``).
+    /// Ends with ``close()``.
+    public func changes() -> AsyncStream<Void> {
+        self.doorbell.subscribeNewest()
+    }
+
     /// Whether ``close()`` was called (the server shut down).
     public var isClosed: Bool { self.subscribers.isFinished }
 
     /// Ends every subscription; later ones end at once.
     public func close() {
         self.subscribers.finish()
+        self.doorbell.finish()
     }
 }

@@ -57,28 +57,41 @@ public final class LocalAPNsPhones: Sendable {
     }
 
     /// Delivers every accepted push the inbox records to its phone, in order, until the inbox is
-    /// closed; a clear of the inbox clears the phones. When the phones fall `backlog` requests
-    /// behind a flood, the requests they missed are skipped and counted (``skippedRequests``): the
-    /// inbox keeps them all the same, and memory stays bounded.
-    public func run(_ inbox: LocalAPNsInbox, backlog: Int = 8_192) async {
+    /// closed; a clear of the inbox clears the phones.
+    ///
+    /// The phones read the inbox in batches of at most `batch` requests, woken once per batch rather
+    /// than once per request. A full batch means a flood: the phones then pause for `pause` before the
+    /// next one and take its newest `batch` requests, skipping (and counting, ``skippedRequests``)
+    /// the rest, so a flood of pushes costs the server a bounded share of the CPU and no memory; the
+    /// inbox keeps every request all the same.
+    public func run(_ inbox: LocalAPNsInbox, batch: Int = 250, pause: Duration = .milliseconds(100)) async {
+        // Subscribed first: a record after the reading below rings it. What the inbox holds already
+        // is delivered first.
+        var changes = inbox.changes().makeAsyncIterator()
         var last = 0
-        while !inbox.isClosed, !Task.isCancelled {
-            for await event in inbox.events(buffer: backlog) {
-                switch event {
-                case .push(let entry):
-                    if last > 0, entry.sequence > last + 1 {
-                        self.state.withLock { $0.skipped += entry.sequence - last - 1 }
-                    }
-                    last = entry.sequence
-                    await self.deliver(entry)
-                case .cleared:
+        var clears = inbox.entries(after: .max, limit: 0).clears
+        var first = true
+        while true {
+            if !first, await changes.next() == nil { break }
+            first = false
+            while !Task.isCancelled {
+                let next = inbox.entries(after: last, limit: batch)
+                if next.clears != clears {
+                    clears = next.clears
                     self.clear()
+                } else if next.skipped > 0 {
+                    self.state.withLock { $0.skipped += next.skipped }
                 }
+                guard let newest = next.entries.last else { break }
+                for entry in next.entries { await self.deliver(entry) }
+                last = newest.sequence
+                guard next.entries.count == batch else { continue }
+                try? await Task.sleep(for: pause)
             }
         }
     }
 
-    /// How many judged requests the phones skipped because they fell behind (see ``run(_:backlog:)``).
+    /// How many judged requests the phones skipped because they fell behind (see ``run(_:batch:pause:)``).
     public var skippedRequests: Int { self.state.withLock { $0.skipped } }
 
     /// Delivers one judged request when it is an accepted push (device or broadcast).

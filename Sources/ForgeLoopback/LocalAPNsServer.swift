@@ -257,10 +257,10 @@ public final class LocalAPNsServer: Sendable {
         if let settings { connection.updateSettings(Self.apnsSettings(maxConcurrentStreams: settings)) }
         var sequence = 0
         if let inbox, let verdict {
-            sequence = inbox.record(LocalAPNsInboxEntry(
+            sequence = inbox.append(LocalAPNsInboxEntry(
                 sequence: 0, date: now, method: request.method, path: request.path, headers: request.headers, body: request.body,
                 verdict: verdict, why: why, fault: fault, connectionID: connection.id, lints: verdict.lint.map { [$0] } ?? []
-            )).sequence
+            ))
         }
         if let observer, let verdict, let arrived {
             var held = hold

@@ -33,7 +33,19 @@ package final class Fanout<Element: Sendable>: Sendable {
     /// A stream of the elements yielded from now on that `filter` selects (all without one),
     /// buffering at most `buffer` of them.
     package func subscribe(buffer: Int, filter: (@Sendable (Element) -> Bool)? = nil) -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingOldest(max(1, buffer)))
+        self.subscribe(policy: .bufferingOldest(max(1, buffer)), filter: filter)
+    }
+
+    /// A stream that holds only the newest element not yet read, and is never dropped: a reader that
+    /// wants to know that something happened, not each thing (a doorbell), and reads the rest elsewhere.
+    package func subscribeNewest() -> AsyncStream<Element> {
+        self.subscribe(policy: .bufferingNewest(1), filter: nil)
+    }
+
+    private func subscribe(
+        policy: AsyncStream<Element>.Continuation.BufferingPolicy, filter: (@Sendable (Element) -> Bool)?
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: policy)
         let id = self.state.withLock { state -> Int? in
             guard !state.finished else { return nil }
             state.next += 1

@@ -91,6 +91,22 @@ struct InboxTests {
         #expect(await inbox.waitForPush(matching: .init(token: tokenA), timeout: .milliseconds(20)) == nil)
     }
 
+    @Test("Batches after a sequence: oldest first, the newest when more wait, what was skipped or dropped counted")
+    func batches() {
+        var judge = APNsJudge()
+        let inbox = LocalAPNsInbox(capacity: 5)
+        for _ in 1...3 { inbox.record(judged(&judge)) }
+        let first = inbox.entries(after: 0, limit: 2)
+        #expect(first.entries.map(\.sequence) == [2, 3] && first.skipped == 1 && first.clears == 0)
+        for _ in 4...12 { inbox.record(judged(&judge)) }
+        // 4...7 were dropped for room before they were read.
+        let second = inbox.entries(after: 3, limit: 100)
+        #expect(second.entries.map(\.sequence) == [8, 9, 10, 11, 12] && second.skipped == 4)
+        #expect(inbox.entries(after: 12, limit: 100).entries.isEmpty && inbox.lastSequence == 12)
+        inbox.clear()
+        #expect(inbox.entries(after: 12, limit: 100).clears == 1)
+    }
+
     @Test("A subscriber that stops reading is dropped after its buffer; a close ends every stream")
     func slowSubscriber() async {
         var judge = APNsJudge()
@@ -250,6 +266,28 @@ struct PhonesTests {
         #expect(view.badges == ["com.example.shop": 2])
         #expect(view.backgroundPushes == 1 && view.silentPushes.count == 1)
         #expect(view.apps == ["com.example.shop"])
+    }
+
+    @Test("run(_:) follows the inbox: accepted pushes reach their phones in order, a clear of the inbox clears them")
+    func followsTheInbox() async throws {
+        var judge = APNsJudge()
+        let inbox = LocalAPNsInbox()
+        let phones = LocalAPNsPhones()
+        let updates = phones.updates()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await phones.run(inbox) }
+            // Kept before or after the phones start: they deliver what the inbox holds, then what comes.
+            var iterator = updates.makeAsyncIterator()
+            inbox.record(judged(&judge, token: tokenA, body: #"{"aps":{"alert":{"title":"first"}}}"#))
+            let delivered = await iterator.next()
+            #expect(delivered == tokenA && phones.view(token: tokenA)?.notifications.first?.title == "first")
+            inbox.clear()
+            inbox.record(judged(&judge, token: tokenB))
+            while let token = await iterator.next(), token != tokenB {}
+            #expect(phones.view(token: tokenA) == nil && phones.view(token: tokenB) != nil)
+            inbox.close()
+            phones.finish()
+        }
     }
 
     @Test("Live Activity: a start to a push-to-start token, two updates and an end to the activity's own token leave one ended card")
