@@ -129,6 +129,22 @@ struct InboxCLITests {
         #expect(listed.count >= 200 && listed.contains { ($0["live_activities"] as? Int ?? 0) > 0 }, "\(listed.prefix(3))")
     }
 
+    @Test("A cleartext client on the TLS port, or TLS on an --h2c port, gets a line saying so")
+    func wrongProtocol() throws {
+        let tls = try ServerProcess(["--quiet"])
+        _ = try runTool(["curl", "-s", "-m", "5", "--http2-prior-knowledge", "http://127.0.0.1:\(tls.port)/3/device/ab"])
+        _ = try runTool(["curl", "-s", "-m", "5", "http://127.0.0.1:\(tls.port)/"])
+        let tlsOutput = tls.stop()
+        #expect(tlsOutput.stderr.contains("sent cleartext HTTP/2 (h2c) to this TLS port: use https://, or serve cleartext (h2c)"),
+                "\(tlsOutput.stderr)")
+        #expect(tlsOutput.stderr.contains("sent cleartext HTTP/1.x to this TLS port: use https:// and HTTP/2"))
+        let h2c = try ServerProcess(["--quiet", "--h2c"])
+        _ = try runTool(["curl", "-s", "-k", "-m", "5", "https://127.0.0.1:\(h2c.port)/"])
+        let h2cOutput = h2c.stop()
+        #expect(h2cOutput.stderr.contains("sent TLS to this cleartext (h2c) port: use http:// with HTTP/2 prior knowledge, or serve TLS"),
+                "\(h2cOutput.stderr)")
+    }
+
     @Test("--keep 0 is a usage error (64); a taken --ui-port is 73 naming the flag")
     func badFlags() throws {
         let keep = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--keep", "0"])

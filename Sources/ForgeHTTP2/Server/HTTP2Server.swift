@@ -36,6 +36,12 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// resets while its response is held is skipped; responses still held when the connection
     /// closes (or the server shuts down) are dropped.
     public var responseDelay: Duration
+    /// Told when a client speaks the other protocol than the port: cleartext (HTTP/2 with prior
+    /// knowledge, or HTTP/1.x) to a TLS port, or TLS to a cleartext port, with the peer's address
+    /// and a sentence saying which; the connection is then closed. Called on the connection's
+    /// thread; keep it short. `nil` (the default) does not look: such a connection fails in the
+    /// TLS handshake or the preface, unexplained.
+    public var onWrongProtocol: (@Sendable (_ peerAddress: String, _ problem: String) -> Void)?
 
     /// Creates a configuration: loopback, a free port, h2c, 1000 streams, 10 s for the handshake
     /// and preface, 10 s for each request to arrive, responses sent at once.
@@ -47,7 +53,8 @@ public struct HTTP2ServerConfiguration: Sendable {
         answersPings: Bool = true,
         handshakeTimeout: Duration = .seconds(10),
         requestTimeout: Duration? = .seconds(10),
-        responseDelay: Duration = .zero
+        responseDelay: Duration = .zero,
+        onWrongProtocol: (@Sendable (_ peerAddress: String, _ problem: String) -> Void)? = nil
     ) {
         self.host = host
         self.port = port
@@ -57,6 +64,7 @@ public struct HTTP2ServerConfiguration: Sendable {
         self.handshakeTimeout = handshakeTimeout
         self.requestTimeout = requestTimeout
         self.responseDelay = responseDelay
+        self.onWrongProtocol = onWrongProtocol
     }
 }
 

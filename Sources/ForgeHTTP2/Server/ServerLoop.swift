@@ -50,6 +50,10 @@ final class ServerLoop: @unchecked Sendable {
             // One deadline for the TLS handshake and the client preface: a peer that connects and
             // then says nothing (or stops halfway) is closed after it, whether or not it speaks TLS.
             self.prefaceDeadline = monotonicNanoseconds() &+ Self.nanoseconds(self.configuration.handshakeTimeout)
+            if let report = self.configuration.onWrongProtocol, let problem = self.wrongProtocol() {
+                report(self.connection.peerAddress, problem)
+                return
+            }
             try self.channel.handshake(deadline: self.prefaceDeadline)
             self.core = try HTTP2ServerCore(connectionID: self.connection.id, settings: self.settings, answersPings: self.configuration.answersPings)
             self.core.peerAddress = self.connection.peerAddress
@@ -74,6 +78,38 @@ final class ServerLoop: @unchecked Sendable {
         } catch {
             // The connection ends; the client sees it closed. Nothing to report to: the server goes on.
         }
+    }
+
+    /// What is wrong with the protocol the client opened with, read without consuming it: a TLS
+    /// record (its first byte 0x16, a handshake) where cleartext HTTP/2 is served, or anything else
+    /// where TLS is. `nil` when it fits, or when nothing arrives before the preface deadline (the
+    /// handshake's own timeout then applies).
+    private func wrongProtocol() -> String? {
+        var descriptor = pollfd(fd: self.socket.descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let now = monotonicNanoseconds()
+            guard now < self.prefaceDeadline else { return nil }
+            let ready = poll(&descriptor, 1, Int32(clamping: (self.prefaceDeadline - now + 999_999) / 1_000_000))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return nil }
+            break
+        }
+        var first = [UInt8](repeating: 0, count: 16)
+        let count = first.withUnsafeMutableBytes { recv(self.socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_PEEK)) }
+        guard count > 0 else { return nil }
+        let bytes = first[..<count]
+        let isTLS = bytes.first == 0x16
+        if self.context == nil {
+            return isTLS ? "sent TLS to this cleartext (h2c) port: use http:// with HTTP/2 prior knowledge, or serve TLS" : nil
+        }
+        guard !isTLS else { return nil }
+        if bytes.starts(with: Array("PRI * HTTP/2".utf8)) {
+            return "sent cleartext HTTP/2 (h2c) to this TLS port: use https://, or serve cleartext (h2c)"
+        }
+        if let byte = bytes.first, (65...90).contains(byte) {
+            return "sent cleartext HTTP/1.x to this TLS port: use https:// and HTTP/2"
+        }
+        return "sent bytes that are not TLS to this TLS port: use https://"
     }
 
     private func pump() throws {

@@ -333,7 +333,9 @@ extension APNSCtl {
                     http2: HTTP2ServerConfiguration(
                         host: self.host, port: self.port, tls: tls, handshakeTimeout: .milliseconds(Int(self.handshakeTimeout * 1000)),
                         requestTimeout: self.requestTimeout == 0 ? nil : .milliseconds(Int(self.requestTimeout * 1000)),
-                        responseDelay: self.latency ?? .zero
+                        responseDelay: self.latency ?? .zero, onWrongProtocol: { peer, problem in
+                            Output.diagnostic("apnsctl serve: \(peer) \(problem)")
+                        }
                     ),
                     tokens: records,
                     certificates: certificates, authenticator: authenticator, inbox: inbox, observer: observer
