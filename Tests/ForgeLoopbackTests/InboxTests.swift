@@ -130,6 +130,33 @@ struct InboxTests {
         #expect(inbox.isClosed)
     }
 
+    @Test("Broadcasts and channel requests are kept too: kind, channel, bundle as topic")
+    func broadcasts() throws {
+        let channel = "dHN0LWNoYW5uZWwtMDAwMQ=="
+        var judge = APNsJudge(channels: [LocalAPNsChannel(id: channel, bundleID: "com.example.shop", messageStoragePolicy: 1)])
+        let inbox = LocalAPNsInbox()
+        for (path, headers) in [
+            ("/4/broadcasts/apps/com.example.shop", [("apns-channel-id", channel), ("apns-push-type", "LiveActivity")]),
+            ("/1/apps/com.example.shop/all-channels", [(String, String)]()),
+        ] {
+            let method = path.hasPrefix("/1/") ? "GET" : "POST"
+            let body = method == "GET" ? "" : #"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#
+            let request = APNsJudge.Request(
+                method: method, path: path, headers: headers.map { (name: $0.0, value: $0.1) }, body: Array(body.utf8)
+            )
+            let verdict = judge.judge(request)
+            inbox.record(LocalAPNsInboxEntry(
+                date: Date(), method: method, path: path, headers: headers.map { HTTP2HeaderField($0.0, $0.1) }, body: request.body,
+                verdict: verdict, why: nil, fault: nil, connectionID: 1, lints: []
+            ))
+        }
+        let entries = inbox.pushes().entries
+        let channels = try object(entries[0].json), broadcast = try object(entries[1].json)
+        #expect(broadcast["kind"] as? String == "broadcast" && broadcast["channel_id"] as? String == channel)
+        #expect(broadcast["topic"] as? String == "com.example.shop" && broadcast["status"] as? Int == 200 && broadcast["token"] is NSNull)
+        #expect(channels["kind"] as? String == "channels" && channels["status"] as? Int == 200 && channels["payload"] is NSNull)
+    }
+
     @Test("An entry's JSON: the API's fields, the payload as sent, authorization redacted; a body that is not JSON as text with a warning")
     func entryJSON() throws {
         var judge = APNsJudge()

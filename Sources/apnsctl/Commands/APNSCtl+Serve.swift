@@ -41,7 +41,7 @@ extension APNSCtl {
 
                 With --metrics-port, GET /metrics on that port (127.0.0.1, HTTP/1.1) serves Prometheus text: \
                 apns_local_requests_total by status, reason and push type, apns_local_request_duration_seconds, \
-                apns_local_connections_accepted. Its port is the second line on stdout (useful with --metrics-port 0).
+                apns_local_connections_accepted. Its port is the next line on stdout, after the ui line if any (useful with --metrics-port 0); the inbox's port serves the same text.
 
                 --topic (repeatable) names the bundle ids the server serves: a push to another topic gets \
                 400 TopicDisallowed, as from an APNs account without that app. Without --topic every topic is served.
@@ -165,7 +165,7 @@ extension APNSCtl {
         var recordAcceptedOnly = false
 
         @Option(name: .customLong("metrics-port"),
-                help: "Serve Prometheus metrics on GET /metrics at 127.0.0.1 on this port; 0 lets the system choose (printed on the second line).")
+                help: "Serve Prometheus metrics on GET /metrics at 127.0.0.1 on this port; 0 lets the system choose (printed after the port, and after the ui line if any).")
         var metricsPort: Int?
 
         @Flag(help: "One JSON object per judged request on stdout.")
