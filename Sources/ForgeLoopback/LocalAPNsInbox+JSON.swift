@@ -44,9 +44,19 @@ extension LocalAPNsInboxEntry {
         for header in self.headersRedacted { headers.field(header.name, header.value) }
         writer.raw("headers", headers.finish())
         writer.field("connection", Int(self.connectionID))
-        writer.strings("lints", self.lints)
+        writer.strings("lints", self.allLints)
         writer.field("fault", self.fault.map { String(describing: $0) })
         return writer.finish()
+    }
+
+    /// ``lints`` and what ``APNSLinter`` finds in the push as it was judged (at ``date``), as
+    /// `ID: message` lines. Computed when read: judging pays nothing for it.
+    public var allLints: [String] {
+        guard self.verdict.target.isPush, !self.body.isEmpty else { return self.lints }
+        let found = APNSLinter.lints(
+            body: self.body, pushType: self.verdict.pushType ?? .alert, priority: self.priority, collapseID: self.collapseID, now: self.date
+        )
+        return self.lints + found.map(\.description)
     }
 
     /// `device`, `broadcast`, `channels` or `unknown`.

@@ -190,6 +190,7 @@ extension APNSCtl {
                 }
                 let prepared = try self.notification.prepare()
                 let authorization = try self.auth.dryRunAuthorization()
+                Self.warn(prepared.lints())
                 for token in tokens {
                     let request = prepared.request(to: token)
                     let rendered = try DryRunRenderer(request: request, environment: environment, authorization: authorization)
@@ -203,6 +204,8 @@ extension APNSCtl {
         private func send(tokens: [DeviceToken]) async throws {
             let headers = try self.notification.headers()
             let shared = self.notification.hasSharedPayload || self.tokensFile == nil ? try self.notification.prepare(headers) : nil
+            // Once per prepared notification, never per token; they never stop the send.
+            if let shared { Self.warn(shared.lints()) }
             let source: SendSession.Tokens
             var configuration: APNSClient.Configuration?
             if let journal = self.journal, let path = self.tokensFile, let shared {
@@ -230,6 +233,11 @@ extension APNSCtl {
                 ).run()
             }
             if code != 0 { throw ExitCode(code) }
+        }
+
+        /// What an iPhone would get wrong with the push, on stderr (`warning: LA001: …`).
+        static func warn(_ lints: [APNSLint]) {
+            for lint in lints { Output.diagnostic("warning: \(lint)") }
         }
 
         /// The client's configuration; sending needs credentials (64 without).

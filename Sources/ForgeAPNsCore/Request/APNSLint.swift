@@ -1,0 +1,216 @@
+public import struct Foundation.Date
+public import struct Foundation.Data
+public import class Foundation.JSONSerialization
+
+/// A mistake APNs accepts and an iPhone then gets wrong, found in a push before or after it is
+/// sent: a Live Activity date the app will read 31 years off, a background push iOS will not
+/// deliver as one. Never a reason to refuse a push: senders print lints as warnings, and the local
+/// server's inbox lists them beside the verdict.
+public struct APNSLint: Sendable, Hashable, CustomStringConvertible {
+    /// The lint's id (`LA001` …): stable, for documentation and for silencing it.
+    public var id: String
+    /// One line that names the key and says what the phone will do.
+    public var message: String
+
+    /// Creates a lint.
+    public init(id: String, message: String) {
+        self.id = id
+        self.message = message
+    }
+
+    public var description: String { "\(self.id): \(self.message)" }
+
+    /// Every lint: its id and what it catches.
+    public static let catalog: [(id: String, summary: String)] = [
+        ("LA001", "a content-state number in a date-like key that reads as Unix seconds or milliseconds near now"),
+        ("LA002", "a content-state ISO 8601 string in a date-like key"),
+        ("LA003", "a liveactivity push without aps.timestamp"),
+        ("LA004", "a Live Activity timestamp more than an hour old, or in the future"),
+        ("LA005", "a stale-date or dismissal-date already past"),
+        ("LA006", "a push-to-start without apns-collapse-id"),
+        ("BG001", "a background push with priority 10"),
+        ("BG002", "a background push with alert, sound or badge"),
+        ("AL001", "mutable-content without an alert"),
+        ("AL002", "an alert with neither title nor body"),
+    ]
+}
+
+/// The lint engine: one function of a push's payload and headers, no I/O. `apnsctl send` prints
+/// what it finds as warnings (once per prepared notification, not per token); the local server's
+/// inbox lists it with each push.
+///
+/// Dates: ActivityKit decodes `content-state` into the app's `ContentState` with `JSONDecoder`'s
+/// default strategy, which reads a `Date` as seconds since 2001-01-01 (`deferredToDate`,
+/// https://developer.apple.com/documentation/foundation/jsondecoder/datedecodingstrategy/defertodate);
+/// Unix seconds there show a date about 31 years late, and an ISO 8601 string does not decode.
+public enum APNSLinter {
+    /// Seconds from 1970-01-01 to 2001-01-01, the reference date of `JSONDecoder`'s default.
+    static let referenceOffset: Double = 978_307_200
+
+    /// The lints of a push.
+    /// - Parameters:
+    ///   - body: the payload as sent.
+    ///   - pushType: its push type.
+    ///   - priority: `apns-priority` (nil when absent).
+    ///   - collapseID: `apns-collapse-id`.
+    ///   - now: what "past" and "an hour old" are measured against.
+    public static func lints(body: [UInt8], pushType: APNSPushType, priority: Int?, collapseID: String?, now: Date) -> [APNSLint] {
+        guard let payload = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+            let aps = payload["aps"] as? [String: Any]
+        else { return [] }
+        var lints: [APNSLint] = []
+        switch pushType {
+        case .liveactivity:
+            Self.liveActivity(aps, collapseID: collapseID, now: now, into: &lints)
+        case .background:
+            if priority == 10 {
+                lints.append(APNSLint(id: "BG001", message: "apns-priority is 10: iOS delivers background pushes at priority 5 only (APNs may refuse 10)"))
+            }
+            let visible = ["alert", "sound", "badge"].filter { aps[$0] != nil }
+            if !visible.isEmpty {
+                lints.append(APNSLint(
+                    id: "BG002",
+                    message: "aps.\(visible.joined(separator: ", aps.")) in a background push: iOS shows it as an alert and does not wake the app in the background"
+                ))
+            }
+        case .alert:
+            Self.alert(aps, into: &lints)
+        default:
+            break
+        }
+        return lints
+    }
+
+    private static func alert(_ aps: [String: Any], into lints: inout [APNSLint]) {
+        if (aps["mutable-content"] as? Int) == 1, aps["alert"] == nil {
+            lints.append(APNSLint(id: "AL001", message: "aps.mutable-content is 1 without aps.alert: iOS runs the service extension only for an alert"))
+        }
+        if let alert = aps["alert"] as? [String: Any] {
+            let text = ["title", "body", "title-loc-key", "loc-key"].contains { (alert[$0] as? String).map { !$0.isEmpty } ?? (alert[$0] != nil) }
+            if !text {
+                lints.append(APNSLint(id: "AL002", message: "aps.alert has neither title nor body: iOS shows nothing"))
+            }
+        } else if let alert = aps["alert"] as? String, alert.isEmpty {
+            lints.append(APNSLint(id: "AL002", message: "aps.alert is empty: iOS shows nothing"))
+        }
+    }
+
+    private static func liveActivity(_ aps: [String: Any], collapseID: String?, now: Date, into lints: inout [APNSLint]) {
+        if let timestamp = Self.number(aps["timestamp"]) {
+            let age = now.timeIntervalSince1970 - timestamp
+            if age > 3_600 {
+                lints.append(APNSLint(
+                    id: "LA004",
+                    message: "aps.timestamp \(Int(timestamp)) is \(Self.duration(age)) old: iOS ignores an update older than the last one it applied"
+                ))
+            } else if age < -60 {
+                lints.append(APNSLint(
+                    id: "LA004",
+                    message: "aps.timestamp \(Int(timestamp)) is \(Self.duration(-age)) in the future: later updates with a true timestamp are ignored"
+                ))
+            }
+        } else {
+            lints.append(APNSLint(id: "LA003", message: "no aps.timestamp: iOS drops a Live Activity push without one"))
+        }
+        for key in ["stale-date", "dismissal-date"] {
+            guard let date = Self.number(aps[key]), date < now.timeIntervalSince1970 else { continue }
+            lints.append(APNSLint(
+                id: "LA005",
+                message: "aps.\(key) \(Int(date)) is \(Self.duration(now.timeIntervalSince1970 - date)) past: the activity turns \(key == "stale-date" ? "stale" : "dismissed") at once"
+            ))
+        }
+        if (aps["event"] as? String) == "start", collapseID == nil {
+            lints.append(APNSLint(
+                id: "LA006",
+                message: "a push-to-start without apns-collapse-id: a retried start makes a second activity"
+            ))
+        }
+        if let state = aps["content-state"] as? [String: Any] {
+            Self.contentState(state, path: "aps.content-state", now: now, into: &lints)
+        }
+    }
+
+    /// Date-like keys: `date`, `time`, `eta`, a key ending in `At`, `deadline`, `until`, `expires`.
+    static func isDateLike(_ key: String) -> Bool {
+        let lower = key.lowercased()
+        return lower.contains("date") || lower.contains("time") || lower == "eta" || key.hasSuffix("At") || key.hasSuffix("_at")
+            || lower.contains("deadline") || lower.contains("until") || lower.contains("expires")
+    }
+
+    private static func contentState(_ object: [String: Any], path: String, now: Date, into lints: inout [APNSLint]) {
+        for key in object.keys.sorted() {
+            let value = object[key]
+            let name = "\(path).\(key)"
+            if let nested = value as? [String: Any] {
+                Self.contentState(nested, path: name, now: now, into: &lints)
+                continue
+            }
+            guard Self.isDateLike(key) else { continue }
+            if let number = Self.number(value), !(value is Bool) {
+                // Unix seconds (or milliseconds) when, read so, the value lies nearer now than read as
+                // seconds since 2001: the default decoding would put it decades away.
+                let unixNow = now.timeIntervalSince1970, decades = 20 * 365.25 * 86_400
+                let seconds: Double?
+                let unit: String
+                if abs(number - unixNow) < decades, abs(number - unixNow) < abs(number - now.timeIntervalSinceReferenceDate) {
+                    (seconds, unit) = (number, "Unix seconds")
+                } else if abs(number / 1000 - unixNow) < decades {
+                    (seconds, unit) = (number / 1000, "Unix milliseconds")
+                } else {
+                    (seconds, unit) = (nil, "")
+                }
+                guard let seconds else { continue }
+                let shown = Date(timeIntervalSinceReferenceDate: number)
+                let meant = Date(timeIntervalSince1970: seconds)
+                lints.append(APNSLint(
+                    id: "LA001",
+                    message: "\(name) \(Self.numberText(number)) looks like \(unit) (\(Self.iso(meant))); a Date decoded with JSONDecoder's default "
+                        + "reads seconds since 2001-01-01 and shows \(Self.iso(shown)): send \(Self.numberText((seconds - Self.referenceOffset).rounded()))"
+                ))
+            } else if let text = value as? String, Self.looksISO(text) {
+                lints.append(APNSLint(
+                    id: "LA002",
+                    message: "\(name) is an ISO 8601 string: a Date decoded with JSONDecoder's default needs seconds since 2001-01-01, "
+                        + "so the update fails to decode and is dropped"
+                ))
+            }
+        }
+    }
+
+    private static func looksISO(_ text: String) -> Bool {
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 10, utf8[4] == UInt8(ascii: "-"), utf8[7] == UInt8(ascii: "-") else { return false }
+        return utf8[0..<4].allSatisfy { (48...57).contains($0) }
+    }
+
+    private static func number(_ value: Any?) -> Double? {
+        if value is Bool { return nil }
+        if let value = value as? Double { return value }
+        if let value = value as? Int { return Double(value) }
+        return nil
+    }
+
+    private static func numberText(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+
+    private static func iso(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle())
+    }
+
+    private static func duration(_ seconds: Double) -> String {
+        if seconds >= 86_400 * 2 { return "\(Int(seconds / 86_400)) days" }
+        if seconds >= 7_200 { return "\(Int(seconds / 3_600)) hours" }
+        return "\(Int(seconds / 60)) minutes"
+    }
+}
+
+extension APNSPreparedNotification {
+    /// What an iPhone would get wrong with this notification (``APNSLinter``), judged at `now`.
+    public func lints(now: Date = Date()) -> [APNSLint] {
+        APNSLinter.lints(
+            body: self.body, pushType: self.pushType, priority: self.priority.map { Int($0.rawValue) },
+            collapseID: self.collapseID?.rawValue, now: now
+        )
+    }
+}
