@@ -100,11 +100,10 @@ extension SimulatedDevice {
         for bundleID in apps {
             for entry in shown[bundleID, default: []] where entry.inList {
                 let content = entry.notification.request.content
-                let identifier = entry.notification.request.identifier
                 notifications.append(
                     DeviceView.Notification(
-                        apnsID: identifier, bundleID: bundleID, title: content.title, subtitle: content.subtitle,
-                        body: content.body, threadID: content.threadIdentifier, collapseID: nil, badge: content.badge,
+                        apnsID: entry.apnsID, bundleID: bundleID, title: content.title, subtitle: content.subtitle,
+                        body: content.body, threadID: content.threadIdentifier, collapseID: entry.collapseID, badge: content.badge,
                         deliveredAt: entry.notification.date
                     )
                 )

@@ -30,7 +30,7 @@ extension SimulatedDevice {
         var request = NotificationRequest(identifier: identifier, content: NotificationContent(payload: payload))
         request.content = await self.runServiceExtension(of: app, on: request)
         request.content.attachments = self.existingAttachments(of: request, app: app)
-        await self.show(DeliveredNotification(request: request, date: self.clock.now), app: app)
+        await self.show(DeliveredNotification(request: request, date: self.clock.now), of: push, app: app)
     }
 
     /// Runs the app's service extension when the payload asks for it; returns the content to show.
@@ -101,7 +101,7 @@ extension SimulatedDevice {
 
     /// Replaces a notification with the same identifier, then presents: the will-present decision in
     /// the foreground (the app's delegate, `.active`), the notification list otherwise.
-    private func show(_ notification: DeliveredNotification, app: SimulatedApp) async {
+    private func show(_ notification: DeliveredNotification, of push: DevicePush, app: SimulatedApp) async {
         let identifier = notification.request.identifier
         let previous = self.state.withLock { state -> NotificationContent? in
             guard let index = state.shown[app.bundleID]?.firstIndex(where: { $0.notification.request.identifier == identifier })
@@ -122,7 +122,7 @@ extension SimulatedDevice {
             inList = options.contains(.list)
         }
         self.state.withLock { state in
-            state.shown[app.bundleID, default: []].append(Shown(notification: notification, inList: inList))
+            state.shown[app.bundleID, default: []].append(Shown(notification: notification, inList: inList, apnsID: push.apnsID, collapseID: push.collapseID))
             if let limit = self.notificationRetention, let count = state.shown[app.bundleID]?.count, count > limit {
                 state.shown[app.bundleID]?.removeFirst(count - limit)
             }

@@ -38,6 +38,9 @@ public final class SimulatedDevice: Sendable {
     struct Shown {
         var notification: DeliveredNotification
         var inList: Bool
+        /// The push that showed it, and its `apns-collapse-id`.
+        var apnsID: String
+        var collapseID: String?
     }
 
     struct State {

@@ -289,7 +289,7 @@ struct PhonesTests {
         }
         let view = try #require(phones.view(token: tokenA))
         #expect(view.notifications.map(\.title) == ["2-0"])
-        #expect(view.notifications.first?.threadID == "match")
+        #expect(view.notifications.first?.threadID == "match" && view.notifications.first?.collapseID == "score")
         #expect(view.badges == ["com.example.shop": 2])
         #expect(view.backgroundPushes == 1 && view.silentPushes.count == 1)
         #expect(view.apps == ["com.example.shop"])

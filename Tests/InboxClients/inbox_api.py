@@ -107,6 +107,11 @@ def main():
     notifications = (phone or {}).get("notifications", [])
     check("the phone shows the notification", status == 200 and len(notifications) == 1
           and notifications[0]["title"] == "Parcel shipped" and notifications[0]["body"] == "Your order A-17 is on its way", phone)
+    check("the notification keeps its apns-id and collapse id", notifications and notifications[0]["collapse_id"] == "order-17"
+          and notifications[0]["apns_id"] == (entry or {}).get("apns_id"), notifications)
+    with urllib.request.urlopen(ui + "/metrics", timeout=30) as response:
+        metrics = response.read().decode()
+    check("GET /metrics serves the Prometheus text on the inbox's port", "apns_local_requests_total" in metrics, metrics[:200])
     status, _ = call(ui, "GET", f"/api/v1/devices/{TOKEN_B}")
     check("a rejected push reaches no phone: 404", status == 404, status)
 
