@@ -3,8 +3,9 @@ import Foundation
 
 /// The `--postgres` URL of a campaign's database, as libpq's URIs write it:
 ///
-/// - TCP: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=require|disable]`. TLS is
-///   required and verified (system trust roots, host name) unless `sslmode=disable` turns it off.
+/// - TCP: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=require|prefer|disable]`. TLS is
+///   required and verified (system trust roots, host name) unless `sslmode=disable` turns it off;
+///   `prefer` uses it when the server offers it, as libpq does.
 /// - Unix socket: `postgres://USER@/DATABASE?host=/SOCKET/DIR[&port=PORT]` (or `postgres:///DATABASE?host=…`):
 ///   the server's socket `/SOCKET/DIR/.s.PGSQL.PORT` (port 5432 unless given); no TLS.
 ///
@@ -63,14 +64,17 @@ public struct PostgresCampaignURL: Sendable, CustomStringConvertible {
         switch query["sslmode"] ?? "require" {
         case "disable":
             tls = .disable
-        case "require", "verify-full":
+        case "require", "verify-full", "prefer":
+            let context: NIOSSLContext
             do {
-                tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                context = try NIOSSLContext(configuration: .makeClientConfiguration())
             } catch {
                 throw PostgresCampaignError(.badURL, "--postgres: TLS cannot be set up: \(error)")
             }
+            // prefer, as libpq means it: TLS when the server offers it, else without.
+            tls = query["sslmode"] == "prefer" ? .prefer(context) : .require(context)
         case let mode:
-            throw bad("sslmode '\(mode)' is not require (TLS, verified; the default) or disable")
+            throw bad("sslmode '\(mode)' is not require (TLS, verified; the default), prefer (TLS when offered) or disable")
         }
         self.configuration = PostgresConnection.Configuration(
             host: host, port: port, username: user, password: password, database: database, tls: tls
@@ -102,6 +106,11 @@ public struct PostgresCampaignError: Error, CustomStringConvertible, Sendable {
     /// A database error with the server's message (PSQLError's own description hides it).
     static func database(_ error: any Error, doing what: String) -> PostgresCampaignError {
         if let error = error as? PostgresCampaignError { return error }
+        if let error = error as? PSQLError, error.code == .sslUnsupported {
+            return PostgresCampaignError(
+                .database, "\(what): the server does not offer TLS; for a database on a trusted network add ?sslmode=disable to --postgres"
+            )
+        }
         if let error = error as? PSQLError {
             let message = error.serverInfo?[.message] ?? "\(error.code)"
             let underlying = error.underlying.map { ": \($0)" } ?? ""

@@ -9,8 +9,8 @@ import Darwin
 #endif
 
 /// A private PostgreSQL cluster for one test: `initdb` in a temporary folder (trust
-/// authentication, superuser `forge`), `postgres` listening on a Unix socket in that folder only
-/// (no TCP), stopped and removed by ``stop()``.
+/// authentication, superuser `forge`), `postgres` listening on a Unix socket in that folder (and,
+/// when asked, on 127.0.0.1 at a free port, without TLS), stopped and removed by ``stop()``.
 ///
 /// initdb and postgres refuse to run as root: as root (CI, containers) they run as the `postgres`
 /// user Debian's package creates, through `runuser`, and the folder is given to that user.
@@ -20,8 +20,10 @@ public final class PostgresProcess: Sendable {
     public let folder: TemporaryFolder
     /// The folder of the server's socket, `.s.PGSQL.<port>`.
     public let socketDirectory: String
-    /// The port in the socket's name (no TCP port is open).
-    public let port = 5432
+    /// The port in the socket's name, and the TCP port on 127.0.0.1 when ``listensOnTCP``.
+    public let port: Int
+    /// Whether the server also listens on 127.0.0.1 (TCP, no TLS).
+    public let listensOnTCP: Bool
     /// The `--postgres` URL of the cluster's `postgres` database, as user `forge`, over the socket.
     public var url: String { "postgres://forge@/postgres?host=\(self.socketDirectory)&port=\(self.port)" }
 
@@ -30,7 +32,10 @@ public final class PostgresProcess: Sendable {
     private let server: ChildProcess
 
     /// Creates the cluster and starts its server; returns once it accepts connections (at most `timeout`).
-    public init(timeout: Duration = .seconds(60)) throws {
+    /// - Parameter tcp: also listen on 127.0.0.1, at a port the system reports free (TLS off, as initdb sets it up).
+    public init(timeout: Duration = .seconds(60), tcp: Bool = false) throws {
+        self.listensOnTCP = tcp
+        self.port = tcp ? try Self.freeLoopbackPort() : 5432
         let bin = try Self.binaries()
         let folder = try TemporaryFolder("pg")
         self.folder = folder
@@ -52,7 +57,7 @@ public final class PostgresProcess: Sendable {
             self.server = try ChildProcess(
                 executable: postgres.executable,
                 arguments: postgres.prefix + [
-                    "-D", self.dataDirectory, "-k", self.socketDirectory, "-c", "listen_addresses=", "-p", String(self.port),
+                    "-D", self.dataDirectory, "-k", self.socketDirectory, "-c", "listen_addresses=\(tcp ? "127.0.0.1" : "")", "-p", String(self.port),
                     "-c", "fsync=off", "-c", "max_connections=50",
                 ],
                 mergesStandardError: true, currentDirectory: folder.url
@@ -75,6 +80,22 @@ public final class PostgresProcess: Sendable {
             // Polling at a bounded interval until the server answers (pg_isready has no wait of its own below a second).
             Thread.sleep(forTimeInterval: 0.05)
         }
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on now (bound to port 0, read back, closed).
+    private static func freeLoopbackPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw ChildProcessError("socket: errno \(errno)") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw ChildProcessError("bind 127.0.0.1:0: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Runs `sql` with psql (an oracle independent of postgres-nio); returns its unaligned output

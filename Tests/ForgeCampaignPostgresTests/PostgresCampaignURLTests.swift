@@ -31,7 +31,7 @@ struct PostgresCampaignURLTests {
         ("mysql://h/db", "not a postgres:// URL"),
         ("postgres://h:99999/db", "port"),
         ("postgres://u@/db", "no host"),
-        ("postgres://h/db?sslmode=prefer", "sslmode 'prefer'"),
+        ("postgres://h/db?sslmode=allow", "sslmode 'allow'"),
         ("postgres://h/db?bogus=1", "unknown query parameter 'bogus'"),
         ("postgres:///db?host=/s&sslmode=require", "a Unix socket has no TLS"),
     ])

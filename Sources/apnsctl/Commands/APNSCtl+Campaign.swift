@@ -10,7 +10,7 @@ extension APNSCtl {
         static let configuration = CommandConfiguration(
             abstract: "Campaigns that survive a crash: report a journal (send --journal), or run one in PostgreSQL across machines.",
             discussion: """
-                --postgres URL: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=require|disable] over TCP (TLS \
+                --postgres URL: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=require|prefer|disable] over TCP (TLS \
                 required and verified unless sslmode=disable), or postgres://USER@/DB?host=/SOCKET/DIR[&port=N] over \
                 the server's Unix socket in that folder. The password may come from PGPASSWORD.
                 """,
