@@ -84,6 +84,8 @@ public final class CampaignJournal: Sendable {
             case storage
             /// An argument out of its range (``CampaignSend/windowRange``).
             case invalidArgument
+            /// Another process has the journal open for writing (``CampaignJournal/open(path:)``).
+            case inUse
         }
 
         public var kind: Kind
@@ -218,6 +220,9 @@ public final class CampaignJournal: Sendable {
 
     /// Opens the journal at `path` in WAL mode, creating it when it does not exist. A file that
     /// holds no campaign yet (new, or a registration that did not finish) gets a new campaign id.
+    ///
+    /// - Important: Two processes sending from one journal send its tokens twice. A process that
+    ///   sends holds ``lock(path:)`` first, for the whole run (`apnsctl send --journal` does).
     /// - Throws: ``Failure`` (`unusable`) when the file cannot be opened or created.
     public static func open(path: String) throws(Failure) -> CampaignJournal {
         do {
@@ -238,6 +243,21 @@ public final class CampaignJournal: Sendable {
         } catch {
             throw Failure(kind: .unusable, description: "journal '\(path)': \(Self.message(error))")
         }
+    }
+
+    /// Takes the journal at `path` for this process alone, until the returned lock is released
+    /// (it goes out of use) or the process ends, however it ends: an exclusive `flock` on
+    /// `<path>-lock`, which the kernel releases when the process dies (SIGKILL included). Readers
+    /// (``openForReading(path:)``) need no lock.
+    /// - Throws: ``Failure`` `inUse` naming the process that holds it and when it started.
+    public static func lock(path: String) throws(Failure) -> Lock {
+        Lock(try JournalLock(journal: path))
+    }
+
+    /// This process's hold on a journal (``lock(path:)``); released when it is no longer used.
+    public struct Lock: Sendable {
+        private let lock: JournalLock
+        fileprivate init(_ lock: JournalLock) { self.lock = lock }
     }
 
     /// Checks that `fingerprint` is the campaign's: run it before anything is sent on resume.

@@ -627,6 +627,33 @@ struct JournalTests {
         #expect(lines.last?["not_sent"] as? Int == all.count, "\(lines.last ?? [:])")
     }
 
+    @Test("The same journal run twice at once: the second exits 75 naming the first, sends nothing; the first sends every token once")
+    func oneProcessPerJournal() throws {
+        let (folder, all, tokensFile, journal) = try campaignFiles(tokens: 3000)
+        defer { folder.remove() }
+        let recordFile = folder.url.appendingPathComponent("accepted.ndjson").path
+        // Answers held 200 ms, 128 tokens a window: the first run lasts seconds.
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet", "--latency", "200ms", "--record", recordFile])
+        let command = ["send", "--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca] + credentials
+            + ["--topic", bundle, "--tokens-file", tokensFile, "--payload", alertPayload, "--journal", journal, "--journal-window", "128", "--json"]
+        let first = try ChildProcess(executable: CommandRunner.binary, arguments: command, environment: CommandRunner.environment())
+        // Its first verdicts are printed once it holds the journal.
+        #expect(first.waitForStandardOutput(lines: 10, timeout: .seconds(60)))
+        let second = try CommandRunner.run(command)
+        let finished = first.finish(timeout: .seconds(120))
+        let served = server.stop()
+        #expect(second.exitCode == 75, "\(second.stderr)")
+        #expect(second.stderr.contains("error: --journal '\(journal)' is in use by process \(first.processIdentifier) (started "),
+                "\(second.stderr)")
+        #expect(second.stdout.isEmpty)
+        #expect(finished.exitCode == 0 && served.exitCode == 0, "\(finished.stderr)")
+        let record = try ServerRecord(path: recordFile)
+        #expect(record.count == all.count && record.copies.values.allSatisfy { $0 == 1 }, "\(record.count) pushes for \(all.count) tokens")
+        // The lock went with the first process: a run now resumes (nothing left to send).
+        let again = try CommandRunner.run(command)
+        #expect(again.exitCode == 0 && again.stderr.contains("journal: resuming campaign"), "\(again.stderr)")
+    }
+
     @Test("A journal write that fails mid-run (another process holds its lock): exit 74 naming the journal file, no summary, and every verdict printed was committed")
     func failedJournalWrite() throws {
         let (folder, all, tokensFile, journal) = try campaignFiles(tokens: 5000)

@@ -15,6 +15,8 @@ enum CLIExit {
     static let cannotCreate: Int32 = 73
     /// A read or write failed mid-run (the journal of `send --journal`).
     static let ioError: Int32 = 74
+    /// EX_TEMPFAIL: try again later (a journal another process is using).
+    static let temporaryFailure: Int32 = 75
     /// Stopped by SIGINT (Ctrl-C), as shells report it: 128 + 2.
     static let interrupted: Int32 = 130
 }

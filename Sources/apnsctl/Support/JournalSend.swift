@@ -15,6 +15,8 @@ import Foundation
 /// reads on from there. Nothing is sent before the comparison passes.
 struct JournalCampaign {
     let journal: CampaignJournal
+    /// This process's hold on the journal, for the whole run: a second `send` on it exits 75.
+    let lock: CampaignJournal.Lock
     /// The campaign's counts when this run starts (the registered tokens only, while the file is not read to its end).
     let progress: CampaignJournal.Progress
     /// Lines of the file that are not a token, reported on stderr while comparing (more are reported as the send reads).
@@ -52,13 +54,16 @@ struct JournalCampaign {
             tokensPath: URL(fileURLWithPath: tokensPath).standardizedFileURL.path, tokensSize: -1, tokensSHA256: ""
         )
         do {
+            // Before anything is read or sent: a second process on the journal stops here.
+            let lock = try CampaignJournal.lock(path: journalPath)
             let journal = try CampaignJournal.open(path: journalPath)
             var badLines = 0
             guard let stored = journal.fingerprint else {
                 try await journal.begin(fingerprint)
                 let total = ProgressBar.isAvailable ? TokenFileReading.countTokenLines(tokensPath) : nil
                 return JournalCampaign(
-                    journal: journal, progress: CampaignJournal.Progress(total: 0, final: 0, unsettled: 0), badLines: 0, window: window,
+                    journal: journal, lock: lock, progress: CampaignJournal.Progress(total: 0, final: 0, unsettled: 0), badLines: 0,
+                    window: window,
                     total: total, rest: lines, digest: digest
                 )
             }
@@ -90,7 +95,7 @@ struct JournalCampaign {
                 ? progress.remaining
                 : (ProgressBar.isAvailable ? TokenFileReading.countTokenLines(tokensPath).map { $0 - progress.final } : nil)
             return JournalCampaign(
-                journal: journal, progress: progress, badLines: badLines, window: window, total: total,
+                journal: journal, lock: lock, progress: progress, badLines: badLines, window: window, total: total,
                 rest: stored.isComplete ? nil : lines, digest: digest
             )
         } catch let failure as CampaignJournal.Failure {
@@ -196,6 +201,7 @@ struct JournalCampaign {
         case .changedInputs, .invalidArgument: CLIExit.dataError
         case .unusable: CLIExit.cannotCreate
         case .storage: CLIExit.ioError
+        case .inUse: CLIExit.temporaryFailure
         }
     }
 
