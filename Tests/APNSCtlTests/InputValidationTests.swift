@@ -119,6 +119,21 @@ struct InputValidationTests {
         #expect(result.stdout.isEmpty, "\(result.stdout)")
     }
 
+    @Test("A UTF-8 byte order mark at the start of a tokens file or a payload file is skipped, as editors on Windows write one")
+    func byteOrderMark() throws {
+        let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+        let payload = file("bom-payload.json", bom + Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+        let dry = try CommandRunner.run(["send", "--dry-run", "--topic", bundle, "--token", token, "--payload", payload])
+        #expect(dry.exitCode == 0 && dryRunBody(dry.stdout) == #"{"aps":{"alert":"hi"}}"#, "\(dry.stderr)")
+        let tokens = file("bom-tokens.txt", bom + Array("\(token)\n\(String(repeating: "cd", count: 32))\n".utf8))
+        let server = try ServerProcess(["--quiet", "--topic", bundle])
+        let sent = try CommandRunner.run(["send", "--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca] + credentials
+            + ["--topic", bundle, "--tokens-file", tokens, "--payload", payload, "--json"])
+        server.stop()
+        #expect(sent.exitCode == 0, "\(sent.stderr)")
+        #expect(sent.stdout.components(separatedBy: "\"outcome\":\"accepted\"").count - 1 == 2, "\(sent.stdout)")
+    }
+
     @Test("A Live Activity relevance score may be negative; the flag parses it")
     func negativeActivityRelevance() throws {
         let result = try CommandRunner.run([

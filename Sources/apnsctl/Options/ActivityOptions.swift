@@ -127,7 +127,7 @@ struct ActivityOptions: ParsableArguments {
     /// A JSON object given inline or as `@file`.
     /// - Throws: ``CLIFailure`` (65 not an object, 66 missing file).
     static func jsonObject(_ text: String, flag: String) throws -> CommandLineJSON {
-        let bytes = text.hasPrefix("@") ? try InputFiles.read(String(text.dropFirst()), flag: flag) : Array(text.utf8)
+        let bytes = text.hasPrefix("@") ? InputFiles.withoutByteOrderMark(try InputFiles.read(String(text.dropFirst()), flag: flag)) : Array(text.utf8)
         let value: CommandLineJSON
         do { value = try CommandLineJSON(parsing: bytes) } catch {
             throw CLIFailure(message: "\(flag): not valid JSON (\(CommandLineJSON.describe(error)))", exitCode: CLIExit.dataError)

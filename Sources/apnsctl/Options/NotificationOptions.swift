@@ -59,7 +59,7 @@ struct NotificationOptions: ParsableArguments {
         guard let payloadPath = self.payload else {
             throw ValidationError("Missing --payload: a JSON file, or - for standard input (or --title, --body… to build one).")
         }
-        return try InputFiles.read(payloadPath, flag: "--payload")
+        return InputFiles.withoutByteOrderMark(try InputFiles.read(payloadPath, flag: "--payload"))
     }
 
     private func parsedExpiration() throws -> APNSExpiration? {

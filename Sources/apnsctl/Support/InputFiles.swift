@@ -22,6 +22,12 @@ enum InputFiles {
         return Array(data)
     }
 
+    /// `bytes` without a leading UTF-8 byte order mark: JSON has none (RFC 8259 §8.1), but editors
+    /// on Windows write one, and a device's parser would refuse the payload for it.
+    static func withoutByteOrderMark(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+    }
+
     /// Checks that `path` is a readable file, so a server fails with a message naming the flag.
     /// - Throws: a ``CLIFailure`` with exit code 66 when it does not exist or is a directory, 65 when
     ///   it cannot be read.

@@ -100,6 +100,8 @@ final class TokenLines {
         let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
         var start = 0
         var end = count
+        // A UTF-8 byte order mark (editors on Windows write one) before the first line is no token.
+        if self.lineNumber == 1, count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { start = 3 }
         while start < end, Self.isSpace(bytes[start]) { start += 1 }
         while end > start, Self.isSpace(bytes[end - 1]) { end -= 1 }
         if start == end || bytes[start] == UInt8(ascii: "#") { return .skipped }
