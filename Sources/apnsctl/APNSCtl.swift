@@ -32,6 +32,15 @@ struct APNSCtl: AsyncParsableCommand {
     /// '--tokn'"), not as the required flag it was meant to be; ArgumentParser runs `validate()`
     /// before it looks for unknown options. And every error starts with `error:`, as apnsctl's own do.
     static func main() async {
+        // `apnsctl sned --token …` would be reported as an unknown option of the root command.
+        if let word = CommandLine.arguments.dropFirst().first, !word.hasPrefix("-") {
+            let names = Self.configuration.subcommands.map { $0._commandName } + ["help"]
+            if !names.contains(word) {
+                let hint = DidYouMean.suggestion(for: word, among: names).map { "; did you mean '\($0)'?" } ?? ""
+                Output.diagnostic("error: unknown command '\(word)'\(hint)\nUsage: \(Self.usageString())\n  See 'apnsctl --help' for the commands.")
+                Glibc.exit(ExitCode.validationFailure.rawValue)
+            }
+        }
         let command: any ParsableCommand
         do {
             command = try Self.parseAsRoot()

@@ -22,6 +22,20 @@ private func temporaryFile(_ bytes: [UInt8], name: String = "file") throws -> St
 
 @Suite("apnsctl: help and usage")
 struct APNSCtlHelpTests {
+    @Test("A mistyped command or environment gets a did-you-mean, exit 64", arguments: [
+        (["sned", "--token", "ab"], "error: unknown command 'sned'; did you mean 'send'?"),
+        (["dcotor"], "error: unknown command 'dcotor'; did you mean 'doctor'?"),
+        (["xyzzy"], "error: unknown command 'xyzzy'\n"),
+        (["send", "--environment", "prod", "--token", "ab"], "did you mean 'production'? (production, sandbox or development)"),
+    ])
+    func didYouMean(arguments: [String], message: String) throws {
+        let result = try CommandRunner.run(arguments)
+        #expect(result.exitCode == 64 && result.stderr.contains(message), "\(result.stderr)")
+        let variable = try CommandRunner.run(["send", "--dry-run", "--topic", "com.example.forgepush", "--token", String(repeating: "ab", count: 32),
+                                              "--title", "Hi"], environment: ["APNS_ENVIRONMENT": "sandbx"])
+        #expect(variable.exitCode == 64 && variable.stderr.contains("(got 'sandbx'); did you mean 'sandbox'?"), "\(variable.stderr)")
+    }
+
     @Test("Every command has --help", arguments: [[], ["send"], ["jwt"]])
     func help(_ command: [String]) throws {
         let result = try CommandRunner.run(command + ["--help"])
