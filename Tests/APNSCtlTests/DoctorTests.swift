@@ -50,6 +50,16 @@ struct DoctorTests {
         #expect(checks(result.stdout)["authenticated request"] == "FAIL")
         #expect(result.stdout.contains("403 InvalidProviderToken") && result.stdout.contains("--key-id and --team-id do not belong together"))
         #expect(checks(result.stdout)["TLS"] == "ok")
+        // The file's name names FORGEKEY01: one line for the check, a warning, not an ok besides.
+        let idLines = result.stdout.split(separator: "\n").filter { $0.contains("key and team ids:") }
+        #expect(idLines.count == 1 && idLines.first?.hasPrefix("warn") == true, "\(idLines)")
+        #expect(result.stdout.contains("the key file is AuthKey_FORGEKEY01.p8 but the key id is FORGEKEY02"))
+        // send makes the same check before its first push, as a warning.
+        let sent = try CommandRunner.run([
+            "send", "--url", "https://127.0.0.1:9", "--ca-file", ca, "--key-file", keyFile, "--key-id", "FORGEKEY02", "--team-id", "FORGETEAM1",
+            "--topic", bundle, "--token", String(repeating: "ab", count: 32), "--title", "Hi",
+        ])
+        #expect(sent.stderr.contains("warning: the key file is AuthKey_FORGEKEY01.p8 but the key id is FORGEKEY02"), "\(sent.stderr)")
     }
 
     @Test("A damaged key file fails first, before any network check (65)")

@@ -130,11 +130,11 @@ extension APNSCtl {
                 let keyID = try APNSKeyID(self.auth.resolvedKeyID ?? "")
                 let teamID = try APNSTeamID(self.auth.resolvedTeamID ?? "")
                 ids = (keyID, teamID)
-                report.ok("key and team ids", "key \(keyID), team \(teamID)")
-                let name = (path as NSString).lastPathComponent
-                if name.hasPrefix("AuthKey_"), !name.contains(keyID.rawValue) {
-                    report.warn("key and team ids", "the file is \(name) but the key id is \(keyID)",
-                                fix: "the key id is the 10 characters in the file name AuthKey_<KEYID>.p8")
+                // One line for the check: a warning when the file's name names another key id, else ok.
+                if let warning = self.auth.keyFileNameWarning() {
+                    report.warn("key and team ids", warning, fix: "the key id is the 10 characters in the file name AuthKey_<KEYID>.p8")
+                } else {
+                    report.ok("key and team ids", "key \(keyID), team \(teamID)")
                 }
             } catch {
                 report.fail("key and team ids", "\(error.field) \(error.rule)",

@@ -248,6 +248,8 @@ extension APNSCtl {
                         + "--dry-run validates without them."
                 )
             }
+            // Before the first push: the cheap check doctor makes, as a warning.
+            if let warning = self.auth.keyFileNameWarning() { Output.diagnostic("warning: \(warning)") }
             return try ClientFactory.configuration(auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose)
         }
     }

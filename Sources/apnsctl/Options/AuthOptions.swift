@@ -73,6 +73,19 @@ struct AuthOptions: ParsableArguments {
     /// The client's credentials: the key or certificate flags (serving every topic no `--credential`
     /// names), then each `--credential` for its bundle ids.
     /// - Throws: `ValidationError` (64) for missing or conflicting flags, ``CLIFailure`` (65, 66) for bad data.
+    /// A warning when the key file's name (`AuthKey_<KEYID>.p8`, as Apple names it) names another key
+    /// id than `--key-id`: the most common cause of `InvalidProviderToken`. `nil` when they agree or
+    /// the file was renamed.
+    func keyFileNameWarning() -> String? {
+        guard let path = self.resolvedKeyFile, let keyID = self.resolvedKeyID else { return nil }
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
+        let fileID = name.dropFirst("AuthKey_".count).dropLast(".p8".count)
+        guard fileID.count == 10, fileID != keyID else { return nil }
+        return "the key file is \(name) but the key id is \(keyID): Apple names the file after its key id, "
+            + "and a token signed under another id gets InvalidProviderToken"
+    }
+
     func credentials() throws -> [APNSClient.Credential] {
         var credentials: [APNSClient.Credential] = []
         if self.isPresent || self.usesCertificate || self.credentialSpecs.isEmpty {
