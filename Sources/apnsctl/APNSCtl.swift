@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -14,14 +15,19 @@ struct APNSCtl: AsyncParsableCommand {
         abstract: "Send Apple push notifications and Live Activity updates from a shell.",
         discussion: """
             Credentials come from flags or the environment (APNS_KEY_FILE, APNS_KEY_ID, APNS_TEAM_ID, \
-            APNS_TOPIC, APNS_ENVIRONMENT).
+            APNS_TOPIC, APNS_ENVIRONMENT). Every command takes --color auto|always|never: auto colours a \
+            terminal unless NO_COLOR is set.
 
             Examples:
               apnsctl jwt --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ
               apnsctl send --dry-run --token 7c1d… --topic com.example.app --push-type alert --payload alert.json
+              apnsctl serve --port 0 --ui-port 0 --write-ca ca.pem
+              apnsctl doctor --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --topic com.example.app
 
             Exit codes: 0 all accepted; 1 one or more rejected; 64 usage; 65 bad data (token, payload, key, ids); \
-            66 input file missing; 69 endpoint unreachable or TLS failure; 70 internal error.
+            66 input file missing; 69 endpoint unreachable or TLS failure; 70 internal error; 73 an output file \
+            or port cannot be created; 74 a journal write failed; 75 the journal is in use by another process; \
+            130 stopped by Ctrl-C.
             """,
         version: APNSCtlVersion.current,
         subcommands: [Send.self, Campaign.self, Activity.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
@@ -32,8 +38,9 @@ struct APNSCtl: AsyncParsableCommand {
     /// '--tokn'"), not as the required flag it was meant to be; ArgumentParser runs `validate()`
     /// before it looks for unknown options. And every error starts with `error:`, as apnsctl's own do.
     static func main() async {
+        let arguments = Self.takeColorChoice(Array(CommandLine.arguments.dropFirst()))
         // `apnsctl sned --token …` would be reported as an unknown option of the root command.
-        if let word = CommandLine.arguments.dropFirst().first, !word.hasPrefix("-") {
+        if let word = arguments.first, !word.hasPrefix("-") {
             let names = Self.configuration.subcommands.map { $0._commandName } + ["help"]
             if !names.contains(word) {
                 let hint = DidYouMean.suggestion(for: word, among: names).map { "; did you mean '\($0)'?" } ?? ""
@@ -43,7 +50,7 @@ struct APNSCtl: AsyncParsableCommand {
         }
         let command: any ParsableCommand
         do {
-            command = try Self.parseAsRoot()
+            command = try Self.parseAsRoot(arguments)
         } catch {
             Self.exitReporting(error, usage: nil)
         }
@@ -59,6 +66,41 @@ struct APNSCtl: AsyncParsableCommand {
         } catch {
             Self.exit(withError: error)
         }
+    }
+
+    /// `--color auto|always|never` (or `--color=…`), a flag of every command, taken out before the
+    /// arguments are parsed and applied to ``Output``: `auto` (the default) colours a terminal
+    /// unless `NO_COLOR` is set. An unknown value is a usage error (64).
+    private static func takeColorChoice(_ arguments: [String]) -> [String] {
+        var rest: [String] = []
+        var choice = Output.ColorChoice.auto
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" {
+                rest += arguments[index...]
+                break
+            }
+            var value: String?
+            if argument == "--color" {
+                value = index + 1 < arguments.count ? arguments[index + 1] : ""
+                index += 2
+            } else if argument.hasPrefix("--color=") {
+                value = String(argument.dropFirst("--color=".count))
+                index += 1
+            } else {
+                rest.append(argument)
+                index += 1
+                continue
+            }
+            guard let text = value, let parsed = Output.ColorChoice(rawValue: text) else {
+                Output.diagnostic("error: --color must be auto, always or never (got '\(value ?? "")')")
+                Glibc.exit(ExitCode.validationFailure.rawValue)
+            }
+            choice = parsed
+        }
+        Output.useColor(choice, environment: ProcessInfo.processInfo.environment)
+        return rest
     }
 
     /// Exits with ArgumentParser's message for `error`, `error:` first, and for a rule broken between

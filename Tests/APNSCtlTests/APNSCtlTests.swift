@@ -22,6 +22,42 @@ private func temporaryFile(_ bytes: [UInt8], name: String = "file") throws -> St
 
 @Suite("apnsctl: help and usage")
 struct APNSCtlHelpTests {
+    @Test("Colour: on a terminal unless NO_COLOR is set, with --color always on a pipe, never with --color never; an unknown value is 64")
+    func colour() throws {
+        let red = "\u{1B}[31merror:\u{1B}[0m unknown command 'sned'"
+        func onTerminal(_ command: String) throws -> String {
+            // script(1) gives the command a pseudo-terminal, as a person's shell would; NO_COLOR is
+            // taken out of the test runner's environment (set there, it would decide the case).
+            try ChildProcess.run(
+                URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"],
+                environment: CommandRunner.environment().filter { $0.key != "NO_COLOR" },
+                timeout: .seconds(30)
+            ).stdout
+        }
+        let binary = CommandRunner.binary.path
+        let terminal = try onTerminal("\(binary) sned")
+        #expect(terminal.contains(red), "\(Array(terminal.unicodeScalars.prefix(80)))")
+        #expect(!(try onTerminal("NO_COLOR=1 \(binary) sned").contains("\u{1B}[")))
+        #expect(!(try onTerminal("\(binary) --color never sned").contains("\u{1B}[")))
+        let piped = try CommandRunner.run(["sned"])
+        #expect(!piped.stderr.contains("\u{1B}[") && piped.stderr.hasPrefix("error: unknown command 'sned'"))
+        let always = try CommandRunner.run(["--color=always", "sned"])
+        #expect(always.stderr.hasPrefix(red), "\(always.stderr)")
+        // Verdicts: accepted in green, a rejection's reason in red.
+        let server = try ServerProcess(["--quiet", "--topic", "com.example.forgepush", "--unregistered", String(repeating: "0f", count: 32)])
+        let sent = try CommandRunner.run([
+            "send", "--color", "always", "--format", "human", "--url", "https://127.0.0.1:\(server.port)", "--ca-file", KeysExample.path("ca.pem"),
+            "--key-file", KeysExample.path("AuthKey_FORGEKEY01.p8"), "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1",
+            "--topic", "com.example.forgepush", "--token", String(repeating: "ab", count: 32), "--token", String(repeating: "0f", count: 32),
+            "--title", "Hi",
+        ])
+        server.stop()
+        #expect(sent.stdout.contains("200 \u{1B}[32maccepted\u{1B}[0m") && sent.stdout.contains("410 \u{1B}[31mUnregistered\u{1B}[0m"),
+                "\(sent.stdout)")
+        let bad = try CommandRunner.run(["--color", "sometimes", "send"])
+        #expect(bad.exitCode == 64 && bad.stderr.contains("--color must be auto, always or never (got 'sometimes')"))
+    }
+
     @Test("A mistyped command or environment gets a did-you-mean, exit 64", arguments: [
         (["sned", "--token", "ab"], "error: unknown command 'sned'; did you mean 'send'?"),
         (["dcotor"], "error: unknown command 'dcotor'; did you mean 'doctor'?"),

@@ -272,16 +272,16 @@ struct DoctorReport {
     private(set) var warnings = 0
 
     mutating func ok(_ check: String, _ detail: String) {
-        Output.result("ok    \(check): \(detail)")
+        Output.result("\(Output.paint("ok", .green))    \(check): \(detail)")
     }
 
     mutating func warn(_ check: String, _ detail: String, fix: String) {
         self.warnings += 1
-        Output.result("warn  \(check): \(detail)\n      fix: \(fix)")
+        Output.result("\(Output.paint("warn", .yellow))  \(check): \(detail)\n      fix: \(fix)")
     }
 
     mutating func fail(_ check: String, _ detail: String, kind: Kind = .credentials, fix: String) {
         self.failures.append(kind)
-        Output.result("FAIL  \(check): \(detail)\n      fix: \(fix)")
+        Output.result("\(Output.paint("FAIL", .red))  \(check): \(detail)\n      fix: \(fix)")
     }
 }

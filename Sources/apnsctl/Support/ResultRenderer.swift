@@ -110,9 +110,9 @@ struct ResultRenderer: Sendable {
         case .accepted(let sent):
             let attempts = sent.attempts > 1 ? " attempts=\(sent.attempts)" : ""
             let twice = sent.mayHaveBeenDeliveredTwice ? " (an earlier copy may have been delivered too)" : ""
-            return "\(token) 200 accepted apns-id=\(sent.apnsID)\(attempts)\(twice)"
+            return "\(token) 200 \(Output.paint("accepted", .green)) apns-id=\(sent.apnsID)\(attempts)\(twice)"
         case .rejected(let error):
-            var text = "\(token) \(error.status.map(String.init) ?? "-") \(error.reason?.rawValue ?? error.detail)"
+            var text = "\(token) \(error.status.map(String.init) ?? "-") \(Output.paint(error.reason?.rawValue ?? error.detail, .red))"
             if let timestamp = error.timestamp { text += " since \(Self.iso8601(timestamp))" }
             if let id = error.apnsID { text += " apns-id=\(id)" }
             if error.attempts > 1 { text += " attempts=\(error.attempts)" }
@@ -121,9 +121,9 @@ struct ResultRenderer: Sendable {
         case .failed(let error):
             let attempts = error.attempts > 1 ? " after \(error.attempts) attempts" : ""
             let maybe = error.mayHaveBeenDelivered ? " (may have been delivered)" : ""
-            return "\(token) failed \(error.kind.rawValue)\(attempts): \(error.detail.isEmpty ? "no detail" : error.detail)\(maybe)"
+            return "\(token) \(Output.paint("failed", .red)) \(error.kind.rawValue)\(attempts): \(error.detail.isEmpty ? "no detail" : error.detail)\(maybe)"
         case .notSent(let error):
-            return "\(token) not sent: \(error.detail.isEmpty ? error.kind.rawValue : error.detail)"
+            return "\(token) \(Output.paint("not sent", .red)): \(error.detail.isEmpty ? error.kind.rawValue : error.detail)"
         }
     }
 
