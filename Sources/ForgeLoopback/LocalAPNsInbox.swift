@@ -321,20 +321,11 @@ public final class LocalAPNsInbox: Sendable {
         }
         if let found { return found }
         guard let stream else { return nil }
-        return await withTaskGroup(of: LocalAPNsInboxEntry?.self) { group in
-            group.addTask {
-                for await event in stream {
-                    if case .push(let entry) = event { return entry }
-                }
-                return nil
+        return await withTimeout(timeout) {
+            for await event in stream {
+                if case .push(let entry) = event { return entry }
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+            return nil
         }
     }
 

@@ -198,16 +198,7 @@ public final class SimulatedDevice: Sendable {
         timeout: Duration = .seconds(10),
         where predicate: @escaping @Sendable (DeviceEvent) -> Bool
     ) async throws(SimulatedDeviceError) -> TimelineEntry {
-        let entry = await withTaskGroup(of: TimelineEntry?.self) { group in
-            group.addTask { await self.recorder.first(from: position, where: predicate) }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        let entry = await withTimeout(timeout) { await self.recorder.first(from: position, where: predicate) }
         guard let entry else {
             // Say which pushes never got that far: a dropped push is the usual reason for a wait in vain.
             let dropped = self.timeline.map(\.event).filter {

@@ -57,3 +57,20 @@ struct FanoutTests {
         #expect(late == 0 && fanout.isEmpty)
     }
 }
+
+@Suite("withTimeout: the operation's result, or nil when the time passes first")
+struct TimeoutTests {
+    @Test("A result in time, nil after the timeout (the operation cancelled), nil at once from an operation that gives up")
+    func timeout() async {
+        #expect(await withTimeout(.seconds(30)) { 42 } == 42)
+        let cancelled = await withTimeout(.milliseconds(10)) { () async -> Int? in
+            // Sleeps until cancelled: only the timeout ends this call.
+            try? await Task.sleep(for: .seconds(3600))
+            return Task.isCancelled ? nil : 1
+        }
+        #expect(cancelled == nil)
+        let started = ContinuousClock.now
+        #expect(await withTimeout(.seconds(3600)) { () async -> Int? in nil } == nil)
+        #expect(ContinuousClock.now - started < .seconds(60))
+    }
+}
