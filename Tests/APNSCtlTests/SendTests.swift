@@ -383,6 +383,27 @@ struct SendTests {
         #expect(summary.hasSuffix("; input after line \(read) not read"), "\(summary)")
         #expect(stderr.contains("interrupted: \(read) answered, 0 in flight at the stop, 0 not sent; resume with --resume-from \(read + 1) "),
                 "\(stderr)")
+        // And as a command to paste: the same arguments, --resume-from set (stdout was a pipe: no redirection).
+        let resume = try #require(stderr.split(separator: "\n").first { $0.hasPrefix("resume: ") }, "\(stderr)")
+        #expect(resume.hasPrefix("resume: \(CommandRunner.binary.path) send ") && resume.hasSuffix(" --format human --resume-from \(read + 1)"),
+                "\(resume)")
+    }
+
+    @Test("Unreachable with verdicts going to a file: the resume command writes to a new file, so pasting it keeps the first run's")
+    func resumeCommandToNewFile() throws {
+        let folder = try TemporaryFolder("resume-command")
+        defer { folder.remove() }
+        let file = try folder.file("tokens.txt", contents: tokens(5).joined(separator: "\n") + "\n")
+        let output = folder.url.appendingPathComponent("run 1.ndjson").path
+        let arguments = [CommandRunner.binary.path, "send", "--url", "https://127.0.0.1:9", "--ca-file", ca] + credentials
+            + ["--topic", bundle, "--tokens-file", file, "--title", "Hi", "--resume-from", "2"]
+        let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let run = try ChildProcess.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \(quoted) > '\(output)'"],
+                                       environment: CommandRunner.environment(), timeout: .seconds(60))
+        #expect(run.exitCode == 69, "\(run.stderr)")
+        let resume = try #require(run.stderr.split(separator: "\n").first { $0.hasPrefix("resume: ") }, "\(run.stderr)")
+        #expect(resume.hasSuffix("--title Hi --resume-from 2 > '\(folder.url.appendingPathComponent("run 1-2.ndjson").path)'"), "\(resume)")
+        #expect(resume.components(separatedBy: "--resume-from").count == 2, "one --resume-from: \(resume)")
     }
 
     @Test("Ctrl-C twice: pushes still waiting for answers are reported as in flight (never as not sent), and the resume line points at the first")

@@ -66,13 +66,13 @@ struct SendSession {
         case .interrupted:
             var note = "interrupted: \(counts.total - counts.notSent - counts.inFlight) answered, \(counts.inFlight) in flight at the stop, "
                 + "\(counts.notSent) not sent"
-            if let resume { note += "; " + Self.resumeAdvice(resume) }
+            if let resume { note += "; " + Self.resumeAdvice(resume) + "\n" + ResumeCommand.line(resumeFrom: resume.line) }
             if self.isJournal { note += "; resume by running the same command again (the journal sends only what has no final verdict)" }
             Output.diagnostic(note)
             return CLIExit.interrupted
         case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
             var note = "error: cannot reach \(self.endpoint): \(detail)"
-            if let resume { note += "\n\(counts.notSent) not sent; " + Self.resumeAdvice(resume) }
+            if let resume { note += "\n\(counts.notSent) not sent; " + Self.resumeAdvice(resume) + "\n" + ResumeCommand.line(resumeFrom: resume.line) }
             Output.diagnostic(note)
             return CLIExit.unavailable
         default:
