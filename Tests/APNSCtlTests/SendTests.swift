@@ -190,8 +190,13 @@ struct SendTests {
         #expect(plain.exitCode == 0 && plain.stdout.contains("sent 2: 2 accepted"), "\(plain.stdout)\(plain.stderr)")
         #expect(perLine.exitCode == 1 && perLine.stderr.contains("stdin:2: no payload for this token"), "\(perLine.stderr)")
         let results = try objects(perLine.stdout)
-        #expect(results.count == 3 && results.dropLast().allSatisfy { $0["status"] as? Int == 200 }, "\(perLine.stdout)")
-        #expect(results.last?["total"] as? Int == 2 && results.last?["bad_lines"] as? Int == 1)
+        // Two verdicts, a record for the bad line (so a program reading stdout knows which it was), the summary.
+        let verdicts = results.filter { $0["token"] != nil }
+        #expect(verdicts.count == 2 && verdicts.allSatisfy { $0["status"] as? Int == 200 }, "\(perLine.stdout)")
+        let badLine = results.first { $0["outcome"] as? String == "bad_line" }
+        #expect(badLine?["line"] as? Int == 2 && (badLine?["error"] as? String)?.hasPrefix("no payload for this token") == true,
+                "\(perLine.stdout)")
+        #expect(results.count == 4 && results.last?["total"] as? Int == 2 && results.last?["bad_lines"] as? Int == 1)
         #expect(strict.exitCode == 0 && strict.stdout.contains("sent 2: 2 accepted"), "\(strict.stdout)\(strict.stderr)")
     }
 

@@ -19,8 +19,9 @@ struct JournalCampaign {
     let lock: CampaignJournal.Lock
     /// The campaign's counts when this run starts (the registered tokens only, while the file is not read to its end).
     let progress: CampaignJournal.Progress
-    /// Lines of the file that are not a token, reported on stderr while comparing (more are reported as the send reads).
-    let badLines: Int
+    /// Lines of the file that are not a token, with their problem, reported on stderr while
+    /// comparing (more are reported as the send reads).
+    let badLines: [(line: Int, problem: String)]
     /// The most tokens handed to the sender without a committed verdict.
     let window: Int
     /// What this run sends, when known (for the progress bar).
@@ -57,12 +58,12 @@ struct JournalCampaign {
             // Before anything is read or sent: a second process on the journal stops here.
             let lock = try CampaignJournal.lock(path: journalPath)
             let journal = try CampaignJournal.open(path: journalPath)
-            var badLines = 0
+            var badLines: [(line: Int, problem: String)] = []
             guard let stored = journal.fingerprint else {
                 try await journal.begin(fingerprint)
                 let total = ProgressBar.isAvailable ? TokenFileReading.countTokenLines(tokensPath) : nil
                 return JournalCampaign(
-                    journal: journal, lock: lock, progress: CampaignJournal.Progress(total: 0, final: 0, unsettled: 0), badLines: 0,
+                    journal: journal, lock: lock, progress: CampaignJournal.Progress(total: 0, final: 0, unsettled: 0), badLines: [],
                     window: window,
                     total: total, rest: lines, digest: digest
                 )
@@ -74,7 +75,7 @@ struct JournalCampaign {
                 while let line = lines.next() {
                     if case .bad(let number, let problem) = line {
                         lines.report(line: number, problem: problem)
-                        badLines += 1
+                        badLines.append((number, problem))
                     }
                 }
                 guard let tokensHash = digest.finalHex() else {
@@ -106,8 +107,10 @@ struct JournalCampaign {
     /// Reads the file's first `registered` tokens and compares each with the journal's (token and
     /// line); returns the bad lines met. The file is left after the last of them.
     /// - Throws: ``CLIFailure`` 65 at the first difference, or when the file ends before.
-    static func compareRegistered(_ registered: Int, lines: TokenLines, journal: CampaignJournal) async throws -> Int {
-        var badLines = 0
+    static func compareRegistered(
+        _ registered: Int, lines: TokenLines, journal: CampaignJournal
+    ) async throws -> [(line: Int, problem: String)] {
+        var badLines: [(line: Int, problem: String)] = []
         var index = 0
         var rows: [CampaignJournal.Row] = []
         var cursor = 0
@@ -120,7 +123,7 @@ struct JournalCampaign {
                 continue
             case .bad(let number, let problem):
                 lines.report(line: number, problem: problem)
-                badLines += 1
+                badLines.append((number, problem))
             case .entry(let entry):
                 if cursor == rows.count {
                     rows = try await journal.rows(from: index)
@@ -180,7 +183,7 @@ struct JournalCampaign {
                         continue
                     case .bad(let number, let problem):
                         state.lines.report(line: number, problem: problem)
-                        sink.addBadLine()
+                        sink.addBadLine(line: number, problem: problem)
                     case .entry(let entry):
                         entries.append(CampaignJournal.Entry(index: state.next, line: entry.line, token: entry.token.hexString))
                         state.next += 1
@@ -208,7 +211,7 @@ struct JournalCampaign {
     /// Sends the campaign's tokens through `client`; a verdict reaches `sink` once committed.
     /// - Returns: 74 (nothing more printed) when a journal write failed; `nil` otherwise.
     func send(client: APNSClient, shared: APNSPreparedNotification, sink: ResultSink, stopper: InterruptHandler) async -> Int32? {
-        for _ in 0..<self.badLines { sink.addBadLine() }
+        for bad in self.badLines { sink.addBadLine(line: bad.line, problem: bad.problem) }
         let send: CampaignSend
         do {
             send = try self.journal.send(shared, client: client, window: self.window, read: self.reader(sink: sink))

@@ -44,8 +44,19 @@ final class ResultSink: Sendable {
 
     var counts: SendCounts { self.state.withLock { $0.counts } }
 
-    func addBadLine() {
-        self.state.withLock { $0.counts.badLines += 1 }
+    /// Counts a line of the tokens file that is no token (its problem went to stderr); with JSON
+    /// output it also gets a record, `{"line":21,"outcome":"bad_line","error":"…"}`, so a program
+    /// reading stdout knows which line it was. The summary's counts are the same either way.
+    func addBadLine(line: Int, problem: String) {
+        self.state.withLock { state in
+            state.counts.badLines += 1
+            guard self.renderer.json else { return }
+            var record: [UInt8] = []
+            record.append(contentsOf: "{\"line\":\(line),\"outcome\":\"bad_line\",\"error\":".utf8)
+            JSONString.append(problem, to: &record)
+            record.append(contentsOf: "}\n".utf8)
+            state.buffer.append(contentsOf: record)
+        }
     }
 
     /// The last line of the tokens file handed to a sender, and whether reading stopped there.

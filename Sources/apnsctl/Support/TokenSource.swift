@@ -231,7 +231,7 @@ struct TokenSource: AsyncSequence, Sendable {
                     continue
                 case .bad(let number, let problem):
                     file.report(line: number, problem: problem)
-                    self.source.tally.addBadLine()
+                    self.source.tally.addBadLine(line: number, problem: problem)
                 case .entry(let entry):
                     self.source.tally.noteLineRead(entry.line)
                     if entry.notification != nil, let perLine = self.source.perLine {
