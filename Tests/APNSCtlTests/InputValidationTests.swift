@@ -134,6 +134,15 @@ struct InputValidationTests {
         #expect(sent.stdout.components(separatedBy: "\"outcome\":\"accepted\"").count - 1 == 2, "\(sent.stdout)")
     }
 
+    @Test("A payload built from flags that is too large blames the flag that holds the most of it")
+    func tooLargeBlamesTheFlag() throws {
+        let big = String(repeating: "x", count: 5_000)
+        let body = try CommandRunner.run(["send", "--dry-run", "--topic", bundle, "--token", token, "--title", "Hi", "--body", big])
+        #expect(body.exitCode == 65 && body.stderr.contains("--body: payload is"), "\(body.stderr)")
+        let data = try CommandRunner.run(["send", "--dry-run", "--topic", bundle, "--token", token, "--title", "Hi", "--data", "blob=\"\(big)\""])
+        #expect(data.exitCode == 65 && data.stderr.contains("--data: payload is"), "\(data.stderr)")
+    }
+
     @Test("A Live Activity relevance score may be negative; the flag parses it")
     func negativeActivityRelevance() throws {
         let result = try CommandRunner.run([

@@ -148,7 +148,7 @@ struct NotificationOptions: ParsableArguments {
                 topic: bundleID, priority: headers.priority, expiration: headers.expiration, collapseID: headers.collapseID,
                 apnsID: headers.apnsID
             )
-            do { return try notification.prepared() } catch { throw CLIFailure.badData(Self.flag(blamedFor: error), error) }
+            do { return try notification.prepared() } catch { throw CLIFailure.badData(self.flag(blamedFor: error), error) }
         }
         let body = try self.payloadBytes()
         do {
@@ -159,8 +159,16 @@ struct NotificationOptions: ParsableArguments {
         }
     }
 
-    /// The flag whose value broke the rule of a payload built from flags.
-    static func flag(blamedFor error: APNSValidationError) -> String {
+    /// The flag whose value broke the rule of a payload built from flags; for a payload too large,
+    /// the flag that holds the most of it (`--body` for a 5,000-byte body, not `--data`).
+    func flag(blamedFor error: APNSValidationError) -> String {
+        if error.code == .payloadTooLarge {
+            let sizes = [
+                ("--title", self.built.title?.utf8.count ?? 0), ("--subtitle", self.built.subtitle?.utf8.count ?? 0),
+                ("--body", self.built.body?.utf8.count ?? 0), ("--data", self.built.data.reduce(0) { $0 + $1.utf8.count }),
+            ]
+            if let largest = sizes.max(by: { $0.1 < $1.1 }), largest.1 > 0 { return largest.0 }
+        }
         switch error.field {
         case "apns-priority": return "--priority"
         case "aps.badge": return "--badge"
