@@ -83,6 +83,15 @@ struct DoctorTests {
         #expect(closed.exitCode == 69 && checks(closed.stdout)["TCP"] == "FAIL", "\(closed.stdout)")
         #expect(untrusted.exitCode == 69 && checks(untrusted.stdout)["TLS"] == "FAIL", "\(untrusted.stdout)")
         #expect(untrusted.stdout.contains("--ca-file"))
+        // The fixes fit the case: a refused local port is no firewall; a --ca-file that does not
+        // verify the server is no missing ca-certificates.
+        #expect(closed.stdout.contains("is the local server (apnsctl serve) running") && !closed.stdout.contains("firewall"), "\(closed.stdout)")
+        let otherCA = KeysExample.path("client.pem")
+        let server2 = try ServerProcess(["--quiet"] + registerKey)
+        let wrongCA = try doctor(server2.port, caFile: otherCA)
+        _ = server2.stop()
+        #expect(checks(wrongCA.stdout)["TLS"] == "FAIL" && wrongCA.stdout.contains("did not verify against \(otherCA)")
+                && !wrongCA.stdout.contains("install ca-certificates"), "\(wrongCA.stdout)")
     }
 
     @Test("--help explains the checks and exit codes")

@@ -168,12 +168,19 @@ extension APNSCtl {
             } catch let error as HTTP2ClientError {
                 switch error.code {
                 case .connectFailed:
+                    // A local server that is not running is not a firewall's doing.
+                    let local = ["127.0.0.1", "::1", "localhost", "[::1]"].contains(environment.host)
                     report.fail("TCP", error.detail, kind: .network,
-                                fix: "is the host reachable on port \(environment.port)? (firewalls often block 443/2197 outbound)")
+                                fix: local
+                                    ? "nothing listens on \(environment.authority): is the local server (apnsctl serve) running, on that port?"
+                                    : "is the host reachable on port \(environment.port)? (firewalls often block 443/2197 outbound)")
                 case .tlsFailed:
                     report.ok("TCP", "connected to \(environment.authority)")
-                    report.fail("TLS", error.detail, kind: .network,
-                                fix: "the server's certificate did not verify: install ca-certificates, or --ca-file for a private CA")
+                    let fix = self.endpoint.caFileText.map { file in
+                        "the server's certificate did not verify against \(file): is it the CA that issued the server's certificate "
+                            + "(apnsctl serve --write-ca writes its own)? Is the URL's host one the certificate names?"
+                    } ?? "the server's certificate did not verify against the system's CAs: install ca-certificates, or --ca-file for a private CA"
+                    report.fail("TLS", error.detail, kind: .network, fix: fix)
                 case .alpnMismatch:
                     report.ok("TCP", "connected to \(environment.authority)")
                     report.ok("TLS", "handshake done")

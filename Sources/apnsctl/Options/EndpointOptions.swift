@@ -54,7 +54,7 @@ struct EndpointOptions: ParsableArguments {
     private var urlText: String? { EnvironmentFallback.value(self.url, "APNS_URL") }
 
     /// `--ca-file`, else `APNS_CA_FILE`.
-    private var caFileText: String? { EnvironmentFallback.value(self.caFile, "APNS_CA_FILE") }
+    var caFileText: String? { EnvironmentFallback.value(self.caFile, "APNS_CA_FILE") }
 
     @Flag(name: .customLong("insecure-loopback"), help: "Skip certificate verification; refused unless the host is 127.0.0.1, ::1 or localhost.")
     var insecureLoopback = false
