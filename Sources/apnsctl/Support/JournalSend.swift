@@ -187,6 +187,8 @@ struct JournalCampaign {
                     case .entry(let entry):
                         entries.append(CampaignJournal.Entry(index: state.next, line: entry.line, token: entry.token.hexString))
                         state.next += 1
+                        // The summary's "input after line N not read" counts what the journal registered.
+                        sink.noteLineRead(entry.line)
                     }
                 }
                 return CampaignJournal.TokenPage(entries: entries)

@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -44,8 +45,13 @@ enum Output {
     }
 
     static func diagnostic(_ line: String) {
-        Self.write(Self.paintPrefix(line) + "\n", to: STDERR_FILENO)
+        // A progress bar on the line is erased first (it redraws below): no message glued onto it.
+        let erase = Self.barOnScreen.exchange(false, ordering: .acquiringAndReleasing) ? "\r\u{1B}[K" : ""
+        Self.write(erase + Self.paintPrefix(line) + "\n", to: STDERR_FILENO)
     }
+
+    /// Whether a ``ProgressBar`` is drawn on stderr's current line.
+    static let barOnScreen = Atomic<Bool>(false)
 
     /// `error:` in red, `warning:`, `hint:` and `note:` in yellow, at the start of a diagnostic.
     private static func paintPrefix(_ line: String) -> String {

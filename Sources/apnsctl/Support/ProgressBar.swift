@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -42,6 +43,7 @@ struct ProgressBar {
         }
         Self.write(text + "\u{1B}[K")
         self.isVisible = true
+        Output.barOnScreen.store(true, ordering: .releasing)
     }
 
     /// Erases the bar, so other output starts on a clean line.
@@ -49,6 +51,7 @@ struct ProgressBar {
         guard self.isVisible else { return }
         Self.write("\r\u{1B}[K")
         self.isVisible = false
+        Output.barOnScreen.store(false, ordering: .releasing)
     }
 
     static func seconds(_ duration: Duration) -> Double {
