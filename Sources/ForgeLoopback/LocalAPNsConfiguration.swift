@@ -44,7 +44,7 @@ public struct LocalAPNsConfiguration: Sendable {
     /// another bundle, gets ``unservedTopicReason``. Default `nil`: every bundle is served.
     public var servedBundleIDs: Set<String>?
     /// The reason for a bundle id that is not served: `TopicDisallowed` (400), Apple's "pushing to this
-    /// topic is not allowed" (apns-provider-api.md, the reason table).
+    /// topic is not allowed" (Apple, "Handling notification responses from APNs", the reason table).
     public var unservedTopicReason: APNSErrorReason
 
     /// Which APNs environment the server plays.
