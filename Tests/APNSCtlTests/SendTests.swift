@@ -394,6 +394,24 @@ struct SendTests {
                 "\(resume)")
     }
 
+    @Test("Where a send goes: a URL and an environment both given is a warning saying the URL wins; a terminal gets a first line naming URL, topic and key, and where they came from")
+    func destinationLine() throws {
+        let server = try ServerProcess(registerKey + ["--topic", bundle, "--quiet"])
+        defer { _ = server.stop() }
+        let url = "https://127.0.0.1:\(server.port)"
+        let flags = ["--environment", "production", "--ca-file", ca, "--key-file", keyFile, "--team-id", "FORGETEAM1", "--topic", bundle,
+                     "--token", good, "--title", "Hi", "--format", "human"]
+        let piped = try CommandRunner.run(["send"] + flags, environment: ["APNS_URL": url, "APNS_KEY_ID": "FORGEKEY01"])
+        #expect(piped.exitCode == 0, "\(piped.stderr)")
+        #expect(piped.stderr.contains("warning: APNS_URL (\(url)) wins over --environment production: the push goes to the URL"), "\(piped.stderr)")
+        #expect(!piped.stderr.contains("→ "), "no destination line off a terminal: \(piped.stderr)")
+        let command = "APNS_URL=\(url) APNS_KEY_ID=FORGEKEY01 NO_COLOR=1 " + ([CommandRunner.binary.path, "send"] + flags).joined(separator: " ")
+        let terminal = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"],
+                                            environment: CommandRunner.environment(), timeout: .seconds(60))
+        #expect(terminal.stdout.contains("→ \(url) from APNS_URL · topic \(bundle) · key FORGEKEY01 (team FORGETEAM1) from APNS_KEY_ID/APNS_TEAM_ID"),
+                "\(terminal.stdout)")
+    }
+
     @Test("Unreachable with verdicts going to a file: the resume command writes to a new file, so pasting it keeps the first run's")
     func resumeCommandToNewFile() throws {
         let folder = try TemporaryFolder("resume-command")

@@ -250,6 +250,19 @@ extension APNSCtl {
             }
             // Before the first push: the cheap check doctor makes, as a warning.
             if let warning = self.auth.keyFileNameWarning() { Output.diagnostic("warning: \(warning)") }
+            if let warning = self.endpoint.conflictWarning() { Output.diagnostic("warning: \(warning)") }
+            // On a terminal, a first line that says where the pushes go and with which key.
+            if ProgressBar.isAvailable {
+                var parts = ["→ " + self.endpoint.destination(try self.endpoint.resolved())]
+                if let topic = EnvironmentFallback.value(self.notification.topic, "APNS_TOPIC") {
+                    parts.append("topic \(topic)" + (self.notification.topic == nil ? " from APNS_TOPIC" : ""))
+                }
+                if let keyID = self.auth.resolvedKeyID {
+                    let fromEnvironment = self.auth.keyID == nil || self.auth.teamID == nil
+                    parts.append("key \(keyID) (team \(self.auth.resolvedTeamID ?? "?"))" + (fromEnvironment ? " from APNS_KEY_ID/APNS_TEAM_ID" : ""))
+                }
+                Output.diagnostic(parts.joined(separator: " · "))
+            }
             return try ClientFactory.configuration(auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose)
         }
     }

@@ -59,6 +59,28 @@ struct EndpointOptions: ParsableArguments {
     @Flag(name: .customLong("insecure-loopback"), help: "Skip certificate verification; refused unless the host is 127.0.0.1, ::1 or localhost.")
     var insecureLoopback = false
 
+    /// A warning when a URL (flag or `APNS_URL`) and an environment (flag or `APNS_ENVIRONMENT`) are
+    /// both given: the URL wins, which a stale `APNS_URL` makes easy to miss.
+    func conflictWarning() -> String? {
+        guard self.urlText != nil, let environment = EnvironmentFallback.value(self.environment?.rawValue, "APNS_ENVIRONMENT") else {
+            return nil
+        }
+        let url = self.url == nil ? "APNS_URL" : "--url"
+        let named = self.environment == nil ? "APNS_ENVIRONMENT=\(environment)" : "--environment \(environment)"
+        return "\(url) (\(self.urlText ?? "")) wins over \(named): the push goes to the URL"
+    }
+
+    /// Where a send goes, for the line a terminal shows first: the URL, and where it came from when
+    /// that was the environment.
+    func destination(_ environment: APNSEnvironment) -> String {
+        let scheme = (try? self.urlText.map { try Self.parse(url: $0).cleartext } ?? false) == true ? "http" : "https"
+        var text = "\(scheme)://\(environment.authority)"
+        if environment.description != environment.authority { text += " (\(environment.description))" }
+        if self.url == nil, self.urlText != nil { text += " from APNS_URL" }
+        else if self.urlText == nil, self.environment == nil, EnvironmentFallback.value(nil, "APNS_ENVIRONMENT") != nil { text += " from APNS_ENVIRONMENT" }
+        return text
+    }
+
     /// The chosen environment: `--url` when given, else `--environment` / `APNS_ENVIRONMENT`.
     /// - Throws: `ValidationError` for an unknown `APNS_ENVIRONMENT` or a URL that is not http(s)://host:port.
     /// - Throws: `ValidationError` for an unknown `APNS_ENVIRONMENT`, a URL that is not
