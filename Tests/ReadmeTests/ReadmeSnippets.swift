@@ -124,7 +124,7 @@ func orderNotifierReachesTheApp() async throws -> [String] {
     return device.timelineDescription
 }
 
-/// The app's scene and notification-centre delegate (seed 004).
+/// The app's scene and notification-centre delegate (iOS's route for each app state).
 struct ShopDelegate: SimulatedAppDelegate {
     func sceneWillConnect(_ options: SceneConnectionOptions) async {
         print("scene connects for", options.notificationResponse?.notification.request.identifier ?? "a plain launch")
