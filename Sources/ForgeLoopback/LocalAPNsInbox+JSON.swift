@@ -93,17 +93,6 @@ package struct JSONObjectWriter {
         self.bytes.append(contentsOf: (value.map(String.init) ?? "null").utf8)
     }
 
-    package mutating func field(_ name: String, _ value: Double?) {
-        self.key(name)
-        guard let value, value.isFinite else { return self.bytes.append(contentsOf: "null".utf8) }
-        self.bytes.append(contentsOf: (value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)).utf8)
-    }
-
-    package mutating func field(_ name: String, _ value: Bool) {
-        self.key(name)
-        self.bytes.append(contentsOf: (value ? "true" : "false").utf8)
-    }
-
     package mutating func field(_ name: String, date: Date?) {
         self.field(name, date.map(ISODate.string))
     }

@@ -136,11 +136,6 @@ public struct LocalAPNsInboxQuery: Sendable, Hashable {
         self.limit = limit
     }
 
-    /// Whether any filter is set (``limit`` aside).
-    public var hasFilter: Bool {
-        self.token != nil || self.topic != nil || self.pushType != nil || self.status != nil || self.text != nil || self.since != nil
-    }
-
     /// Whether `entry` passes every filter.
     public func matches(_ entry: LocalAPNsInboxEntry) -> Bool {
         if let token = self.token, entry.token?.lowercased() != token { return false }

@@ -38,7 +38,6 @@ public final class LocalAPNsPhones: Sendable {
         var phones: [String: Phone] = [:]
         /// Live Activity update tokens to the phone (its own token) that issued them.
         var issued: [String: String] = [:]
-        var generation = 0
         var skipped = 0
     }
 
@@ -166,7 +165,6 @@ public final class LocalAPNsPhones: Sendable {
         self.state.withLock { state in
             state.phones.removeAll()
             state.issued.removeAll()
-            state.generation += 1
         }
     }
 

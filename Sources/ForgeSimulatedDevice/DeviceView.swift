@@ -70,18 +70,12 @@ public struct DeviceView: Sendable, Hashable {
     /// The background pushes still in the timeline, newest first.
     public var silentPushes: [SilentPush]
     /// The timeline's last events, newest first, as one line each.
-    public var events: [(date: Date, text: String)]
+    public var events: [Event]
 
-    public static func == (lhs: DeviceView, rhs: DeviceView) -> Bool {
-        lhs.token == rhs.token && lhs.apps == rhs.apps && lhs.badges == rhs.badges && lhs.notifications == rhs.notifications
-            && lhs.liveActivities == rhs.liveActivities && lhs.channels == rhs.channels && lhs.backgroundPushes == rhs.backgroundPushes
-            && lhs.silentPushes == rhs.silentPushes && lhs.events.map(\.text) == rhs.events.map(\.text)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(self.token)
-        hasher.combine(self.notifications)
-        hasher.combine(self.liveActivities)
+    /// One line of the timeline.
+    public struct Event: Sendable, Hashable {
+        public var date: Date
+        public var text: String
     }
 }
 
@@ -136,7 +130,7 @@ extension SimulatedDevice {
         return DeviceView(
             token: token.lowercased(), apps: apps, badges: badges, notifications: notifications, liveActivities: views,
             channels: Array(Set(activities.compactMap(\.channelID))).sorted(), backgroundPushes: background, silentPushes: silent,
-            events: timeline.suffix(events).reversed().map { ($0.date, $0.event.description) }
+            events: timeline.suffix(events).reversed().map { DeviceView.Event(date: $0.date, text: $0.event.description) }
         )
     }
 
