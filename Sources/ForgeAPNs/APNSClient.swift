@@ -193,7 +193,8 @@ public final class APNSClient: Sendable {
     private static func limits(_ configuration: Configuration, connections: Int) -> PoolStateMachine.Limits {
         PoolStateMachine.Limits(
             maximumConnections: connections, maximumStreams: configuration.pool.maxStreamsPerConnection,
-            surplusIdleTimeout: configuration.pool.surplusIdleTimeout, idleTimeout: configuration.timeouts.idle
+            surplusIdleTimeout: configuration.pool.surplusIdleTimeout, idleTimeout: configuration.timeouts.idle,
+            unreachableAfter: max(1, configuration.retry.attempts)
         )
     }
 

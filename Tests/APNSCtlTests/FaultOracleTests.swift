@@ -13,6 +13,8 @@ import Testing
 //   answered; the client cannot tell these from processed copies, so they count as "may have been
 //   processed" (a real APNs behind a dead connection may have delivered them);
 // - refused, goaway-unprocessed: the server said it did not process them; never attempts;
+// - closed-before-preface: reached a connection the server closed before it sent anything, not
+//   even its preface: not processed, and the client can tell; never attempts;
 // - partial: the request never arrived whole; the client may count it either way.
 
 private let serverScript = PackageRoot.directory.appendingPathComponent("Tests/FaultServer/fault_server.py")
@@ -107,6 +109,8 @@ private struct Copies {
     var partial = 0
     var refused = 0
     var goawayUnprocessed = 0
+    /// Copies on a connection closed before the server's preface: not processed.
+    var beforePreface = 0
     /// The last copy the server really processed: "answered <status> <reason>", "reset" or "dropped".
     var lastProcessed: String?
 
@@ -166,6 +170,7 @@ private struct Oracle {
             case "partial": copies.partial += 1
             case "refused": copies.refused += 1
             case "goaway-unprocessed": copies.goawayUnprocessed += 1
+            case "closed-before-preface": copies.beforePreface += 1
             default: break
             }
             self.copies[token] = copies
@@ -374,10 +379,31 @@ struct FaultOracleTests {
         let tokens = (0..<200).map { token("00", $0) }
         let run = try OracleRun.run(tokens, serverFlags: ["--drop-after-handshake"])
         let oracle = Oracle(run)
-        oracle.check(mayStopEarly: true)
-        #expect(run.connections < 50, "\(run.connections) connections")
+        oracle.check(mayStopEarly: true, exitCodes: [69])
+        #expect(run.result.exitCode == 69, "exit \(run.result.exitCode): \(run.result.stderr)")
+        // Three connects in a row (the retry policy's attempts) make the endpoint unreachable.
+        #expect(run.connections <= 4, "\(run.connections) connections")
         let outcomes = Set(oracle.verdicts.compactMap { $0["outcome"] as? String })
-        #expect(outcomes.isSubset(of: ["not_sent", "failed"]), "\(outcomes)")
+        #expect(outcomes == ["not_sent"], "nothing was processed before the server's preface: \(outcomes)")
+        #expect(run.result.stderr.contains("closed each connection before it spoke HTTP/2"), "\(run.result.stderr)")
+    }
+
+    @Test("A server that served 1,000, then drops every new connection after the TLS handshake: the send stops early, exit 69, a resume command")
+    func servedThenDropsAfterHandshake() throws {
+        let tokens = (0..<10_000).map { token("00", $0) }
+        let run = try OracleRun.run(tokens, serverFlags: ["--first-connection-serves", "1000"])
+        let oracle = Oracle(run)
+        oracle.check(mayStopEarly: true, exitCodes: [69])
+        #expect(run.result.exitCode == 69, "exit \(run.result.exitCode): \(run.result.stderr)")
+        let accepted = oracle.verdicts.filter { $0["outcome"] as? String == "accepted" }.count
+        #expect(accepted == 1000, "\(accepted) accepted")
+        // The first connection, then the connects in a row that make the endpoint unreachable:
+        // before, the client backed off up to 30 s between connects and never gave up.
+        #expect(run.connections <= 5, "\(run.connections) connections")
+        let unread = oracle.summary?["unread_after_line"] as? Int
+        #expect(unread.map { $0 < tokens.count } == true, "the send stopped reading early: \(oracle.summary ?? [:])")
+        #expect(run.result.stderr.contains("became unreachable after 1000 answered"), "\(run.result.stderr)")
+        #expect(run.result.stderr.contains("\nresume: ") && run.result.stderr.contains(" --resume-from "), "\(run.result.stderr)")
     }
 
     @Test("Nothing listening: every token not sent, exit 69, and the summary says where to resume")

@@ -39,7 +39,12 @@ Connection faults (flags, for every connection):
                               closes once the streams at or below it are answered
     --stall-after N           after N requests on a connection, stop reading and answering it (no
                               PING answers either); the socket stays open: a dead peer
-    --drop-after-handshake    close each connection right after the TLS handshake
+    --drop-after-handshake    close each connection right after the TLS handshake, before the
+                              server's HTTP/2 preface
+    --first-connection-serves N
+                              the first connection answers N requests, then closes; every later
+                              connection is closed as with --drop-after-handshake (a middlebox
+                              or a revoked certificate after a good start)
     --max-concurrent-streams K
 
 "Close" here shuts down the sending side only and keeps reading, so every request that reaches the
@@ -60,6 +65,9 @@ where action is one of
     goaway-unprocessed  a stream above the GOAWAY's last stream id, not processed
     closed-unprocessed  complete, arrived on a connection the server had closed (or was closing
                         for a drop), not processed and not answered: the client cannot tell
+    closed-before-preface
+                        complete, arrived on a connection closed before the server sent anything
+                        (not even its SETTINGS preface): not processed, and the client can tell
     stalled             complete, arrived on a stalled connection, not processed nor answered:
                         the client cannot tell
     partial             headers without the end of the request when the connection ended
@@ -244,9 +252,9 @@ class Connection:
             # RFC 9113 allows a client to open streams before it has read the server's settings.
             self.h2.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: options.max_concurrent_streams})
         self.h2.increment_flow_control_window(1 << 24)
-        if options.drop_after_handshake:
+        if options.drop_after_handshake or (options.first_connection_serves is not None and self.number > 1):
             self.h2.data_to_send()  # not even the SETTINGS frame leaves
-            self.hang_up("closed")
+            self.hang_up("before-preface")
         else:
             self.flush()
         try:
@@ -293,7 +301,8 @@ class Connection:
             self.record(stream_id, "goaway-unprocessed")  # the client knows from the GOAWAY
             return
         if self.closed_for is not None:
-            self.record(stream_id, "closed-unprocessed" if self.closed_for == "closed" else "stalled")
+            actions = {"closed": "closed-unprocessed", "before-preface": "closed-before-preface", "stalled": "stalled"}
+            self.record(stream_id, actions[self.closed_for])
             return
         self.requests += 1
         if options.stall_after is not None and self.requests > options.stall_after:
@@ -302,6 +311,8 @@ class Connection:
             self.record(stream_id, "stalled")
             return
         self.process(stream_id)
+        if options.first_connection_serves == self.requests and self.number == 1 and self.closed_for is None:
+            self.hang_up("closed")
         if options.goaway_after is not None and self.requests == options.goaway_after and self.closed_for is None:
             self.flush()
             self.last_stream = stream_id
@@ -384,6 +395,7 @@ def main():
     parser.add_argument("--goaway-after", type=int)
     parser.add_argument("--stall-after", type=int)
     parser.add_argument("--drop-after-handshake", action="store_true")
+    parser.add_argument("--first-connection-serves", type=int)
     parser.add_argument("--max-concurrent-streams", type=int)
     options = parser.parse_args()
 

@@ -284,6 +284,94 @@ struct PoolStateMachineTests {
         #expect(polite.failures == 0 && polite.retryAt == nil)
     }
 
+    /// One connection that completes its handshake, takes a request and closes before any answer,
+    /// as a server that drops each connection after TLS does. A second request waits meanwhile
+    /// (the new connection offers one stream); returns how that waiter ends.
+    @discardableResult
+    func dropAfterHandshake(_ machine: inout Machine, now: ContinuousClock.Instant) -> Machine.Failure? {
+        let (_, actions) = machine.acquire(count: 1, deadline: now + .seconds(30), now: now)
+        guard let id = actions.connect else {
+            Issue.record("no connect at \(now)")
+            return nil
+        }
+        _ = machine.connected(id, maximumStreams: 1, now: now)
+        let (second, _) = machine.acquire(count: 1, deadline: now + .seconds(30), now: now)
+        guard case .wait(let waiter) = second else {
+            Issue.record("the second request: \(second)")
+            return nil
+        }
+        let closed = machine.closed(id, goAway: false, now: now, random: 0)
+        return closed.fail.first { $0.waiter == waiter }?.failure
+    }
+
+    @Test("Connections dropped after the handshake, as many in a row as a push may try: unreachable, failing at once until the backoff ends")
+    func unreachableAfterDrops() {
+        var machine = Machine(limits: .init(maximumConnections: 4, maximumStreams: 1000, surplusIdleTimeout: .seconds(60),
+                                            idleTimeout: nil, unreachableAfter: 3))
+        var now = self.t0
+        for drop in 1...2 {
+            let failure = self.dropAfterHandshake(&machine, now: now)
+            guard case .connectFailed? = failure else {
+                Issue.record("drop \(drop): the waiter takes the connect's failure, got \(String(describing: failure))")
+                return
+            }
+            #expect(machine.unreachable(now: now) == nil, "\(drop) failure(s) are not yet the rule")
+            now = machine.retryAt!
+        }
+        guard case .unreachable(let failures, _)? = self.dropAfterHandshake(&machine, now: now) else {
+            Issue.record("the third drop fails its waiter as unreachable")
+            return
+        }
+        #expect(failures == 3)
+        let retryAt = machine.retryAt!
+        let (during, none) = machine.acquire(count: 1, deadline: now + .seconds(30), now: now)
+        #expect(during == .fail(.unreachable(failures: 3, last: machine.lastFailure!)), "a new send fails at once: \(during)")
+        #expect(none.connect == nil, "and opens nothing")
+        let (after, retry) = machine.acquire(count: 1, deadline: retryAt + .seconds(30), now: retryAt)
+        guard case .wait = after, retry.connect != nil else {
+            Issue.record("after the backoff a send waits for a new connect: \(after)")
+            return
+        }
+    }
+
+    @Test("An answer resets the rule; a server that answered and then drops meets it after as many drops in a row")
+    func answeredThenDrops() {
+        var machine = Machine(limits: .init(maximumConnections: 4, maximumStreams: 1000, surplusIdleTimeout: .seconds(60),
+                                            idleTimeout: nil, unreachableAfter: 3))
+        let served = self.open(&machine)
+        _ = machine.closed(served, goAway: false, now: self.t0, random: 0)
+        #expect(machine.failures == 0, "a connection that answered and then closed is no failure")
+        var now = self.t0
+        for _ in 1...2 {
+            _ = self.dropAfterHandshake(&machine, now: now)
+            #expect(machine.unreachable(now: now) == nil)
+            now = machine.retryAt!
+        }
+        _ = self.dropAfterHandshake(&machine, now: now)
+        #expect(machine.unreachable(now: now) != nil)
+
+        // With a connection open that has answered, failing connects for growth are not the rule.
+        var growing = Machine(limits: .init(maximumConnections: 4, maximumStreams: 1, surplusIdleTimeout: .seconds(60),
+                                            idleTimeout: nil, unreachableAfter: 1))
+        let healthy = self.open(&growing, streams: 1)
+        _ = growing.acquireIfFree(count: 1)
+        let (_, grow) = growing.acquire(count: 1, deadline: self.later, now: self.t0)
+        _ = growing.connectFailed(grow.connect!, Self.refused, now: self.t0, random: 0)
+        #expect(growing.failures == 1 && growing.unreachable(now: self.t0) == nil, "\(healthy) still answers")
+    }
+
+    @Test("A connection closed for a failure that cannot heal (the wrong protocol) records that failure")
+    func closedCannotHeal() {
+        var machine = self.machine()
+        let (_, connect) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        _ = machine.connected(connect.connect!, maximumStreams: 1000, now: self.t0)
+        let mismatch = HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "the server answered with TLS", permanent: true)
+        _ = machine.closed(connect.connect!, goAway: false, error: mismatch, now: self.t0, random: 0)
+        #expect(machine.lastFailure == mismatch)
+        let (again, actions) = machine.acquire(count: 1, deadline: self.later, now: self.t0)
+        #expect(again == .fail(.connectFailed(mismatch)) && actions.connect == nil)
+    }
+
     @Test("GOAWAY: nothing new goes to the connection; waiting work opens a replacement")
     func goAwayDrains() {
         var machine = self.machine(connections: 1)

@@ -392,6 +392,14 @@ final class ConnectionPool: APNSTransport {
             return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the client is shut down")
         case .connectFailed(let error):
             return error
+        case .unreachable(let failures, let last):
+            // Permanent for this push: nothing is tried before the backoff ends, so waiting on it
+            // would only hold the push while the endpoint stays down.
+            return HTTP2ClientError(
+                [.tlsFailed, .alpnMismatch].contains(last.code) ? last.code : .connectFailed, mayHaveBeenProcessed: false,
+                detail: "unreachable: \(failures) connections in a row failed before any answer (the last: \(last.detail))",
+                permanent: true
+            )
         case .cancelled:
             return HTTP2ClientError(.cancelled, mayHaveBeenProcessed: false, detail: "cancelled while waiting for a connection")
         }
@@ -493,8 +501,11 @@ final class ConnectionPool: APNSTransport {
             case .goAway:
                 return state.machine.goAway(id, now: .now)
             case .closed(let error):
-                state.connections[id] = nil
-                return state.machine.closed(id, goAway: error.code == .goingAway, now: .now, random: .random(in: 0...1))
+                // The connection's own record of an answer, written on its I/O thread before this
+                // event: the machine hears of answers only as their requests are released.
+                let answered = state.connections.removeValue(forKey: id)?.hasAnswered ?? false
+                return state.machine.closed(id, goAway: error.code == .goingAway, answered: answered, error: error, now: .now,
+                                            random: .random(in: 0...1))
             }
         }
         if case .closed(let error) = event {

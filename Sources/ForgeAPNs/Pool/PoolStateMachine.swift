@@ -30,6 +30,10 @@ struct PoolStateMachine {
         var surplusIdleTimeout: Duration
         /// The last connection idle this long closes; `nil`: it stays.
         var idleTimeout: Duration?
+        /// Failures in a row (see ``PoolStateMachine/failures``) after which, while no open
+        /// connection has answered, the endpoint counts as unreachable until the backoff ends: the
+        /// retry policy's attempts.
+        var unreachableAfter: Int = 3
     }
 
     /// Why a waiter failed.
@@ -41,6 +45,10 @@ struct PoolStateMachine {
         /// The connect it waited for failed, or the endpoint is backing off after a failure that
         /// cannot heal now (the error of that connect).
         case connectFailed(HTTP2ClientError)
+        /// ``Limits/unreachableAfter`` connects in a row failed (connect, TLS, ALPN, or closed before
+        /// any answer) and no open connection has answered: nothing is tried before the backoff
+        /// ends. `failures` in a row, the last with `last`.
+        case unreachable(failures: Int, last: HTTP2ClientError)
         /// The waiting task was cancelled.
         case cancelled
     }
@@ -150,6 +158,17 @@ struct PoolStateMachine {
 
     private var countsTowardsMaximum: Int { self.connections.count { $0.phase != .draining } }
 
+    /// Whether the endpoint counts as unreachable at `now`: ``Limits/unreachableAfter`` failures in
+    /// a row, no open connection that has answered, no connect under way, and the backoff not over.
+    /// A server that answered before and then fails the same way meets the rule once its failures
+    /// in a row reach the limit (an answer resets them).
+    func unreachable(now: ContinuousClock.Instant) -> Failure? {
+        guard self.failures >= self.limits.unreachableAfter, let last = self.lastFailure, let retryAt = self.retryAt, retryAt > now,
+            !self.connections.contains(where: { $0.answered || $0.phase == .connecting })
+        else { return nil }
+        return .unreachable(failures: self.failures, last: last)
+    }
+
     // MARK: Requests
 
     /// Room for `count` requests on a connection that has a free stream, if one has and nobody waits
@@ -175,6 +194,7 @@ struct PoolStateMachine {
             self.connections[index].inFlight += count
             return (.use(self.connections[index].id), Actions())
         }
+        if let unreachable = self.unreachable(now: now) { return (.fail(unreachable), Actions()) }
         if self.readyConnections == 0, !self.connections.contains(where: { $0.phase == .connecting }),
             let retryAt = self.retryAt, retryAt > now, let failure = self.lastFailure, failure.isPermanent
         {
@@ -289,18 +309,31 @@ struct PoolStateMachine {
 
     /// `id` closed. One that never answered and was not sent away with GOAWAY counts as a failed
     /// connect: a server that drops every connection after the handshake backs the pool off.
-    mutating func closed(_ id: ConnectionID, goAway: Bool, now: ContinuousClock.Instant, random: Double) -> Actions {
+    /// - Parameters:
+    ///   - answered: whether the connection itself saw an answer (one whose request is not yet
+    ///     released counts: the machine hears of answers only through releases).
+    ///   - error: why it closed; one that cannot heal (the server speaks another protocol) is the
+    ///     failure recorded, else a close before any answer is.
+    mutating func closed(
+        _ id: ConnectionID, goAway: Bool, answered: Bool = false, error: HTTP2ClientError? = nil, now: ContinuousClock.Instant, random: Double
+    ) -> Actions {
         guard let index = self.index(of: id) else { return Actions() }
         let connection = self.connections.remove(at: index)
         guard !self.isShutDown else { return Actions() }
-        if !connection.answered {
+        if answered, !connection.answered {
+            self.failures = 0
+            self.retryAt = nil
+            self.lastFailure = nil
+        }
+        if !connection.answered && !answered {
             if goAway {
                 // The server spoke HTTP/2 properly ("not on this connection"): no failure, but no
                 // answer either, so the backoff stays as it was.
             } else {
-                let error = HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "the server closed the connection before any answer")
-                self.recordFailure(error, now: now, random: random)
-                return self.afterFailure(error, now: now)
+                let failure = error.flatMap { $0.isPermanent ? $0 : nil }
+                    ?? HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "the server closed the connection before any answer")
+                self.recordFailure(failure, now: now, random: random)
+                return self.afterFailure(failure, now: now)
             }
         }
         var actions = self.dispatchWaiters()
@@ -410,7 +443,12 @@ struct PoolStateMachine {
     /// waited for that connect); with other connections open they keep waiting for room.
     private mutating func afterFailure(_ error: HTTP2ClientError, now: ContinuousClock.Instant) -> Actions {
         var actions = Actions()
-        if self.readyConnections == 0 {
+        if let unreachable = self.unreachable(now: now) {
+            // Every waiter, even one that a ready but silent connection could still take: that
+            // connection is as likely to be dropped as the ones before it.
+            actions.fail = self.waiters.map { ($0.id, unreachable) }
+            self.waiters.removeAll()
+        } else if self.readyConnections == 0 {
             actions.fail = self.waiters.map { ($0.id, .connectFailed(error)) }
             self.waiters.removeAll()
         } else {

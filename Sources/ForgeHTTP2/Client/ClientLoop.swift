@@ -117,8 +117,9 @@ final class ClientLoop: @unchecked Sendable {
         } catch let error as TLSError where error.isALPNMismatch {
             throw HTTP2ClientError(.alpnMismatch, mayHaveBeenProcessed: false, detail: error.description)
         } catch {
+            let tlsError = error as? TLSError
             throw HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false, detail: "\(error)",
-                                   permanent: (error as? TLSError)?.isCertificateRejected ?? false)
+                                   permanent: tlsError?.isCertificateRejected == true || tlsError?.isProtocolMismatch == true)
         }
         do {
             self.core = try HTTP2ClientCore(settings: self.configuration.settings, localStreamCap: self.configuration.maximumConcurrentStreams)
@@ -126,6 +127,7 @@ final class ClientLoop: @unchecked Sendable {
             throw HTTP2ClientError(.protocolError, mayHaveBeenProcessed: false, detail: "\(error)")
         }
         self.core.onGoAway = { [unowned self] in self.publishGoAway() }
+        self.core.onFirstAnswer = { [gauges] in gauges.answered.store(true, ordering: .releasing) }
         self.core.onPingAck = { [unowned self] payload in
             if payload == self.pingPayload { self.pingSentAt = nil }
         }
@@ -186,6 +188,11 @@ final class ClientLoop: @unchecked Sendable {
                     self.incoming.removeAll(keepingCapacity: true)
                     let open = try self.channel.read(into: &self.incoming)
                     if !self.incoming.isEmpty {
+                        if !self.peerSpoke, self.configuration.tls == nil, PeerProtocol.looksLikeTLS(self.incoming) {
+                            // A cleartext preface met a TLS server, which answered with a record
+                            // (an alert): no request was read as HTTP/2.
+                            return HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: PeerProtocol.answeredWithTLS, permanent: true)
+                        }
                         self.peerSpoke = true
                         self.lastActivity = monotonicNanoseconds()
                         try self.incoming.withUnsafeBytes { try self.core.receive($0) }
@@ -290,7 +297,10 @@ final class ClientLoop: @unchecked Sendable {
 
     private func endedError(detail: String) -> HTTP2ClientError {
         guard self.peerSpoke else {
-            return HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: true, detail: "\(detail) before its HTTP/2 preface")
+            // The server's preface (its SETTINGS) is the first frame it sends (RFC 9113, section
+            // 3.4), and nothing came: the HTTP/2 connection was never established and no request
+            // on it was processed.
+            return HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "\(detail) before its HTTP/2 preface")
         }
         if let goAway = self.core.goAway, goAway.receivedFromPeer {
             return HTTP2ClientError(

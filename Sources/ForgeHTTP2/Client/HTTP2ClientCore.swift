@@ -99,6 +99,8 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     var onPingAck: ((UInt64) -> Void)?
     /// Called when the peer's SETTINGS arrive (after they were applied).
     var onSettings: (() -> Void)?
+    /// Called once, before the first whole response is handed over: the connection has worked.
+    var onFirstAnswer: (() -> Void)?
     /// Called when the peer's GOAWAY arrives, before any request it ends fails.
     var onGoAway: (() -> Void)?
 
@@ -225,13 +227,12 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
         return earliest
     }
 
-    /// Fails everything, queued and open, with `error` (open streams: may have been processed).
+    /// Fails everything, queued and open, with `error`. Open streams may have been processed unless
+    /// `error` says nothing was (the peer never sent its preface); queued ones never left.
     func fail(with error: HTTP2ClientError) {
         if self.terminalError == nil { self.terminalError = error }
         for (_, stream) in self.streams.removeAll() {
-            var streamError = error
-            streamError.mayHaveBeenProcessed = true
-            stream.completion(.failure(streamError))
+            stream.completion(.failure(error))
         }
         while let pending = self.queue.popFirst() {
             var queuedError = error
@@ -312,6 +313,10 @@ final class HTTP2ClientCore: NGHTTP2SessionDelegate {
     func session(_ session: NGHTTP2Session, didCloseStream streamID: Int32, errorCode: HTTP2ErrorCode) {
         guard let stream = self.streams.removeValue(for: streamID) else { return }
         if errorCode == .noError, let status = stream.status {
+            if let onFirstAnswer = self.onFirstAnswer {
+                self.onFirstAnswer = nil
+                onFirstAnswer()
+            }
             stream.completion(.success(HTTP2Response(status: status, rawHeaders: stream.headers, body: stream.body)))
         } else if errorCode == .refusedStream, let goAway, goAway.receivedFromPeer, streamID > goAway.lastStreamID {
             stream.completion(.failure(HTTP2ClientError(

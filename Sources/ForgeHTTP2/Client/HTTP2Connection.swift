@@ -30,12 +30,10 @@ public final class HTTP2Connection: Sendable {
     private let gauges: ConnectionGauges
     /// The last request id handed out (ids only need to be unique on this connection).
     private let nextID = Atomic<UInt64>(0)
-    /// Set by the first response: the connection has worked at least once.
-    private let answered = Atomic<Bool>(false)
-
     /// Whether any request got a response on this connection: one that closes before that was
-    /// never usable, whatever its handshake said.
-    public var hasAnswered: Bool { self.answered.load(ordering: .relaxed) }
+    /// never usable, whatever its handshake said. Set on the I/O thread as the first response
+    /// arrives, so it is already true when that thread reports the close.
+    public var hasAnswered: Bool { self.gauges.answered.load(ordering: .acquiring) }
 
     /// The connection's I/O thread as a task executor.
     ///
@@ -161,7 +159,6 @@ public final class HTTP2Connection: Sendable {
         } onCancel: {
             self.cancel([id])
         }
-        if !self.hasAnswered { self.answered.store(true, ordering: .relaxed) }
         return response
     }
 
@@ -195,9 +192,6 @@ public final class HTTP2Connection: Sendable {
             }
         } onCancel: {
             self.cancel(ids)
-        }
-        if !self.hasAnswered, results.contains(where: { if case .success = $0 { true } else { false } }) {
-            self.answered.store(true, ordering: .relaxed)
         }
         return results
     }
@@ -365,6 +359,8 @@ final class ConnectionGauges: Sendable {
     let peerMaxConcurrentStreams = Atomic<UInt32>(1)
     /// False from the peer's GOAWAY or the close on.
     let isActive = Atomic<Bool>(true)
+    /// True from the first whole response on: written by the I/O thread before it reports a close.
+    let answered = Atomic<Bool>(false)
 }
 
 /// Gathers the results of a batch and delivers them once, in order.

@@ -101,17 +101,26 @@ final class Channel {
         guard let tls else { return }
         self.interrupt = interrupt
         defer { self.interrupt = nil }
-        var scratch: [UInt8] = []
+        // The peer's first bytes, kept to tell a server that does not speak TLS from a TLS failure.
+        var first: [UInt8] = []
+        func notTLS(_ error: some Error) -> any Error {
+            guard let reason = PeerProtocol.notTLS(first) else { return error }
+            return TLSError(description: reason, isProtocolMismatch: true)
+        }
         while true {
-            let state = try tls.handshake()
+            let state: TLSConnection.HandshakeState
+            do { state = try tls.handshake() } catch { throw notTLS(error) }
             tls.drainCiphertext(into: &self.outbound)
             while !(try self.flush()) { try self.wait(events: Int16(POLLOUT), deadline: deadline) }
             if state == .complete { return }
             try self.wait(events: Int16(POLLIN), deadline: deadline)
-            scratch.removeAll(keepingCapacity: true)
-            let count = try self.readBuffer.withUnsafeMutableBytes { try self.socket.receive(into: $0) }
-            if count == 0 { throw TLSError(description: "the peer closed the connection during the TLS handshake") }
-            if let count { self.readBuffer.withUnsafeBytes { tls.receiveCiphertext(UnsafeRawBufferPointer(rebasing: $0[0..<count])) } }
+            let count: Int?
+            do { count = try self.readBuffer.withUnsafeMutableBytes { try self.socket.receive(into: $0) } } catch { throw notTLS(error) }
+            if count == 0 { throw notTLS(TLSError(description: "the peer closed the connection during the TLS handshake")) }
+            if let count {
+                if first.count < 9 { first += self.readBuffer[0..<min(count, 9 - first.count)] }
+                self.readBuffer.withUnsafeBytes { tls.receiveCiphertext(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            }
         }
     }
 

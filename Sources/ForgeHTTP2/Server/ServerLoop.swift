@@ -52,6 +52,7 @@ final class ServerLoop: @unchecked Sendable {
             self.prefaceDeadline = monotonicNanoseconds() &+ Self.nanoseconds(self.configuration.handshakeTimeout)
             if let report = self.configuration.onWrongProtocol, let problem = self.wrongProtocol() {
                 report(self.connection.peerAddress, problem)
+                self.answerWrongProtocol()
                 return
             }
             try self.channel.handshake(deadline: self.prefaceDeadline)
@@ -110,6 +111,29 @@ final class ServerLoop: @unchecked Sendable {
             return "sent cleartext HTTP/1.x to this TLS port: use https:// and HTTP/2"
         }
         return "sent bytes that are not TLS to this TLS port: use https://"
+    }
+
+    /// Answers a client that opened with the wrong protocol in the protocol this port speaks, so
+    /// that it can say which scheme to use: a fatal TLS alert (unexpected_message, RFC 8446 section
+    /// 6) on a TLS port; on a cleartext port an empty SETTINGS frame and a GOAWAY with
+    /// PROTOCOL_ERROR, which is how an invalid connection preface ends (RFC 9113, section 3.4).
+    /// What the client sent is read first, so that closing does not reset the connection before
+    /// the client has read the answer.
+    private func answerWrongProtocol() {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while scratch.withUnsafeMutableBytes({ recv(self.socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
+        let answer: [UInt8]
+        if self.context != nil {
+            answer = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x0a]
+        } else {
+            let debug = Array("TLS sent to a cleartext HTTP/2 port".utf8)
+            let length = 8 + debug.count
+            answer = [0, 0, 0, 0x04, 0, 0, 0, 0, 0]
+                + [0, UInt8(length >> 8), UInt8(length & 0xff), 0x07, 0, 0, 0, 0, 0]
+                + [0, 0, 0, 0, 0, 0, 0, 0x01] + debug
+        }
+        _ = answer.withUnsafeBytes { try? self.socket.send($0) }
+        shutdown(self.socket.descriptor, Int32(SHUT_WR))
     }
 
     private func pump() throws {

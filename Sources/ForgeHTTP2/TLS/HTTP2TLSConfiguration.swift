@@ -17,6 +17,16 @@ public struct HTTP2TLSConfiguration: Sendable {
         public static func file(_ path: String) -> TrustRoots { TrustRoots(base: .file(path)) }
         /// The certificates in PEM text, held in memory (for example ``LoopbackTLSIdentity/caCertificatePEM``).
         public static func pem(_ text: String) -> TrustRoots { TrustRoots(base: .pem(text)) }
+
+        /// Where these roots come from, for a person: the file, PEM text, or where OpenSSL finds the
+        /// system store (`SSL_CERT_FILE` and `SSL_CERT_DIR` when set, else its built-in paths).
+        public var location: String {
+            switch self.base {
+            case .file(let path): return path
+            case .pem: return "PEM text in memory"
+            case .system: return "the system store (\(systemTrustStorePaths()))"
+            }
+        }
     }
 
     /// How strictly the server certificate is checked.

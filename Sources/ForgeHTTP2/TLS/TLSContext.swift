@@ -8,6 +8,9 @@ struct TLSError: Error, CustomStringConvertible {
     /// The peer's certificate failed verification (unknown CA, host name mismatch, expired): no
     /// retry can help within a run.
     var isCertificateRejected = false
+    /// The peer does not speak TLS (its first bytes are not a TLS record): the wrong scheme or
+    /// port, which no retry can mend.
+    var isProtocolMismatch = false
 
     /// What ``description`` starts with for a rejected certificate.
     static let certificateRejectedPrefix = "certificate verification failed: "
@@ -294,3 +297,16 @@ func tlsErrorReasons() -> String {
 /// a connection's I/O thread may still be ending its TLS session when its process exits. Every
 /// entry point of this module that calls OpenSSL reads it first.
 let openSSLReady: Void = CForgeOpenSSL_initWithoutExitCleanup()
+
+/// The files OpenSSL's default verify paths read (`SSL_CTX_set_default_verify_paths`): the
+/// variables `SSL_CERT_FILE` and `SSL_CERT_DIR` when set, else the paths it was built with.
+func systemTrustStorePaths() -> String {
+    func path(variable: UnsafePointer<CChar>?, builtIn: UnsafePointer<CChar>?) -> String {
+        let name = variable.map { String(cString: $0) } ?? ""
+        if !name.isEmpty, let value = getenv(name), value.pointee != 0 { return "\(name)=\(String(cString: value))" }
+        return builtIn.map { String(cString: $0) } ?? "?"
+    }
+    let file = path(variable: X509_get_default_cert_file_env(), builtIn: X509_get_default_cert_file())
+    let directory = path(variable: X509_get_default_cert_dir_env(), builtIn: X509_get_default_cert_dir())
+    return "\(file), \(directory)"
+}

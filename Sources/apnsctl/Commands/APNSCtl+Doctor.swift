@@ -159,7 +159,8 @@ extension APNSCtl {
                 report.ok("TCP", "connected to \(environment.authority)")
                 if configuration.tls != nil {
                     let insecure = self.endpoint.insecureLoopback
-                    report.ok("TLS", insecure ? "handshake done, certificate NOT verified (--insecure-loopback)" : "handshake done, certificate verified")
+                    let store = configuration.tls?.trustRoots.location ?? ""
+                    report.ok("TLS", insecure ? "handshake done, certificate NOT verified (--insecure-loopback)" : "handshake done, certificate verified against \(store)")
                     report.ok("ALPN", "h2 negotiated")
                 } else {
                     report.warn("TLS", "cleartext h2c (an http:// URL): only for a local server", fix: "APNs itself needs https")
@@ -179,7 +180,8 @@ extension APNSCtl {
                     let fix = self.endpoint.caFileText.map { file in
                         "the server's certificate did not verify against \(file): is it the CA that issued the server's certificate "
                             + "(apnsctl serve --write-ca writes its own)? Is the URL's host one the certificate names?"
-                    } ?? "the server's certificate did not verify against the system's CAs: install ca-certificates, or --ca-file for a private CA"
+                    } ?? "the server's certificate did not verify against \(configuration.tls?.trustRoots.location ?? "the system store"): "
+                        + "install ca-certificates (APNs' chain ends at USERTrust RSA Certification Authority), or --ca-file for a private CA"
                     report.fail("TLS", error.detail, kind: .network, fix: fix)
                 case .alpnMismatch:
                     report.ok("TCP", "connected to \(environment.authority)")

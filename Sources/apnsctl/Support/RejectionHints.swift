@@ -24,11 +24,16 @@ enum RejectionHints {
     /// The hint for a transport failure's detail: an untrusted certificate chain usually means a
     /// private CA (the local server's) that `--ca-file` should name.
     static func hint(forTransportDetail detail: String) -> String? {
-        guard detail.contains("certificate chain is not trusted") || detail.contains("unable to get local issuer certificate") else {
-            return nil
+        if detail.contains("certificate chain is not trusted") || detail.contains("unable to get local issuer certificate") {
+            return "hint: the server's certificate is signed by a CA this machine does not trust: pass it with --ca-file "
+                + "(`apnsctl serve --write-ca FILE` writes the local server's); `apnsctl doctor` checks the TLS step"
         }
-        return "hint: the server's certificate is signed by a CA this machine does not trust: pass it with --ca-file "
-            + "(`apnsctl serve --write-ca FILE` writes the local server's); `apnsctl doctor` checks the TLS step"
+        if detail.contains("before its HTTP/2 preface") || detail.contains("closed the connection before any answer") {
+            return "hint: the server closed each connection before it spoke HTTP/2: a TLS port reached with http:// (use "
+                + "https://), a server that refuses this client (a revoked certificate, a firewall, a proxy), or one that is "
+                + "shedding load; `apnsctl doctor` checks each step"
+        }
+        return nil
     }
 
     /// Every hint that applies, once each, in a fixed order.

@@ -97,9 +97,11 @@ final class ResultSink: Sendable {
                 state.lastFlush = now
             }
             state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines)
-            // A transport failure before anything got an answer: the endpoint is unreachable.
-            if let error = result.outcome.failure, error.kind == .unreachable,
-               state.counts.accepted == 0, state.counts.rejectedCount == 0, !state.unreachable {
+            // A push that failed as unreachable: the client found no connection for as many
+            // connects in a row as a push may try (or the pool already counts the endpoint as
+            // unreachable), whether or not earlier pushes got answers. Sending more only adds
+            // tokens that wait for the same failure.
+            if let error = result.outcome.failure, error.kind == .unreachable, !state.unreachable {
                 state.unreachable = true
                 return error.detail.isEmpty ? error.kind.rawValue : error.detail
             }

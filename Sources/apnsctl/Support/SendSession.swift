@@ -70,8 +70,11 @@ struct SendSession {
             if self.isJournal { note += "; resume by running the same command again (the journal sends only what has no final verdict)" }
             Output.diagnostic(note)
             return CLIExit.interrupted
-        case .unreachable(let detail) where counts.accepted == 0 && counts.rejectedCount == 0:
-            var note = "error: cannot reach \(self.endpoint): \(detail)"
+        case .unreachable(let detail):
+            let answered = counts.accepted + counts.rejectedCount
+            var note = answered == 0
+                ? "error: cannot reach \(self.endpoint): \(detail)"
+                : "error: \(self.endpoint) became unreachable after \(answered) answered: \(detail)"
             if let resume { note += "\n\(counts.notSent) not sent; " + Self.resumeAdvice(resume) + "\n" + ResumeCommand.line(resumeFrom: resume.line) }
             Output.diagnostic(note)
             return CLIExit.unavailable
