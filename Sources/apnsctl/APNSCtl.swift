@@ -19,10 +19,14 @@ struct APNSCtl: AsyncParsableCommand {
             terminal unless NO_COLOR is set.
 
             Examples:
-              apnsctl jwt --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ
-              apnsctl send --dry-run --token 7c1d… --topic com.example.app --push-type alert --payload alert.json
+              export APNS_KEY_FILE=AuthKey_ABC123DEFG.p8 APNS_KEY_ID=ABC123DEFG \\
+                     APNS_TEAM_ID=DEF123GHIJ APNS_TOPIC=com.example.app
+              apnsctl doctor --environment sandbox
+              apnsctl send --environment sandbox --token 7c1d… --title Hi --body Hello
+              apnsctl send --tokens-file tokens.txt --payload alert.json > verdicts.ndjson
               apnsctl serve --port 0 --ui-port 0 --write-ca ca.pem
-              apnsctl doctor --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --topic com.example.app
+              apnsctl send --url https://localhost:PORT --ca-file ca.pem --token 7c1d… \\
+                  --title Hi
 
             Exit codes: 0 all accepted; 1 one or more rejected; 64 usage; 65 bad data (token, payload, key, ids); \
             66 input file missing; 69 endpoint unreachable or TLS failure; 70 internal error; 73 an output file \

@@ -38,8 +38,14 @@ struct ActivityAndChannelsTests {
         let served = try objects(server.stop().stdout)
         for result in [start, update, end] { #expect(result.exitCode == 0, "\(result.stderr)") }
         #expect(start.stdout.hasPrefix("\(token) 200 accepted apns-id="), "\(start.stdout)")
-        let updateLine = try #require(try objects(update.stdout).first)
+        let updateLines = try objects(update.stdout)
+        let updateLine = try #require(updateLines.first)
         #expect(updateLine["outcome"] as? String == "accepted" && updateLine["status"] as? Int == 200)
+        // The same summary as `send`: one object after the verdict, and a line in human output.
+        #expect(updateLines.count == 2 && updateLines.last?["summary"] as? Bool == true && updateLines.last?["accepted"] as? Int == 1,
+                "\(update.stdout)")
+        #expect(end.stdout.split(separator: "\n").last?.hasPrefix("sent 1: 1 accepted, 0 rejected, 0 failed, 0 not sent in ") == true,
+                "\(end.stdout)")
         #expect(served.count == 3 && served.allSatisfy { $0["push_type"] as? String == "liveactivity" && $0["status"] as? Int == 200 })
     }
 
@@ -101,6 +107,21 @@ struct ActivityAndChannelsTests {
         #expect(again.exitCode == 1 && again.stderr.contains("ChannelNotRegistered"), "\(again.stderr)")
         // The broadcast was judged by the server as one.
         #expect(served.contains { $0["push_type"] as? String == "liveactivity" && $0["status"] as? Int == 200 })
+    }
+
+    @Test("A content state that is not JSON: 65, the flag, and line and column in the words send uses")
+    func contentStateNotJSON() throws {
+        let inline = try CommandRunner.run(["activity", "update", "--dry-run"] + credentials + ["--token", token, "--content-state", #"{"a" 1}"#])
+        #expect(inline.exitCode == 65, "\(inline.stderr)")
+        #expect(inline.stderr.contains(#"error: --content-state: not valid JSON: unexpected '1' at column 6 (expected ':')"#), "\(inline.stderr)")
+        let file = try TemporaryFolder.inProcess("activity").appendingPathComponent("broken-state.json")
+        try Data("{\n  \"status\": \"late\",\n  \"eta\": }\n".utf8).write(to: file)
+        let fromFile = try CommandRunner.run(["activity", "update", "--dry-run"] + credentials + ["--token", token, "--content-state", "@\(file.path)"])
+        #expect(fromFile.exitCode == 65, "\(fromFile.stderr)")
+        #expect(fromFile.stderr.contains("--content-state: not valid JSON: unexpected '}' at line 3, column 10"), "\(fromFile.stderr)")
+        // send's --data reads JSON the same way.
+        let data = try CommandRunner.run(["send", "--dry-run"] + credentials + ["--token", token, "--title", "x", "--data", #"k={"a" 1}"#])
+        #expect(data.exitCode == 65 && data.stderr.contains("unexpected '1' at column 6 (expected ':')"), "\(data.stderr)")
     }
 
     @Test("A channel command against a closed port is 69, with a plain message")

@@ -68,7 +68,7 @@ struct InputValidationTests {
                  message: "--url: the port must be 1-65535"),
         BadInput(name: "a --payload file that is not UTF-8",
                  arguments: ["--payload", file("latin1.json", Array(#"{"aps":{"alert":"caf"#.utf8) + [0xE9] + Array(#""}}"#.utf8))],
-                 exitCode: 65, message: "latin1.json': payload must be UTF-8 (bytes 0xe9 0x22 at byte 21 are not UTF-8)"),
+                 exitCode: 65, message: "latin1.json': payload must be UTF-8 (bytes 0xe9 0x22 at column 21 are not UTF-8)"),
         BadInput(name: "a --payload badge of 1e999", arguments: ["--payload", file("inf.json", #"{"aps":{"alert":"x","badge":1e999}}"#)],
                  exitCode: 65, message: "inf.json': payload must hold only numbers that fit a 64-bit double (the number 1e999"),
         BadInput(name: "a --payload number of -1e400", arguments: ["--payload", file("minf.json", #"{"aps":{"alert":"x"},"v":-1e400}"#)],
@@ -76,7 +76,7 @@ struct InputValidationTests {
         BadInput(name: "a --payload lone surrogate", arguments: ["--payload", file("surrogate.json", #"{"aps":{"alert":"\ud800"}}"#)],
                  exitCode: 65, message: "half a surrogate pair"),
         BadInput(name: "a --data value of 1e999", arguments: ["--title", "x", "--data", "k=1e999"], exitCode: 65,
-                 message: "--data 'k=1e999': the value must be JSON: Number 1e999 is not representable in Swift"),
+                 message: "--data 'k=1e999': the value must be JSON: the number 1e999 at column 1 is too large for a 64-bit double"),
         // Item 10: the flag and the rule, not "Missing value" or another flag.
         BadInput(name: "a negative --badge", arguments: ["--title", "x", "--badge", "-1"], exitCode: 65,
                  message: "--badge: aps.badge must be 0 or more (got -1)"),
@@ -166,9 +166,9 @@ struct InputValidationTests {
                                            + credentials)
         #expect(result.exitCode == 65, "\(result.stderr)")
         let reported = result.stderr.split(separator: "\n").map(String.init)
-        #expect(reported.contains("\(path):1: not valid JSON: the number 1e999 at byte 115 is too large for a 64-bit double"), "\(result.stderr)")
-        #expect(reported.contains("\(path):2: not UTF-8: byte 0xff at byte 104 is not UTF-8"), "\(result.stderr)")
-        #expect(reported.contains { $0.hasPrefix("\(path):3: not valid JSON: \\uDC00 at byte") }, "\(result.stderr)")
+        #expect(reported.contains("\(path):1: not valid JSON: the number 1e999 at column 115 is too large for a 64-bit double"), "\(result.stderr)")
+        #expect(reported.contains("\(path):2: not UTF-8: byte 0xff at column 104 is not UTF-8"), "\(result.stderr)")
+        #expect(reported.contains { $0.hasPrefix("\(path):3: not valid JSON: \\uDC00 at column") }, "\(result.stderr)")
         #expect(!reported.contains { $0.hasPrefix("\(path):4:") }, "an integer above Int64.max is kept, not refused: \(result.stderr)")
         #expect(result.stderr.contains("3 bad lines; nothing sent (--strict)"))
     }
@@ -176,7 +176,7 @@ struct InputValidationTests {
     @Test("apnsctl serve answers 200 for a body a device cannot read (P3) and warns, in text and in --json")
     func serveWarns() async throws {
         let broken = Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8)
-        let expected = "body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"
+        let expected = "body is not valid JSON: unexpected '{' at column 32 (expected ',' or '}')"
         for json in [false, true] {
             let server = try ServerProcess(["--topic", bundle] + (json ? ["--json"] : []))
             let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(

@@ -146,7 +146,7 @@ struct APNsJudgeTests {
             (Array(#"{"custom":1}"#.utf8), "no \"aps\" key", nil),
             (Array(#"{"custom":1}"#.utf8), "no \"aps\" key", nil),
             (Array(#"{"aps":{"alert":"Hi"}}"#.utf8), nil, nil),
-            (Array("{not json".utf8), nil, "body is not valid JSON: unexpected 'n' at byte 2 (expected a key)"),
+            (Array("{not json".utf8), nil, "body is not valid JSON: unexpected 'n' at column 2 (expected a key)"),
             (Array(#"{"custom":"aps"}"#.utf8), "no \"aps\" key", nil),
             (Array(#"{"custom":{"aps" : 1}}"#.utf8), nil, nil),
         ]
@@ -183,10 +183,10 @@ struct APNsJudgeTests {
     @Test(
         "P3: a body a device cannot read is accepted with a warning that says why",
         arguments: [
-            UnreadableBody(Array("{not json".utf8), "body is not valid JSON: unexpected 'n' at byte 2 (expected a key)"),
-            UnreadableBody(Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8), "body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"),
-            UnreadableBody(Array(#"{"aps":{"badge":1e999}}"#.utf8), "body is not valid JSON: the number 1e999 at byte 17 is too large for a 64-bit double"),
-            UnreadableBody(Array(#"{"aps":{"alert":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8), "body is not UTF-8: bytes 0xc3 0x28 at byte 18 are not UTF-8"),
+            UnreadableBody(Array("{not json".utf8), "body is not valid JSON: unexpected 'n' at column 2 (expected a key)"),
+            UnreadableBody(Array(#"{"aps":{"alert":{"title":"Hi"}}{"#.utf8), "body is not valid JSON: unexpected '{' at column 32 (expected ',' or '}')"),
+            UnreadableBody(Array(#"{"aps":{"badge":1e999}}"#.utf8), "body is not valid JSON: the number 1e999 at column 17 is too large for a 64-bit double"),
+            UnreadableBody(Array(#"{"aps":{"alert":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8), "body is not UTF-8: bytes 0xc3 0x28 at column 18 are not UTF-8"),
             UnreadableBody(Array(#"[{"aps":{}}]"#.utf8), "body is not a JSON object: the top level is an array, not an object"),
         ]
     )

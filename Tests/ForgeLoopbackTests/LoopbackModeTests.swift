@@ -177,7 +177,7 @@ struct LoopbackModeTests {
             let dropped = try await event(device) { if case .droppedInvalidPayload = $0 { true } else { false } }
             guard case .droppedInvalidPayload(let apnsID, let reason) = dropped else { return }
             #expect(reason.hasPrefix("the payload is not valid JSON: "), "\(reason)")
-            #expect(warnings.all == ["body is not valid JSON: unexpected '{' at byte 32 (expected ',' or '}')"])
+            #expect(warnings.all == ["body is not valid JSON: unexpected '{' at column 32 (expected ',' or '}')"])
             do {
                 try await device.awaitEvent(timeout: .zero) { if case .addedToNotificationList = $0 { true } else { false } }
                 Issue.record("the alert was shown")

@@ -1,6 +1,6 @@
 /// What is wrong with a JSON text, and where.
-struct JSONShapeProblem: Error, Hashable, CustomStringConvertible {
-    enum Kind: Hashable, Sendable {
+package struct JSONShapeProblem: Error, Hashable, CustomStringConvertible {
+    package enum Kind: Hashable, Sendable {
         /// Not JSON: a syntax error, or an escape for half a UTF-16 surrogate pair.
         case syntax
         /// Valid JSON, but not an object.
@@ -11,11 +11,11 @@ struct JSONShapeProblem: Error, Hashable, CustomStringConvertible {
         case number
     }
 
-    var kind: Kind
-    /// Where and what, for example `unexpected '}' at byte 12`.
-    var detail: String
+    package var kind: Kind
+    /// Where and what, for example `unexpected '}' at column 12`.
+    package var detail: String
 
-    var description: String { self.detail }
+    package var description: String { self.detail }
 }
 
 /// A small, allocation-free JSON validator (RFC 8259).
@@ -25,16 +25,16 @@ struct JSONShapeProblem: Error, Hashable, CustomStringConvertible {
 /// away, and could not say where the text went wrong. It refuses what `JSONSerialization`, and so a
 /// device, refuses: bytes that are not UTF-8, an escape for half a surrogate pair, and a number that
 /// overflows a double (`1e999`).
-struct JSONShapeScanner {
+package struct JSONShapeScanner {
     private let bytes: [UInt8]
     private var index = 0
     private let maximumDepth = 256
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     /// Validates that the input is exactly one JSON object; returns the first problem, or `nil`
     /// when the input is valid.
-    mutating func validateObject() -> JSONShapeProblem? {
+    package mutating func validateObject() -> JSONShapeProblem? {
         self.skipWhitespace()
         guard self.peek() == UInt8(ascii: "{") else {
             guard self.index < self.bytes.count else { return JSONShapeProblem(kind: .syntax, detail: "no JSON value") }
@@ -42,7 +42,7 @@ struct JSONShapeScanner {
             if let problem = self.value(depth: 0) { return problem }
             self.skipWhitespace()
             if self.index != self.bytes.count {
-                return JSONShapeProblem(kind: .syntax, detail: "unexpected text after the value at byte \(self.index + 1)")
+                return JSONShapeProblem(kind: .syntax, detail: "unexpected text after the value at \(self.place(self.index))")
             }
             return JSONShapeProblem(kind: .notObject, detail: "the top level is \(Self.kindOfValue(self.bytes[start]))")
         }
@@ -50,7 +50,21 @@ struct JSONShapeScanner {
         self.skipWhitespace()
         if self.index != self.bytes.count {
             if self.bytes[self.index] >= 0x80, case .failure(let problem) = self.utf8Sequence(at: self.index) { return problem }
-            return JSONShapeProblem(kind: .syntax, detail: "unexpected text after the object at byte \(self.index + 1)")
+            return JSONShapeProblem(kind: .syntax, detail: "unexpected text after the object at \(self.place(self.index))")
+        }
+        return nil
+    }
+
+    /// Validates that the input is exactly one JSON value, of any kind; returns the first problem,
+    /// or `nil` when the input is valid.
+    package mutating func validateValue() -> JSONShapeProblem? {
+        self.skipWhitespace()
+        guard self.index < self.bytes.count else { return JSONShapeProblem(kind: .syntax, detail: "no JSON value") }
+        if let problem = self.value(depth: 0) { return problem }
+        self.skipWhitespace()
+        guard self.index == self.bytes.count else {
+            if self.bytes[self.index] >= 0x80, case .failure(let problem) = self.utf8Sequence(at: self.index) { return problem }
+            return JSONShapeProblem(kind: .syntax, detail: "unexpected text after the value at \(self.place(self.index))")
         }
         return nil
     }
@@ -63,6 +77,27 @@ struct JSONShapeScanner {
         case UInt8(ascii: "t"), UInt8(ascii: "f"): return "a boolean, not an object"
         default: return "a number, not an object"
         }
+    }
+
+    /// Where the byte at `index` (0-based) is, for a person: `column C` in a text of one line (a
+    /// final newline aside), `line L, column C` otherwise, both counted from 1 and in characters
+    /// (UTF-8 sequences), as an editor counts them.
+    private func place(_ index: Int) -> String {
+        var line = 1
+        var column = 1
+        for position in 0..<min(index, self.bytes.count) {
+            let byte = self.bytes[position]
+            if byte == 0x0a {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        // A newline only at the end (a file's last line) does not make a second line.
+        let content = self.bytes.lastIndex { ![0x20, 0x09, 0x0a, 0x0d].contains($0) } ?? 0
+        let multiline = self.bytes[..<content].contains(0x0a)
+        return multiline ? "line \(line), column \(column)" : "column \(column)"
     }
 
     private func peek() -> UInt8? { self.index < self.bytes.count ? self.bytes[self.index] : nil }
@@ -78,7 +113,7 @@ struct JSONShapeScanner {
     private func unexpected(_ expected: String = "") -> JSONShapeProblem {
         guard let byte = self.peek() else { return self.syntax("unexpected end of input" + expected) }
         if byte >= 0x80, case .failure(let problem) = self.utf8Sequence(at: self.index) { return problem }
-        return self.syntax("unexpected \(DeviceToken.describe(byte)) at byte \(self.index + 1)" + expected)
+        return self.syntax("unexpected \(DeviceToken.describe(byte)) at \(self.place(self.index))" + expected)
     }
 
     /// The length of the UTF-8 sequence that starts at `start` (a byte of 0x80 or more), or why it is
@@ -108,7 +143,7 @@ struct JSONShapeScanner {
 
     private func notUTF8(_ start: Int, count: Int) -> JSONShapeProblem {
         let shown = self.bytes[start..<(start + count)].map { "0x" + String($0, radix: 16) }.joined(separator: " ")
-        let detail = count == 1 ? "byte \(shown) at byte \(start + 1) is not UTF-8" : "bytes \(shown) at byte \(start + 1) are not UTF-8"
+        let detail = count == 1 ? "byte \(shown) at \(self.place(start)) is not UTF-8" : "bytes \(shown) at \(self.place(start)) are not UTF-8"
         return JSONShapeProblem(kind: .encoding, detail: detail)
     }
 
@@ -184,7 +219,7 @@ struct JSONShapeScanner {
             case UInt8(ascii: "\""):
                 return nil
             case UInt8(ascii: "\\"):
-                guard let escape = self.peek() else { return self.syntax("unterminated string starting at byte \(start + 1)") }
+                guard let escape = self.peek() else { return self.syntax("unterminated string starting at \(self.place(start))") }
                 self.index += 1
                 switch escape {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
@@ -192,13 +227,13 @@ struct JSONShapeScanner {
                     break
                 case UInt8(ascii: "u"):
                     let escapeStart = self.index - 1
-                    guard let unit = self.hex4() else { return self.syntax("bad \\u escape at byte \(self.index)") }
+                    guard let unit = self.hex4() else { return self.syntax("bad \\u escape at \(self.place(self.index - 1))") }
                     if let problem = self.surrogatePair(unit, escapeStart: escapeStart) { return problem }
                 default:
-                    return self.syntax("bad escape at byte \(self.index - 1)")
+                    return self.syntax("bad escape at \(self.place(self.index - 2))")
                 }
             case 0x00..<0x20:
-                return self.syntax("control character in a string at byte \(self.index)")
+                return self.syntax("control character in a string at \(self.place(self.index - 1))")
             case 0x80...0xFF:
                 switch self.utf8Sequence(at: self.index - 1) {
                 case .success(let length): self.index += length - 1
@@ -208,14 +243,14 @@ struct JSONShapeScanner {
                 continue
             }
         }
-        return self.syntax("unterminated string starting at byte \(start + 1)")
+        return self.syntax("unterminated string starting at \(self.place(start))")
     }
 
     /// A `\uD800`-`\uDBFF` escape must be followed by a `\uDC00`-`\uDFFF` one, and a low half must not
     /// stand alone: a lone surrogate is no character, and `JSONSerialization` refuses it.
     private mutating func surrogatePair(_ unit: UInt32, escapeStart: Int) -> JSONShapeProblem? {
         func unpaired() -> JSONShapeProblem {
-            self.syntax("\\u\(String(unit, radix: 16, uppercase: true)) at byte \(escapeStart) is half a surrogate pair")
+            self.syntax("\\u\(String(unit, radix: 16, uppercase: true)) at \(self.place(escapeStart - 1)) is half a surrogate pair")
         }
         switch unit {
         case 0xDC00...0xDFFF:
@@ -273,7 +308,7 @@ struct JSONShapeScanner {
         let integerDigits = self.index - start
         if self.peek() == UInt8(ascii: ".") {
             self.index += 1
-            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return self.syntax("bad number at byte \(start + 1)") }
+            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return self.syntax("bad number at \(self.place(start))") }
             self.skipDigits()
         }
         var hasExponent = false
@@ -281,7 +316,7 @@ struct JSONShapeScanner {
             hasExponent = true
             self.index += 1
             if let sign = self.peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { self.index += 1 }
-            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return self.syntax("bad number at byte \(start + 1)") }
+            guard let byte = self.peek(), (0x30...0x39).contains(byte) else { return self.syntax("bad number at \(self.place(start))") }
             self.skipDigits()
         }
         // Only an exponent or more than 308 integer digits can overflow: parse just those.
@@ -290,7 +325,7 @@ struct JSONShapeScanner {
             if let value = Double(text), !value.isFinite {
                 let shown = text.count > 24 ? String(text.prefix(20)) + "…" : text
                 return JSONShapeProblem(
-                    kind: .number, detail: "the number \(shown) at byte \(start + 1) is too large for a 64-bit double"
+                    kind: .number, detail: "the number \(shown) at \(self.place(start)) is too large for a 64-bit double"
                 )
             }
         }

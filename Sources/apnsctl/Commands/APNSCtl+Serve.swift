@@ -58,164 +58,56 @@ extension APNSCtl {
         @Option(help: "The address to listen on: 127.0.0.1 or ::1.")
         var host: String = "127.0.0.1"
 
-        @Flag(help: "Serve cleartext HTTP/2 (h2c) instead of TLS.")
-        var h2c = false
+        @OptionGroup(title: "TLS") var tls: ServeTLSOptions
 
-        @Option(help: "The server certificate chain (PEM); default: one made in memory at start, for localhost, 127.0.0.1 and ::1.")
-        var cert: String?
+        @OptionGroup(title: "Authentication") var authentication: ServeAuthenticationOptions
 
-        @Option(help: "The server private key (PEM), with --cert.")
-        var key: String?
+        @OptionGroup(title: "Device tokens and topics") var tokenOptions: ServeTokenOptions
 
-        @Option(
-            name: .customLong("write-ca"),
-            help: ArgumentHelp("Write the CA of the certificate made at start (PEM) to this file, for clients to trust.", valueName: "file")
-        )
-        var writeCA: String?
+        @OptionGroup(title: "Behaviour") var behaviour: ServeBehaviourOptions
 
-        @Option(
-            name: .customLong("register-key"),
-            help: ArgumentHelp(
-                "A provider-token key, as FILE:KEYID:TEAMID (a .p8 or a public key PEM), or FILE:KEYID:TEAMID:BUNDLEID,… for a key "
-                    + "limited to those bundle ids (other topics: InvalidProviderToken). Repeatable."
-            )
-        )
-        var registerKey: [String] = []
+        @OptionGroup(title: "Output") var output: ServeOutputOptions
 
-        @Flag(name: .customLong("lenient-tokens"), help: "Also accept DER signatures and a string iat, as APNs was seen doing (default: strict).")
-        var lenientTokens = false
-
-        @Option(name: .customLong("client-ca"), help: "Ask clients for a certificate and check it against this CA (PEM).")
-        var clientCA: String?
-
-        @Option(name: .customLong("register-cert"), help: "A client certificate accepted for its bundle id, as FILE[:BUNDLEID]. Repeatable.")
-        var registerCert: [String] = []
-
-        @Option(
-            name: .customLong("topic"),
-            help: ArgumentHelp(
-                "A bundle id the server serves (pushes to others: 400 TopicDisallowed); the first is the default for --token "
-                    + "and --unregistered. Repeatable; without it every topic is served.",
-                valueName: "bundle-id"
-            )
-        )
-        var topics: [String] = []
-
-        /// The default bundle id for --token and --unregistered.
-        var topic: String? { self.topics.first }
-
-        @Option(name: .customLong("ui-port"), help: "Serve the inbox (page, JSON API, events) on this port; 0 lets the system choose (printed on the second line).")
-        var uiPort: Int?
-
-        @Option(name: .customLong("ui-host"), help: "The address the inbox listens on: 127.0.0.1 or ::1.")
-        var uiHost: String = "127.0.0.1"
-
-        @Option(help: "How many judged requests the inbox keeps (the oldest are dropped and counted).")
-        var keep: Int = 10_000
-
-        @Option(help: "The environment the server plays: sandbox (adds apns-unique-id) or production.")
-        var environment: ServedEnvironment = .sandbox
-
-        @Option(name: .customLong("token"), help: "Register an active device token, as TOKEN[:BUNDLEID]. Repeatable.")
-        var tokens: [String] = []
-
-        @Option(name: .customLong("unregistered"), help: "Register a token unregistered now (410 Unregistered), as TOKEN[:BUNDLEID]. Repeatable.")
-        var unregistered: [String] = []
-
-        @Flag(name: .customLong("reject-unknown-tokens"), help: "Answer BadDeviceToken for tokens not registered (default: accept them).")
-        var rejectUnknownTokens = false
-
-        @Option(name: .customLong("max-streams"), help: "MAX_CONCURRENT_STREAMS after a connection's first accepted push.")
-        var maxStreams: UInt32 = 1000
-
-        @Option(name: .customLong("idle-timeout"), help: "Seconds without a request before GOAWAY IdleTimeout (default: never).")
-        var idleTimeout: Double?
-
-        @Option(
-            name: .customLong("handshake-timeout"),
-            help: "Seconds a new connection has to finish its TLS handshake and send the HTTP/2 preface before it is closed."
-        )
-        var handshakeTimeout: Double = 10
-
-        @Option(
-            name: .customLong("request-timeout"),
-            help: "Seconds a request has to arrive complete (headers and body) before its stream is reset with REFUSED_STREAM; 0: never."
-        )
-        var requestTimeout: Double = 10
-
-        @Option(
-            help: ArgumentHelp(
-                "Hold each answer this long before sending it, as a server that far away would: 30ms, 0.03s, 250us (default: 0).",
-                valueName: "duration"
-            ),
-            transform: { try CommandLineDuration.parse($0) }
-        )
-        var latency: Duration?
-
-        @Option(
-            name: .customLong("record"),
-            help: ArgumentHelp(
-                "Write every judged request to this file as it is judged, one JSON object a line, in the shape of the inbox API's entries.",
-                valueName: "file"
-            )
-        )
-        var record: String?
-
-        @Flag(name: .customLong("record-accepted-only"), help: "With --record, write only the accepted pushes.")
-        var recordAcceptedOnly = false
-
-        @Option(name: .customLong("metrics-port"),
-                help: "Serve Prometheus metrics on GET /metrics at 127.0.0.1 on this port; 0 lets the system choose (printed after the port, and after the ui line if any).")
-        var metricsPort: Int?
-
-        @Flag(help: "One JSON object per judged request on stdout.")
-        var json = false
-
-        @Flag(help: "Print only the port, not a line per request.")
-        var quiet = false
-
-        @Flag(name: .customLong("print-requests"),
-              help: "Print each request with its verdict: request line, headers (authorization redacted) and the pretty-printed body (one JSON object with --json).")
-        var printRequests = false
+        @OptionGroup(title: "Inbox") var inbox: ServeInboxOptions
 
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
         func check() throws {
             guard (0...65_535).contains(self.port) else { throw ValidationError("--port must be 0...65535 (got \(self.port)).") }
-            if let metricsPort = self.metricsPort, !(0...65_535).contains(metricsPort) {
+            if let metricsPort = self.output.metricsPort, !(0...65_535).contains(metricsPort) {
                 throw ValidationError("--metrics-port must be 0...65535 (got \(metricsPort)).")
             }
-            if let uiPort = self.uiPort, !(0...65_535).contains(uiPort) {
+            if let uiPort = self.inbox.uiPort, !(0...65_535).contains(uiPort) {
                 throw ValidationError("--ui-port must be 0...65535 (got \(uiPort)).")
             }
-            guard self.keep >= 1 else { throw ValidationError("--keep must be at least 1 (got \(self.keep)).") }
-            if self.recordAcceptedOnly, self.record == nil { throw ValidationError("--record-accepted-only goes with --record FILE.") }
-            for topic in self.topics {
+            guard self.inbox.keep >= 1 else { throw ValidationError("--keep must be at least 1 (got \(self.inbox.keep)).") }
+            if self.output.recordAcceptedOnly, self.output.record == nil { throw ValidationError("--record-accepted-only goes with --record FILE.") }
+            for topic in self.tokenOptions.topics {
                 do { _ = try APNSBundleID(topic) } catch { throw ValidationError("--topic '\(topic)': \(error)") }
             }
-            guard self.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
-            if self.h2c, self.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
-            if (self.cert == nil) != (self.key == nil) { throw ValidationError("--cert and --key go together.") }
-            if self.writeCA != nil, self.h2c { throw ValidationError("--write-ca needs TLS; drop --h2c.") }
-            if self.writeCA != nil, self.cert != nil {
+            guard self.behaviour.maxStreams >= 1 else { throw ValidationError("--max-streams must be at least 1.") }
+            if self.tls.h2c, self.authentication.clientCA != nil { throw ValidationError("--client-ca needs TLS; drop --h2c.") }
+            if (self.tls.cert == nil) != (self.tls.key == nil) { throw ValidationError("--cert and --key go together.") }
+            if self.tls.writeCA != nil, self.tls.h2c { throw ValidationError("--write-ca needs TLS; drop --h2c.") }
+            if self.tls.writeCA != nil, self.tls.cert != nil {
                 throw ValidationError("--write-ca writes the CA of the certificate made at start; with --cert, give clients the CA that issued it.")
             }
-            guard self.handshakeTimeout > 0, self.handshakeTimeout <= 86_400 else {
-                throw ValidationError("--handshake-timeout must be more than 0 and at most 86400 seconds (got \(self.handshakeTimeout)).")
+            guard self.behaviour.handshakeTimeout > 0, self.behaviour.handshakeTimeout <= 86_400 else {
+                throw ValidationError("--handshake-timeout must be more than 0 and at most 86400 seconds (got \(self.behaviour.handshakeTimeout)).")
             }
-            guard self.requestTimeout >= 0, self.requestTimeout <= 86_400 else {
-                throw ValidationError("--request-timeout must be 0 (never) to 86400 seconds (got \(self.requestTimeout)).")
+            guard self.behaviour.requestTimeout >= 0, self.behaviour.requestTimeout <= 86_400 else {
+                throw ValidationError("--request-timeout must be 0 (never) to 86400 seconds (got \(self.behaviour.requestTimeout)).")
             }
         }
 
         func run() async throws {
             try self.check()
             try await runReportingFailures {
-                let metrics = self.metricsPort != nil || self.uiPort != nil ? ServeMetrics() : nil
-                let recorder = try self.record.map { try PushRecorder(path: $0, acceptedOnly: self.recordAcceptedOnly) }
-                let inbox = LocalAPNsInbox(capacity: self.keep)
-                let phones = LocalAPNsPhones(environment: self.environment.local)
+                let metrics = self.output.metricsPort != nil || self.inbox.uiPort != nil ? ServeMetrics() : nil
+                let recorder = try self.output.record.map { try PushRecorder(path: $0, acceptedOnly: self.output.recordAcceptedOnly) }
+                let inbox = LocalAPNsInbox(capacity: self.inbox.keep)
+                let phones = LocalAPNsPhones(environment: self.behaviour.environment.local)
                 let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
-                let endpoint = try self.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
+                let endpoint = try self.output.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
                 // has read the port must not find the signal ignored while the handler is set up.
                 let signals = await TerminationSignals.install()
@@ -223,12 +115,12 @@ extension APNSCtl {
                     group.addTask { await phones.run(inbox) }
                     let ui = try await self.startInbox(inbox: inbox, phones: phones, metrics: metrics, server: server, in: &group)
                     Output.result(String(server.port))
-                    if let ui { Output.result("ui http://\(Self.urlHost(self.uiHost)):\(ui)") }
+                    if let ui { Output.result("ui http://\(Self.urlHost(self.inbox.uiHost)):\(ui)") }
                     if let endpoint { Output.result(String(endpoint.port)) }
-                    let scheme = self.h2c ? "h2c" : "TLS"
-                    let latency = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
-                    Output.diagnostic("apnsctl serve: \(self.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
-                    if let ui { Output.diagnostic("apnsctl serve: inbox on http://\(Self.urlHost(self.uiHost)):\(ui)/") }
+                    let scheme = self.tls.h2c ? "h2c" : "TLS"
+                    let latency = self.behaviour.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
+                    Output.diagnostic("apnsctl serve: \(self.behaviour.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
+                    if let ui { Output.diagnostic("apnsctl serve: inbox on http://\(Self.urlHost(self.inbox.uiHost)):\(ui)/") }
                     if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
                     let signal = await signals.next()
                     Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
@@ -248,18 +140,18 @@ extension APNSCtl {
             inbox: LocalAPNsInbox, phones: LocalAPNsPhones, metrics: ServeMetrics?, server: LocalAPNsServer,
             in group: inout ThrowingDiscardingTaskGroup<any Error>
         ) async throws -> Int? {
-            guard let uiPort = self.uiPort else { return nil }
+            guard let uiPort = self.inbox.uiPort else { return nil }
             var scrape: (@Sendable () -> [UInt8])?
             if let metrics { scrape = { metrics.text(server: server) } }
             let http = LocalAPNsInboxServer(
-                api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), host: self.uiHost, port: uiPort, metrics: scrape
+                api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), host: self.inbox.uiHost, port: uiPort, metrics: scrape
             )
             do {
                 return try await http.start(in: &group)
             } catch {
                 await server.shutdown()
                 inbox.close()
-                throw CLIFailure(message: "--ui-port: cannot serve the inbox on \(self.uiHost):\(uiPort): \(error)", exitCode: CLIExit.cannotCreate)
+                throw CLIFailure(message: "--ui-port: cannot serve the inbox on \(self.inbox.uiHost):\(uiPort): \(error)", exitCode: CLIExit.cannotCreate)
             }
         }
 
@@ -267,7 +159,7 @@ extension APNSCtl {
 
         private func serveMetrics(_ metrics: ServeMetrics, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
             do {
-                return try metrics.serve(host: "127.0.0.1", port: self.metricsPort ?? 0, server: server)
+                return try metrics.serve(host: "127.0.0.1", port: self.output.metricsPort ?? 0, server: server)
             } catch {
                 throw CLIFailure(message: "--metrics-port: cannot serve metrics: \(error)", exitCode: CLIExit.unavailable)
             }
@@ -275,14 +167,14 @@ extension APNSCtl {
 
         private func startServer(metrics: ServeMetrics?, recorder: PushRecorder?, inbox: LocalAPNsInbox) throws -> LocalAPNsServer {
             var tls: HTTP2ServerTLSConfiguration?
-            if !self.h2c {
-                if let ca = self.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
-                if let certificate = self.cert, let privateKey = self.key {
+            if !self.tls.h2c {
+                if let ca = self.authentication.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
+                if let certificate = self.tls.cert, let privateKey = self.tls.key {
                     try InputFiles.requireReadable(certificate, flag: "--cert")
                     try InputFiles.requireReadable(privateKey, flag: "--key")
                     tls = HTTP2ServerTLSConfiguration(
                         certificateChainFile: certificate, privateKeyFile: privateKey,
-                        requestsClientCertificate: self.clientCA != nil, clientCertificateTrustRoots: self.clientCA
+                        requestsClientCertificate: self.authentication.clientCA != nil, clientCertificateTrustRoots: self.authentication.clientCA
                     )
                 } else {
                     let identity: LoopbackTLSIdentity
@@ -292,29 +184,29 @@ extension APNSCtl {
                         throw CLIFailure(message: "cannot make the server's certificate: \(error)", exitCode: CLIExit.software)
                     }
                     tls = HTTP2ServerTLSConfiguration(
-                        identity: identity, requestsClientCertificate: self.clientCA != nil, clientCertificateTrustRoots: self.clientCA
+                        identity: identity, requestsClientCertificate: self.authentication.clientCA != nil, clientCertificateTrustRoots: self.authentication.clientCA
                     )
                 }
             }
-            let keys = try self.registerKey.map(Self.parseKey)
-            let certificates = try self.registerCert.map { try Self.parseCertificate($0, defaultBundle: self.topic) }
+            let keys = try self.authentication.registerKey.map(Self.parseKey)
+            let certificates = try self.authentication.registerCert.map { try Self.parseCertificate($0, defaultBundle: self.tokenOptions.topic) }
             var records: [String: LocalAPNsTokenRecord] = [:]
-            for entry in self.tokens {
+            for entry in self.tokenOptions.tokens {
                 let (token, bundle) = try self.parseToken(entry, flag: "--token")
-                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.environment.local)
+                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.behaviour.environment.local)
             }
-            for entry in self.unregistered {
+            for entry in self.tokenOptions.unregistered {
                 let (token, bundle) = try self.parseToken(entry, flag: "--unregistered")
-                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.environment.local, state: .unregistered(Date()))
+                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.behaviour.environment.local, state: .unregistered(Date()))
             }
             let configuration = LocalAPNsConfiguration(
-                environment: self.environment.local, acceptsUnknownTokens: !self.rejectUnknownTokens,
-                maxConcurrentStreams: self.maxStreams, idleTimeout: self.idleTimeout.map { .milliseconds(Int($0 * 1000)) },
-                keepsHistory: false, servedBundleIDs: self.topics.isEmpty ? nil : Set(self.topics)
+                environment: self.behaviour.environment.local, acceptsUnknownTokens: !self.tokenOptions.rejectUnknownTokens,
+                maxConcurrentStreams: self.behaviour.maxStreams, idleTimeout: self.behaviour.idleTimeout.map { .milliseconds(Int($0 * 1000)) },
+                keepsHistory: false, servedBundleIDs: self.tokenOptions.topics.isEmpty ? nil : Set(self.tokenOptions.topics)
             )
-            let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.environment.local, lenient: self.lenientTokens)
+            let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.behaviour.environment.local, lenient: self.authentication.lenientTokens)
             var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
-            let printer = self.quiet ? nil : JudgementPrinter(json: self.json, printsRequests: self.printRequests)
+            let printer = self.output.quiet ? nil : JudgementPrinter(json: self.output.json, printsRequests: self.output.printRequests)
             if printer != nil || metrics != nil || recorder != nil {
                 observer = { judgement in
                     recorder?.record(judgement)
@@ -324,16 +216,16 @@ extension APNSCtl {
             }
             // Written once every flag is known good, before the port is printed: a client that read
             // the port finds the CA.
-            if let file = self.writeCA, let identity = tls?.identity {
+            if let file = self.tls.writeCA, let identity = tls?.identity {
                 try OutputFiles.write(identity.caCertificatePEM, to: file, flag: "--write-ca")
             }
             do {
                 return try LocalAPNsServer.start(
                     configuration,
                     http2: HTTP2ServerConfiguration(
-                        host: self.host, port: self.port, tls: tls, handshakeTimeout: .milliseconds(Int(self.handshakeTimeout * 1000)),
-                        requestTimeout: self.requestTimeout == 0 ? nil : .milliseconds(Int(self.requestTimeout * 1000)),
-                        responseDelay: self.latency ?? .zero, onWrongProtocol: { peer, problem in
+                        host: self.host, port: self.port, tls: tls, handshakeTimeout: .milliseconds(Int(self.behaviour.handshakeTimeout * 1000)),
+                        requestTimeout: self.behaviour.requestTimeout == 0 ? nil : .milliseconds(Int(self.behaviour.requestTimeout * 1000)),
+                        responseDelay: self.behaviour.latency ?? .zero, onWrongProtocol: { peer, problem in
                             Output.diagnostic("apnsctl serve: \(peer) \(problem)")
                         }
                     ),
@@ -404,7 +296,7 @@ extension APNSCtl {
             } catch {
                 throw CLIFailure.badData(flag, error, value: entry)
             }
-            guard let bundle = parts.count == 2 ? parts[1] : self.topic else {
+            guard let bundle = parts.count == 2 ? parts[1] : self.tokenOptions.topic else {
                 throw CLIFailure(message: "\(flag) '\(CLIFailure.abbreviate(entry))': no bundle id; write TOKEN:BUNDLEID or pass --topic",
                                  exitCode: ExitCode.validationFailure.rawValue)
             }

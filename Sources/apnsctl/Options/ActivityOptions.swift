@@ -130,7 +130,7 @@ struct ActivityOptions: ParsableArguments {
         let bytes = text.hasPrefix("@") ? InputFiles.withoutByteOrderMark(try InputFiles.read(String(text.dropFirst()), flag: flag)) : Array(text.utf8)
         let value: CommandLineJSON
         do { value = try CommandLineJSON(parsing: bytes) } catch {
-            throw CLIFailure(message: "\(flag): not valid JSON (\(CommandLineJSON.describe(error)))", exitCode: CLIExit.dataError)
+            throw CLIFailure(message: "\(flag): not valid JSON: \(CommandLineJSON.describe(error))", exitCode: CLIExit.dataError)
         }
         guard case .object = value else {
             throw CLIFailure(message: "\(flag): must be a JSON object ({…})", exitCode: CLIExit.dataError)

@@ -1,3 +1,4 @@
+import ForgeAPNsCore
 import Foundation
 
 /// Any JSON value, read from the command line (`--data KEY=JSON`) or a tokens file's NDJSON line, and
@@ -14,16 +15,13 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
     case object([String: CommandLineJSON])
 
     /// Parses one JSON text (a scalar is allowed).
-    /// - Throws: when `bytes` is not JSON, `JSONSerialization`'s error, which says where and why
-    ///   (`Number 1e999 is not representable in Swift.`); `JSONDecoder` on Linux says only that the
-    ///   data is not valid JSON.
+    /// - Throws: when `bytes` is not JSON, the library's `JSONShapeProblem`, which says what and
+    ///   where in the words payload errors use (`unexpected '}' at column 12 (expected a key)`),
+    ///   so every flag and file reads alike; Foundation's errors say it differently on each platform.
     init(parsing bytes: [UInt8]) throws {
-        do {
-            self = try JSONDecoder().decode(CommandLineJSON.self, from: Data(bytes))
-        } catch {
-            _ = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
-            throw error
-        }
+        var scanner = JSONShapeScanner(bytes)
+        if let problem = scanner.validateValue() { throw problem }
+        self = try JSONDecoder().decode(CommandLineJSON.self, from: Data(bytes))
     }
 
     init(from decoder: any Decoder) throws {
@@ -90,6 +88,7 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
     /// What a parser said was wrong with the text (`Number 1e999 is not representable in Swift`),
     /// without a final period, to fit inside a message.
     static func describe(_ error: any Error) -> String {
+        if let problem = error as? JSONShapeProblem { return problem.detail }
         let text: String
         if case DecodingError.dataCorrupted(let context) = error {
             text = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription

@@ -21,13 +21,15 @@ enum OneShot {
         }
     }
 
-    /// Sends one push and prints its result line (as `send` does); the exit code follows the outcome.
+    /// Sends one push and prints its result line and the summary (as `send` does); the exit code
+    /// follows the outcome.
     static func sendReporting(
         auth: AuthOptions, endpoint: EndpointOptions, verbose: Bool, json: Bool, target: String,
         _ body: (APNSClient) async throws(APNSError) -> APNSSendResult
     ) async throws {
         let configuration = try ClientFactory.configuration(auth: auth, endpoint: endpoint, verbose: verbose)
         let client = try ClientFactory.client(configuration)
+        let started = ContinuousClock.now
         let outcome = try await withAPNSClient(client) { client -> APNSBulkVerdict.Outcome in
             do throws(APNSError) {
                 return .accepted(try await body(client))
@@ -36,7 +38,11 @@ enum OneShot {
             }
         }
         let renderer = ResultRenderer(json: json)
-        Output.result(renderer.line(TokenResult(token: target, outcome: outcome)))
+        let result = TokenResult(token: target, outcome: outcome)
+        var counts = SendCounts()
+        counts.add(result)
+        Output.result(renderer.line(result))
+        Output.result(renderer.summary(counts, seconds: ProgressBar.seconds(.now - started)))
         switch outcome {
         case .accepted: return
         case .rejected(let error):
