@@ -157,10 +157,12 @@ let package = Package(
 
         // MARK: Loopback: the simulated device, the local APNs server, and the mode wiring them
         // The device takes delivered pushes as plain values, so it neither knows nor needs the server.
+        // ForgeAPNsCore (the model, no I/O): the content-state date rule shares the lints' reading of a date.
         .target(
             name: "ForgeSimulatedDevice",
             dependencies: [
-                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
+                "ForgeAPNsCore", "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                "ForgeSupport",
             ],
             swiftSettings: swiftSettings
         ),
