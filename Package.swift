@@ -169,9 +169,11 @@ let package = Package(
         .target(
             name: "ForgeLoopback",
             // It re-exports the client and the device's app-side types (Exports.swift): one import for a loopback test.
+            // swift-metrics: the phones' delivery states as counters (the client already depends on it).
             dependencies: [
                 "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs",
                 "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -308,6 +310,7 @@ let package = Package(
                 "ForgeLoopback", "ForgeLoopbackUI", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
                 "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
                 "ForgeTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),

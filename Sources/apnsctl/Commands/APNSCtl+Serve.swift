@@ -213,7 +213,8 @@ extension APNSCtl {
                 let metrics = self.metricsPort != nil || self.uiPort != nil ? ServeMetrics() : nil
                 let recorder = try self.record.map { try PushRecorder(path: $0, acceptedOnly: self.recordAcceptedOnly) }
                 let inbox = LocalAPNsInbox(capacity: self.keep)
-                let phones = LocalAPNsPhones(environment: self.environment.local)
+                let phones = metrics.map { LocalAPNsPhones(environment: self.environment.local, metrics: $0.factory) }
+                    ?? LocalAPNsPhones(environment: self.environment.local)
                 let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
                 let endpoint = try self.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
