@@ -95,6 +95,8 @@ extension SimulatedDevice {
             guard !state.isOnline else { return nil }
             let owner: String
             if let channelID = push.channelID {
+                // APNs keeps a broadcast for the devices subscribed to its channel, and this one is not.
+                guard state.activities.contains(where: { $0.channelID == channelID }) else { return [] }
                 owner = "channel \(channelID)"
             } else if let retired = state.retiredTokens[push.token] {
                 return [(push.apnsID, .discarded(retired.reason), retired.text)]
@@ -126,6 +128,11 @@ extension SimulatedDevice {
         guard let outcome else { return false }
         for (apnsID, state, reason) in outcome { self.logDelivery(apnsID, state, reason: reason) }
         return true
+    }
+
+    /// Whether a Live Activity on the device is subscribed to `channelID`.
+    func listens(toChannel channelID: String) -> Bool {
+        self.state.withLock { $0.activities.contains { $0.channelID == channelID } }
     }
 
     /// The bundle id of the app a push's token reaches: a device token, a push-to-start token or a

@@ -317,7 +317,10 @@ public final class SimulatedDevice: Sendable {
         let object = (try? parsed.get()).flatMap { $0.objectValue != nil ? $0 : nil }
         let admission = self.admit(push, payload: object)
         let state = admission.state == .delivered && fromStorage ? .deliveredFromStorage : admission.state
-        self.logDelivery(push.apnsID, state, reason: admission.reason)
+        // A broadcast is this phone's only when one of its Live Activities listens to the channel.
+        if push.channelID.map(self.listens(toChannel:)) ?? true {
+            self.logDelivery(push.apnsID, state, reason: admission.reason)
+        }
         guard admission.proceeds else { return nil }
         let payload: JSONValue
         switch parsed {

@@ -179,6 +179,24 @@ struct DeviceRulesTests {
         #expect(device.delivery(apnsID: "E-3")?.state == .delivered)
     }
 
+    @Test("a broadcast is logged only on a phone whose Live Activity listens to its channel; offline, it is stored per channel")
+    func broadcasts() async throws {
+        let device = Fixture.device(clock: self.clock)
+        let activity = try self.activity(on: device)
+        try device.subscribe(activity.id, toChannel: "dGVhbS1h")
+        let update = #"{"aps":{"event":"update","timestamp":\#(self.now),"content-state":{"status":"on the way","eta":10}}}"#
+        await device.deliver(DevicePush.broadcast(channelID: "b3RoZXI=", payload: Array(update.utf8), apnsID: "BC-1", date: self.clock.now))
+        #expect(device.delivery(apnsID: "BC-1") == nil, "not this phone's broadcast")
+        await device.deliver(DevicePush.broadcast(channelID: "dGVhbS1h", payload: Array(update.utf8), apnsID: "BC-2", date: self.clock.now))
+        #expect(device.delivery(apnsID: "BC-2")?.state == .delivered)
+        device.goOffline()
+        await device.deliver(DevicePush.broadcast(channelID: "dGVhbS1h", payload: Array(update.utf8), apnsID: "BC-3", date: self.clock.now))
+        #expect(device.delivery(apnsID: "BC-3")?.state == .stored)
+        await device.goOnline()
+        #expect(device.delivery(apnsID: "BC-3")?.state == .deliveredFromStorage)
+        #expect(device.liveActivity(activity.id)?.history.count == 3)
+    }
+
     // MARK: Notification list
 
     @Test("the view sorts the notification list by relevance score, highest first, then newest first")
