@@ -8,8 +8,10 @@ internal import ForgeSupport
 /// ## Overview
 /// The loopback wiring turns each accepted request into a ``DevicePush`` and delivers it
 /// (``deliver(_:)-(DevicePush)``, or ``deliver(_:)-(AsyncSequence)`` for a stream of them, each push
-/// concurrently with the others in the order iOS keeps). The device finds the app that owns the
-/// token and follows iOS:
+/// concurrently with the others in the order iOS keeps). Each push first gets its
+/// ``DeliveryState`` from the ``DeviceRules`` (budgets, storage while ``goOffline()``, tokens the
+/// device no longer has; `docs/device-rules.md`), in the timeline and ``deliveryLog``. The device
+/// finds the app that owns the token and follows iOS:
 /// - a background push (`content-available: 1`, no alert, sound or badge) goes to the app's
 ///   `SilentPushRouter`, unless the app was force-quit; the completion result, or a budget violation
 ///   when the completion handler is not called in time, is recorded;
