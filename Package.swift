@@ -157,19 +157,23 @@ let package = Package(
 
         // MARK: Loopback: the simulated device, the local APNs server, and the mode wiring them
         // The device takes delivered pushes as plain values, so it neither knows nor needs the server.
+        // ForgeAPNsCore (the model, no I/O): the content-state date rule shares the lints' reading of a date.
         .target(
             name: "ForgeSimulatedDevice",
             dependencies: [
-                "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
+                "ForgeAPNsCore", "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                "ForgeSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "ForgeLoopback",
             // It re-exports the client and the device's app-side types (Exports.swift): one import for a loopback test.
+            // swift-metrics: the phones' delivery states as counters (the client already depends on it).
             dependencies: [
                 "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs",
                 "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -306,6 +310,7 @@ let package = Package(
                 "ForgeLoopback", "ForgeLoopbackUI", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeAPNs", "ForgeSimulatedDevice",
                 "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService", "ForgeSupport",
                 "ForgeTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 internal import ForgeAPNsCore
 internal import ForgeSupport
+public import ForgeSimulatedDevice
 package import struct Foundation.Date
 
 extension LocalAPNsInboxEntry {
@@ -8,8 +9,12 @@ extension LocalAPNsInboxEntry {
     /// `channel_id`, `topic`, `push_type`, `priority`, `expiration`, `collapse_id`, `status`,
     /// `reason`, `why`, `payload` (the JSON object as sent; the text when it is not one, with a
     /// `warning`), `payload_bytes`, `warning`, `headers` (authorization redacted), `connection`,
-    /// `lints`, `fault`.
-    public var json: [UInt8] {
+    /// `lints`, `fault`, `delivery` (`null`).
+    public var json: [UInt8] { self.json(delivery: nil) }
+
+    /// The entry as ``json`` gives it, with `delivery`: what became of the push on its phone
+    /// (``DeliveryRecord/json``, from ``LocalAPNsPhones/delivery(of:)``), `null` when not known.
+    public func json(delivery: DeliveryRecord?) -> [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("seq", self.sequence)
         writer.field("apns_id", self.apnsID)
@@ -46,6 +51,7 @@ extension LocalAPNsInboxEntry {
         writer.field("connection", Int(self.connectionID))
         writer.strings("lints", self.allLints)
         writer.field("fault", self.fault.map { String(describing: $0) })
+        if let delivery { writer.raw("delivery", delivery.json) } else { writer.field("delivery", nil as String?) }
         return writer.finish()
     }
 

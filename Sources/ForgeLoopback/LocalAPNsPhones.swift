@@ -3,6 +3,7 @@ internal import ForgeNotificationTypes
 internal import ForgeAPNsCore
 internal import ForgeSupport
 public import struct Foundation.Date
+public import Metrics
 
 /// A simulated phone for every device token that an accepted push reaches, for a server that has no
 /// devices of its own (`apnsctl serve`): what each push would do on an iPhone, with the rules the
@@ -15,6 +16,10 @@ public import struct Foundation.Date
 ///   token of its own (``DeviceView/Activity/pushToken``), to which its updates go, as on iOS;
 /// - an `update` or `end` to a token that is neither is taken for an activity the app started
 ///   itself (`Activity.request`) and reported to its server with that token.
+///
+/// Each phone applies ``DeviceRules`` (budgets, with the defaults unless given) and keeps a delivery
+/// log: what became of each push (``delivery(of:)``), counted by state in swift-metrics as
+/// `apns_local_deliveries_total{state, reason}`.
 ///
 /// At most `maximumPhones` phones are kept (the least recently changed go first), each with a
 /// bounded timeline and notification list: a long-running server does not grow with its traffic.
@@ -43,16 +48,50 @@ public final class LocalAPNsPhones: Sendable {
 
     private let environment: LocalAPNsConfiguration.Environment
     private let maximumPhones: Int
+    private let rules: DeviceRules
     private let state = LockedBox(State())
     private let changes = Fanout<String>()
+    /// `apns_local_deliveries_total` per state and reason, made once.
+    private let deliveries: [String: Counter]
 
     /// Creates an empty set of phones.
     /// - Parameters:
     ///   - environment: the environment the server plays (the phones' tokens belong to it).
     ///   - maximumPhones: the most phones kept.
-    public init(environment: LocalAPNsConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000) {
+    ///   - rules: the budgets and limits each phone applies.
+    ///   - metrics: where the delivery counters come from; the bootstrapped factory by default.
+    public init(
+        environment: LocalAPNsConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000, rules: DeviceRules = DeviceRules(),
+        metrics: any MetricsFactory = MetricsSystem.factory
+    ) {
         self.environment = environment
         self.maximumPhones = max(1, maximumPhones)
+        self.rules = rules
+        let states: [DeliveryState] = [.delivered, .stored, .deliveredFromStorage]
+            + DeliveryState.DiscardReason.allCases.map { .discarded($0) } + DeliveryState.ThrottleReason.allCases.map { .throttled($0) }
+        var counters: [String: Counter] = [:]
+        for state in states {
+            counters[Self.counterKey(state)] = Counter(
+                label: "apns_local_deliveries_total", dimensions: [("state", state.name), ("reason", state.cause ?? "")], factory: metrics
+            )
+        }
+        self.deliveries = counters
+    }
+
+    private static func counterKey(_ state: DeliveryState) -> String { state.name + "/" + (state.cause ?? "") }
+
+    /// Counts the state the push with `apnsID` reached on `device`.
+    private func count(_ apnsID: String, on device: SimulatedDevice) {
+        guard let record = device.delivery(apnsID: apnsID) else { return }
+        self.deliveries[Self.counterKey(record.state)]?.increment()
+    }
+
+    /// What became of an accepted device push on its phone (its latest delivery state); `nil` for a
+    /// rejected request, a broadcast, or a push the phones have not taken yet (or forgot).
+    public func delivery(of entry: LocalAPNsInboxEntry) -> DeliveryRecord? {
+        guard entry.isAccepted, let token = entry.verdict.target.token?.lowercased() else { return nil }
+        let phone = self.state.withLock { state in state.phones[token] ?? state.issued[token].flatMap { state.phones[$0] } }
+        return phone?.device.delivery(apnsID: entry.apnsID)
     }
 
     /// Delivers every accepted push the inbox records to its phone, in order, until the inbox is
@@ -102,6 +141,7 @@ public final class LocalAPNsPhones: Sendable {
             let phones = self.state.withLock { Array($0.phones.values) }
             for phone in phones where phone.device.liveActivities.contains(where: { $0.channelID == channel }) {
                 await phone.device.deliver(push)
+                self.count(push.apnsID, on: phone.device)
                 self.touched(phone.token, at: date)
             }
             return
@@ -137,6 +177,7 @@ public final class LocalAPNsPhones: Sendable {
             collapseID: entry.collapseID, environment: self.environment == .sandbox ? .sandbox : .production, date: date
         )
         await device.deliver(push)
+        self.count(push.apnsID, on: device)
         self.touched(phone.token, at: date)
     }
 
@@ -188,7 +229,8 @@ public final class LocalAPNsPhones: Sendable {
             if let owner = state.issued[token], let phone = state.phones[owner] { return ((phone, true), false) }
             if let phone = state.phones[token] { return ((phone, false), false) }
             let device = SimulatedDevice(
-                backgroundBudget: nil, activityTokenSeed: Self.seed(token), timelineRetention: 500, notificationRetention: 100
+                backgroundBudget: nil, rules: self.rules, activityTokenSeed: Self.seed(token), timelineRetention: 500,
+                notificationRetention: 100
             )
             let phone = Phone(device: device, token: token, updatedAt: date)
             state.phones[token] = phone
@@ -241,7 +283,8 @@ public final class LocalAPNsPhones: Sendable {
 extension DeviceView {
     /// The view as the inbox's JSON API gives it: `token`, `apps`, `badge` (the highest app badge,
     /// `null` when none), `badges`, `notifications`, `live_activities`, `channels`,
-    /// `background_pushes`, `silent_pushes`, `events`; dates in ISO 8601 with milliseconds.
+    /// `background_pushes`, `online`, `deliveries` (the delivery log, newest first: see
+    /// ``DeliveryRecord/json``), `silent_pushes`, `events`; dates in ISO 8601 with milliseconds.
     public var json: [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("token", self.token)
@@ -289,6 +332,8 @@ extension DeviceView {
         }))
         writer.strings("channels", self.channels)
         writer.field("background_pushes", self.backgroundPushes)
+        writer.raw("online", Array((self.isOnline ? "true" : "false").utf8))
+        writer.raw("deliveries", JSONArrayWriter.array(self.deliveries.map { $0.json }))
         writer.raw("silent_pushes", JSONArrayWriter.array(self.silentPushes.map { push in
             var item = JSONObjectWriter()
             item.field("apns_id", push.apnsID)
@@ -304,6 +349,22 @@ extension DeviceView {
             item.field("text", event.text)
             return item.finish()
         }))
+        return writer.finish()
+    }
+}
+
+extension DeliveryRecord {
+    /// `{"apns_id", "state", "reason", "why", "at"}`: the state's name (`delivered`, `stored`,
+    /// `delivered_from_storage`, `discarded`, `throttled`), the discard or throttle reason's name
+    /// (`expired`, `token_unregistered`, `live_activity_budget`, …; `null` for the others), the
+    /// sentence that says why, and when.
+    public var json: [UInt8] {
+        var writer = JSONObjectWriter()
+        writer.field("apns_id", self.apnsID)
+        writer.field("state", self.state.name)
+        writer.field("reason", self.state.cause)
+        writer.field("why", self.reason)
+        writer.field("at", date: self.date)
         return writer.finish()
     }
 }

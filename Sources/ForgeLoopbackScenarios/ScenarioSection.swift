@@ -124,7 +124,13 @@ final class SectionBuilder {
                 if case .verdict(let verdict) = entry.kind { return verdict.apnsID }
                 return nil
             }
-            lines += self.device.timeline.dropFirst(mark.device).map { entry in
+            // A push simply delivered says so by what follows it; the other delivery states (stored,
+            // discarded, throttled) are lines of their own.
+            let shown = self.device.timeline.dropFirst(mark.device).filter { entry in
+                if case .delivery(_, .delivered, _) = entry.event { return false }
+                return true
+            }
+            lines += shown.map { entry in
                 let text = ids.reduce(entry.event.description) { $0.replacingOccurrences(of: $1, with: Self.short($1)) }
                 let arrives: Bool
                 switch entry.event {
@@ -166,7 +172,8 @@ final class SectionBuilder {
         case .liveActivityPushRejected:
             return .rejected
         case .droppedUnknownToken, .droppedInvalidPayload, .broadcastNotSubscribed, .backgroundNotDelivered, .backgroundBudgetExceeded,
-            .serviceExtensionNotRun, .attachmentDropped, .notShown, .responseLost, .liveActivityPushIgnored:
+            .serviceExtensionNotRun, .attachmentDropped, .notShown, .responseLost, .liveActivityPushIgnored,
+            .delivery(_, .discarded, _), .delivery(_, .throttled, _):
             return .dropped
         default:
             return .delivered

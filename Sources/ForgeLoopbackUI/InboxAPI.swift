@@ -76,7 +76,7 @@ public struct LocalAPNsInboxAPI: Sendable {
                     throw APIError("apns_id: must be a UUID, 8-4-4-4-12 hex digits (got '\(Self.clip(id))')")
                 }
                 guard let entry = self.inbox.entry(apnsID: id) else { return .error(404, "apns_id: no push \(id) in the inbox") }
-                return .json(200, entry.json)
+                return .json(200, self.json(entry))
             case ("wait", 3):
                 guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
                 return try await self.wait(parameters)
@@ -121,7 +121,7 @@ public struct LocalAPNsInboxAPI: Sendable {
         var writer = JSONObjectWriter()
         writer.field("total", page.total)
         writer.field("dropped", page.dropped)
-        writer.raw("pushes", JSONArrayWriter.array(page.entries.map(\.json)))
+        writer.raw("pushes", JSONArrayWriter.array(page.entries.map(self.json)))
         return .json(200, writer.finish())
     }
 
@@ -142,7 +142,12 @@ public struct LocalAPNsInboxAPI: Sendable {
         guard let entry = await self.inbox.waitForPush(matching: query, timeout: timeout) else {
             return .error(408, "no matching push within \(CommandLineDuration.text(timeout))")
         }
-        return .json(200, entry.json)
+        return .json(200, self.json(entry))
+    }
+
+    /// An entry with what became of it on its phone (`delivery`).
+    private func json(_ entry: LocalAPNsInboxEntry) -> [UInt8] {
+        entry.json(delivery: self.phones?.delivery(of: entry))
     }
 
     // MARK: Parameters

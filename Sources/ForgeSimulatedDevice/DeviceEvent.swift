@@ -25,6 +25,9 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     case droppedInvalidPayload(apnsID: String, reason: String)
     /// No Live Activity on the device is subscribed to the broadcast's channel: the broadcast is dropped.
     case broadcastNotSubscribed(apnsID: String, channelID: String)
+    /// The push reached a delivery state (Apple's Push Notifications Console's names, and the
+    /// device's throttles); `reason` says why when it was not simply delivered. See ``DeliveryState``.
+    case delivery(apnsID: String, state: DeliveryState, reason: String?)
 
     // MARK: App life cycle
     /// The system launched the app (for a background push, or because the user opened a notification).
@@ -92,6 +95,13 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     case liveActivityPushIgnored(activityID: String, reason: String)
     /// A Live Activity push was rejected (content state that does not decode, unknown type, missing keys).
     case liveActivityPushRejected(apnsID: String, reason: String)
+    /// A `Date` in the push's content state decodes far from the push's `timestamp`: the app would
+    /// show `shows` (`field` is its path in `content-state`).
+    case contentStateDateMisread(apnsID: String, field: String, shows: Date, reason: String)
+
+    // MARK: Widgets
+    /// A `widgets` push reloaded the app's widget timelines.
+    case widgetReloaded(bundleID: String, apnsID: String)
 
     /// Why an app was launched.
     public enum LaunchReason: Hashable, Sendable, CustomStringConvertible {
@@ -139,6 +149,8 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "broadcast \(apnsID) received on channel \(channelID)"
         case .broadcastNotSubscribed(let apnsID, let channelID):
             return "broadcast \(apnsID) dropped: no Live Activity here is subscribed to channel \(channelID)"
+        case .delivery(let apnsID, let state, let reason):
+            return DeliveryRecord.text(apnsID: apnsID, state: state, reason: reason)
         case .appLaunched(let bundleID, let reason):
             return "\(bundleID) launched \(reason)"
         case .appForegrounded(let bundleID):
@@ -197,6 +209,10 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "push for Live Activity \(activityID) ignored: \(reason)"
         case .liveActivityPushRejected(let apnsID, let reason):
             return "Live Activity push \(apnsID) rejected: \(reason)"
+        case .contentStateDateMisread(let apnsID, let field, _, let reason):
+            return "Live Activity push \(apnsID): content-state.\(field) \(reason)"
+        case .widgetReloaded(let bundleID, let apnsID):
+            return "widget push \(apnsID) reloaded \(bundleID)'s widget timelines"
         }
     }
 }

@@ -17,6 +17,8 @@ public struct DeviceView: Sendable, Hashable {
         public var collapseID: String?
         public var badge: Int?
         public var deliveredAt: Date
+        /// `aps.relevance-score` (0 when absent): the list puts the highest first.
+        public var relevanceScore: Double
     }
 
     /// A Live Activity on the Lock Screen.
@@ -59,7 +61,7 @@ public struct DeviceView: Sendable, Hashable {
     public var apps: [String]
     /// Each app's icon badge, by bundle id.
     public var badges: [String: Int]
-    /// The notification list, newest first.
+    /// The notification list as iOS sorts it: by relevance score, highest first, then newest first.
     public var notifications: [Notification]
     /// The Live Activities, newest first.
     public var liveActivities: [Activity]
@@ -71,6 +73,10 @@ public struct DeviceView: Sendable, Hashable {
     public var silentPushes: [SilentPush]
     /// The timeline's last events, newest first, as one line each.
     public var events: [Event]
+    /// Whether the device is online (offline, APNs stores the last push per app).
+    public var isOnline: Bool
+    /// The delivery log's last records, newest first: what became of each push.
+    public var deliveries: [DeliveryRecord]
 
     /// One line of the timeline.
     public struct Event: Sendable, Hashable {
@@ -98,12 +104,13 @@ extension SimulatedDevice {
                     DeviceView.Notification(
                         apnsID: entry.apnsID, bundleID: bundleID, title: content.title, subtitle: content.subtitle,
                         body: content.body, threadID: content.threadIdentifier, collapseID: entry.collapseID, badge: content.badge,
-                        deliveredAt: entry.notification.date
+                        deliveredAt: entry.notification.date, relevanceScore: content.relevanceScore
                     )
                 )
             }
         }
-        notifications.sort { $0.deliveredAt > $1.deliveredAt }
+        // iOS sorts an app's notifications by relevance score (https://developer.apple.com/documentation/usernotifications/unnotificationcontent/relevancescore).
+        notifications.sort { ($0.relevanceScore, $0.deliveredAt) > ($1.relevanceScore, $1.deliveredAt) }
         let views = activities.reversed().map { activity in
             let current = activity.current
             return DeviceView.Activity(
@@ -130,7 +137,8 @@ extension SimulatedDevice {
         return DeviceView(
             token: token.lowercased(), apps: apps, badges: badges, notifications: notifications, liveActivities: views,
             channels: Array(Set(activities.compactMap(\.channelID))).sorted(), backgroundPushes: background, silentPushes: silent,
-            events: timeline.suffix(events).reversed().map { DeviceView.Event(date: $0.date, text: $0.event.description) }
+            events: timeline.suffix(events).reversed().map { DeviceView.Event(date: $0.date, text: $0.event.description) },
+            isOnline: self.isOnline, deliveries: self.deliveryLog.suffix(events).reversed()
         )
     }
 

@@ -1,6 +1,9 @@
+internal import ForgeAPNsCore
 public import ForgeNotificationTypes
+internal import ForgeSupport
 public import struct Foundation.Data
 public import struct Foundation.Date
+public import class Foundation.JSONDecoder
 
 /// A Live Activity type an app registered (an `ActivityAttributes` type): the `attributes-type`
 /// name that push-to-start payloads give, and how its attributes and content state decode.
@@ -9,6 +12,9 @@ public struct LiveActivityType: Sendable {
     public var attributesType: String
     let decodeContentState: @Sendable (Data) throws -> Void
     let decodeAttributes: @Sendable (Data) throws -> Void
+    /// The `Date`s a content state decodes to, each with its path; `nil` when the type is a custom
+    /// check (then date-like keys holding numbers are taken for dates, as the lints do).
+    let contentStateDates: (@Sendable (Data) -> [DecodedDate])?
 
     /// Registers a type whose content state (and, optionally, attributes) must decode with a
     /// default `JSONDecoder`.
@@ -16,6 +22,7 @@ public struct LiveActivityType: Sendable {
         self.attributesType = attributesType
         self.decodeContentState = { try decodeJSON(ContentState.self, from: $0) }
         self.decodeAttributes = { _ in }
+        self.contentStateDates = { DecodedDate.all(in: ContentState.self, from: $0) }
     }
 
     /// Registers a type whose attributes and content state must decode with a default `JSONDecoder`.
@@ -25,6 +32,7 @@ public struct LiveActivityType: Sendable {
         self.attributesType = attributesType
         self.decodeContentState = { try decodeJSON(ContentState.self, from: $0) }
         self.decodeAttributes = { try decodeJSON(Attributes.self, from: $0) }
+        self.contentStateDates = { DecodedDate.all(in: ContentState.self, from: $0) }
     }
 
     /// Registers a type with a custom check: `decodeContentState` throws for a content state the
@@ -33,6 +41,47 @@ public struct LiveActivityType: Sendable {
         self.attributesType = attributesType
         self.decodeContentState = decodeContentState
         self.decodeAttributes = { _ in }
+        self.contentStateDates = nil
+    }
+
+    /// The dates `contentState` holds for the app: what its `ContentState` decodes as `Date`s, or
+    /// for a custom check, the numbers under date-like keys (``APNSLinter``'s reading).
+    func decodedDates(_ contentState: JSONValue) -> [DecodedDate] {
+        if let contentStateDates { return contentStateDates(contentState.jsonData) }
+        return DecodedDate.dateLike(contentState, path: [])
+    }
+}
+
+/// A `Date` as the app decodes it: its path in the content state and the number sent.
+struct DecodedDate: Sendable, Hashable {
+    var path: String
+    var seconds: Double
+
+    /// Decodes `data` as `Value` with a `JSONDecoder` that reads dates as the default strategy does
+    /// (seconds since 2001-01-01, https://developer.apple.com/documentation/foundation/jsondecoder/datedecodingstrategy/defertodate)
+    /// and notes each one.
+    static func all<Value: Decodable>(in type: Value.Type, from data: Data) -> [DecodedDate] {
+        let found = LockedBox<[DecodedDate]>([])
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let seconds = try decoder.singleValueContainer().decode(Double.self)
+            let path = decoder.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            found.withLock { $0.append(DecodedDate(path: path, seconds: seconds)) }
+            return Date(timeIntervalSinceReferenceDate: seconds)
+        }
+        _ = try? decoder.decode(Value.self, from: data)
+        return found.withLock { $0 }
+    }
+
+    /// Numbers under date-like keys (``APNSLinter/isDateLike(_:)``), nested objects included.
+    static func dateLike(_ value: JSONValue, path: [String]) -> [DecodedDate] {
+        guard let object = value.objectValue else { return [] }
+        return object.keys.sorted().flatMap { key -> [DecodedDate] in
+            let child = object[key] ?? .null
+            if child.objectValue != nil { return Self.dateLike(child, path: path + [key]) }
+            guard APNSLinter.isDateLike(key), let seconds = child.doubleValue else { return [] }
+            return [DecodedDate(path: (path + [key]).joined(separator: "."), seconds: seconds)]
+        }
     }
 }
 

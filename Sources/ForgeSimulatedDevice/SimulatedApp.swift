@@ -22,6 +22,7 @@ public final class SimulatedApp: Sendable {
         var activityTypes: [String: LiveActivityType] = [:]
         var foregroundPresentation: PresentationOptions
         var delegate: (any SimulatedAppDelegate)?
+        var supportsFrequentUpdates: Bool
     }
 
     /// The routers' view of ``SimulatedApp/applicationState``.
@@ -62,6 +63,9 @@ public final class SimulatedApp: Sendable {
     ///   - foregroundPresentation: how a notification arriving in the foreground is presented when
     ///     the app has no ``delegate``.
     ///   - delegate: the scene and notification-centre hooks; `nil` presents with `foregroundPresentation`.
+    ///   - supportsFrequentUpdates: whether the app's Info.plist sets
+    ///     `NSSupportsLiveActivitiesFrequentUpdates` (and the user left it on): its Live Activities
+    ///     get the larger priority-10 budget (``DeviceRules/frequentLiveActivityUpdates``).
     public init(
         bundleID: String,
         deviceTokens: [DeviceEnvironment: String],
@@ -73,7 +77,8 @@ public final class SimulatedApp: Sendable {
         pushToStartToken: String? = nil,
         activityTypes: [LiveActivityType] = [],
         foregroundPresentation: PresentationOptions = [.banner, .sound, .badge, .list],
-        delegate: (any SimulatedAppDelegate)? = nil
+        delegate: (any SimulatedAppDelegate)? = nil,
+        supportsFrequentUpdates: Bool = false
     ) {
         self.bundleID = bundleID
         self.deviceTokens = deviceTokens.mapValues { $0.lowercased() }
@@ -85,7 +90,7 @@ public final class SimulatedApp: Sendable {
                 appState: state, applicationState: state.applicationState, authorization: authorization,
                 categories: categories, isDelegateSetBeforeLaunch: isDelegateSetBeforeLaunch,
                 pushToStartToken: pushToStartToken?.lowercased(), activityTypes: types,
-                foregroundPresentation: foregroundPresentation, delegate: delegate
+                foregroundPresentation: foregroundPresentation, delegate: delegate, supportsFrequentUpdates: supportsFrequentUpdates
             )
         )
         self.storage = storage
@@ -160,6 +165,12 @@ public final class SimulatedApp: Sendable {
     public var pushToStartToken: String? {
         get { self.storage.withLock { $0.pushToStartToken } }
         set { self.storage.withLock { $0.pushToStartToken = newValue?.lowercased() } }
+    }
+
+    /// Whether the app supports frequent Live Activity updates (`NSSupportsLiveActivitiesFrequentUpdates`).
+    public var supportsFrequentUpdates: Bool {
+        get { self.storage.withLock { $0.supportsFrequentUpdates } }
+        set { self.storage.withLock { $0.supportsFrequentUpdates = newValue } }
     }
 
     /// Registers a Live Activity type (replacing one with the same `attributesType`).

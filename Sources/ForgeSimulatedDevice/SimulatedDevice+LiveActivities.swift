@@ -146,6 +146,7 @@ extension SimulatedDevice {
             return
         }
         guard let contentState = self.decodedContentState(aps, type: type, push: push, required: true) else { return }
+        self.checkContentStateDates(contentState, type: type, push: push, timestamp: timestamp)
         let state = Self.state(event: "start", aps: aps, timestamp: timestamp, contentState: contentState)
         let channelID = aps?["input-push-channel"]?.stringValue
         let (activity, observers) = self.state.withLock { deviceState in
@@ -192,6 +193,7 @@ extension SimulatedDevice {
         // An end push may leave the content state out: the last one stays.
         let required = event == "update"
         guard let decoded = self.decodedContentState(aps, type: type, push: push, required: required) else { return }
+        if decoded != .null { self.checkContentStateDates(decoded, type: type, push: push, timestamp: timestamp) }
         let contentState = decoded == .null ? (activity.current?.contentState ?? .null) : decoded
         let state = Self.state(event: event, aps: aps, timestamp: timestamp, contentState: contentState)
         let dismissalDate = aps?["dismissal-date"]?.doubleValue.map { Date(timeIntervalSince1970: $0) }

@@ -8,8 +8,10 @@ internal import ForgeSupport
 /// ## Overview
 /// The loopback wiring turns each accepted request into a ``DevicePush`` and delivers it
 /// (``deliver(_:)-(DevicePush)``, or ``deliver(_:)-(AsyncSequence)`` for a stream of them, each push
-/// concurrently with the others in the order iOS keeps). The device finds the app that owns the
-/// token and follows iOS:
+/// concurrently with the others in the order iOS keeps). Each push first gets its
+/// ``DeliveryState`` from the ``DeviceRules`` (budgets, storage while ``goOffline()``, tokens the
+/// device no longer has; `docs/device-rules.md`), in the timeline and ``deliveryLog``. The device
+/// finds the app that owns the token and follows iOS:
 /// - a background push (`content-available: 1`, no alert, sound or badge) goes to the app's
 ///   `SilentPushRouter`, unless the app was force-quit; the completion result, or a budget violation
 ///   when the completion handler is not called in time, is recorded;
@@ -57,6 +59,40 @@ public final class SimulatedDevice: Sendable {
         var backgroundPushes = 0
         /// The app icon badge per app, as the last push that carried `aps.badge` set it.
         var badges: [String: Int] = [:]
+        /// The budgets and limits the device applies.
+        var rules: DeviceRules
+        /// What the rules spent so far.
+        var budgets = RollingWindows<BudgetKey>()
+        /// Whether the device is online; offline, APNs stores one push per app.
+        var isOnline = true
+        /// The pushes APNs stores while the device is offline: the last per app (or channel), in arrival order.
+        var stored: [StoredPush] = []
+        /// Tokens that once reached an app here and no longer do, with why.
+        var retiredTokens: [String: RetiredToken] = [:]
+        /// Every delivery state reached, oldest first.
+        var deliveryLog: [DeliveryRecord] = []
+
+        init(rules: DeviceRules) { self.rules = rules }
+    }
+
+    /// What a budget is kept for.
+    enum BudgetKey: Hashable {
+        case liveActivityUpdates(activityID: String)
+        case pushToStarts(bundleID: String)
+        case backgroundPushes(bundleID: String)
+        case widgetReloads(bundleID: String)
+    }
+
+    /// A push APNs holds for an offline device, under the app (or broadcast channel) it is for.
+    struct StoredPush {
+        var owner: String
+        var push: DevicePush
+    }
+
+    /// A token that no longer reaches an app on the device.
+    struct RetiredToken {
+        var reason: DeliveryState.DiscardReason
+        var text: String
     }
 
     /// Which line a push waits in (see ``Lane``).
@@ -72,6 +108,7 @@ public final class SimulatedDevice: Sendable {
             case alert(SimulatedApp)
             case background(SimulatedApp)
             case liveActivity
+            case widget(SimulatedApp)
         }
 
         var push: DevicePush
@@ -97,11 +134,14 @@ public final class SimulatedDevice: Sendable {
     ///   - clock: the wall clock for event dates and Live Activity dates.
     ///   - backgroundBudget: the time to call the background completion handler; 30 s as on iOS;
     ///     `nil` for a manual trigger only.
-    public init(clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30)) {
+    ///   - rules: the budgets and limits iOS and APNs apply (``DeviceRules``); the defaults by default.
+    public init(
+        clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30), rules: DeviceRules = DeviceRules()
+    ) {
         self.clock = clock
         self.backgroundBudget = backgroundBudget
         self.recorder = Timeline()
-        self.state = LockedBox(State())
+        self.state = LockedBox(State(rules: rules))
         self.notificationRetention = nil
     }
 
@@ -112,13 +152,13 @@ public final class SimulatedDevice: Sendable {
     ///   - timelineRetention: the most timeline entries kept (the oldest are forgotten).
     ///   - notificationRetention: the most notifications kept per app in the notification list.
     package init(
-        clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30), activityTokenSeed: UInt64,
-        timelineRetention: Int?, notificationRetention: Int?
+        clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30), rules: DeviceRules = DeviceRules(),
+        activityTokenSeed: UInt64, timelineRetention: Int?, notificationRetention: Int?
     ) {
         self.clock = clock
         self.backgroundBudget = backgroundBudget
         self.recorder = Timeline(retention: timelineRetention)
-        var state = State()
+        var state = State(rules: rules)
         state.activityTokens = DeviceTokenGenerator(seed: activityTokenSeed)
         self.state = LockedBox(state)
         self.notificationRetention = notificationRetention
@@ -204,6 +244,7 @@ public final class SimulatedDevice: Sendable {
             let dropped = self.timeline.map(\.event).filter {
                 switch $0 {
                 case .droppedInvalidPayload, .droppedUnknownToken, .broadcastNotSubscribed: return true
+                case .delivery(_, .discarded, _), .delivery(_, .throttled, _), .delivery(_, .stored, _): return true
                 default: return false
                 }
             }
@@ -258,19 +299,35 @@ public final class SimulatedDevice: Sendable {
         }
     }
 
-    /// What happens at once when a push arrives: it is recorded and read, and takes its place in
-    /// its lane; `nil` when it goes no further.
-    func arrive(_ push: DevicePush) -> Arrival? {
+    /// What happens at once when a push arrives: stored when the device is offline; otherwise it is
+    /// recorded and read, gets its delivery state (``DeviceRules``), and takes its place in its lane;
+    /// `nil` when it goes no further.
+    func arrive(_ push: DevicePush, fromStorage: Bool = false) -> Arrival? {
+        if !fromStorage, self.storeIfOffline(push) { return nil }
         if let channelID = push.channelID {
             self.record(.broadcastReceived(apnsID: push.apnsID, channelID: channelID))
         } else {
             self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
         }
         self.refreshLiveActivities()
-        let payload: JSONValue
-        do {
-            payload = try JSONValue(parsing: push.payload)
+        let parsed: Result<JSONValue, JSONValue.ParseError>
+        do throws(JSONValue.ParseError) {
+            parsed = .success(try JSONValue(parsing: push.payload))
         } catch {
+            parsed = .failure(error)
+        }
+        let object = (try? parsed.get()).flatMap { $0.objectValue != nil ? $0 : nil }
+        let admission = self.admit(push, payload: object)
+        let state = admission.state == .delivered && fromStorage ? .deliveredFromStorage : admission.state
+        // A broadcast is this phone's only when one of its Live Activities listens to the channel.
+        if push.channelID.map(self.listens(toChannel:)) ?? true {
+            self.logDelivery(push.apnsID, state, reason: admission.reason)
+        }
+        guard admission.proceeds else { return nil }
+        let payload: JSONValue
+        switch parsed {
+        case .success(let value): payload = value
+        case .failure(let error):
             self.record(.droppedInvalidPayload(apnsID: push.apnsID, reason: "the payload is not valid JSON: \(error.reason)"))
             return nil
         }
@@ -284,6 +341,9 @@ public final class SimulatedDevice: Sendable {
         guard let app = self.app(owningDeviceToken: push.token, environment: push.environment) else {
             self.record(.droppedUnknownToken(apnsID: push.apnsID, token: push.token))
             return nil
+        }
+        if push.pushType == "widgets" {
+            return Arrival(push: push, payload: payload, route: .widget(app), turn: self.lane(.alerts(bundleID: app.bundleID)).ticket())
         }
         if Self.isBackground(payload) {
             let turn = self.lane(.background(bundleID: app.bundleID)).ticket()
@@ -310,6 +370,10 @@ public final class SimulatedDevice: Sendable {
         case .background(let app):
             // Ends its turn once the delegate has been called; the handlers then run on their own.
             await self.deliverBackground(arrival.push, payload: arrival.payload, to: app, turn: arrival.turn)
+        case .widget(let app):
+            await arrival.turn.begin()
+            self.record(.widgetReloaded(bundleID: app.bundleID, apnsID: arrival.push.apnsID))
+            arrival.turn.end()
         }
     }
 

@@ -81,6 +81,12 @@ struct ServeMetricsTests {
         #expect(sent.exitCode == 1, "some pushes are rejected: \(sent.stdout) \(sent.stderr)")
 
         let answer = try self.curl(metrics)
+        // The phones take each accepted push after it is answered: their counter catches up within a few scrapes.
+        var delivered: [PrometheusSample] = []
+        for _ in 0..<200 where delivered.map(\.value).reduce(0, +) < 3 {
+            delivered = PrometheusSample.parse(try self.curl(metrics).body).filter { $0.name == "apns_local_deliveries_total" }
+        }
+        #expect(delivered.filter { $0.labels["state"] == "delivered" }.map(\.value).reduce(0, +) == 3, "\(delivered)")
         let missing = try self.curl("http://127.0.0.1:\(metricsPort)/other")
         let stopped = server.stop()
         #expect(stopped.exitCode == 0, "\(stopped.stderr)")

@@ -3,6 +3,8 @@ import ForgeCrypto
 import ForgeHTTP2
 @testable import ForgeLoopback
 import ForgeLoopbackUI
+import ForgeSimulatedDevice
+import MetricsTestKit
 import Foundation
 import Testing
 
@@ -353,5 +355,45 @@ extension ISO8601DateFormatter {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter
+    }
+}
+
+@Suite("Delivery states: what became of each accepted push on serve's phones")
+struct DeliveryStateInboxTests {
+    @Test("An entry's delivery, the device API's delivery log, and counters by state and reason")
+    func deliveryStates() async throws {
+        var judge = APNsJudge()
+        let metrics = TestMetrics()
+        let inbox = LocalAPNsInbox()
+        let phones = LocalAPNsPhones(metrics: metrics)
+        let api = LocalAPNsInboxAPI(inbox: inbox, phones: phones)
+        let alert = inbox.record(judged(&judge))
+        let sync = #"{"aps":{"content-available":1}}"#
+        var background: [LocalAPNsInboxEntry] = []
+        for _ in 1...4 {
+            background.append(inbox.record(judged(&judge, pushType: "background", headers: [("apns-priority", "5")], body: sync)))
+        }
+        let rejected = inbox.record(judged(&judge, topic: ""))
+        for entry in [alert] + background + [rejected] { await phones.deliver(entry) }
+
+        let delivered = try object(await api.respond(method: "GET", path: "/api/v1/pushes/\(alert.apnsID)", query: nil).body)
+        let state = try #require(delivered["delivery"] as? [String: Any])
+        #expect(state["state"] as? String == "delivered" && state["apns_id"] as? String == alert.apnsID)
+        #expect(state["reason"] is NSNull && state["why"] is NSNull && state["at"] is String)
+
+        let list = try object(await api.respond(method: "GET", path: "/api/v1/pushes", query: nil).body)
+        let pushes = try #require(list["pushes"] as? [[String: Any]])
+        let throttled = try #require(pushes.first { $0["apns_id"] as? String == background[3].apnsID }?["delivery"] as? [String: Any])
+        #expect(throttled["state"] as? String == "throttled" && throttled["reason"] as? String == "background_budget")
+        #expect((throttled["why"] as? String)?.hasPrefix("background push not delivered: com.example.shop's background allowance is spent (3 in the last hour)") == true)
+        #expect(pushes.first { $0["apns_id"] as? String == rejected.apnsID }?["delivery"] is NSNull, "a rejected request reaches no phone")
+
+        let device = try object(await api.respond(method: "GET", path: "/api/v1/devices/\(tokenA)", query: nil).body)
+        let log = try #require(device["deliveries"] as? [[String: Any]])
+        #expect(log.map { $0["state"] as? String } == ["throttled", "delivered", "delivered", "delivered", "delivered"], "newest first")
+        #expect(device["online"] as? Bool == true)
+
+        #expect(try metrics.expectCounter("apns_local_deliveries_total", [("state", "delivered"), ("reason", "")]).totalValue == 4)
+        #expect(try metrics.expectCounter("apns_local_deliveries_total", [("state", "throttled"), ("reason", "background_budget")]).totalValue == 1)
     }
 }

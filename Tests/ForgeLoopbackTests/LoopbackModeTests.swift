@@ -290,6 +290,37 @@ struct LoopbackModeTests {
         }
     }
 
+    @Test("A rotated push-to-start token: APNs still answers 200 for the old one, and no phone shows anything")
+    func rotatedPushToStartToken() async throws {
+        let device = SimulatedDevice(backgroundBudget: nil)
+        device.install(makeApp())
+        // A server that rejects unknown tokens: the new token is registered as the app reports it.
+        try await withLoopbackMode(
+            devices: [device], tls: loopbackTLS(), configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false)
+        ) { loopback in
+            let rotated = try device.rotatePushToStartToken(of: app)
+            let t0 = Date(timeIntervalSince1970: 1_760_000_000)
+            let start = APNSLiveActivityStartNotification(
+                attributesType: "DeliveryAttributes", attributes: DeliveryAttributes(pizzaName: "Margherita"),
+                contentState: Delivery(status: "baking", eta: 20), alert: APNSLiveActivityAlert(title: "Order", body: "Baking"),
+                timestamp: t0, topic: appID
+            )
+            let response = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                try await client.send(start, to: try DeviceToken(pushToStart))
+            }
+            let discarded = try await event(device) { if case .delivery(_, .discarded(.tokenUnregistered), _) = $0 { true } else { false } }
+            #expect(discarded == .delivery(
+                apnsID: String(describing: response.apnsID), state: .discarded(.tokenUnregistered),
+                reason: "\(app) rotated its push-to-start token; this one is no longer registered on the device (send to the new one)"
+            ))
+            #expect(device.liveActivities.isEmpty)
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                _ = try await client.send(start, to: try DeviceToken(rotated))
+            }
+            _ = try await event(device) { if case .liveActivityStarted = $0 { true } else { false } }
+        }
+    }
+
     @Test("Several devices: each push goes to the device that owns its token, and only there")
     func severalDevices() async throws {
         let phone = SimulatedDevice(backgroundBudget: nil)

@@ -131,7 +131,7 @@ public enum APNSLinter {
     }
 
     /// Date-like keys: `date`, `time`, `eta`, a key ending in `At`, `deadline`, `until`, `expires`.
-    static func isDateLike(_ key: String) -> Bool {
+    package static func isDateLike(_ key: String) -> Bool {
         let lower = key.lowercased()
         return lower.contains("date") || lower.contains("time") || lower == "eta" || key.hasSuffix("At") || key.hasSuffix("_at")
             || lower.contains("deadline") || lower.contains("until") || lower.contains("expires")
@@ -147,26 +147,8 @@ public enum APNSLinter {
             }
             guard Self.isDateLike(key) else { continue }
             if let number = Self.number(value), !(value is Bool) {
-                // Unix seconds (or milliseconds) when, read so, the value lies nearer now than read as
-                // seconds since 2001: the default decoding would put it decades away.
-                let unixNow = now.timeIntervalSince1970, decades = 20 * 365.25 * 86_400
-                let seconds: Double?
-                let unit: String
-                if abs(number - unixNow) < decades, abs(number - unixNow) < abs(number - now.timeIntervalSinceReferenceDate) {
-                    (seconds, unit) = (number, "Unix seconds")
-                } else if abs(number / 1000 - unixNow) < decades {
-                    (seconds, unit) = (number / 1000, "Unix milliseconds")
-                } else {
-                    (seconds, unit) = (nil, "")
-                }
-                guard let seconds else { continue }
-                let shown = Date(timeIntervalSinceReferenceDate: number)
-                let meant = Date(timeIntervalSince1970: seconds)
-                lints.append(APNSLint(
-                    id: "LA001",
-                    message: "\(name) \(Self.numberText(number)) looks like \(unit) (\(Self.iso(meant))); a Date decoded with JSONDecoder's default "
-                        + "reads seconds since 2001-01-01 and shows \(Self.iso(shown)): send \(Self.numberText((seconds - Self.referenceOffset).rounded()))"
-                ))
+                guard let reading = Self.unixReading(of: number, near: now) else { continue }
+                lints.append(APNSLint(id: "LA001", message: "\(name) \(reading.explanation)"))
             } else if let text = value as? String, Self.looksISO(text) {
                 lints.append(APNSLint(
                     id: "LA002",
@@ -175,6 +157,47 @@ public enum APNSLinter {
                 ))
             }
         }
+    }
+
+    /// How a number sent for a `Date` reads when it was meant as Unix seconds or milliseconds: the
+    /// date meant, the date `JSONDecoder`'s default shows (seconds since 2001-01-01), and what to send.
+    package struct UnixReading: Sendable, Hashable {
+        /// "Unix seconds" or "Unix milliseconds".
+        package var unit: String
+        /// The date the sender meant.
+        package var meant: Date
+        /// The date a default `JSONDecoder` decodes.
+        package var shown: Date
+        /// The number to send instead: seconds since 2001-01-01.
+        package var corrected: Double
+        /// The number as sent.
+        package var number: Double
+
+        /// `1767225600 looks like Unix seconds (…); a Date decoded with JSONDecoder's default reads … and shows …: send …`.
+        package var explanation: String {
+            "\(APNSLinter.numberText(self.number)) looks like \(self.unit) (\(APNSLinter.iso(self.meant))); a Date decoded with "
+                + "JSONDecoder's default reads seconds since 2001-01-01 and shows \(APNSLinter.iso(self.shown)): "
+                + "send \(APNSLinter.numberText(self.corrected))"
+        }
+    }
+
+    /// `number` read as Unix seconds (or milliseconds) when, read so, it lies nearer `now` than read as
+    /// seconds since 2001 (the default decoding would put it decades away); `nil` when it does not.
+    package static func unixReading(of number: Double, near now: Date) -> UnixReading? {
+        let unixNow = now.timeIntervalSince1970, decades = 20 * 365.25 * 86_400
+        let seconds: Double
+        let unit: String
+        if abs(number - unixNow) < decades, abs(number - unixNow) < abs(number - now.timeIntervalSinceReferenceDate) {
+            (seconds, unit) = (number, "Unix seconds")
+        } else if abs(number / 1000 - unixNow) < decades {
+            (seconds, unit) = (number / 1000, "Unix milliseconds")
+        } else {
+            return nil
+        }
+        return UnixReading(
+            unit: unit, meant: Date(timeIntervalSince1970: seconds), shown: Date(timeIntervalSinceReferenceDate: number),
+            corrected: (seconds - Self.referenceOffset).rounded(), number: number
+        )
     }
 
     private static func looksISO(_ text: String) -> Bool {
@@ -190,11 +213,11 @@ public enum APNSLinter {
         return nil
     }
 
-    private static func numberText(_ value: Double) -> String {
+    package static func numberText(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
-    private static func iso(_ date: Date) -> String {
+    package static func iso(_ date: Date) -> String {
         date.formatted(Date.ISO8601FormatStyle())
     }
 

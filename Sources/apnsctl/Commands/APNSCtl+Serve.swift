@@ -41,7 +41,8 @@ extension APNSCtl {
 
                 With --metrics-port, GET /metrics on that port (127.0.0.1, HTTP/1.1) serves Prometheus text: \
                 apns_local_requests_total by status, reason and push type, apns_local_request_duration_seconds, \
-                apns_local_connections_accepted. Its port is the next line on stdout, after the ui line if any (useful with --metrics-port 0); the inbox's port serves the same text.
+                apns_local_connections_accepted, apns_local_deliveries_total by state and reason (what each phone did with an \
+                accepted push: delivered, stored, discarded, throttled; docs/device-rules.md). Its port is the next line on stdout, after the ui line if any (useful with --metrics-port 0); the inbox's port serves the same text.
 
                 --topic (repeatable) names the bundle ids the server serves: a push to another topic gets \
                 400 TopicDisallowed, as from an APNs account without that app. Without --topic every topic is served.
@@ -105,7 +106,8 @@ extension APNSCtl {
                 let metrics = self.output.metricsPort != nil || self.inbox.uiPort != nil ? ServeMetrics() : nil
                 let recorder = try self.output.record.map { try PushRecorder(path: $0, acceptedOnly: self.output.recordAcceptedOnly) }
                 let inbox = LocalAPNsInbox(capacity: self.inbox.keep)
-                let phones = LocalAPNsPhones(environment: self.behaviour.environment.local)
+                let phones = metrics.map { LocalAPNsPhones(environment: self.behaviour.environment.local, metrics: $0.factory) }
+                    ?? LocalAPNsPhones(environment: self.behaviour.environment.local)
                 let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
                 let endpoint = try self.output.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it

@@ -11,9 +11,16 @@ import Prometheus
 ///   APNs' reason (empty for 200) and the push type (empty when the request named none);
 /// - `apns_local_request_duration_seconds{status}`: how long a request waited for its answer at
 ///   the server (judging plus the time answers are held: `--latency`, delay faults);
-/// - `apns_local_connections_accepted`: connections accepted so far, read at each scrape.
+/// - `apns_local_connections_accepted`: connections accepted so far, read at each scrape;
+///
+/// and by the phones (``LocalAPNsPhones``, through ``factory``):
+/// - `apns_local_deliveries_total{state,reason}`: what became of accepted pushes on their phones
+///   (`delivered`, `discarded`, `throttled`, …, and the discard or throttle reason).
 final class ServeMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
+
+    /// swift-metrics instruments in this registry, for the phones' counters.
+    var factory: PrometheusMetricsFactory { PrometheusMetricsFactory(registry: self.registry) }
     private static let buckets: [Duration] = [
         .microseconds(100), .microseconds(500), .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25),
         .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
