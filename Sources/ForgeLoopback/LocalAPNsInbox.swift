@@ -201,6 +201,9 @@ public final class LocalAPNsInbox: Sendable {
         /// Whether the doorbell was rung since ``entries(after:limit:)`` was last called: it rings
         /// once per batch read, not once per record.
         var rung = false
+        /// When each activity token last got an accepted priority-10 update (LA007). Forgotten in
+        /// one go past 100,000 tokens: a lint may then be missed, never invented.
+        var lastUrgentUpdate: [String: Date] = [:]
 
         /// The i-th newest entry.
         func newest(_ index: Int) -> LocalAPNsInboxEntry { self.newestStored(index).entry }
@@ -227,16 +230,29 @@ public final class LocalAPNsInbox: Sendable {
     /// Records one judged request; returns it with its sequence number.
     @discardableResult
     public func record(_ entry: LocalAPNsInboxEntry) -> LocalAPNsInboxEntry {
-        var entry = entry
-        entry.sequence = self.append(entry)
-        return entry
+        self.store(entry).entry
     }
 
     /// Records one judged request; returns its sequence number (the server's path: the entry is
     /// moved in, not copied).
     package func append(_ entry: consuming LocalAPNsInboxEntry) -> Int {
+        self.store(entry).entry.sequence
+    }
+
+    /// Records one judged request (its sequence number and any LA007 lint added); returns what is kept.
+    private func store(_ entry: consuming LocalAPNsInboxEntry) -> Stored {
         let stored = Stored(entry)
-        let (sequence, ring) = self.state.withLock { state -> (Int, Bool) in
+        let urgentUpdate = Self.urgentUpdateToken(stored.entry)
+        let ring = self.state.withLock { state -> Bool in
+            if let token = urgentUpdate {
+                if let previous = state.lastUrgentUpdate[token],
+                    let lint = APNSLinter.frequentUpdate(after: .milliseconds(Int64(stored.entry.date.timeIntervalSince(previous) * 1000)))
+                {
+                    stored.entry.lints.append(lint.description)
+                }
+                if state.lastUrgentUpdate.count >= 100_000 { state.lastUrgentUpdate.removeAll() }
+                state.lastUrgentUpdate[token] = stored.entry.date
+            }
             state.sequence += 1
             stored.entry.sequence = state.sequence
             if state.storage.count < self.capacity {
@@ -249,10 +265,29 @@ public final class LocalAPNsInbox: Sendable {
             // Under the lock, so every subscriber sees entries in sequence order.
             if !self.subscribers.isEmpty { self.subscribers.yield(.push(stored.entry)) }
             defer { state.rung = true }
-            return (state.sequence, !state.rung)
+            return !state.rung
         }
         if ring { self.doorbell.yield(()) }
-        return sequence
+        return stored
+    }
+
+    /// The token of an accepted Live Activity update at priority 10 (the default), for LA007; `nil`
+    /// for anything else. Reads only the push type and priority headers unless they match.
+    private static func urgentUpdateToken(_ entry: LocalAPNsInboxEntry) -> String? {
+        guard entry.isAccepted, entry.verdict.pushType == .liveactivity, (entry.priority ?? 10) == 10,
+            let token = entry.verdict.target.token, Self.contains(entry.body, Self.updateEvent)
+        else { return nil }
+        return token
+    }
+
+    private static let updateEvent = Array(#""event":"update""#.utf8)
+
+    private static func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard bytes.count >= needle.count else { return false }
+        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
+            if bytes[start..<(start + needle.count)].elementsEqual(needle) { return true }
+        }
+        return false
     }
 
     /// The entries that match `query`, newest first, at most `query.limit`.

@@ -65,6 +65,16 @@ struct LintTests {
     func catalog() {
         let ids = Set(APNSLint.catalog.map(\.id))
         #expect(ids.count == APNSLint.catalog.count)
-        for id in ["LA001", "LA002", "LA003", "LA004", "LA005", "LA006", "BG001", "BG002", "AL001", "AL002"] { #expect(ids.contains(id)) }
+        for id in ["LA001", "LA002", "LA003", "LA004", "LA005", "LA006", "LA007", "BG001", "BG002", "AL001", "AL002"] { #expect(ids.contains(id)) }
+    }
+
+    @Test("LA007: a priority-10 update under a minute after the previous one, with the interval; a minute or more is fine")
+    func frequentUpdate() {
+        let lint = APNSLinter.frequentUpdate(after: .milliseconds(12_300))
+        #expect(lint?.id == "LA007")
+        #expect(lint?.message == "a priority-10 update 12.3 s after the previous one to this activity: priority-10 updates spend a budget "
+                + "iOS then throttles; send frequent updates at priority 5")
+        #expect(APNSLinter.frequentUpdate(after: .seconds(60)) == nil)
+        #expect(APNSLinter.frequentUpdate(after: .seconds(-1)) == nil)
     }
 }

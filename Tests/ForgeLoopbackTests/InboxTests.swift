@@ -32,6 +32,33 @@ private func object(_ bytes: [UInt8]) throws -> [String: Any] {
     try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
 }
 
+@Suite("Inbox: LA007, priority-10 Live Activity updates in quick succession")
+struct FrequentUpdateLintTests {
+    static func update(_ judge: inout APNsJudge, token: String = tokenA, priority: String, at date: Date) -> LocalAPNsInboxEntry {
+        let body = #"{"aps":{"event":"update","timestamp":\#(Int(date.timeIntervalSince1970)),"content-state":{"step":1}}}"#
+        return judged(&judge, token: token, topic: "com.example.shop.push-type.liveactivity", pushType: "liveactivity",
+                      headers: [("apns-priority", priority)], body: body, date: date)
+    }
+
+    @Test("The second priority-10 update within a minute to one token gets LA007; priority 5, another token or a minute later do not")
+    func frequentUpdates() throws {
+        var judge = APNsJudge()
+        let inbox = LocalAPNsInbox(capacity: 100)
+        let t0 = Date()
+        let first = inbox.record(Self.update(&judge, priority: "10", at: t0))
+        let soon = inbox.record(Self.update(&judge, priority: "10", at: t0 + 20))
+        let other = inbox.record(Self.update(&judge, token: tokenB, priority: "10", at: t0 + 21))
+        let quiet = inbox.record(Self.update(&judge, priority: "5", at: t0 + 22))
+        let later = inbox.record(Self.update(&judge, priority: "10", at: t0 + 90))
+        for entry in [first, soon, other, quiet, later] { #expect(entry.isAccepted, "\(entry.verdict)") }
+        func la007(_ entry: LocalAPNsInboxEntry) -> [String] { entry.allLints.filter { $0.hasPrefix("LA007") } }
+        #expect(la007(first).isEmpty && la007(other).isEmpty && la007(quiet).isEmpty && la007(later).isEmpty)
+        #expect(la007(soon) == ["LA007: a priority-10 update 20.0 s after the previous one to this activity: priority-10 updates spend a "
+                                + "budget iOS then throttles; send frequent updates at priority 5"])
+        inbox.close()
+    }
+}
+
 @Suite("Inbox: every judged request kept, queried, awaited, cleared and streamed")
 struct InboxTests {
     @Test("Newest first, up to the capacity; the oldest dropped and counted; a clear forgets everything")

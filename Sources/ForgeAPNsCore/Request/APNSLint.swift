@@ -28,6 +28,7 @@ public struct APNSLint: Sendable, Hashable, CustomStringConvertible {
         ("LA004", "a Live Activity timestamp more than an hour old, or in the future"),
         ("LA005", "a stale-date or dismissal-date already past"),
         ("LA006", "a push-to-start without apns-collapse-id"),
+        ("LA007", "a priority-10 Live Activity update less than a minute after the previous one to the same activity"),
         ("BG001", "a background push with priority 10"),
         ("BG002", "a background push with alert, sound or badge"),
         ("AL001", "mutable-content without an alert"),
@@ -131,6 +132,21 @@ public enum APNSLinter {
     }
 
     /// Date-like keys: `date`, `time`, `eta`, a key ending in `At`, `deadline`, `until`, `expires`.
+    /// LA007: a priority-10 update to a Live Activity `interval` after the previous priority-10
+    /// update to the same activity token, when that is under a minute. Frequent priority-10 updates
+    /// spend the activity's update budget and are then throttled (docs/device-rules.md); priority 5
+    /// does not spend it. Needs the sender's history, so the single-push ``lints(body:pushType:priority:collapseID:now:)``
+    /// cannot judge it: the local server's inbox does, per token.
+    public static func frequentUpdate(after interval: Duration) -> APNSLint? {
+        guard interval < .seconds(60), interval >= .zero else { return nil }
+        let tenths = Int(interval.components.seconds) * 10 + Int(interval.components.attoseconds / 100_000_000_000_000_000)
+        return APNSLint(
+            id: "LA007",
+            message: "a priority-10 update \(tenths / 10).\(tenths % 10) s after the previous one to this activity: "
+                + "priority-10 updates spend a budget iOS then throttles; send frequent updates at priority 5"
+        )
+    }
+
     package static func isDateLike(_ key: String) -> Bool {
         let lower = key.lowercased()
         return lower.contains("date") || lower.contains("time") || lower == "eta" || key.hasSuffix("At") || key.hasSuffix("_at")
@@ -235,5 +251,12 @@ extension APNSPreparedNotification {
             body: self.body, pushType: self.pushType, priority: self.priority.map { Int($0.rawValue) },
             collapseID: self.collapseID?.rawValue, now: now
         )
+    }
+}
+
+extension APNSPreparedBroadcast {
+    /// What an iPhone listening to the channel would get wrong with this broadcast (``APNSLinter``), judged at `now`.
+    public func lints(now: Date = Date()) -> [APNSLint] {
+        APNSLinter.lints(body: self.body, pushType: .liveactivity, priority: Int(self.priority.rawValue), collapseID: nil, now: now)
     }
 }

@@ -27,6 +27,11 @@ extension APNSCtl {
         fileprivate static func deliver(
             _ prepared: Prepared, options: ActivityOptions, auth: AuthOptions, endpoint: EndpointOptions
         ) async throws {
+            let lints: [APNSLint]
+            switch prepared {
+            case .token(let notification, _): lints = options.lints.warn(notification.lints())
+            case .broadcast(let broadcast): lints = options.lints.warn(broadcast.lints())
+            }
             if options.dryRun {
                 let environment = try endpoint.resolved()
                 _ = try endpoint.tls()
@@ -42,12 +47,12 @@ extension APNSCtl {
             switch prepared {
             case .token(let notification, let token):
                 try await OneShot.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
-                                                target: token.hexString) { client throws(APNSError) in
+                                                lints: lints.map(\.id), target: token.hexString) { client throws(APNSError) in
                     try await client.send(notification, to: token)
                 }
             case .broadcast(let broadcast):
                 try await OneShot.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
-                                                target: broadcast.channelID.rawValue) { client throws(APNSError) in
+                                                lints: lints.map(\.id), target: broadcast.channelID.rawValue) { client throws(APNSError) in
                     try await client.send(broadcast)
                 }
             }

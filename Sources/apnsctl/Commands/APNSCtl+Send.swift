@@ -104,6 +104,7 @@ extension APNSCtl {
 
         func run() async throws {
             try self.check()
+            try self.output.lints.check()
             try await runReportingFailures {
                 let environment = try self.endpoint.resolved()
                 // The TLS flags are checked as a send would (a garbage --ca-file, --insecure-loopback
@@ -130,7 +131,7 @@ extension APNSCtl {
                 }
                 let prepared = try self.notification.prepare()
                 let authorization = try self.auth.dryRunAuthorization()
-                Self.warn(prepared.lints())
+                self.output.lints.warn(prepared.lints())
                 for token in tokens {
                     let request = prepared.request(to: token)
                     let rendered = try DryRunRenderer(request: request, environment: environment, authorization: authorization)
@@ -145,7 +146,7 @@ extension APNSCtl {
             let headers = try self.notification.headers()
             let shared = self.notification.hasSharedPayload || self.recipients.tokensFile == nil ? try self.notification.prepare(headers) : nil
             // Once per prepared notification, never per token; they never stop the send.
-            if let shared { Self.warn(shared.lints()) }
+            let lints = shared.map { self.output.lints.warn($0.lints()) } ?? []
             let source: SendSession.Tokens
             var configuration: APNSClient.Configuration?
             if let journal = self.large.journal, let path = self.recipients.tokensFile, let shared {
@@ -168,16 +169,12 @@ extension APNSCtl {
             let resolved = try configuration ?? self.clientConfiguration()
             let code = try await withAPNSClient(ClientFactory.client(resolved)) { client in
                 await SendSession(
-                    client: client, shared: shared, tokens: source, renderer: ResultRenderer(format: self.output.outputFormat),
+                    client: client, shared: shared, tokens: source,
+                    renderer: ResultRenderer(format: self.output.outputFormat, lints: lints.map(\.id)),
                     width: self.large.concurrency ?? 64, endpoint: resolved.environment.authority
                 ).run()
             }
             if code != 0 { throw ExitCode(code) }
-        }
-
-        /// What an iPhone would get wrong with the push, on stderr (`warning: LA001: …`).
-        static func warn(_ lints: [APNSLint]) {
-            for lint in lints { Output.diagnostic("warning: \(lint)") }
         }
 
         /// The client's configuration; sending needs credentials (64 without).

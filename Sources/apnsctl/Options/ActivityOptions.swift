@@ -4,6 +4,8 @@ import Foundation
 
 /// The flags every Live Activity push shares: where it goes, its content state, dates and headers.
 struct ActivityOptions: ParsableArguments {
+    @OptionGroup var lints: LintOptions
+
     @Option(name: .long, help: ArgumentHelp("The app's bundle id (or APNS_TOPIC); .push-type.liveactivity is added.", valueName: "bundle-id"))
     var topic: String?
 
@@ -60,6 +62,7 @@ struct ActivityOptions: ParsableArguments {
 
     /// Rules between flags; run() checks them first, once the parser has refused unknown options.
     func check() throws {
+        try self.lints.check()
         if self.token != nil, self.channel != nil { throw ValidationError("Give --token or --channel, not both.") }
         if self.token == nil, self.channel == nil { throw ValidationError("Missing --token (the activity's push token) or --channel.") }
         // Checked here, after parsing, not by the parser: a misspelt flag beside it is then reported as unknown.

@@ -59,6 +59,8 @@ struct SendLargeSendOptions: ParsableArguments {
 
 /// What a send prints.
 struct SendOutputOptions: ParsableArguments {
+    @OptionGroup var lints: LintOptions
+
     @Flag(name: .customLong("dry-run"), help: "Validate and print the request; send nothing.")
     var dryRun = false
 

@@ -24,7 +24,7 @@ enum OneShot {
     /// Sends one push and prints its result line and the summary (as `send` does); the exit code
     /// follows the outcome.
     static func sendReporting(
-        auth: AuthOptions, endpoint: EndpointOptions, verbose: Bool, json: Bool, target: String,
+        auth: AuthOptions, endpoint: EndpointOptions, verbose: Bool, json: Bool, lints: [String] = [], target: String,
         _ body: (APNSClient) async throws(APNSError) -> APNSSendResult
     ) async throws {
         let configuration = try ClientFactory.configuration(auth: auth, endpoint: endpoint, verbose: verbose)
@@ -37,7 +37,7 @@ enum OneShot {
                 return APNSBulkVerdict.Outcome(error)
             }
         }
-        let renderer = ResultRenderer(json: json)
+        let renderer = ResultRenderer(json: json, lints: lints)
         let result = TokenResult(token: target, outcome: outcome)
         var counts = SendCounts()
         counts.add(result)

@@ -70,12 +70,25 @@ struct ResultRenderer: Sendable {
 
     var json: Bool { self.format == .json }
 
-    init(format: OutputFormat, omitsAccepted: Bool = false) {
+    /// `,"lints":["LA003",…]`, written into every JSON line: the ids of the lints of the one
+    /// notification all tokens get (their messages go to stderr once). Empty without lints.
+    private var lintsField: [UInt8] = []
+
+    /// - Parameter lints: the ids of the shared notification's lints, for each JSON line.
+    init(format: OutputFormat, omitsAccepted: Bool = false, lints: [String] = []) {
         self.format = format
         self.omitsAccepted = omitsAccepted
+        if !lints.isEmpty {
+            self.lintsField = Array(",\"lints\":[".utf8)
+            for (index, id) in lints.enumerated() {
+                if index > 0 { self.lintsField.append(UInt8(ascii: ",")) }
+                JSONString.append(id, to: &self.lintsField)
+            }
+            self.lintsField.append(UInt8(ascii: "]"))
+        }
     }
 
-    init(json: Bool) { self.init(format: json ? .json : .human) }
+    init(json: Bool, lints: [String] = []) { self.init(format: json ? .json : .human, lints: lints) }
 
     func line(_ result: TokenResult) -> String {
         var bytes: [UInt8] = []
@@ -94,6 +107,11 @@ struct ResultRenderer: Sendable {
     func append(_ result: TokenResult, to bytes: inout [UInt8]) {
         if self.json {
             Self.appendJSON(result, to: &bytes)
+            if !self.lintsField.isEmpty {
+                bytes.removeLast()  // the closing brace
+                bytes.append(contentsOf: self.lintsField)
+                bytes.append(UInt8(ascii: "}"))
+            }
         } else {
             bytes.append(contentsOf: self.humanLine(result).utf8)
         }
