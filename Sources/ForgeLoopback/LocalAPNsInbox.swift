@@ -275,20 +275,12 @@ public final class LocalAPNsInbox: Sendable {
     /// for anything else. Reads only the push type and priority headers unless they match.
     private static func urgentUpdateToken(_ entry: LocalAPNsInboxEntry) -> String? {
         guard entry.isAccepted, entry.verdict.pushType == .liveactivity, (entry.priority ?? 10) == 10,
-            let token = entry.verdict.target.token, Self.contains(entry.body, Self.updateEvent)
+            let token = entry.verdict.target.token, entry.body.firstRange(of: Self.updateEvent) != nil
         else { return nil }
         return token
     }
 
     private static let updateEvent = Array(#""event":"update""#.utf8)
-
-    private static func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard bytes.count >= needle.count else { return false }
-        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
-            if bytes[start..<(start + needle.count)].elementsEqual(needle) { return true }
-        }
-        return false
-    }
 
     /// The entries that match `query`, newest first, at most `query.limit`.
     public func pushes(matching query: LocalAPNsInboxQuery = LocalAPNsInboxQuery()) -> Page {

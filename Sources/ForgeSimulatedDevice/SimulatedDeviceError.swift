@@ -9,6 +9,7 @@ public struct SimulatedDeviceError: Error, Hashable, Sendable, CustomStringConve
         case missingUserText
         case timedOut
         case activityNotFound
+        case badSimulatorFile
     }
 
     private let code: Code
@@ -30,6 +31,8 @@ public struct SimulatedDeviceError: Error, Hashable, Sendable, CustomStringConve
     public static let missingUserText = SimulatedDeviceError(.missingUserText, "missing user text")
     /// No Live Activity has the identifier.
     public static let activityNotFound = SimulatedDeviceError(.activityNotFound, "Live Activity not found")
+    /// A `.apns` file that simctl would refuse (not an object, no `aps`, over 4096 bytes, no app named).
+    public static let badSimulatorFile = SimulatedDeviceError(.badSimulatorFile, "bad .apns file")
     /// No matching event was recorded in time.
     public static let timedOut = SimulatedDeviceError(.timedOut, "timed out")
 

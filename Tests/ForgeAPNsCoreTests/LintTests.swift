@@ -78,3 +78,4 @@ struct LintTests {
         #expect(APNSLinter.frequentUpdate(after: .seconds(-1)) == nil)
     }
 }
+

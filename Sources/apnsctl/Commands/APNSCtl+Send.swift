@@ -96,6 +96,10 @@ extension APNSCtl {
                     throw ValidationError("--journal-window must be between \(range.lowerBound) and \(range.upperBound) (got \(window)).")
                 }
             }
+            if self.output.writeAPNS != nil {
+                guard self.output.dryRun else { throw ValidationError("--write-apns writes what --dry-run shows: add --dry-run.") }
+                guard self.recipients.channelID == nil else { throw ValidationError("--write-apns writes a push to an app, not a broadcast (--channel-id).") }
+            }
             if self.output.json, self.output.format == .human { throw ValidationError("--json and --format human contradict each other.") }
             if let concurrency = self.large.concurrency, concurrency < 1 {
                 throw ValidationError("--concurrency must be at least 1 (got \(concurrency)).")
@@ -129,9 +133,11 @@ extension APNSCtl {
                     try await self.send(tokens: tokens)
                     return
                 }
-                let prepared = try self.notification.prepare()
+                let headers = try self.notification.headers()
+                let prepared = try self.notification.prepare(headers)
                 let authorization = try self.auth.dryRunAuthorization()
                 self.output.lints.warn(prepared.lints())
+                if let path = self.output.writeAPNS { try Self.writeSimulatorFile(prepared, bundleID: headers.topicText, to: path) }
                 for token in tokens {
                     let request = prepared.request(to: token)
                     let rendered = try DryRunRenderer(request: request, environment: environment, authorization: authorization)
@@ -175,6 +181,22 @@ extension APNSCtl {
                 ).run()
             }
             if code != 0 { throw ExitCode(code) }
+        }
+
+        /// `--write-apns`: the payload as a `.apns` file for the app `bundleID`.
+        /// - Throws: ``CLIFailure`` 65 for a push type simctl does not push, 73 when the file cannot be written.
+        private static func writeSimulatorFile(_ prepared: APNSPreparedNotification, bundleID: String, to path: String) throws {
+            guard APNSSimulatorFile.pushTypes.contains(prepared.pushType) else {
+                let types = APNSSimulatorFile.pushTypes.map(\.description).joined(separator: ", ")
+                throw CLIFailure(message: "--write-apns: simctl pushes notifications to an app (push type \(types)), not \(prepared.pushType)",
+                                 exitCode: CLIExit.dataError)
+            }
+            guard let bytes = APNSSimulatorFile.render(payload: prepared.body, bundleID: bundleID) else {
+                throw CLIFailure(message: "--write-apns: the payload is not a JSON object", exitCode: CLIExit.dataError)
+            }
+            do { try Data(bytes).write(to: URL(fileURLWithPath: path)) } catch {
+                throw CLIFailure(message: "--write-apns '\(path)': cannot write it (\(error.localizedDescription))", exitCode: CLIExit.cannotCreate)
+            }
         }
 
         /// The client's configuration; sending needs credentials (64 without).

@@ -40,14 +40,32 @@ struct NotificationOptions: ParsableArguments {
     @Option(name: .customLong("apns-id"), help: "The apns-id (a UUID).")
     var apnsID: String?
 
-    @Option(name: .long, help: ArgumentHelp("The JSON payload file, or - for standard input.", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The JSON payload file, or - for standard input; a .apns file (simctl's format) gives its \"Simulator Target Bundle\" as --topic.",
+            valueName: "path"
+        )
+    )
     var payload: String?
 
     private func topicText() throws -> String {
-        guard let topicText = EnvironmentFallback.value(self.topic, "APNS_TOPIC") else {
-            throw ValidationError("Missing --topic (or APNS_TOPIC): the app's bundle id.")
+        if let topicText = EnvironmentFallback.value(self.topic, "APNS_TOPIC") { return topicText }
+        if let bundle = try self.simulatorFile()?.targetBundle { return bundle }
+        throw ValidationError("Missing --topic (or APNS_TOPIC): the app's bundle id.")
+    }
+
+    /// Whether `--payload` names a `.apns` file.
+    var payloadIsSimulatorFile: Bool { self.payload.map { $0.lowercased().hasSuffix(".apns") } ?? false }
+
+    /// `--payload` read as a `.apns` file, when it names one.
+    /// - Throws: ``CLIFailure`` (65) naming the file and the rule it breaks, 66 for a missing file.
+    func simulatorFile() throws -> APNSSimulatorFile? {
+        guard self.payloadIsSimulatorFile, let path = self.payload else { return nil }
+        let bytes = InputFiles.withoutByteOrderMark(try InputFiles.read(path, flag: "--payload"))
+        do throws(APNSSimulatorFile.Problem) { return try APNSSimulatorFile(contents: bytes) } catch {
+            throw CLIFailure(message: "--payload '\(path)': a .apns file \(error.rule)", exitCode: CLIExit.dataError)
         }
-        return topicText
     }
 
     @OptionGroup(title: "Payload from flags (instead of --payload; push type alert)") var built: PayloadFlags
@@ -59,6 +77,7 @@ struct NotificationOptions: ParsableArguments {
         guard let payloadPath = self.payload else {
             throw ValidationError("Missing --payload: a JSON file, or - for standard input (or --title, --body… to build one).")
         }
+        if let file = try self.simulatorFile() { return file.payload }
         return InputFiles.withoutByteOrderMark(try InputFiles.read(payloadPath, flag: "--payload"))
     }
 
@@ -105,6 +124,13 @@ struct NotificationOptions: ParsableArguments {
     func headers() throws -> Headers {
         let topicText = try self.topicText()
         let pushType = (self.pushType ?? .alert).pushType
+        if self.payloadIsSimulatorFile, !APNSSimulatorFile.pushTypes.contains(pushType), let path = self.payload {
+            let types = APNSSimulatorFile.pushTypes.map(\.description).joined(separator: ", ")
+            throw CLIFailure(
+                message: "--payload '\(path)': a .apns file holds a notification to an app, as simctl pushes it: push type \(types), not \(pushType)",
+                exitCode: CLIExit.dataError
+            )
+        }
         let topic: APNSTopic
         do { topic = try APNSTopic(topicText, pushType: pushType) } catch {
             throw CLIFailure.badData("--topic", error, value: topicText)

@@ -64,6 +64,12 @@ struct SendOutputOptions: ParsableArguments {
     @Flag(name: .customLong("dry-run"), help: "Validate and print the request; send nothing.")
     var dryRun = false
 
+    @Option(
+        name: .customLong("write-apns"),
+        help: ArgumentHelp("With --dry-run: also write the payload as a .apns file (simctl's format, for xcrun simctl push).", valueName: "file")
+    )
+    var writeAPNS: String?
+
     @Flag(name: .long, help: "Print one JSON object per request (per token, then a summary); the same as --format json.")
     var json = false
 
