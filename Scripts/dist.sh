@@ -59,8 +59,8 @@ done
 #    Scripts/install.sh) into a staging folder, as /usr.
 stage=$work/stage
 rm -rf "$stage"
-flags="--scratch-path $scratch --static-swift-stdlib"
-make --no-print-directory -C "$src" install SWIFT="$swift" SWIFT_FLAGS="$flags" CONFIGURATION=release PREFIX=/usr DESTDIR="$stage"
+make --no-print-directory -C "$src" install SWIFT="$swift" SWIFT_FLAGS="--scratch-path $scratch" INSTALL_FLAGS=--static-swift-stdlib \
+    CONFIGURATION=release PREFIX=/usr DESTDIR="$stage"
 binary=$stage/usr/bin/apnsctl
 strip --strip-all "$binary"
 
