@@ -38,9 +38,6 @@ ONLY_README  := --filter ReadmePackageTests
 PREFIX        ?= /usr/local
 DESTDIR       ?=
 CONFIGURATION ?= release
-# Flags for the installed binary's `swift build` alone: make dist adds --static-swift-stdlib, which
-# `swift package` (make manual) does not take.
-INSTALL_FLAGS ?=
 # swift-argument-parser's generate-manual plugin writes the man page here, in the build folder
 # (<scratch>/<triple>/<configuration> is the bin path), whatever the configuration.
 MANUAL        = $$(dirname "$$(dirname "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))")")/plugins/GenerateManual/outputs/apnsctl/apnsctl.1
@@ -153,7 +150,7 @@ manual: build-deps
 ## install: apnsctl ($(CONFIGURATION) build) in $(DESTDIR)$(PREFIX)/bin, its man page in share/man/man1,
 ## bash, zsh and fish completions where those shells look under share/. `make install PREFIX=$$HOME/.local`.
 install: manual
-	$(SWIFT) build -c $(CONFIGURATION) --product apnsctl $(SWIFT_FLAGS) $(INSTALL_FLAGS)
+	$(SWIFT) build -c $(CONFIGURATION) --product apnsctl $(SWIFT_FLAGS)
 	Scripts/install.sh "$(DESTDIR)$(PREFIX)" "$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path $(SWIFT_FLAGS))/apnsctl" "$(MANUAL)"
 
 ## uninstall: removes what `make install` installed under $(DESTDIR)$(PREFIX).

@@ -57,10 +57,17 @@ done
 
 # 2. Build and install with the Makefile's own `install` (generate-manual, swift build,
 #    Scripts/install.sh) into a staging folder, as /usr.
+#    -Xswiftc -static-stdlib is what --static-swift-stdlib passes to the compiler and the linker,
+#    spelled so that `swift package` (the man page's plugin, which builds the package too) takes
+#    it as well: with different flags the plugin's build and the install's would each recompile
+#    every module the other compiled. --no-export-dynamic undoes the -export-dynamic of the
+#    toolchain's swift_static/linux/static-stdlib-args.lnk: exported, every public symbol of every
+#    package module is a root for --gc-sections, so nothing of them is dead-stripped (a fifth of
+#    the binary). Without it, a crash's backtrace names fewer functions; the binary is stripped anyway.
 stage=$work/stage
 rm -rf "$stage"
-make --no-print-directory -C "$src" install SWIFT="$swift" SWIFT_FLAGS="--scratch-path $scratch" INSTALL_FLAGS=--static-swift-stdlib \
-    CONFIGURATION=release PREFIX=/usr DESTDIR="$stage"
+flags="--scratch-path $scratch -Xswiftc -static-stdlib -Xlinker --no-export-dynamic"
+make --no-print-directory -C "$src" install SWIFT="$swift" SWIFT_FLAGS="$flags" CONFIGURATION=release PREFIX=/usr DESTDIR="$stage"
 binary=$stage/usr/bin/apnsctl
 strip --strip-all "$binary"
 
@@ -82,7 +89,7 @@ add_depend() { local d; for d in "${depends[@]}"; do [ "$d" = "$1" ] && return 0
 glibc=$(readelf --version-info --wide "$binary" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)
 for library in $needed; do
     case $library in
-        libc.so.6 | libm.so.6 | libdl.so.2 | libpthread.so.0 | librt.so.1 | libutil.so.1) add_depend "libc6 (>= $glibc)" ;;
+        libc.so.6 | libm.so.6 | libdl.so.2 | libpthread.so.0 | librt.so.1 | libutil.so.1 | ld-linux-*.so.*) add_depend "libc6 (>= $glibc)" ;;
         libstdc++.so.6) add_depend "libstdc++6" ;;
         libgcc_s.so.1) add_depend "libgcc-s1" ;;
         libssl.so.3 | libcrypto.so.3) add_depend "libssl3 | libssl3t64" ;;
