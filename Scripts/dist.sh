@@ -55,19 +55,24 @@ done
     [ -e "$export_dir/$file" ] || rm -f "$src/$file"
 done
 
-# 2. Build and install with the Makefile's own `install` (generate-manual, swift build,
-#    Scripts/install.sh) into a staging folder, as /usr.
-#    -Xswiftc -static-stdlib is what --static-swift-stdlib passes to the compiler and the linker,
-#    spelled so that `swift package` (the man page's plugin, which builds the package too) takes
-#    it as well: with different flags the plugin's build and the install's would each recompile
-#    every module the other compiled. --no-export-dynamic undoes the -export-dynamic of the
-#    toolchain's swift_static/linux/static-stdlib-args.lnk: exported, every public symbol of every
-#    package module is a root for --gc-sections, so nothing of them is dead-stripped (a fifth of
-#    the binary). Without it, a crash's backtrace names fewer functions; the binary is stripped anyway.
+# 2. Build, make the man page, install into a staging folder as /usr (Scripts/install.sh, as
+#    make install does). The man page comes from swift-argument-parser's generate-manual, the tool
+#    that make manual's plugin runs, here run directly on the built binary: the plugin builds
+#    the whole package with flags of its own and takes no --static-swift-stdlib, so in a shared
+#    build folder it and this build would recompile each other's modules on every make dist.
+#    --no-export-dynamic undoes the -export-dynamic of the toolchain's
+#    swift_static/linux/static-stdlib-args.lnk: exported, every public symbol of every package
+#    module is a root for --gc-sections and is kept whether used or not. Without it a crash's
+#    backtrace names fewer functions; the binary is stripped anyway.
+flags=(-c release --package-path "$src" --scratch-path "$scratch" --static-swift-stdlib -Xlinker --no-export-dynamic)
+"$swift" build "${flags[@]}" --product apnsctl
+"$swift" build "${flags[@]}" --product generate-manual
+bin=$("$swift" build "${flags[@]}" --show-bin-path)
+rm -rf "$work/manual"
+"$bin/generate-manual" "$bin/apnsctl" --output-directory "$work/manual"
 stage=$work/stage
 rm -rf "$stage"
-flags="--scratch-path $scratch -Xswiftc -static-stdlib -Xlinker --no-export-dynamic"
-make --no-print-directory -C "$src" install SWIFT="$swift" SWIFT_FLAGS="$flags" CONFIGURATION=release PREFIX=/usr DESTDIR="$stage"
+"$src/Scripts/install.sh" "$stage/usr" "$bin/apnsctl" "$work/manual/apnsctl.1" >/dev/null
 binary=$stage/usr/bin/apnsctl
 strip --strip-all "$binary"
 
