@@ -68,7 +68,7 @@ flags=(-c release --package-path "$src" --scratch-path "$scratch" --static-swift
 "$swift" build "${flags[@]}" --product apnsctl
 "$swift" build "${flags[@]}" --product generate-manual
 bin=$("$swift" build "${flags[@]}" --show-bin-path)
-rm -rf "$work/manual"
+rm -rf "$work/manual" && mkdir -p "$work/manual"
 "$bin/generate-manual" "$bin/apnsctl" --output-directory "$work/manual"
 stage=$work/stage
 rm -rf "$stage"
