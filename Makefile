@@ -8,8 +8,11 @@ SWIFT_FLAGS  ?=
 # (headless) renders the demo's HTML timeline and groff-base the installed man page in their tests.
 # postgresql: the campaign tests start a private cluster (initdb, postgres) in a temporary folder;
 # no system service is used.
-APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev pkg-config openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks \
+BUILD_APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev pkg-config
+APT_PACKAGES := $(BUILD_APT_PACKAGES) openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks \
                 chromium groff-base postgresql
+# make dist and make dist-test only (not make test): see dist-deps.
+DIST_APT_PACKAGES := dpkg binutils debootstrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The fault-oracle tests run a Python HTTP/2 server (Tests/FaultServer/fault_server.py) that is not
 # ForgePush's code. Its two packages come from PyPI into a venv (.build-*/ is ignored by git);
@@ -39,7 +42,7 @@ CONFIGURATION ?= release
 # (<scratch>/<triple>/<configuration> is the bin path), whatever the configuration.
 MANUAL        = $$(dirname "$$(dirname "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))")")/plugins/GenerateManual/outputs/apnsctl/apnsctl.1
 
-.PHONY: all deps pydeps build release test example demo sanitize bench lint clean manual install uninstall
+.PHONY: all deps build-deps dist-deps pydeps build release test example demo sanitize bench lint clean manual install uninstall dist dist-test
 
 all: build
 
@@ -47,9 +50,9 @@ all: build
 ## postgresql counts as present when a server's programs are (any version, off PATH in
 ## /usr/lib/postgresql/VERSION/bin) and the user `postgres` they run as when the tests are root:
 ## the `postgresql` metapackage itself need not be installed.
-deps:
+define apt-install
 	@missing=""; \
-	for p in $(APT_PACKAGES); do \
+	for p in $(1); do \
 	  case $$p in \
 	    postgresql) \
 	      ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && id postgres >/dev/null 2>&1 \
@@ -58,12 +61,24 @@ deps:
 	  esac; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "deps: installing$$missing"; \
+	  echo "$@: installing$$missing"; \
 	  $(SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
 	else \
-	  echo "deps: all present ($(APT_PACKAGES))"; \
+	  echo "$@: all present ($(strip $(1)))"; \
 	fi
+endef
+deps:
+	$(call apt-install,$(APT_PACKAGES))
+
+## build-deps: only what building needs (make manual, make install and make dist need no test tools).
+build-deps:
+	$(call apt-install,$(BUILD_APT_PACKAGES))
+
+## dist-deps: what make dist and make dist-test need besides the build: dpkg-deb (dpkg) and strip and
+## readelf (binutils) to package, debootstrap to make the Debian roots.
+dist-deps:
+	$(call apt-install,$(BUILD_APT_PACKAGES) $(DIST_APT_PACKAGES))
 
 ## pydeps: the fault server's Python packages in $(VENV)/ (created, and pip run, only when an import fails).
 pydeps: deps
@@ -129,7 +144,7 @@ bench: deps
 
 ## manual: apnsctl's man page (.build/plugins/GenerateManual/outputs/apnsctl/apnsctl.1) by swift-argument-parser's generate-manual plugin, which
 ## builds the package's products in $(CONFIGURATION) and runs `apnsctl --experimental-dump-help`. Offline.
-manual: deps
+manual: build-deps
 	$(SWIFT) package $(SWIFT_FLAGS) plugin generate-manual --configuration $(CONFIGURATION)
 
 ## install: apnsctl ($(CONFIGURATION) build) in $(DESTDIR)$(PREFIX)/bin, its man page in share/man/man1,
@@ -142,5 +157,18 @@ install: manual
 uninstall:
 	Scripts/install.sh --uninstall "$(DESTDIR)$(PREFIX)"
 
+## dist: apnsctl for machines without Swift, built from HEAD's files (Scripts/dist.sh): release,
+## Swift runtime and Foundation linked statically, stripped; dist/apnsctl-VERSION-linux-ARCH.tar.gz
+## and dist/apnsctl_VERSION_ARCH.deb. `apnsctl --version` names the commit.
+dist: dist-deps
+	SWIFT="$(SWIFT)" Scripts/dist.sh
+
+## dist-test: the two dist files in Debian roots without Swift (Scripts/dist-test.sh): the .deb installed
+## by apt in bookworm, the tarball in trixie; each runs --version, serve, send (1 and 1,000 tokens),
+## demo and doctor. The roots are cached in $(ROOTFS_CACHE). Root only.
+ROOTFS_CACHE ?= /var/cache/forgepush-rootfs
+dist-test: dist
+	ROOTFS_CACHE="$(ROOTFS_CACHE)" Scripts/dist-test.sh dist
+
 clean:
-	rm -rf .build .build-asan .build-tsan .build-readme .build-example $(VENV)
+	rm -rf .build .build-asan .build-tsan .build-readme .build-example .build-dist dist $(VENV)

@@ -33,7 +33,7 @@ struct APNSCtl: AsyncParsableCommand {
             or port cannot be created; 74 a journal write failed; 75 the journal is in use by another process; \
             130 stopped by Ctrl-C.
             """,
-        version: APNSCtlVersion.current,
+        version: APNSCtlVersion.description,
         subcommands: [Send.self, Campaign.self, Activity.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
     )
 

@@ -26,12 +26,18 @@ struct InstallTests {
         return String(match.output.1)
     }
 
-    @Test("apnsctl --version is CHANGELOG.md's first release")
+    /// What a build of the checkout prints for `--version`: the tests never run a `make dist` binary,
+    /// which names its commit instead (Scripts/dist-test.sh checks that one).
+    static func developmentVersion() throws -> String {
+        "\(try changelogVersion()) (development build)\n"
+    }
+
+    @Test("apnsctl --version is CHANGELOG.md's first release, and a build of the checkout says it is a development build")
     func versionIsTheChangelogs() throws {
         let result = try CommandRunner.run(["--version"])
         #expect(result.exitCode == 0)
-        let expected = try Self.changelogVersion()
-        #expect(result.stdout == "\(expected)\n")
+        let expected = try Self.developmentVersion()
+        #expect(result.stdout == expected)
     }
 
     @Test("Scripts/install.sh installs the binary, a man page that renders, and bash/zsh/fish completions; --uninstall removes them")
@@ -64,8 +70,8 @@ struct InstallTests {
         try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
         let binary = prefix.appendingPathComponent("bin/apnsctl")
         let version = try CommandRunner.run(["--version"], binary: binary, currentDirectory: elsewhere)
-        let expected = try Self.changelogVersion()
-        #expect(version.exitCode == 0 && version.stdout == "\(expected)\n", "\(version.stdout)\(version.stderr)")
+        let expected = try Self.developmentVersion()
+        #expect(version.exitCode == 0 && version.stdout == expected, "\(version.stdout)\(version.stderr)")
 
         // The man page: groff's mdoc renders it without a warning, and man reads it; it is this
         // apnsctl's (it knows `demo --html`).
