@@ -232,7 +232,7 @@ struct ScenarioSteps {
         self.sections.finish(mark)
     }
 
-    // MARK: 7. Bulk
+    // MARK: 8. Bulk
 
     /// What the bulk send gave, kept until the device has received every push.
     struct BulkOutcome {
@@ -247,7 +247,7 @@ struct ScenarioSteps {
 
     func bulk(_ client: APNSClient) async -> BulkOutcome {
         let every = LoopbackScenarios.unregisteredEvery
-        let title = "7. Bulk send: \(self.bulkTokens) tokens, every \(every)th unregistered on the server"
+        let title = "8. Bulk send: \(self.bulkTokens) tokens, every \(every)th unregistered on the server"
         var outcome = BulkOutcome(mark: self.sections.begin(title))
         // The server learned three days ago that these tokens are gone (410 carries that date, in ms).
         let unregisteredAt = Date(timeIntervalSince1970: ((Date().timeIntervalSince1970 - 3 * 86_400) * 1000).rounded(.down) / 1000)
@@ -372,7 +372,7 @@ struct ScenarioSteps {
 
     /// Starts a delivery Live Activity by push-to-start (subscribed to `channel` when given);
     /// returns its id and update token.
-    private func start(
+    func start(
         _ client: APNSClient, order: String, state: DeliveryAttributes.ContentState, timestamp: Date, channel: APNSChannelID?
     ) async throws -> (String, String) {
         let position = self.device.timeline.count

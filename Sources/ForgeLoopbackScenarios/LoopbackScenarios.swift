@@ -96,6 +96,7 @@ public struct LoopbackScenarios: Sendable {
                     await steps.liveActivity(client)
                     await steps.launchFromTerminated(client)
                     await steps.broadcast(client)
+                    await steps.deviceRules(client)
                     bulk = await steps.bulk(client)
                 }
             } catch {

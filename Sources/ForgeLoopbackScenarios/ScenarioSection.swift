@@ -20,6 +20,10 @@ public struct ScenarioLine: Hashable, Sendable {
         case rejected
         /// Dropped, ignored, not shown, not delivered: nothing failed, but nothing happened either.
         case dropped
+        /// Kept by APNs for a device that is offline, to be delivered when it reconnects.
+        case stored
+        /// Not applied: a budget of the device's (updates, starts, background pushes, widget reloads) was spent.
+        case throttled
         /// The device received, showed or applied something.
         case delivered
         /// A handler of the app ran.
@@ -173,8 +177,12 @@ final class SectionBuilder {
             return .rejected
         case .droppedUnknownToken, .droppedInvalidPayload, .broadcastNotSubscribed, .backgroundNotDelivered, .backgroundBudgetExceeded,
             .serviceExtensionNotRun, .attachmentDropped, .notShown, .responseLost, .liveActivityPushIgnored,
-            .delivery(_, .discarded, _), .delivery(_, .throttled, _):
+            .delivery(_, .discarded, _):
             return .dropped
+        case .delivery(_, .stored, _):
+            return .stored
+        case .delivery(_, .throttled, _):
+            return .throttled
         default:
             return .delivered
         }

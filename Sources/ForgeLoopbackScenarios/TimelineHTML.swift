@@ -109,6 +109,7 @@ public enum TimelineHTML {
 
     private static let legend = [
         ("accepted", "accepted (2xx)"), ("rejected", "rejected"), ("dropped", "dropped, ignored or not shown"),
+        ("stored", "stored by APNs while the device is offline"), ("throttled", "throttled: a budget of the device is spent"),
         ("delivered", "received or shown by the device"), ("handled", "an app handler ran"), ("info", "summary"),
     ].map { "<span class=\"key \($0.0)\">\($0.1)</span>" }.joined(separator: " ")
 
@@ -134,6 +135,8 @@ public enum TimelineHTML {
         .accepted { --c: #1a7f37; --bg: #dafbe1; }
         .rejected { --c: #cf222e; --bg: #ffebe9; }
         .dropped { --c: #8c959f; --bg: #f0f1f3; color: #57606a; }
+        .stored { --c: #bf8700; --bg: #fff8c5; }
+        .throttled { --c: #bc4c00; --bg: #fff1e5; border-style: dashed; }
         .delivered { --c: #0969da; --bg: #ddf4ff; }
         .handled { --c: #8250df; --bg: #fbefff; }
         .info { --c: #57606a; --bg: #ffffff; }

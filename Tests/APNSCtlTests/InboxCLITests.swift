@@ -120,7 +120,7 @@ struct InboxCLITests {
         #expect(demo.waitForExit(timeout: .seconds(30)))
         let result = demo.finish(timeout: .zero)
         #expect(result.exitCode == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("demo: all 12 checks passed"))
+        #expect(result.stdout.contains("demo: all 14 checks passed"))
         let page = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any], "\(list.stdout)")
         // The scenarios' requests and the bulk send's 200.
         #expect((page["total"] as? Int ?? 0) > 200 && page["dropped"] as? Int == 0, "\(page)")

@@ -16,7 +16,7 @@ struct LoopbackScenariosTests {
         try Self.keepTimeline(sections, name: "loopback-scenarios")
 
         #expect(port > 0)
-        #expect(sections.map { $0.title.prefix(2) } == ["1.", "2.", "3.", "4.", "5.", "6.", "7."])
+        #expect(sections.map { $0.title.prefix(2) } == ["1.", "2.", "3.", "4.", "5.", "6.", "7.", "8."])
         for section in sections {
             #expect(!section.lines.isEmpty, "\(section.title)")
             #expect(section.lines.map(\.offset) == section.lines.map(\.offset).sorted(), "\(section.title): lines in date order")
@@ -41,8 +41,13 @@ struct LoopbackScenariosTests {
             if line.text.hasPrefix("200 ") || line.text.hasPrefix("201 ") { #expect(line.from == .client && line.to == .server && line.outcome == .accepted, "\(line)") }
             if line.text.contains(" received for token ") { #expect(line.from == .server && line.to == .device && line.outcome == .delivered) }
             if line.source == "app" { #expect(line.from == .device && line.outcome == .handled) }
-            if line.text.contains(" ignored: ") { #expect(line.from == .device && line.outcome == .dropped) }
+            if line.text.contains(" ignored: ") { #expect(line.from == .device && [.dropped, .throttled].contains(line.outcome), "\(line)") }
+            if line.text.contains(" throttled (") { #expect(line.outcome == .throttled, "\(line)") }
+            if line.text.contains(" stored (device offline)") { #expect(line.outcome == .stored, "\(line)") }
         }
+        // The rules' scenario marks what APNs stored and what the device throttled, and the sender's lint.
+        #expect(lines.filter { $0.outcome == .stored }.count == 3 && lines.filter { $0.outcome == .throttled }.count == 2)
+        #expect(lines.contains { $0.from == .client && $0.text.hasPrefix("sender's lint: LA007: ") })
         #expect(lines.contains { $0.text.hasPrefix("first rejection: 410 Unregistered") && $0.outcome == .rejected })
         #expect(lines.contains { $0.text.hasPrefix("201 ") && $0.text.hasSuffix("channel API") })
         for section in sections {
@@ -52,8 +57,8 @@ struct LoopbackScenariosTests {
         let html = TimelineHTML.render(sections: sections)
         #expect(html.hasPrefix("<!DOCTYPE html>\n<html lang=\"en\">"))
         #expect(html.components(separatedBy: "<div class=\"event ").count - 1 == lines.count)
-        #expect(html.contains("<h2>7. Bulk send: 200 tokens, every 100th unregistered on the server</h2>"))
-        #expect(html.contains("all 12 checks passed"))
+        #expect(html.contains("<h2>8. Bulk send: 200 tokens, every 100th unregistered on the server</h2>"))
+        #expect(html.contains("all 14 checks passed"))
         #expect(!html.contains("<script") && !html.contains("http"))
     }
 

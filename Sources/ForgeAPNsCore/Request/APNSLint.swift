@@ -139,10 +139,12 @@ public enum APNSLinter {
     /// cannot judge it: the local server's inbox does, per token.
     public static func frequentUpdate(after interval: Duration) -> APNSLint? {
         guard interval < .seconds(60), interval >= .zero else { return nil }
-        let tenths = Int(interval.components.seconds) * 10 + Int(interval.components.attoseconds / 100_000_000_000_000_000)
+        let milliseconds = Int(interval.components.seconds) * 1000 + Int(interval.components.attoseconds / 1_000_000_000_000_000)
+        let after = milliseconds == 0 ? "less than 1 ms" : milliseconds < 1000 ? "\(milliseconds) ms"
+            : "\(milliseconds / 1000).\(milliseconds % 1000 / 100) s"
         return APNSLint(
             id: "LA007",
-            message: "a priority-10 update \(tenths / 10).\(tenths % 10) s after the previous one to this activity: "
+            message: "a priority-10 update \(after) after the previous one to this activity: "
                 + "priority-10 updates spend a budget iOS then throttles; send frequent updates at priority 5"
         )
     }
