@@ -370,6 +370,8 @@ let package = Package(
             name: "APNSCtlTests",
             // Runs the built apnsctl binary; the libraries are used to check what it printed.
             dependencies: ["apnsctl", "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeTestSupport"],
+            // The help texts' snapshots, read from the package folder by HelpSnapshotTests.
+            exclude: ["HelpSnapshots"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,5 +1,4 @@
-public import struct Foundation.Data
-internal import class Foundation.JSONSerialization
+internal import Foundation
 
 /// A `.apns` file, the format `xcrun simctl push` and the Simulator's drag and drop read: one JSON
 /// object with a top-level `aps`, and optionally the app it is for under `"Simulator Target Bundle"`
