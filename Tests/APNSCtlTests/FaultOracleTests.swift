@@ -381,8 +381,9 @@ struct FaultOracleTests {
         let oracle = Oracle(run)
         oracle.check(mayStopEarly: true, exitCodes: [69])
         #expect(run.result.exitCode == 69, "exit \(run.result.exitCode): \(run.result.stderr)")
-        // Three connects in a row (the retry policy's attempts) make the endpoint unreachable.
-        #expect(run.connections <= 4, "\(run.connections) connections")
+        // Three connects in a row (the retry policy's attempts) make the endpoint unreachable; a
+        // slow run (a sanitizer's) may try again once the short backoff has passed before it stops.
+        #expect(run.connections <= 8, "\(run.connections) connections")
         let outcomes = Set(oracle.verdicts.compactMap { $0["outcome"] as? String })
         #expect(outcomes == ["not_sent"], "nothing was processed before the server's preface: \(outcomes)")
         #expect(run.result.stderr.contains("closed each connection before it spoke HTTP/2"), "\(run.result.stderr)")
@@ -397,9 +398,10 @@ struct FaultOracleTests {
         #expect(run.result.exitCode == 69, "exit \(run.result.exitCode): \(run.result.stderr)")
         let accepted = oracle.verdicts.filter { $0["outcome"] as? String == "accepted" }.count
         #expect(accepted == 1000, "\(accepted) accepted")
-        // The first connection, then the connects in a row that make the endpoint unreachable:
-        // before, the client backed off up to 30 s between connects and never gave up.
-        #expect(run.connections <= 5, "\(run.connections) connections")
+        // The first connection, then the connects in a row that make the endpoint unreachable (and,
+        // in a slow run, a retry after the short backoff): before, the client backed off up to 30 s
+        // between connects and never gave up, and never stopped reading.
+        #expect(run.connections <= 8, "\(run.connections) connections")
         let unread = oracle.summary?["unread_after_line"] as? Int
         #expect(unread.map { $0 < tokens.count } == true, "the send stopped reading early: \(oracle.summary ?? [:])")
         #expect(run.result.stderr.contains("became unreachable after 1000 answered"), "\(run.result.stderr)")
