@@ -8,7 +8,7 @@ import Foundation
 import Testing
 
 /// A token source of the test's own: counts its calls and hands out the tokens it is told to.
-private final class ScriptedSource: Sendable {
+final class ScriptedSource: Sendable {
     private struct State {
         var current: APNSProviderToken
         var next: APNSProviderToken?
@@ -42,7 +42,7 @@ private final class ScriptedSource: Sendable {
 }
 
 /// An in-process APNs that accepts only `accepted` tokens and answers `reason` to the others.
-private func transport(accepting accepted: APNSProviderToken, otherwise reason: String, seen: LockedPaths) -> APNSInProcessTransport {
+func transport(accepting accepted: APNSProviderToken, otherwise reason: String, seen: LockedPaths) -> APNSInProcessTransport {
     APNSInProcessTransport { request in
         let authorization = request[header: "authorization"] ?? ""
         seen.append(authorization == accepted.authorizationHeaderValue ? "accepted" : "other")
@@ -61,15 +61,22 @@ struct ProviderTokenSourceTests {
         try APNSProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: date, key: signingKey)
     }
 
+    /// A client on `scripted`'s source, over an in-process APNs accepting only `accepted`.
+    static func client(_ scripted: ScriptedSource, accepting accepted: APNSProviderToken, otherwise reason: String, seen: LockedPaths)
+        throws -> APNSClient
+    {
+        try APNSClient(
+            configuration: APNSClient.Configuration(authentication: .jwt(source: scripted.source), environment: .sandbox),
+            transport: transport(accepting: accepted, otherwise: reason, seen: seen)
+        )
+    }
+
     @Test("Every request carries the source's current token; the client signs nothing itself")
     func currentToken() async throws {
         let shared = try Self.signed(at: Self.issued)
         let scripted = ScriptedSource(current: shared, next: nil)
         let seen = LockedPaths()
-        let client = try APNSClient(
-            configuration: APNSClient.Configuration(authentication: .jwt(source: scripted.source), environment: .sandbox),
-            transport: transport(accepting: shared, otherwise: "InvalidProviderToken", seen: seen)
-        )
+        let client = try Self.client(scripted, accepting: shared, otherwise: "InvalidProviderToken", seen: seen)
         for index in 0..<3 { _ = try await client.send(alert(), to: token(index)) }
         #expect(seen.paths == ["accepted", "accepted", "accepted"])
         #expect(scripted.currentCalls == 3 && scripted.rejections.isEmpty)
@@ -83,10 +90,7 @@ struct ProviderTokenSourceTests {
         let new = try Self.signed(at: Self.issued + 40 * 60)
         let scripted = ScriptedSource(current: old, next: new)
         let seen = LockedPaths()
-        let client = try APNSClient(
-            configuration: APNSClient.Configuration(authentication: .jwt(source: scripted.source), environment: .sandbox),
-            transport: transport(accepting: new, otherwise: reason, seen: seen)
-        )
+        let client = try Self.client(scripted, accepting: new, otherwise: reason, seen: seen)
         let result = try await client.send(alert(), to: token(0))
         #expect(result.attempts == 1)
         #expect(seen.paths == ["other", "accepted"])
@@ -98,10 +102,7 @@ struct ProviderTokenSourceTests {
         let stale = try Self.signed(at: Self.issued)
         let scripted = ScriptedSource(current: stale, next: nil)
         let seen = LockedPaths()
-        let client = try APNSClient(
-            configuration: APNSClient.Configuration(authentication: .jwt(source: scripted.source), environment: .sandbox),
-            transport: transport(accepting: try Self.signed(at: Self.issued + 1), otherwise: "InvalidProviderToken", seen: seen)
-        )
+        let client = try Self.client(scripted, accepting: try Self.signed(at: Self.issued + 1), otherwise: "InvalidProviderToken", seen: seen)
         await #expect(throws: APNSError.self) { try await client.send(alert(), to: token(0)) }
         #expect(seen.paths == ["other", "other"])
         #expect(scripted.rejections.count == 1)

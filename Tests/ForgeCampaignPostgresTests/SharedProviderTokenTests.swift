@@ -23,6 +23,25 @@ private let keyID = try! APNSKeyID("FORGEKEY01")
 private let teamID = try! APNSTeamID("FORGETEAM1")
 private let topic = "com.example.forgepush"
 
+/// A private cluster, a manual clock and a log capture, and stores on them named by owner.
+private struct Fixture {
+    let postgres: PostgresProcess
+    let url: PostgresCampaignURL
+    let clock = ManualWallClock(SharedProviderTokenTests.start)
+    let capture = LogCapture()
+
+    init() async throws {
+        self.postgres = try await offPool { try PostgresProcess() }
+        self.url = try PostgresCampaignURL(self.postgres.url)
+    }
+
+    func store(_ owner: String) -> PostgresProviderTokenStore {
+        PostgresProviderTokenStore(
+            url: self.url, key: key, keyID: keyID, teamID: teamID, owner: owner, clock: self.clock, logger: self.capture.logger(label: owner)
+        )
+    }
+}
+
 @Suite("PostgresProviderTokenStore: one provider token per key for every worker", .serialized, .timeLimit(.minutes(3)))
 struct SharedProviderTokenTests {
     static let start = Date(timeIntervalSince1970: 1_760_000_000)
@@ -147,14 +166,9 @@ struct SharedProviderTokenTests {
 
     @Test("A row whose token does not verify against the key is ignored, logged, and replaced by a token signed here")
     func badRow() async throws {
-        let postgres = try await offPool { try PostgresProcess() }
-        defer { postgres.stop() }
-        let url = try PostgresCampaignURL(postgres.url)
-        let clock = ManualWallClock(Self.start)
-        let capture = LogCapture()
-        func store(_ owner: String) -> PostgresProviderTokenStore {
-            PostgresProviderTokenStore(url: url, key: key, keyID: keyID, teamID: teamID, owner: owner, clock: clock, logger: capture.logger(label: owner))
-        }
+        let fixture = try await Fixture()
+        defer { fixture.postgres.stop() }
+        let (postgres, clock, capture, store) = (fixture.postgres, fixture.clock, fixture.capture, fixture.store)
         // A token for the same kid and iss, signed by another key.
         let forged = try APNSProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: Self.start, key: try APNSSigningKey.generate())
         _ = try await store("a").currentToken()
@@ -174,13 +188,10 @@ struct SharedProviderTokenTests {
 
     @Test("After a rejection the row is read once more; if it still holds the rejected token, the process signs locally and logs it")
     func rejection() async throws {
-        let postgres = try await offPool { try PostgresProcess() }
-        defer { postgres.stop() }
-        let url = try PostgresCampaignURL(postgres.url)
-        let clock = ManualWallClock(Self.start)
-        let capture = LogCapture()
-        let a = PostgresProviderTokenStore(url: url, key: key, keyID: keyID, teamID: teamID, owner: "a", clock: clock, logger: capture.logger(label: "a"))
-        let b = PostgresProviderTokenStore(url: url, key: key, keyID: keyID, teamID: teamID, owner: "b", clock: clock, logger: capture.logger(label: "b"))
+        let fixture = try await Fixture()
+        defer { fixture.postgres.stop() }
+        let (postgres, clock, capture) = (fixture.postgres, fixture.clock, fixture.capture)
+        let a = fixture.store("a"), b = fixture.store("b")
         let shared = try await a.currentToken()
         #expect(try await b.currentToken() == shared)
         clock.advance(by: 1)
