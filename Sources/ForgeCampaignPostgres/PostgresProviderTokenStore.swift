@@ -51,6 +51,9 @@ public final class PostgresProviderTokenStore: Sendable {
         )
         """
 
+    /// The advisory lock held while the table is created (the campaign schema's is 7262746567).
+    static let createLock: Int64 = 7_262_746_568
+
     /// The key id of every token.
     public let keyID: APNSKeyID
     /// The team id of every token.
@@ -167,7 +170,12 @@ public final class PostgresProviderTokenStore: Sendable {
         do {
             decision = try await PostgresCampaign.withConnection(self.url, logger: logger) { connection in
                 if !self.cache.withLock({ $0.tableReady }) {
-                    try await connection.query(Self.createTable, logger: logger)
+                    // Replicas starting together would race on CREATE TABLE IF NOT EXISTS (two creators
+                    // of one new table: a unique violation in pg_type); the lock makes them take turns.
+                    try await connection.withTransaction(logger: logger) { connection in
+                        try await connection.query("SELECT pg_advisory_xact_lock(\(Self.createLock))", logger: logger)
+                        try await connection.query(Self.createTable, logger: logger)
+                    }
                     self.cache.withLock { $0.tableReady = true }
                 }
                 return try await connection.withTransaction(logger: logger) { connection -> Decision in
