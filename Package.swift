@@ -362,6 +362,8 @@ let package = Package(
             name: "ForgeCampaignPostgresTests",
             dependencies: [
                 "ForgeCampaignPostgres", "ForgeCampaign", "ForgeAPNsCore", "ForgeTestSupport",
+                // The shared provider token's test: workers against the local server.
+                "ForgeAPNs", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings

@@ -3,7 +3,10 @@
 # `apnsctl serve` on loopback through a private PostgreSQL cluster (Unix socket, default settings:
 # fsync and synchronous_commit on), started in a temporary folder and removed at the end.
 #
-#   Scripts/campaign-bench.sh [--workers 4] [--tokens 1000000] [--batch-size 2048] [--latency 0ms] [--apnsctl PATH]
+#   Scripts/campaign-bench.sh [--workers 4] [--tokens 1000000] [--batch-size 2048] [--latency 0ms] [--apnsctl PATH] [--shared-token]
+#
+# --shared-token: the workers send one provider token from the campaign database
+# (`campaign work --shared-provider-token`) instead of signing one each.
 #
 # Prints the create (COPY) time, the send rate (tokens / wall time from the first worker's start to
 # the last one's exit), the CPU the workers, `apnsctl serve` and PostgreSQL spent on the send (in
@@ -12,15 +15,16 @@
 # and Debian's postgresql (`make deps`); as root, PostgreSQL runs as the user postgres.
 set -euo pipefail
 
-workers=4 tokens=1000000 batch=2048 latency=0ms apnsctl=""
+workers=4 tokens=1000000 batch=2048 latency=0ms apnsctl="" shared=()
 while [ $# -gt 0 ]; do
     case $1 in
+        --shared-token) shared=(--shared-provider-token); shift; continue ;;
         --workers) workers=$2 ;;
         --tokens) tokens=$2 ;;
         --batch-size) batch=$2 ;;
         --latency) latency=$2 ;;
         --apnsctl) apnsctl=$2 ;;
-        *) echo "usage: $0 [--workers N] [--tokens M] [--batch-size B] [--latency D] [--apnsctl PATH]" >&2; exit 64 ;;
+        *) echo "usage: $0 [--workers N] [--tokens M] [--batch-size B] [--latency D] [--apnsctl PATH] [--shared-token]" >&2; exit 64 ;;
     esac
     shift 2
 done
@@ -92,7 +96,7 @@ postgres_before=$(postgres_cpu) serve_before=$(cpu "$serve_pid") script_before=$
 pids=()
 for n in $(seq 1 "$workers"); do
     ${WORKER_PREFIX:-} "$apnsctl" campaign work --postgres "$url" --name bench --url "https://127.0.0.1:$port" --insecure-loopback \
-        --key-file "$key" --key-id FORGEKEY01 --team-id FORGETEAM1 --owner "w$n" >"$folder/w$n.out" 2>"$folder/w$n.err" &
+        --key-file "$key" --key-id FORGEKEY01 --team-id FORGETEAM1 --owner "w$n" ${shared[@]+"${shared[@]}"} >"$folder/w$n.out" 2>"$folder/w$n.err" &
     pids+=($!)
 done
 failed=0
@@ -107,6 +111,11 @@ workers_cpu=$(awk "BEGIN { printf \"%.2f\", $(cpu $$) - $script_before }")
 per_token() { awk "BEGIN { printf \"%.1f\", $1 * 1e6 / $tokens }"; }
 echo "send cpu seconds: workers $workers_cpu, apnsctl serve $serve_cpu, postgres $postgres_cpu (the machine: $(nproc) cores);" \
     "per token: workers $(per_token "$workers_cpu"), serve $(per_token "$serve_cpu"), postgres $(per_token "$postgres_cpu") µs"
+if [ ${#shared[@]} -gt 0 ]; then
+    echo "provider token: one shared by the workers ($(psql "SELECT count(*) FROM campaign_provider_tokens") row in campaign_provider_tokens)"
+else
+    echo "provider token: signed by each worker"
+fi
 counts=$(psql "SELECT count(*), count(*) FILTER (WHERE state = 'accepted'), count(*) FILTER (WHERE may_have_been_delivered) FROM campaign_tokens")
 after=$(psql "SELECT pg_database_size(current_database())")
 tables=$(psql "SELECT pg_total_relation_size('campaign_tokens') + pg_total_relation_size('campaign_batches')")

@@ -138,16 +138,18 @@ public final class APNSClient: Sendable {
             own(transport, in: &unique)
             own(transport, in: &pushTransports)
             if let channels { own(channels, in: &unique) }
-            var tokens: APNSProviderTokenManager?
+            var tokens: APNSProviderTokenSource?
             switch credential.authentication.base {
             case .jwt(let key, let keyID, let teamID, let refreshAge):
                 do {
-                    tokens = try APNSProviderTokenManager(key: key, keyID: keyID, teamID: teamID, refreshAge: refreshAge,
-                                                          clock: configuration.clock)
+                    tokens = .signing(try APNSProviderTokenManager(key: key, keyID: keyID, teamID: teamID, refreshAge: refreshAge,
+                                                                   clock: configuration.clock))
                 } catch {
                     let field = labelled ? "credentials[\(index)] \(error.field)" : "\(error.field)"
                     throw APNSError(kind: .invalidNotification, detail: "\(field) \(error.rule)")
                 }
+            case .tokenSource(let source):
+                tokens = source
             case .certificate:
                 tokens = nil
             }
@@ -238,7 +240,7 @@ public final class APNSClient: Sendable {
                 verification: configuration.tls.insecureLoopbackOnly ? .insecureLoopbackOnly : .full
             )
             switch authentication.base {
-            case .jwt: break
+            case .jwt, .tokenSource: break
             case .certificate(let identity, _):
                 options.clientIdentity = identity
             }
@@ -280,7 +282,7 @@ public final class APNSClient: Sendable {
     /// How many provider tokens were signed so far (one per refresh and key, never one per push),
     /// summed over the credentials.
     public var providerTokenSignings: Int {
-        self.routes.reduce(0) { $0 + ($1.tokens?.signingCount ?? 0) }
+        self.routes.reduce(0) { $0 + ($1.tokens?.manager?.signingCount ?? 0) }
     }
 
     /// Read by every send: an atomic, set under the lifecycle lock when the shutdown begins.

@@ -104,6 +104,8 @@ extension APNSClient {
     public struct Authentication: Sendable, CustomStringConvertible {
         enum Base: Sendable {
             case jwt(key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID, refreshAge: Duration)
+            /// Provider tokens from a source other than the client's own signer.
+            case tokenSource(APNSProviderTokenSource)
             /// A client certificate; `label` names it in descriptions (a path, or "in memory").
             case certificate(HTTP2TLSConfiguration.ClientIdentity, label: String)
         }
@@ -116,6 +118,14 @@ extension APNSClient {
             key: APNSSigningKey, keyID: APNSKeyID, teamID: APNSTeamID, refreshAge: Duration = .seconds(50 * 60)
         ) -> Authentication {
             Authentication(base: .jwt(key: key, keyID: keyID, teamID: teamID, refreshAge: refreshAge))
+        }
+
+        /// Token authentication with tokens from `source`, such as a store every replica sending
+        /// with this key shares (APNs refuses a key's token updated more than once in 20 minutes).
+        /// A push APNs answers `ExpiredProviderToken`, or `InvalidProviderToken` when the source is
+        /// not a local signer, is sent once more with ``APNSProviderTokenSource/token(afterRejecting:)``.
+        public static func jwt(source: APNSProviderTokenSource) -> Authentication {
+            Authentication(base: .tokenSource(source))
         }
 
         /// Certificate authentication with PEM files.
@@ -143,6 +153,7 @@ extension APNSClient {
         public var description: String {
             switch self.base {
             case .jwt(_, let keyID, let teamID, _): return "jwt(keyID: \(keyID), teamID: \(teamID))"
+            case .tokenSource(let source): return "jwt(keyID: \(source.keyID), teamID: \(source.teamID), from a token source)"
             case .certificate(_, let label): return "certificate(\(label))"
             }
         }

@@ -48,6 +48,7 @@ extension APNSClient.Authentication {
     var label: String {
         switch self.base {
         case .jwt(_, let keyID, let teamID, _): return "\(teamID.rawValue)/\(keyID.rawValue)"
+        case .tokenSource(let source): return "\(source.teamID.rawValue)/\(source.keyID.rawValue)"
         case .certificate(_, let label): return label
         }
     }
@@ -62,7 +63,10 @@ final class CredentialRoute: Sendable {
     let transport: any APNSTransport
     /// The channel management endpoint's transport (the same one when the endpoint is the same).
     let channelTransport: any APNSTransport
-    let tokens: APNSProviderTokenManager?
+    /// Where its provider tokens come from (`nil` for a certificate).
+    let tokens: APNSProviderTokenSource?
+    /// The local signer of ``tokens``, read without an async call on every send.
+    private let signer: APNSProviderTokenManager?
     let metrics: ClientMetrics
     let logger: Logger
 
@@ -73,7 +77,7 @@ final class CredentialRoute: Sendable {
     private let channelPool: ConnectionPool?
 
     init(
-        label: String, transport: any APNSTransport, channelTransport: any APNSTransport, tokens: APNSProviderTokenManager?,
+        label: String, transport: any APNSTransport, channelTransport: any APNSTransport, tokens: APNSProviderTokenSource?,
         metrics: ClientMetrics, logger: Logger
     ) {
         self.label = label
@@ -82,9 +86,27 @@ final class CredentialRoute: Sendable {
         self.pool = transport as? ConnectionPool
         self.channelPool = channelTransport as? ConnectionPool
         self.tokens = tokens
+        self.signer = tokens?.manager
         self.metrics = metrics
         self.logger = logger
     }
+
+    /// The provider token to send now, or `nil` for a certificate.
+    /// - Throws: ``APNSError`` of kind `credentials` when no token can be had.
+    nonisolated(nonsending) func providerToken() async throws(APNSError) -> APNSProviderToken? {
+        do {
+            if let signer = self.signer { return try signer.currentToken() }
+            guard let tokens = self.tokens else { return nil }
+            return try await tokens.currentToken()
+        } catch {
+            throw APNSError(kind: .credentials, detail: "\(error)")
+        }
+    }
+
+    /// Whether APNs' `InvalidProviderToken` is worth one more try with another token: yes when the
+    /// token comes from a shared source (a replica may have read a token being replaced), no for
+    /// the local signer (its key is wrong, and a new token would be as invalid).
+    var renewsInvalidProviderToken: Bool { self.tokens != nil && self.signer == nil }
 
     /// Sends one request through the push transport (or the channel API's).
     nonisolated(nonsending) func send(

@@ -60,6 +60,7 @@ enum SendTry: Hashable, Sendable {
 /// |---|---|
 /// | 2xx | accept (an attempt) |
 /// | 403 `ExpiredProviderToken`, first time | renew the provider token and resend at once (not an attempt) |
+/// | 403 `InvalidProviderToken`, first time, token from a shared source | the same: ask the source for another |
 /// | 429, 500, 503 | retry after a backoff while attempts and the deadline allow (an attempt), else reject |
 /// | any other status | reject (an attempt) |
 /// | not processed (refused stream, above GOAWAY, queued on a closed connection) | replay after a short backoff while the replay budget and the deadline allow (not an attempt), else fail |
@@ -91,19 +92,23 @@ enum SendDecision: Hashable, Sendable {
 
     /// Decides what follows `outcome`, updating `state`.
     /// - Parameters:
-    ///   - renewableToken: whether the client signs provider tokens (so one can be renewed).
+    ///   - renewableToken: whether the client sends provider tokens (so one can be renewed).
+    ///   - renewsInvalidToken: whether `InvalidProviderToken` is renewed too (tokens from a shared
+    ///     source, which may have handed out one being replaced).
     ///   - remaining: time left before the deadline.
     ///   - random: a value in `0...1` for the backoff's jitter, drawn only when a wait is computed
     ///     (the system generator is a system call; an accepted push must not pay for it).
     static func after(
         _ outcome: SendTry, state: inout SendState, policy: APNSClient.RetryPolicy, renewableToken: Bool,
-        remaining: Duration, random: @autoclosure () -> Double = .random(in: 0...1)
+        renewsInvalidToken: Bool = false, remaining: Duration, random: @autoclosure () -> Double = .random(in: 0...1)
     ) -> SendDecision {
         switch outcome {
         case .answered(let status, _) where (200..<300).contains(status):
             state.attempts += 1
             return .accept
-        case .answered(_, let reason?) where reason == .expiredProviderToken && renewableToken && !state.renewedProviderToken:
+        case .answered(_, let reason?)
+        where (reason == .expiredProviderToken || (renewsInvalidToken && reason == .invalidProviderToken)) && renewableToken
+            && !state.renewedProviderToken:
             state.renewedProviderToken = true
             return .renewProviderToken
         case .answered(let status, let reason):

@@ -1,3 +1,4 @@
+internal import struct Foundation.Date
 internal import ForgeAPNsCore
 internal import ForgeCrypto
 internal import ForgeHTTP2
@@ -61,14 +62,12 @@ extension APNSClient {
                 now = .now
                 ready = pending.filter { states[$0].due <= now }
             }
-            var providerToken: APNSProviderToken?
-            if let tokens = route.tokens {
-                do {
-                    providerToken = try tokens.currentToken()
-                } catch {
-                    fail(pending, .credentials, "\(error)")
-                    break
-                }
+            let providerToken: APNSProviderToken?
+            do {
+                providerToken = try await route.providerToken()
+            } catch {
+                fail(pending, .credentials, error.detail)
+                break
             }
             let results = await route.send(
                 ready.elementsEqual(requests.indices) ? requests : ready.map { requests[$0] },
@@ -96,7 +95,7 @@ extension APNSClient {
                 }
             }
             route.metrics.accepted(pushType: pushType, started: started, answered: answered, count: accepted)
-            if renew, let providerToken { Self.renew(providerToken, route: route) }
+            if renew, let providerToken { await Self.renew(providerToken, route: route) }
             pending = again
             now = answered
         }
@@ -133,7 +132,8 @@ extension APNSClient {
             outcome = SendTry(failure)
         }
         let decision = SendDecision.after(
-            outcome, state: &state, policy: policy, renewableToken: renewableToken, remaining: answered.duration(to: deadline)
+            outcome, state: &state, policy: policy, renewableToken: renewableToken,
+            renewsInvalidToken: route.renewsInvalidProviderToken, remaining: answered.duration(to: deadline)
         )
         switch decision {
         case .accept:
@@ -182,13 +182,11 @@ extension APNSClient {
         }
         while true {
             if self.isShutDown { return failure(.shutdown, "the client is shut down") }
-            var providerToken: APNSProviderToken?
-            if let tokens = route.tokens {
-                do {
-                    providerToken = try tokens.currentToken()
-                } catch {
-                    return failure(.credentials, "\(error)")
-                }
+            let providerToken: APNSProviderToken?
+            do {
+                providerToken = try await route.providerToken()
+            } catch {
+                return failure(.credentials, error.detail)
             }
             let result = await route.send(
                 request, authorization: providerToken?.authorizationHeaderValue, deadline: deadline, channelAPI: channelAPI
@@ -202,7 +200,7 @@ extension APNSClient {
                 if case .success = outcome { route.metrics.accepted(pushType: pushType, started: started, answered: answered, count: 1) }
                 return outcome
             case .renewProviderToken:
-                if let providerToken { Self.renew(providerToken, route: route) }
+                if let providerToken { await Self.renew(providerToken, route: route) }
             case .again(let wait):
                 guard wait > .zero else { continue }
                 do {
@@ -257,12 +255,19 @@ extension APNSClient {
         return try outcome.get()
     }
 
-    /// Signs a new provider token for `route`'s key in place of `expired` (others sharing it see the new one).
-    static func renew(_ expired: APNSProviderToken, route: CredentialRoute) {
+    /// Replaces the provider token APNs rejected for `route`'s key (others sharing it see the new
+    /// one): the local signer signs a new one, another source is asked for its replacement.
+    nonisolated(nonsending) static func renew(_ rejected: APNSProviderToken, route: CredentialRoute) async {
         guard let tokens = route.tokens else { return }
-        _ = try? tokens.tokenAfterExpiredProviderToken(rejected: expired)
+        let replacement = try? await tokens.token(afterRejecting: rejected)
         route.metrics.tokenRefreshed()
-        route.logger.info("provider token expired; signed a new one", metadata: ["apns.key_id": "\(tokens.keyID)"])
+        route.logger.info(
+            tokens.isLocalSigner ? "provider token expired; signed a new one" : "provider token rejected; asked its source for another",
+            metadata: [
+                "apns.key_id": "\(tokens.keyID)", "apns.token.rejected_iat": "\(Int64(rejected.issuedAt.timeIntervalSince1970))",
+                "apns.token.iat": "\(replacement.map { "\(Int64($0.issuedAt.timeIntervalSince1970))" } ?? "-")",
+            ]
+        )
     }
 
     /// A path with a device token shortened to its first and last 4 hex digits, for logs.

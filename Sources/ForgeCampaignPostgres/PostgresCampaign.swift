@@ -129,6 +129,8 @@ public final class PostgresCampaign: Sendable {
             PRIMARY KEY (campaign, batch)
         )
         """,
+        // One provider token per key for the campaign's workers (PostgresProviderTokenStore).
+        PostgresProviderTokenStore.createTable,
     ]
 
     /// Creates the tables when missing and checks the schema version, in the caller's transaction:

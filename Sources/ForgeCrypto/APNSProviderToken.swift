@@ -79,6 +79,43 @@ public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible, Cu
         )
     }
 
+    /// A token signed elsewhere (a store shared by several senders, a file another program keeps
+    /// fresh), checked before it is used: three base64url parts, `alg` ES256, `kid` and `iss` as
+    /// given, an `iat` at most `maximumAge` old and at most a minute ahead of `now`, and, when
+    /// `key` is given, a signature that verifies with it.
+    /// - Throws: ``APNSProviderTokenError`` saying which rule the token breaks (never the token).
+    public init(
+        verifying jwt: String,
+        keyID: APNSKeyID,
+        teamID: APNSTeamID,
+        key: APNSVerificationKey?,
+        now: Date,
+        maximumAge: Duration = .seconds(3600)
+    ) throws(APNSProviderTokenError) {
+        let parsed = try APNSProviderTokenVerifier.parse(jwt)
+        guard parsed.algorithm == "ES256" else {
+            throw APNSProviderTokenError(.unsupportedAlgorithm, detail: "alg is '\(parsed.algorithm)'; APNs accepts ES256 only")
+        }
+        guard parsed.keyID == keyID.rawValue else {
+            throw APNSProviderTokenError(.unknownKeyID, detail: "kid is '\(parsed.keyID)', not the key id \(keyID)")
+        }
+        guard parsed.teamID == teamID.rawValue else {
+            throw APNSProviderTokenError(.wrongTeam, detail: "iss is '\(parsed.teamID)', not the team id \(teamID)")
+        }
+        if let key, !key.isValidSignature(parsed.signature, for: parsed.signingInput, format: .raw) {
+            throw APNSProviderTokenError(.badSignature, detail: "the signature does not verify with key \(keyID) (ES256, 64-byte r‖s)")
+        }
+        let age = now.timeIntervalSince(parsed.issuedAt)
+        let limit = Double(maximumAge.components.seconds)
+        guard age <= limit else {
+            throw APNSProviderTokenError(.expired, detail: "iat is \(Int(age) / 60) minutes old; the limit is \(Int(limit) / 60) minutes")
+        }
+        guard age >= -60 else {
+            throw APNSProviderTokenError(.issuedInFuture, detail: "iat is \(Int(-age)) s in the future")
+        }
+        self.init(keyID: keyID, teamID: teamID, issuedAt: parsed.issuedAt, jwt: jwt)
+    }
+
     /// A form safe to log: the first eight characters of the JWT.
     public var redacted: String { String(self.jwt.prefix(8)) + "…<redacted>" }
 

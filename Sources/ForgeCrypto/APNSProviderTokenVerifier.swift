@@ -6,7 +6,7 @@ public struct APNSProviderTokenError: Error, Hashable, Sendable, CustomStringCon
     /// The kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case malformed, unsupportedAlgorithm, unknownKeyID, badSignature, expired, issuedInFuture
+            case malformed, unsupportedAlgorithm, unknownKeyID, wrongTeam, badSignature, expired, issuedInFuture
         }
 
         private let base: Base
@@ -18,6 +18,8 @@ public struct APNSProviderTokenError: Error, Hashable, Sendable, CustomStringCon
         public static let unsupportedAlgorithm = Code(.unsupportedAlgorithm)
         /// No key is registered for `kid`.
         public static let unknownKeyID = Code(.unknownKeyID)
+        /// `iss` is not the team the token was expected for.
+        public static let wrongTeam = Code(.wrongTeam)
         /// The signature does not verify with the key for `kid`.
         public static let badSignature = Code(.badSignature)
         /// `iat` is older than the allowed age (APNs: one hour).

@@ -35,6 +35,10 @@ extension TokenAuthenticator {
             let when = issued.map { " at \(ISODate.string(Date(timeIntervalSince1970: $0)))" } ?? ""
             return "the provider token was issued\(when)\(age); APNs accepts tokens up to 60 minutes old"
         case .tooManyProviderTokenUpdates:
+            if let limit = self.tokenUpdateLimit {
+                return "a new provider token for key \(kid ?? "?") within \(limit.components.seconds / 60) minutes of the previous one "
+                    + "(on this or another connection); share one token per key and reuse it for 20 to 60 minutes"
+            }
             return "a new provider token on this connection within 20 minutes of the previous one; reuse a token for 20 to 60 minutes"
         case .unrelatedKeyIDInToken:
             return "kid \(kid ?? "?") differs from the key this connection's first push used; one connection, one key"

@@ -1,6 +1,6 @@
 public import ForgeAPNsCore
 public import ForgeCrypto
-internal import struct Foundation.Date
+public import struct Foundation.Date
 internal import ForgeSupport
 
 /// A provider-token signing key the local server knows.
@@ -49,6 +49,16 @@ public final class TokenAuthenticator: Sendable {
     private let clock: any APNSWallClock
     private let badEnvironmentKeyReason: APNSErrorReason
     private let connections = LockedBox<[UInt64: ConnectionState]>([:])
+    /// Per key id: when its current token was first accepted, and the `iat` of every token it had
+    /// (only kept with a ``tokenUpdateLimit``).
+    private struct KeyTokens {
+        var changedAt: Date
+        var history: [Date]
+    }
+    private let keyTokens = LockedBox<[String: KeyTokens]>([:])
+    /// The shortest time between two tokens of one key, across connections; `nil`: not checked.
+    public let tokenUpdateLimit: Duration?
+    private let tokenUpdateLimitSeconds: Double
     /// Tokens whose signature verified, by JWT string: clients reuse one token for up to an hour,
     /// so the ES256 check runs once per token, not once per push. Age is checked on every use.
     private let verified = LockedBox<[String: APNSVerifiedProviderToken]>([:])
@@ -65,13 +75,22 @@ public final class TokenAuthenticator: Sendable {
     ///   - badEnvironmentKeyReason: A7's reason: the spelling APNs was seen sending by default.
     ///   - lenient: also accept what APNs was seen accepting but no client should send (A3): DER
     ///     signatures and a string `iat` (APNSwift 6.4 sends one). Strict by default.
+    ///   - tokenUpdateLimit: when set, a key's new token (an `iat` not seen before for the key)
+    ///     is accepted only this long after the key's previous new token was first seen, on any
+    ///     connection; sooner is `TooManyProviderTokenUpdates`. Apple documents "refresh no more
+    ///     than once every 20 minutes"; off by default, as the per-connection rule (A5) is what
+    ///     APNs is known to enforce. A token the key had before stays accepted (a sender that
+    ///     reads the replacement a few seconds late).
     public init(
         keys: [LocalAPNsKey],
         environment: LocalAPNsConfiguration.Environment,
         clock: any APNSWallClock = .system,
         badEnvironmentKeyReason: APNSErrorReason = .badEnvironmentKeyInToken,
-        lenient: Bool = false
+        lenient: Bool = false,
+        tokenUpdateLimit: Duration? = nil
     ) {
+        self.tokenUpdateLimit = tokenUpdateLimit
+        self.tokenUpdateLimitSeconds = tokenUpdateLimit.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0
         self.keys = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last })
         var verifier = APNSProviderTokenVerifier(keys: self.keys.mapValues(\.verificationKey), acceptsDERSignatures: lenient)
         verifier.acceptsStringIssuedAt = lenient
@@ -137,12 +156,40 @@ public final class TokenAuthenticator: Sendable {
                 // A5: a new token on a bound connection.
                 if now.timeIntervalSince(state.changedAt) < Self.tokenUpdateInterval { return .tooManyProviderTokenUpdates }
             }
+            if self.tokenUpdateLimit != nil, !self.acceptKeyToken(keyID: verified.keyID, issuedAt: verified.issuedAt, now: now) {
+                return .tooManyProviderTokenUpdates
+            }
             connections[connectionID] = ConnectionState(
                 teamID: verified.teamID, keyID: verified.keyID, authorization: authorization, key: key,
                 issuedAt: verified.issuedAt, changedAt: now
             )
             return nil
         }
+    }
+
+    /// The key-wide rule: a token with an `iat` the key never had is accepted only
+    /// ``tokenUpdateLimit`` after the key's previous new token was first seen. Called with the
+    /// connections' lock held, so two connections presenting new tokens at once are judged one
+    /// after the other.
+    private func acceptKeyToken(keyID: String, issuedAt: Date, now: Date) -> Bool {
+        self.keyTokens.withLock { keys in
+            guard var tokens = keys[keyID] else {
+                keys[keyID] = KeyTokens(changedAt: now, history: [issuedAt])
+                return true
+            }
+            if tokens.history.contains(issuedAt) { return true }
+            guard now.timeIntervalSince(tokens.changedAt) >= self.tokenUpdateLimitSeconds else { return false }
+            tokens.changedAt = now
+            tokens.history.append(issuedAt)
+            keys[keyID] = tokens
+            return true
+        }
+    }
+
+    /// The `iat` of every token `keyID` had, in the order they were first accepted (kept only
+    /// with a ``tokenUpdateLimit``): one per refresh when the senders share their token.
+    public func tokenIssueDates(keyID: APNSKeyID) -> [Date] {
+        self.keyTokens.withLock { $0[keyID.rawValue]?.history ?? [] }
     }
 
     /// A7 and A8's coverage rule for a verified key.

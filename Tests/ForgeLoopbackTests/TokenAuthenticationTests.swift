@@ -75,6 +75,43 @@ struct TokenAuthenticationTests {
         #expect(auth.check(authorization: second, bundleID: "b", connectionID: 1) == nil)
     }
 
+    @Test("--token-update-limit: a key's new token (an iat it never had) within the limit of the previous one, on any connection -> TooManyProviderTokenUpdates")
+    func keyWideTokenUpdates() throws {
+        let auth = TokenAuthenticator(
+            keys: [LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey)],
+            environment: .sandbox, clock: self.clock, tokenUpdateLimit: .seconds(20 * 60)
+        )
+        let first = try self.bearer(self.key1, self.kid1, self.team1)
+        #expect(auth.check(authorization: first, bundleID: "b", connectionID: 1) == nil)
+        // Another worker's own token, a second later, on its own connection.
+        self.clock.advance(by: 1)
+        let second = try self.bearer(self.key1, self.kid1, self.team1)
+        #expect(auth.check(authorization: second, bundleID: "b", connectionID: 2) == .tooManyProviderTokenUpdates)
+        // The key's current token is fine on any connection; so is an older one still valid.
+        #expect(auth.check(authorization: first, bundleID: "b", connectionID: 3) == nil)
+        self.clock.advance(by: 20 * 60 - 2)
+        #expect(auth.check(authorization: second, bundleID: "b", connectionID: 2) == .tooManyProviderTokenUpdates)
+        self.clock.advance(by: 1)
+        #expect(auth.check(authorization: second, bundleID: "b", connectionID: 2) == nil)
+        // The limit runs from when the key's current token was first seen, not from its iat.
+        let third = try self.bearer(self.key1, self.kid1, self.team1)
+        #expect(auth.check(authorization: third, bundleID: "b", connectionID: 4) == .tooManyProviderTokenUpdates)
+        #expect(auth.check(authorization: first, bundleID: "b", connectionID: 5) == nil)
+        let start = Date(timeIntervalSince1970: 1_760_000_000)
+        #expect(auth.tokenIssueDates(keyID: self.kid1) == [start, start + 1])
+        #expect(auth.explain(.tooManyProviderTokenUpdates, authorization: third, bundleID: "b", now: self.clock.now)
+            .contains("within 20 minutes of the previous one (on this or another connection)"))
+    }
+
+    @Test("Without --token-update-limit, new tokens on other connections are accepted (only the per-connection rule applies)")
+    func keyWideRuleOff() throws {
+        let auth = self.authenticator()
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1), bundleID: "b", connectionID: 1) == nil)
+        self.clock.advance(by: 1)
+        #expect(auth.check(authorization: try self.bearer(self.key1, self.kid1, self.team1), bundleID: "b", connectionID: 2) == nil)
+        #expect(auth.tokenIssueDates(keyID: self.kid1).isEmpty)
+    }
+
     @Test("A6 and A8: another key or another team on a bound connection")
     func binding() throws {
         let auth = self.authenticator()

@@ -170,6 +170,11 @@ extension APNSCtl.Campaign {
                 (as campaign report --json prints them) and a summary of this worker's verdicts; otherwise the \
                 tokens not accepted and the summary.
 
+                With --shared-provider-token, the workers send one provider token per key, kept in the table \
+                campaign_provider_tokens: the worker that finds it 40 minutes old takes the row's lease and signs \
+                the next one; the others read it (APNs refuses a key's token updated more than once in 20 minutes). \
+                A row that does not verify against the key is ignored and logged on stderr.
+
                 Exit codes: 0 no batch left (every token has a final verdict); 65 bad input; 66 no such campaign; \
                 69 the database or the endpoint failed (a whole batch got no final verdict); 130 Ctrl-C (the batch \
                 in hand is given back once its pushes on their way are answered).
@@ -189,11 +194,32 @@ extension APNSCtl.Campaign {
         @Option(name: .long, help: "The most requests in flight at once.")
         var concurrency: Int?
 
+        @Flag(
+            name: .customLong("shared-provider-token"),
+            help: "Send the key's one provider token shared by every worker (kept in the campaign database) instead of signing one per worker."
+        )
+        var sharedProviderToken = false
+
         @Flag(name: .long, help: "One JSON object per committed verdict, then a summary object.")
         var json = false
 
         @Flag(name: .long, help: "Log batches claimed and done, and the client's connections, on stderr.")
         var verbose = false
+
+        /// The configuration's credentials with `--shared-provider-token`: the key's token from the
+        /// campaign database, its store logging on stderr (never a token).
+        private func sharedTokenCredentials(_ target: PostgresTarget, owner: String) throws -> [APNSClient.Credential] {
+            guard !self.auth.usesCertificate, self.auth.credentialSpecs.isEmpty else {
+                throw ValidationError("--shared-provider-token shares one key's token; it cannot be combined with --cert, --p12 or --credential.")
+            }
+            let credentials = try self.auth.load()
+            var logger = Logger(label: "apnsctl.provider-token")
+            logger.logLevel = .info
+            let store = PostgresProviderTokenStore(
+                url: target.url, key: credentials.key, keyID: credentials.keyID, teamID: credentials.teamID, owner: owner, logger: logger
+            )
+            return [APNSClient.Credential(authentication: .jwt(source: store.source))]
+        }
 
         func run() async throws {
             guard self.lease >= 1 else { throw ValidationError("--lease must be at least 1 second (got \(self.lease)).") }
@@ -205,11 +231,12 @@ extension APNSCtl.Campaign {
             }
             try await runReportingFailures {
                 let target = try self.target.target
+                let owner = self.owner ?? "\(ProcessInfo.processInfo.hostName):\(getpid())"
                 let configuration = try ClientFactory.configuration(
-                    auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose
+                    auth: self.auth, endpoint: self.endpoint, concurrency: self.concurrency, verbose: self.verbose,
+                    credentials: self.sharedProviderToken ? try self.sharedTokenCredentials(target, owner: owner) : nil
                 )
                 let campaign = try await target.open()
-                let owner = self.owner ?? "\(ProcessInfo.processInfo.hostName):\(getpid())"
                 let worker = PostgresCampaignWorker(campaign: campaign, owner: owner, lease: .seconds(self.lease))
                 let stopper = InterruptHandler()
                 await stopper.install()

@@ -40,6 +40,10 @@ extension APNSCtl {
                 With --dry-run, everything is validated and the HTTP/2 request that would be sent is printed \
                 (the authorization header as 'bearer <redacted>'); nothing is sent.
 
+                With --provider-token-file FILE, the pushes carry the token in FILE (kept fresh by \
+                apnsctl jwt --write FILE --refresh, or by another program) instead of one signed here: it must be an \
+                ES256 JWT for --key-id and --team-id, at most 60 minutes old (else exit 65, nothing sent).
+
                 Examples:
                   apnsctl send --token 7c1d… --topic com.example.app --title Hi --body 'Hello'
                   apnsctl send --tokens-file tokens.txt --payload alert.json --json
@@ -49,6 +53,7 @@ extension APNSCtl {
         )
 
         @OptionGroup(title: "Credentials") var auth: AuthOptions
+        @OptionGroup(title: "Credentials") var tokenFile: ProviderTokenFileOptions
         @OptionGroup(title: "Endpoint") var endpoint: EndpointOptions
         @OptionGroup(title: "Notification") var notification: NotificationOptions
 
@@ -222,7 +227,26 @@ extension APNSCtl {
                 }
                 Output.diagnostic(parts.joined(separator: " · "))
             }
-            return try ClientFactory.configuration(auth: self.auth, endpoint: self.endpoint, concurrency: self.large.concurrency, verbose: self.output.verbose)
+            return try ClientFactory.configuration(
+                auth: self.auth, endpoint: self.endpoint, concurrency: self.large.concurrency, verbose: self.output.verbose,
+                credentials: try self.providerTokenFile().map { [APNSClient.Credential(authentication: .jwt(source: $0.source))] }
+            )
+        }
+
+        /// `--provider-token-file`, read and checked (65 naming the file and the rule), or `nil`.
+        private func providerTokenFile() throws -> ProviderTokenFile? {
+            guard let path = self.tokenFile.path else { return nil }
+            guard !self.auth.usesCertificate, self.auth.credentialSpecs.isEmpty else {
+                throw ValidationError("--provider-token-file sends with one key's token; it cannot be combined with --cert, --p12 or --credential.")
+            }
+            guard let keyIDText = self.auth.resolvedKeyID, let teamIDText = self.auth.resolvedTeamID else {
+                throw ValidationError("--provider-token-file needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID): the key and team its token must be for.")
+            }
+            let keyID: APNSKeyID, teamID: APNSTeamID
+            do { keyID = try APNSKeyID(keyIDText) } catch { throw CLIFailure.badData("--key-id", error, value: keyIDText) }
+            do { teamID = try APNSTeamID(teamIDText) } catch { throw CLIFailure.badData("--team-id", error, value: teamIDText) }
+            let key = self.auth.resolvedKeyFile == nil ? nil : try self.auth.load().key.publicKey
+            return try ProviderTokenFile(path: path, keyID: keyID, teamID: teamID, key: key)
         }
     }
 }

@@ -206,7 +206,10 @@ extension APNSCtl {
                 maxConcurrentStreams: self.behaviour.maxStreams, idleTimeout: self.behaviour.idleTimeout.map { .milliseconds(Int($0 * 1000)) },
                 keepsHistory: false, servedBundleIDs: self.tokenOptions.topics.isEmpty ? nil : Set(self.tokenOptions.topics)
             )
-            let authenticator = keys.isEmpty ? nil : TokenAuthenticator(keys: keys, environment: self.behaviour.environment.local, lenient: self.authentication.lenientTokens)
+            let authenticator = keys.isEmpty ? nil : TokenAuthenticator(
+                keys: keys, environment: self.behaviour.environment.local, lenient: self.authentication.lenientTokens,
+                tokenUpdateLimit: self.authentication.tokenUpdateLimit
+            )
             var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
             let printer = self.output.quiet ? nil : JudgementPrinter(json: self.output.json, printsRequests: self.output.printRequests)
             if printer != nil || metrics != nil || recorder != nil {

@@ -6,6 +6,19 @@ import Glibc
 
 // `apnsctl send`'s options in the groups its help lists them under.
 
+/// A provider token kept fresh by another program, instead of signing with the key.
+struct ProviderTokenFileOptions: ParsableArguments {
+    @Option(
+        name: .customLong("provider-token-file"),
+        help: ArgumentHelp(
+            "Send with the provider token in this file (as apnsctl jwt --write FILE --refresh keeps it) instead of signing one; "
+                + "needs --key-id and --team-id, and checks the signature when --key-file is given too.",
+            valueName: "path"
+        )
+    )
+    var path: String?
+}
+
 /// Who a push goes to: device tokens, a tokens file, or a broadcast channel.
 struct SendRecipientOptions: ParsableArguments {
     @Option(name: .customLong("token"), help: ArgumentHelp("A device token as hex; repeat for several.", valueName: "hex"))

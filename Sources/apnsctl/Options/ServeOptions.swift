@@ -35,6 +35,17 @@ struct ServeAuthenticationOptions: ParsableArguments {
     @Flag(name: .customLong("lenient-tokens"), help: "Also accept DER signatures and a string iat, as APNs was seen doing (default: strict).")
     var lenientTokens = false
 
+    @Option(
+        name: .customLong("token-update-limit"),
+        help: ArgumentHelp(
+            "Answer TooManyProviderTokenUpdates to a key's new token (an iat not seen before) sooner than this after its previous one, "
+                + "on any connection: 20m, 90s (default: off; the per-connection 20-minute rule always applies).",
+            valueName: "duration"
+        ),
+        transform: { try TokenUpdateLimit.parse($0) }
+    )
+    var tokenUpdateLimit: Duration?
+
     @Option(name: .customLong("client-ca"), help: "Ask clients for a certificate and check it against this CA (PEM).")
     var clientCA: String?
 
@@ -140,4 +151,17 @@ struct ServeInboxOptions: ParsableArguments {
 
     @Option(help: "How many judged requests the inbox keeps (the oldest are dropped and counted).")
     var keep: Int = 10_000
+}
+
+/// `--token-update-limit`: whole minutes (`20m`) or seconds (`90s`), at most an hour, the token's lifetime.
+enum TokenUpdateLimit {
+    static let rule = "whole minutes or seconds, such as 20m or 90s, from 1s to 60m"
+
+    static func parse(_ text: String) throws -> Duration {
+        let unit: Int64? = text.hasSuffix("m") ? 60 : text.hasSuffix("s") ? 1 : nil
+        guard let unit, let value = Int64(text.dropLast()), text.dropLast().allSatisfy(\.isWholeNumber), value >= 1,
+            value * unit <= 3600
+        else { throw ValidationError("--token-update-limit '\(text)': expected \(Self.rule)") }
+        return .seconds(value * unit)
+    }
 }

@@ -9,13 +9,15 @@ import Logging
 /// the same way.
 enum ClientFactory {
     /// A client configuration from the credential and endpoint flags.
+    /// - Parameter credentials: instead of the credential flags' (a token file's source).
     /// - Throws: `ValidationError` (64) for missing or conflicting flags, ``CLIFailure`` (65, 66) for bad data.
     static func configuration(
-        auth: AuthOptions, endpoint: EndpointOptions, concurrency: Int? = nil, verbose: Bool = false
+        auth: AuthOptions, endpoint: EndpointOptions, concurrency: Int? = nil, verbose: Bool = false,
+        credentials: [APNSClient.Credential]? = nil
     ) throws -> APNSClient.Configuration {
         let environment = try endpoint.resolved()
         let tls = try endpoint.tls()
-        let credentials = try auth.credentials()
+        let credentials = try credentials ?? auth.credentials()
         var logger = Logger(label: "apnsctl")
         // Errors only by default: send reports failures itself, per token and with a plain message.
         logger.logLevel = verbose ? .debug : .error
