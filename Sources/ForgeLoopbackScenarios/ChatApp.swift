@@ -177,7 +177,7 @@ struct BadgeCountHandler: SilentPushHandler {
     }
 }
 
-/// The app's scene delegate and notification-centre delegate (seed 004): notes the scene connecting
+/// The app's scene delegate and notification-centre delegate: notes the scene connecting
 /// with the notification that launched the app, and presents foreground notifications as a banner
 /// in the list with sound and badge.
 struct ChatAppDelegate: SimulatedAppDelegate {

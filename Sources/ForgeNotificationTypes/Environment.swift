@@ -52,7 +52,7 @@ public final class ManualProtectedDataObserver: ProtectedDataObserving {
 
 /// Where the app is when a handler runs, as `UIApplication.shared.applicationState` reports it.
 ///
-/// Seed 004's `didReceive` switches on it: `.active` when the user tapped a notification while the app
+/// An app's `didReceive` typically switches on it: `.active` when the user tapped a notification while the app
 /// was on screen, `.inactive` when the tap brought the app to the foreground (from the background or
 /// by launching it), `.background` for an action that does not open the app and for background pushes
 /// to an app that is not on screen.

@@ -35,7 +35,7 @@ public struct SceneConnectionOptions: Hashable, Sendable {
 }
 
 /// The parts of an app's scene delegate and notification-centre delegate that the device calls, in
-/// the order iOS calls them (seed 004). Implement it to see each step; both methods have defaults.
+/// the order iOS calls them. Implement it to see each step; both methods have defaults.
 ///
 /// - Foreground: a notification arrives → ``willPresent(_:)`` (app `.active`) → shown as its options
 ///   say → on a tap, the response goes to the app's `VisiblePushRouter` (`didReceive`, `.active`).

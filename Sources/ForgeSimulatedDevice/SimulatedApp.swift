@@ -4,7 +4,7 @@ public import ForgeVisiblePush
 internal import ForgeSupport
 
 /// An app installed on a ``SimulatedDevice``: its tokens, its settings and state, the routers that
-/// stand in for its delegates, and the scene and notification-centre hooks of seed 004.
+/// stand in for its delegates, and the scene and notification-centre hooks UIKit calls.
 ///
 /// Tests add handlers to ``silentRouter`` and ``visibleRouter``, set a ``delegate`` to see the scene
 /// connect and decide foreground presentation, and change the state (``state``, ``authorization``,
@@ -120,7 +120,7 @@ public final class SimulatedApp: Sendable {
     /// the response is handled, `.active` in the foreground, `.background` otherwise.
     public var applicationState: ApplicationState { self.storage.withLock { $0.applicationState } }
 
-    /// The app's scene and notification-centre hooks (seed 004); `nil` presents foreground
+    /// The app's scene and notification-centre hooks; `nil` presents foreground
     /// notifications with the options given at creation or by ``setForegroundPresentation(_:)``.
     public var delegate: (any SimulatedAppDelegate)? {
         get { self.storage.withLock { $0.delegate } }

@@ -59,7 +59,7 @@ extension SimulatedDevice {
         return await self.respond(response, app: app, opensApp: choice.opensApp)
     }
 
-    /// Seed 004's routes to `didReceive`, which goes to the app's VisiblePushRouter:
+    /// UIKit's routes to `didReceive`, which goes to the app's VisiblePushRouter:
     /// - not running: launched (into the foreground, `.inactive`, when the action opens the app; else
     ///   in the background), the scene connects with the response first, then the router;
     /// - in the background, for an action that opens the app: foregrounded (`.inactive`), then the router;

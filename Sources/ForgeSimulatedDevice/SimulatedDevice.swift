@@ -27,8 +27,8 @@ internal import ForgeSupport
 /// it is not simulated.
 ///
 /// Simulated user actions (``tap(_:in:)``, ``dismiss(_:in:)``, ``perform(action:userText:on:in:)``)
-/// produce responses for the app's `VisiblePushRouter` along seed 004's route for the app's state:
-/// for an app that is not running, the launch and the scene connecting come first (see
+/// produce responses for the app's `VisiblePushRouter` along UIKit's route for the app's state
+/// (`UNUserNotificationCenterDelegate`, `UISceneDelegate`): for an app that is not running, the launch and the scene connecting come first (see
 /// ``SimulatedAppDelegate``); handlers see ``SimulatedApp/applicationState`` in their context.
 ///
 /// ## Determinism
