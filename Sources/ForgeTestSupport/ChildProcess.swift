@@ -167,7 +167,12 @@ public final class ChildProcess: Sendable {
         #if os(Linux)
         let pid = self.process.processIdentifier
         guard pid > 0 else { return false }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else {
+            // Gone only if its /proc entry is: a read can also fail for this process's own reasons
+            // (every descriptor in use while many tests run at once), and a child still running
+            // must not be reported as exited then. `fileExists` needs no descriptor.
+            return !FileManager.default.fileExists(atPath: "/proc/\(pid)")
+        }
         // `pid (comm) S …`: the state follows the last `)` (the command name may hold one).
         guard let close = stat.lastIndex(of: ")") else { return false }
         let state = stat[stat.index(after: close)...].drop(while: { $0 == " " }).first
