@@ -9,16 +9,22 @@ extension ChildProcess {
     /// - Throws: ``ChildProcessError`` with the child's output when no socket appeared; the child is
     ///   killed first.
     public func listeningPort(timeout: Duration = .seconds(30)) async throws -> Int {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        let start = ContinuousClock.now
+        var exited = false
+        while ContinuousClock.now < start + timeout {
             if let port = Self.listeningPort(pid: self.processIdentifier) { return port }
-            guard self.isRunning else { break }
+            guard self.isRunning else {
+                exited = true
+                break
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
+        let waited = ContinuousClock.now - start
         // Killed first, so that its output is complete.
         self.kill()
         let result = await self.finish(timeout: .zero)
-        throw ChildProcessError("\(self.name): no listening socket: \(result.stdout)\(result.stderr)")
+        let how = exited ? "it exited with status \(result.exitCode) after \(waited)" : "none after \(waited), killed"
+        throw ChildProcessError("\(self.name): no listening socket (\(how)): \(result.stdout)\(result.stderr)")
     }
 
     private static func listeningPort(pid: Int32) -> Int? {
@@ -31,7 +37,7 @@ extension ChildProcess {
             inodes.insert(String(target.dropFirst(8).dropLast()))
         }
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            guard let text = Self.readProcFile(table) else { continue }
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ")
                 // local_address is field 1 (ADDR:PORT in hex), st is field 3 (0A = LISTEN), inode is field 9.
@@ -42,5 +48,24 @@ extension ChildProcess {
             }
         }
         return nil
+    }
+
+    /// A `/proc` file read to its end. Not `String(contentsOfFile:)`: these files say their size is
+    /// 0, and Foundation then reads only its first chunk (about 4 KB, some 27 sockets of
+    /// `/proc/net/tcp`); a listening socket further down the table, as when many tests have
+    /// connections open, was never seen.
+    private static func readProcFile(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { return String(decoding: bytes, as: UTF8.self) }
+            bytes += buffer[..<count]
+        }
     }
 }

@@ -68,6 +68,40 @@ import Testing
         #expect(Self.hasExited(pid))
     }
 
+    /// The child's listening socket is found however many sockets are open before it: `/proc/net/tcp`
+    /// lists them all ahead of it, far past the first 4 KB (about 27 lines) that a plain Foundation
+    /// read of a `/proc` file returns, as happens when many tests have servers running at once.
+    @Test func listeningPortBehindManySockets() async throws {
+        var sockets: [Int32] = []
+        defer { sockets.forEach { close($0) } }
+        for _ in 0..<300 {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            try #require(socket >= 0)
+            sockets.append(socket)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(bound == 0 && listen(socket, 1) == 0)
+        }
+        let server = try ChildProcess("/usr/sbin/nghttpd", ["-a", "127.0.0.1", "--no-tls", "0"])
+        let port = try await server.listeningPort(timeout: .seconds(20))
+        #expect(port > 0)
+        let connected = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(connected) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let answer = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(connected, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(answer == 0, "nothing accepts on port \(port)")
+        server.kill()
+    }
+
     /// Whether `pid` is gone, or a zombie not reaped yet.
     private static func hasExited(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
