@@ -19,6 +19,7 @@ extension APNSCtl {
                       --alert-title "Order A-17" --alert-body "We are preparing it"
                   apnsctl activity update --token <activity token> --content-state @state.json --stale-date 2026-11-23T10:00:00Z
                   apnsctl activity end --channel <channel id> --content-state '{"status":"delivered"}' --dismissal-date 0
+                  apnsctl activity update --token <activity token> --payload update.apns   # a Simulator fixture, as it is
                 """,
             subcommands: [Start.self, Update.self, End.self]
         )
@@ -63,8 +64,37 @@ extension APNSCtl {
             case broadcast(APNSPreparedBroadcast)
         }
 
+        /// A payload from `--payload`, with the header flags: to a token or a channel.
+        fileprivate static func prepare(_ file: ActivityOptions.PayloadFile, _ options: ActivityOptions) throws -> Prepared {
+            let bundleID = try options.bundleID(payload: file)
+            let flagged = { (error: APNSValidationError) -> CLIFailure in
+                CLIFailure.badData(error.code == .badPriority ? "--priority" : "--payload", error)
+            }
+            let priority = options.priority?.priority
+            let apnsID = try options.apnsIDValue
+            if options.channel != nil {
+                let channelID = try options.channelID
+                let expiration = try options.expirationValue ?? .immediately
+                do throws(APNSValidationError) {
+                    return .broadcast(
+                        try APNSPreparedBroadcast(
+                            bundleID: bundleID, channelID: channelID, priority: priority ?? .immediately, expiration: expiration,
+                            requestID: apnsID, body: file.bytes
+                        )
+                    )
+                } catch { throw flagged(error) }
+            }
+            let notification = APNSPayloadNotification(
+                pushType: .liveactivity, topic: APNSTopic(bundleID: bundleID, pushType: .liveactivity), json: file.bytes,
+                priority: priority, expiration: try options.expirationValue ?? .none, collapseID: try options.collapseIDValue, apnsID: apnsID
+            )
+            let token = try options.deviceToken
+            do throws(APNSValidationError) { return .token(try notification.prepared(), token) } catch { throw flagged(error) }
+        }
+
         /// Update and end: to a token or a channel.
-        fileprivate static func prepareEvent(_ event: APNSLiveActivityEvent, _ options: ActivityOptions) throws -> Prepared {
+        fileprivate static func prepareEvent(_ event: APNSLiveActivityEvent, named name: String, _ options: ActivityOptions) throws -> Prepared {
+            if let file = try options.payloadFile(event: name) { return try self.prepare(file, options) }
             let bundleID = try options.bundleID
             let state = try options.state
             let timestamp = try options.timestampDate
@@ -114,6 +144,14 @@ extension APNSCtl.Activity {
         /// Rules between flags; run() checks them first, once the parser has refused unknown options.
         func check() throws {
             if self.options.channel != nil { throw ValidationError("A Live Activity starts with a push-to-start --token; --channel updates or ends one.") }
+            if self.options.payload != nil {
+                let content: [(String, Bool)] = [
+                    ("--attributes-type", self.attributesType != nil), ("--attributes", self.attributes != nil),
+                    ("--input-push-token", self.inputPushToken),
+                ]
+                try ActivityOptions.refuseBesidePayload(content.filter(\.1).map(\.0))
+                return
+            }
             if self.attributesType == nil { throw ValidationError("Missing --attributes-type: the ActivityAttributes type's name in the app.") }
             if self.attributes == nil { throw ValidationError("Missing --attributes: the activity's attributes, a JSON object or @file.") }
             if self.options.alertTitle == nil { throw ValidationError("Missing --alert-title: a push that starts a Live Activity must alert.") }
@@ -123,6 +161,12 @@ extension APNSCtl.Activity {
             try self.options.check()
             try self.check()
             try await runReportingFailures {
+                if let file = try self.options.payloadFile(event: "start") {
+                    try await APNSCtl.Activity.deliver(
+                        try APNSCtl.Activity.prepare(file, self.options), options: self.options, auth: self.auth, endpoint: self.endpoint
+                    )
+                    return
+                }
                 let attributes = try ActivityOptions.jsonObject(self.attributes ?? "", flag: "--attributes")
                 let notification = APNSLiveActivityStartNotification(
                     attributesType: self.attributesType ?? "", attributes: attributes, contentState: try self.options.state,
@@ -153,7 +197,7 @@ extension APNSCtl.Activity {
         func run() async throws {
             try self.options.check()
             try await runReportingFailures {
-                let prepared = try APNSCtl.Activity.prepareEvent(.update, self.options)
+                let prepared = try APNSCtl.Activity.prepareEvent(.update, named: "update", self.options)
                 try await APNSCtl.Activity.deliver(prepared, options: self.options, auth: self.auth, endpoint: self.endpoint)
             }
         }
@@ -173,9 +217,10 @@ extension APNSCtl.Activity {
 
         func run() async throws {
             try self.options.check()
+            if self.options.payload != nil, self.dismissalDate != nil { try ActivityOptions.refuseBesidePayload(["--dismissal-date"]) }
             try await runReportingFailures {
                 let dismissal = try self.dismissalDate.map { try ActivityOptions.date($0, flag: "--dismissal-date") }
-                let prepared = try APNSCtl.Activity.prepareEvent(.end(dismissalDate: dismissal), self.options)
+                let prepared = try APNSCtl.Activity.prepareEvent(.end(dismissalDate: dismissal), named: "end", self.options)
                 try await APNSCtl.Activity.deliver(prepared, options: self.options, auth: self.auth, endpoint: self.endpoint)
             }
         }

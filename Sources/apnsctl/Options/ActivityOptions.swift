@@ -36,6 +36,15 @@ struct ActivityOptions: ParsableArguments {
     @Option(name: .customLong("alert-sound"), help: "aps.alert.sound.")
     var alertSound: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The whole payload from a file instead of the content flags: a .apns file (simctl's format; its \"Simulator Target Bundle\" is --topic when absent) or JSON; its aps.event must be this command's.",
+            valueName: "path"
+        )
+    )
+    var payload: String?
+
     @Option(name: .long, help: "The apns-priority: 10 or 5 (default: 10).")
     var priority: NotificationOptions.Priority?
 
@@ -65,8 +74,16 @@ struct ActivityOptions: ParsableArguments {
         try self.lints.check()
         if self.token != nil, self.channel != nil { throw ValidationError("Give --token or --channel, not both.") }
         if self.token == nil, self.channel == nil { throw ValidationError("Missing --token (the activity's push token) or --channel.") }
+        if self.payload != nil {
+            let content: [(String, Bool)] = [
+                ("--content-state", self.contentState != nil), ("--timestamp", self.timestamp != nil), ("--stale-date", self.staleDate != nil),
+                ("--relevance-score", self.relevanceScore != nil), ("--alert-title", self.alertTitle != nil),
+                ("--alert-body", self.alertBody != nil), ("--alert-sound", self.alertSound != nil),
+            ]
+            try Self.refuseBesidePayload(content.filter(\.1).map(\.0))
+        }
         // Checked here, after parsing, not by the parser: a misspelt flag beside it is then reported as unknown.
-        if self.contentState == nil { throw ValidationError("Missing --content-state: the activity's content state, a JSON object or @file.") }
+        if self.contentState == nil, self.payload == nil { throw ValidationError("Missing --content-state: the activity's content state, a JSON object or @file.") }
         if self.channel != nil, self.collapseID != nil { throw ValidationError("--collapse-id does not apply to broadcasts.") }
         if self.alertBody != nil || self.alertSound != nil, self.alertTitle == nil {
             throw ValidationError("--alert-body and --alert-sound need --alert-title.")
@@ -75,9 +92,17 @@ struct ActivityOptions: ParsableArguments {
 
     // MARK: Parsed values
 
-    var bundleID: APNSBundleID {
-        get throws {
-            try EnvironmentFallback.bundleID(self.topic)
+    var bundleID: APNSBundleID { get throws { try self.bundleID(payload: nil) } }
+
+    /// `--topic` (or `APNS_TOPIC`), else the "Simulator Target Bundle" of a `.apns` `--payload`.
+    func bundleID(payload: PayloadFile?) throws -> APNSBundleID {
+        guard EnvironmentFallback.value(self.topic, "APNS_TOPIC") == nil, let bundle = payload?.targetBundle else {
+            return try EnvironmentFallback.bundleID(self.topic)
+        }
+        do { return try APNSBundleID(bundle) } catch {
+            throw CLIFailure(
+                message: "--payload '\(self.payload ?? "")': its \"\(APNSSimulatorFile.targetBundleKey)\" \(error.rule)", exitCode: CLIExit.dataError
+            )
         }
     }
 
