@@ -49,6 +49,43 @@ struct LintCLITests {
         #expect(try objects(silenced.stdout).allSatisfy { $0["lints"] == nil }, "\(silenced.stdout)")
     }
 
+    /// LA007 in bulk: a file that names one activity several times (a feed of score changes) sends
+    /// it priority-10 updates in quick succession. The repeats are tagged, the first is not, another
+    /// activity is not; priority 5 spends no budget; per-line payloads count too; `--no-lint` silences it.
+    @Test("send --tokens-file naming an activity twice at priority 10: LA007 on the repeats only, one warning; not at priority 5")
+    func frequentUpdatesAcrossAFile() throws {
+        let folder = try TemporaryFolder("lint-cli")
+        defer { folder.remove() }
+        let now = Int(Date().timeIntervalSince1970)
+        let update = #"{"aps":{"event":"update","timestamp":\#(now),"content-state":{"score":"1-0"}}}"#
+        let payload = try folder.file("update.json", contents: update)
+        let activity = String(repeating: "ab", count: 32), other = String(repeating: "cd", count: 32)
+        let shared = try folder.file("tokens.txt", contents: [activity, other, activity, activity].joined(separator: "\n") + "\n")
+        let perLine = try folder.file("lines.ndjson", contents: [activity, other, activity].map {
+            #"{"token":"\#($0)","payload":\#(update)}"#
+        }.joined(separator: "\n") + "\n")
+        let server = try ServerProcess(["--topic", bundle, "--quiet"])
+        let base = ["send", "--url", "https://127.0.0.1:\(server.port)", "--ca-file", ca] + credentials + [
+            "--topic", bundle, "--push-type", "liveactivity", "--json",
+        ]
+        let urgent = try CommandRunner.run(base + ["--payload", payload, "--tokens-file", shared])
+        let gentle = try CommandRunner.run(base + ["--payload", payload, "--tokens-file", shared, "--priority", "5"])
+        let lines = try CommandRunner.run(base + ["--tokens-file", perLine])
+        let silenced = try CommandRunner.run(base + ["--payload", payload, "--tokens-file", shared, "--no-lint", "LA007"])
+        _ = server.stop()
+
+        for result in [urgent, gentle, lines, silenced] { #expect(result.exitCode == 0, "\(result.stderr)") }
+        let tagged = { (result: CommandRunner.Result) throws -> [Int] in
+            try objects(result.stdout).filter { ($0["lints"] as? [String])?.contains("LA007") == true }.compactMap { $0["line"] as? Int }.sorted()
+        }
+        #expect(try tagged(urgent) == [3, 4], "\(urgent.stdout)")
+        let warnings = urgent.stderr.split(separator: "\n").filter { $0.hasPrefix("warning: LA007: line 3, after line 1 to the same token: a priority-10 update") }
+        #expect(warnings.count == 1 && urgent.stderr.contains("1 more line like it"), "\(urgent.stderr)")
+        #expect(try tagged(gentle).isEmpty && !gentle.stderr.contains("LA007"), "priority 5 spends no budget: \(gentle.stderr)")
+        #expect(try tagged(lines) == [3], "\(lines.stdout)")
+        #expect(try tagged(silenced).isEmpty && !silenced.stderr.contains("LA007"), "\(silenced.stderr)")
+    }
+
     @Test("activity update: the warning, the lints field in its JSON line; --dry-run warns too")
     func activityWarns() throws {
         let server = try ServerProcess(["--topic", bundle, "--quiet"])

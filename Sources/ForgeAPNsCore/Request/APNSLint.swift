@@ -256,6 +256,18 @@ extension APNSPreparedNotification {
     }
 }
 
+extension APNSPreparedNotification {
+    /// Whether this is what LA007 counts: a Live Activity update at priority 10 (the default), which
+    /// spends the activity's update budget. Parses the body only when the headers match.
+    package var spendsUpdateBudget: Bool {
+        guard self.pushType == .liveactivity, (self.priority?.rawValue ?? 10) == 10,
+            let root = try? JSONSerialization.jsonObject(with: Data(self.body)) as? [String: Any],
+            let aps = root["aps"] as? [String: Any]
+        else { return false }
+        return aps["event"] as? String == "update"
+    }
+}
+
 extension APNSPreparedBroadcast {
     /// What an iPhone listening to the channel would get wrong with this broadcast (``APNSLinter``), judged at `now`.
     public func lints(now: Date = Date()) -> [APNSLint] {

@@ -182,7 +182,8 @@ extension APNSCtl {
                 await SendSession(
                     client: client, shared: shared, tokens: source,
                     renderer: ResultRenderer(format: self.output.outputFormat, lints: lints.map(\.id)),
-                    width: self.large.concurrency ?? 64, endpoint: resolved.environment.authority
+                    width: self.large.concurrency ?? 64, endpoint: resolved.environment.authority,
+                    frequentUpdates: self.output.lints.isSilenced("LA007") ? nil : FrequentUpdates(shared: shared)
                 ).run()
             }
             if code != 0 { throw ExitCode(code) }

@@ -18,6 +18,9 @@ struct LintOptions: ParsableArguments {
         }
     }
 
+    /// Whether `id` is silenced.
+    func isSilenced(_ id: String) -> Bool { self.silenced.contains { $0.uppercased() == id } }
+
     /// `lints` without the silenced ones.
     func kept(_ lints: [APNSLint]) -> [APNSLint] {
         guard !self.silenced.isEmpty else { return lints }

@@ -73,19 +73,25 @@ struct ResultRenderer: Sendable {
     /// `,"lints":["LA003",…]`, written into every JSON line: the ids of the lints of the one
     /// notification all tokens get (their messages go to stderr once). Empty without lints.
     private var lintsField: [UInt8] = []
+    private var lints: [String] = []
 
     /// - Parameter lints: the ids of the shared notification's lints, for each JSON line.
     init(format: OutputFormat, omitsAccepted: Bool = false, lints: [String] = []) {
         self.format = format
         self.omitsAccepted = omitsAccepted
-        if !lints.isEmpty {
-            self.lintsField = Array(",\"lints\":[".utf8)
-            for (index, id) in lints.enumerated() {
-                if index > 0 { self.lintsField.append(UInt8(ascii: ",")) }
-                JSONString.append(id, to: &self.lintsField)
-            }
-            self.lintsField.append(UInt8(ascii: "]"))
+        self.lints = lints
+        self.lintsField = Self.lintsField(lints)
+    }
+
+    private static func lintsField(_ lints: [String]) -> [UInt8] {
+        guard !lints.isEmpty else { return [] }
+        var field = Array(",\"lints\":[".utf8)
+        for (index, id) in lints.enumerated() {
+            if index > 0 { field.append(UInt8(ascii: ",")) }
+            JSONString.append(id, to: &field)
         }
+        field.append(UInt8(ascii: "]"))
+        return field
     }
 
     init(json: Bool, lints: [String] = []) { self.init(format: json ? .json : .human, lints: lints) }
@@ -104,12 +110,14 @@ struct ResultRenderer: Sendable {
 
     /// Appends the line for `result`, without its newline, to `bytes`: a bulk send writes one per
     /// token, so the JSON is built as bytes, not through string interpolation.
-    func append(_ result: TokenResult, to bytes: inout [UInt8]) {
+    /// - Parameter extra: lints of this token alone (LA007 across a file), after the shared ones.
+    func append(_ result: TokenResult, adding extra: [String] = [], to bytes: inout [UInt8]) {
         if self.json {
             Self.appendJSON(result, to: &bytes)
-            if !self.lintsField.isEmpty {
+            let field = extra.isEmpty ? self.lintsField : Self.lintsField(self.lints + extra.filter { !self.lints.contains($0) })
+            if !field.isEmpty {
                 bytes.removeLast()  // the closing brace
-                bytes.append(contentsOf: self.lintsField)
+                bytes.append(contentsOf: field)
                 bytes.append(UInt8(ascii: "}"))
             }
         } else {

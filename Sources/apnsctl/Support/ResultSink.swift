@@ -31,13 +31,16 @@ final class ResultSink: Sendable {
     }
 
     private let renderer: ResultRenderer
+    /// LA007 across the lines of a tokens file, when a send can meet it.
+    let frequentUpdates: FrequentUpdates?
     private let state: LockedBox<State>
     private let stopper: InterruptHandler
     private let stdoutIsTerminal = isatty(STDOUT_FILENO) == 1
 
     /// - Parameter progress: the bar to keep up to date, if one is shown.
-    init(renderer: ResultRenderer, progress: ProgressBar?, stopper: InterruptHandler) {
+    init(renderer: ResultRenderer, progress: ProgressBar?, stopper: InterruptHandler, frequentUpdates: FrequentUpdates? = nil) {
         self.renderer = renderer
+        self.frequentUpdates = frequentUpdates
         self.stopper = stopper
         self.state = LockedBox(State(progress: progress))
     }
@@ -88,7 +91,7 @@ final class ResultSink: Sendable {
             case .accepted: break
             }
             if self.renderer.prints(result) {
-                self.renderer.append(result, to: &state.buffer)
+                self.renderer.append(result, adding: self.frequentUpdates?.lints(line: result.line) ?? [], to: &state.buffer)
                 state.buffer.append(0x0a)
             }
             let now = ContinuousClock.now

@@ -25,6 +25,8 @@ struct SendSession {
     /// The most per-line sends in flight.
     var width: Int
     var endpoint: String
+    /// LA007 across the lines of a tokens file; `nil` when it is silenced.
+    var frequentUpdates: FrequentUpdates?
 
     func run() async -> Int32 {
         let stopper = InterruptHandler()
@@ -42,7 +44,9 @@ struct SendSession {
         // On a terminal a bulk send prints only what needs attention; the bar shows the rest.
         var renderer = self.renderer
         if renderer.format == .human, isBulk, isatty(STDOUT_FILENO) == 1 { renderer.omitsAccepted = true }
-        let sink = ResultSink(renderer: renderer, progress: progress, stopper: stopper)
+        let sink = ResultSink(
+            renderer: renderer, progress: progress, stopper: stopper, frequentUpdates: self.isFromFile ? self.frequentUpdates : nil
+        )
         let started = ContinuousClock.now
 
         // Lines wait in a buffer while results arrive; a tick writes them (and redraws the bar)
@@ -60,6 +64,7 @@ struct SendSession {
         if let failure { return failure }
 
         let counts = sink.finish(seconds: ProgressBar.seconds(.now - started))
+        if let warning = sink.frequentUpdates?.warning() { Output.diagnostic(warning) }
         for hint in sink.hints() { Output.diagnostic(hint) }
         let resume = self.isFromFile ? sink.resumePoint() : nil
         switch stopper.reason {

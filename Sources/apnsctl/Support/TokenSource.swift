@@ -234,6 +234,7 @@ struct TokenSource: AsyncSequence, Sendable {
                     self.source.tally.addBadLine(line: number, problem: problem)
                 case .entry(let entry):
                     self.source.tally.noteLineRead(entry.line)
+                    self.source.tally.frequentUpdates?.note(entry)
                     if entry.notification != nil, let perLine = self.source.perLine {
                         await perLine.submit(entry)
                         continue
