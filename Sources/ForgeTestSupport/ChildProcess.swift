@@ -285,6 +285,11 @@ public final class ChildProcess: Sendable {
         self.wait(for: \.stdout, timeout: timeout) { bytes in bytes.lazy.filter { $0 == UInt8(ascii: "\n") }.count >= count }
     }
 
+    /// The same for standard error.
+    public func waitForStandardError(lines count: Int, timeout: Duration) -> Bool {
+        self.wait(for: \.stderr, timeout: timeout) { bytes in bytes.lazy.filter { $0 == UInt8(ascii: "\n") }.count >= count }
+    }
+
     private func wait(for stream: KeyPath<Captured, [UInt8]>, timeout: Duration, until done: ([UInt8]) -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {

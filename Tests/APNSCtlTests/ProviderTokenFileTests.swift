@@ -51,6 +51,46 @@ struct ProviderTokenFileTests {
         #expect(result.exitCode == 64 && result.stderr.contains("--refresh keeps a token file fresh: give --write FILE."), "\(result.stderr)")
     }
 
+    /// The loop a shell pipeline relies on: the file is replaced with a newer token on schedule,
+    /// never left empty or half written. Waits for the replacement, bounded; it comes after the
+    /// interval the command was given (1 s, under APNs' 20 minutes, so it warns).
+    @Test("jwt --write --refresh --refresh-interval 1s replaces the file with a newer valid token, and warns that APNs wants 20 minutes")
+    func refreshReplacesTheFile() throws {
+        let folder = try TemporaryFolder("apnsctl-jwt-refresh")
+        defer { folder.remove() }
+        let path = folder.url.appendingPathComponent("token").path
+        let refresher = try ChildProcess(
+            executable: CommandRunner.binary, arguments: ["jwt", "--key-file", keyFile, "--write", path, "--refresh", "--refresh-interval", "1s"] + ids,
+            environment: CommandRunner.environment()
+        )
+        defer { refresher.terminate() }
+        #expect(refresher.waitForStandardError(containing: "wrote \(path)", timeout: .seconds(30)), "\(refresher.standardErrorSoFar)")
+        let first = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(refresher.waitForStandardError(lines: 3, timeout: .seconds(30)), "\(refresher.standardErrorSoFar)")
+        let second = try String(contentsOfFile: path, encoding: .utf8)
+        let result = refresher.finish(timeout: .zero)
+        let key = try APNSSigningKey(contentsOfFile: keyFile).publicKey
+        let tokens = try [first, second].map {
+            try APNSProviderToken(
+                verifying: $0.trimmingCharacters(in: .newlines), keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"),
+                key: key, now: Date()
+            )
+        }
+        #expect(tokens[1].issuedAt > tokens[0].issuedAt, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("warning: --refresh-interval under 20m: APNs answers TooManyProviderTokenUpdates"), "\(result.stderr)")
+        #expect(!result.stderr.contains(first.trimmingCharacters(in: .newlines)), "the token is never printed")
+    }
+
+    @Test("--refresh-interval outside 1s…55m, or without --refresh, is a usage error (64)", arguments: [
+        (["--refresh", "--refresh-interval", "56m"], "--refresh-interval '56m': expected whole minutes or seconds"),
+        (["--refresh", "--refresh-interval", "0s"], "--refresh-interval '0s': expected whole minutes or seconds"),
+        (["--refresh-interval", "30m"], "--refresh-interval needs --refresh."),
+    ])
+    func refreshIntervalRules(_ flags: [String], _ message: String) throws {
+        let result = try CommandRunner.run(["jwt", "--key-file", keyFile, "--write", "/nonexistent/token"] + flags + ids)
+        #expect(result.exitCode == 64 && result.stderr.contains(message), "\(result.stderr)")
+    }
+
     @Test("send --provider-token-file sends with the file's token; against --token-update-limit 20m, a process signing its own token a minute later is refused TooManyProviderTokenUpdates")
     func sendWithFile() throws {
         let folder = try TemporaryFolder.inProcess("apnsctl-token-file")

@@ -202,4 +202,39 @@ struct SharedProviderTokenTests {
         // The local token is b's own: the row still holds the shared one.
         #expect(try await offPool { try postgres.psql("SELECT issued_at FROM campaign_provider_tokens") } == "\(Int(Self.start.timeIntervalSince1970))")
     }
+
+    @Test("A due token while another process holds the row's lease: kept (no second signer) and read again every 30 s; the lease once expired is taken over; an empty row under another's lease makes the process sign locally")
+    func leaseHeldElsewhere() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.postgres.stop() }
+        let (postgres, clock, capture) = (fixture.postgres, fixture.clock, fixture.capture)
+        let a = fixture.store("a"), b = fixture.store("b")
+        let first = try await a.currentToken()
+        // 41 minutes on, the token is due; a is signing (its lease runs ten more minutes).
+        clock.advance(by: 41 * 60)
+        let now = Int(clock.now.timeIntervalSince1970)
+        _ = try await offPool { try postgres.psql("UPDATE campaign_provider_tokens SET lease_owner = 'a', lease_expires_at = \(now + 600)") }
+        #expect(try await b.currentToken() == first)
+        #expect(b.counts.writes == 0 && b.counts.localSignings == 0 && b.counts.reads == 1)
+        // Within 30 s, b sends the cached token without reading the row; after them it reads again.
+        clock.advance(by: 20)
+        #expect(try await b.currentToken() == first && b.counts.reads == 1)
+        clock.advance(by: 20)
+        #expect(try await b.currentToken() == first && b.counts.reads == 2 && b.counts.writes == 0)
+        // a's lease expires without a new token (a crashed): b takes the lease and signs.
+        clock.advance(by: 600)
+        let second = try await b.currentToken()
+        #expect(second != first && second.issuedAt == clock.now && b.counts.writes == 1)
+        #expect(try await offPool { try postgres.psql("SELECT lease_owner FROM campaign_provider_tokens") } == "b")
+        // A row with no token at all while c holds its lease: d cannot wait for a token that is not there.
+        let later = Int(clock.now.timeIntervalSince1970)
+        _ = try await offPool {
+            try postgres.psql("UPDATE campaign_provider_tokens SET jwt = NULL, issued_at = NULL, lease_owner = 'c', lease_expires_at = \(later + 600)")
+        }
+        let d = fixture.store("d")
+        let local = try await d.currentToken()
+        #expect(local != second && d.counts.localSignings == 1 && d.counts.writes == 0)
+        #expect(capture.lines.contains { $0.contains("signed a provider token locally instead of the shared one") && $0.contains("c holds the lease") },
+                "\(capture.lines)")
+    }
 }

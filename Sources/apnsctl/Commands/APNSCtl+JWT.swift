@@ -18,8 +18,8 @@ extension APNSCtl {
 
                 With --write FILE, the token goes to FILE instead (mode 0600, replaced atomically), and stderr \
                 says its key id and iat. With --refresh as well, the command keeps running and writes a new token \
-                every 40 minutes (APNs takes a key's new token at most every 20 minutes, and none older than 60), \
-                so shell pipelines and programs in other languages share one fresh token: \
+                every 40 minutes, or --refresh-interval (APNs takes a key's new token at most every 20 minutes, \
+                and none older than 60), so shell pipelines and programs in other languages share one fresh token: \
                 apnsctl send --provider-token-file FILE reads it.
 
                 Examples:
@@ -30,7 +30,7 @@ extension APNSCtl {
                 """
         )
 
-        /// How often --refresh writes a new token.
+        /// How often --refresh writes a new token by default.
         static let refreshInterval: Duration = .seconds(40 * 60)
 
         @OptionGroup(title: "Credentials") var auth: AuthOptions
@@ -44,8 +44,19 @@ extension APNSCtl {
         @Flag(help: "With --write: keep running, writing a new token every 40 minutes.")
         var refresh = false
 
+        @Option(
+            name: .customLong("refresh-interval"),
+            help: ArgumentHelp(
+                "With --refresh: how often to write a new token, 20m to 55m for APNs (shorter only for a local server).",
+                valueName: "duration"
+            ),
+            transform: { try TokenDuration.parse($0, flag: "--refresh-interval", maximumMinutes: 55) }
+        )
+        var refreshInterval: Duration?
+
         func validate() throws {
             if self.refresh, self.write == nil { throw ValidationError("--refresh keeps a token file fresh: give --write FILE.") }
+            if self.refreshInterval != nil, !self.refresh { throw ValidationError("--refresh-interval needs --refresh.") }
         }
 
         func run() async throws {
@@ -64,12 +75,18 @@ extension APNSCtl {
                     Output.result(try sign().jwt)
                     return
                 }
+                let interval = self.refreshInterval ?? Self.refreshInterval
+                if self.refresh, interval < .seconds(20 * 60) {
+                    Output.diagnostic(
+                        "warning: --refresh-interval under 20m: APNs answers TooManyProviderTokenUpdates to a key's tokens replaced that often"
+                    )
+                }
                 repeat {
                     let token = try sign()
                     try Self.write(token, to: path)
                     Output.diagnostic("wrote \(path): key \(token.keyID), iat \(Int64(token.issuedAt.timeIntervalSince1970))")
                     guard self.refresh else { return }
-                    try await Task.sleep(for: Self.refreshInterval)
+                    try await Task.sleep(for: interval)
                 } while true
             }
         }

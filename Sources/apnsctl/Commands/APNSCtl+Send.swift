@@ -235,7 +235,7 @@ extension APNSCtl {
         }
 
         /// `--provider-token-file`, read and checked (65 naming the file and the rule), or `nil`.
-        private func providerTokenFile() throws -> ProviderTokenFile? {
+        private func providerTokenFile() throws -> APNSProviderTokenFile? {
             guard let path = self.tokenFile.path else { return nil }
             guard !self.auth.usesCertificate, self.auth.credentialSpecs.isEmpty else {
                 throw ValidationError("--provider-token-file sends with one key's token; it cannot be combined with --cert, --p12 or --credential.")
@@ -247,7 +247,11 @@ extension APNSCtl {
             do { keyID = try APNSKeyID(keyIDText) } catch { throw CLIFailure.badData("--key-id", error, value: keyIDText) }
             do { teamID = try APNSTeamID(teamIDText) } catch { throw CLIFailure.badData("--team-id", error, value: teamIDText) }
             let key = self.auth.resolvedKeyFile == nil ? nil : try self.auth.load().key.publicKey
-            return try ProviderTokenFile(path: path, keyID: keyID, teamID: teamID, key: key)
+            do throws(APNSProviderTokenFile.Problem) {
+                return try APNSProviderTokenFile(path: path, keyID: keyID, teamID: teamID, key: key)
+            } catch {
+                throw CLIFailure(message: "--provider-token-file \(error)", exitCode: CLIExit.dataError)
+            }
         }
     }
 }

@@ -42,7 +42,7 @@ struct ServeAuthenticationOptions: ParsableArguments {
                 + "on any connection: 20m, 90s (default: off; the per-connection 20-minute rule always applies).",
             valueName: "duration"
         ),
-        transform: { try TokenUpdateLimit.parse($0) }
+        transform: { try TokenDuration.parse($0, flag: "--token-update-limit", maximumMinutes: 60) }
     )
     var tokenUpdateLimit: Duration?
 
@@ -153,15 +153,16 @@ struct ServeInboxOptions: ParsableArguments {
     var keep: Int = 10_000
 }
 
-/// `--token-update-limit`: whole minutes (`20m`) or seconds (`90s`), at most an hour, the token's lifetime.
-enum TokenUpdateLimit {
-    static let rule = "whole minutes or seconds, such as 20m or 90s, from 1s to 60m"
-
-    static func parse(_ text: String) throws -> Duration {
+/// A provider token's duration on the command line (`serve --token-update-limit`, `jwt
+/// --refresh-interval`): whole minutes (`20m`) or seconds (`90s`), from 1 s to `maximumMinutes`.
+enum TokenDuration {
+    static func parse(_ text: String, flag: String, maximumMinutes: Int64) throws -> Duration {
         let unit: Int64? = text.hasSuffix("m") ? 60 : text.hasSuffix("s") ? 1 : nil
         guard let unit, let value = Int64(text.dropLast()), text.dropLast().allSatisfy(\.isWholeNumber), value >= 1,
-            value * unit <= 3600
-        else { throw ValidationError("--token-update-limit '\(text)': expected \(Self.rule)") }
+            value * unit <= maximumMinutes * 60
+        else {
+            throw ValidationError("\(flag) '\(text)': expected whole minutes or seconds, such as 20m or 90s, from 1s to \(maximumMinutes)m")
+        }
         return .seconds(value * unit)
     }
 }
