@@ -19,7 +19,10 @@ extension APNSBench {
                 then runs h2load with as many pushes against the same server, and the ratios are printed per \
                 round and as medians: rounds alternate apnsctl and h2load, for a machine whose speed varies. \
                 With --journal, each round also runs apnsctl with --journal (a fresh journal file per round), \
-                alternating which goes first, and prints its rate and peak RSS and its ratio to the run without.
+                alternating which goes first, and prints its rate and peak RSS and its ratio to the run without. \
+                With --lints, the push is a priority-10 Live Activity update whose content state trips LA001 (so \
+                every verdict line carries its id and every token is checked for LA007), and each round also runs \
+                it with --no-lint LA001 --no-lint LA007, alternating which goes first: the ratio is what lints cost.
 
                 Build both executables first: swift build -c release --product apnsctl
 
@@ -27,6 +30,7 @@ extension APNSBench {
                   swift run -c release apns-bench cli --notifications 200000 --latency 30ms --h2load --rounds 3
                   swift run -c release apns-bench cli --notifications 1000000 --h2load
                   swift run -c release apns-bench cli --notifications 1000000 --journal --rounds 5
+                  swift run -c release apns-bench cli --notifications 1000000 --lints --rounds 5
                 """
         )
 
@@ -56,6 +60,9 @@ extension APNSBench {
 
         @Option(name: .customLong("journal-window"), help: "With --journal: apnsctl's --journal-window (default: apnsctl's).")
         var journalWindow: Int?
+
+        @Flag(name: .long, help: "Send a Live Activity update with lints, and compare with the same send with them silenced.")
+        var lints = false
 
         @Option(name: .long, help: "The apnsctl executable (default: the one beside apns-bench).")
         var apnsctl: String?
@@ -97,11 +104,21 @@ extension APNSBench {
             let (child, port) = try ServerChild.start(["apns-server"] + ServerChild.latencyArguments(self.latency))
             defer { child.terminate() }
             let server = URL(string: "https://localhost:\(port)")!
-            let arguments = [
+            var arguments = [
                 "send", "--tokens-file", tokens.path, "--url", server.absoluteString, "--ca-file", "keys-example/ca.pem",
                 "--key-file", "keys-example/AuthKey_FORGEKEY01.p8", "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1",
-                "--topic", "com.example.forgepush", "--title", "Benchmark", "--body", "Hello from ForgePush", "--json",
+                "--topic", "com.example.forgepush", "--json",
             ]
+            if self.lints {
+                // An ETA in Unix seconds (LA001), timestamped now; priority 10 by default, so LA007 is checked per token.
+                let payload = folder.appendingPathComponent("update.json")
+                let now = Int(Date().timeIntervalSince1970)
+                try Data(#"{"aps":{"event":"update","timestamp":\#(now),"content-state":{"eta":\#(now + 600)}}}"#.utf8).write(to: payload)
+                arguments += ["--push-type", "liveactivity", "--payload", payload.path]
+            } else {
+                arguments += ["--title", "Benchmark", "--body", "Hello from ForgePush"]
+            }
+            var lintRatios: [Double] = [], lintCPURatios: [Double] = []
             var ratios: [Double] = [], cpuRatios: [Double] = [], rates: [Double] = [], journalRatios: [Double] = []
             for round in 1...self.rounds {
                 let verdicts = folder.appendingPathComponent("verdicts-\(round).ndjson")
@@ -111,11 +128,23 @@ extension APNSBench {
                 if self.journal, round % 2 == 0 {
                     journaled = try self.runJournaled(executable, arguments, folder: folder, round: round, serverPID: serverPID)
                 }
+                // With --lints, odd rounds run the silenced send after, even rounds before.
+                let silencedFirst = self.lints && round % 2 == 0
+                    ? try self.runSilenced(executable, arguments, folder: folder, round: round, serverPID: serverPID) : nil
                 let measured = try Self.runAPNSCtl(executable, arguments, verdicts: verdicts, count: self.notifications, serverPID: serverPID)
                 if self.journal, round % 2 == 1 {
                     journaled = try self.runJournaled(executable, arguments, folder: folder, round: round, serverPID: serverPID)
                 }
                 if let journaled { journalRatios.append(journaled.rate / measured.rate) }
+                if self.lints {
+                    let silenced = try silencedFirst ?? self.runSilenced(executable, arguments, folder: folder, round: round, serverPID: serverPID)
+                    lintRatios.append(measured.rate / silenced.rate)
+                    lintCPURatios.append(measured.cpuMicroseconds / silenced.cpuMicroseconds)
+                    print(String(format: "round %d: lints on %.0f/s, %.2f µs CPU each; silenced %.0f/s, %.2f µs; on/off rate %.3f×, CPU %.3f×",
+                                 round, measured.rate, measured.cpuMicroseconds / Double(self.notifications), silenced.rate,
+                                 silenced.cpuMicroseconds / Double(self.notifications), measured.rate / silenced.rate,
+                                 measured.cpuMicroseconds / silenced.cpuMicroseconds))
+                }
                 rates.append(measured.rate)
                 let cpu = measured.cpuMicroseconds / Double(self.notifications)
                 var h2loadResult: H2Load.Result?
@@ -129,6 +158,18 @@ extension APNSBench {
                 self.report(round: round, measured, cpu: cpu, h2load: h2loadResult, journaled: journaled)
             }
             if self.rounds > 1 { self.reportMedians(rates: rates, ratios: ratios, cpuRatios: cpuRatios, journalRatios: journalRatios) }
+            if self.lints {
+                print(String(format: "lints: median on/off rate %.3f×, CPU %.3f× over %d rounds", Bench.median(lintRatios),
+                             Bench.median(lintCPURatios), self.rounds))
+            }
+        }
+
+        /// apnsctl with the lints silenced.
+        private func runSilenced(_ executable: String, _ arguments: [String], folder: URL, round: Int, serverPID: Int32) throws -> Run {
+            try Self.runAPNSCtl(
+                executable, arguments + ["--no-lint", "LA001", "--no-lint", "LA007"],
+                verdicts: folder.appendingPathComponent("verdicts-\(round)-silenced.ndjson"), count: self.notifications, serverPID: serverPID
+            )
         }
 
         /// apnsctl with `--journal`, on a journal file of its own (removed after).

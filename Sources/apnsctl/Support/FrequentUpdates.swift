@@ -1,5 +1,6 @@
 import ForgeAPNsCore
 import ForgeSupport
+import Synchronization
 
 /// LA007 across a bulk send from a tokens file: a priority-10 Live Activity update to an activity
 /// token that got one less than a minute earlier in the same send (the file names the activity
@@ -7,22 +8,27 @@ import ForgeSupport
 /// line once, when it hands it on, so the time between two lines is the time between their sends
 /// to within the pushes in flight.
 ///
-/// Remembers the tokens of the last minute, at most ``remembered`` of them (the oldest are
-/// forgotten first), so a send to millions of distinct activities stays bounded in memory.
+/// Tokens are remembered by a 64-bit hash of their hex text with the time they were read, in two
+/// generations of a minute each (the older one is dropped whole when a new one starts), at most
+/// ``remembered`` tokens a generation (a full one starts the next early, forgetting sooner). Two
+/// tokens with the same hash would be taken for one: one chance in about 10^7 for a million tokens.
+/// Only a send of priority-10 Live Activity updates pays for this; any other send notes nothing.
 final class FrequentUpdates: Sendable {
     static let window: Duration = .seconds(60)
     static let remembered = 1 << 20
 
     private struct Seen {
-        var line: Int
-        var at: ContinuousClock.Instant
+        /// When it was read, in milliseconds since the send started.
+        var milliseconds: Int64
+        var line: Int32
     }
 
     private struct State {
-        var last: [DeviceToken: Seen] = [:]
-        /// The tokens in `last`, oldest first, from `head` on.
-        var order: [DeviceToken] = []
-        var head = 0
+        let start = ContinuousClock.now
+        /// Token hash → when and on which line it was read last.
+        var current: [UInt64: Seen] = [:]
+        var previous: [UInt64: Seen] = [:]
+        var currentStarted: Int64 = 0
         /// Lines flagged, for their result lines.
         var flagged: Set<Int> = []
         /// The first flagged line, the line it repeats and the time between them, for the warning.
@@ -31,6 +37,7 @@ final class FrequentUpdates: Sendable {
 
     private let sharedSpendsBudget: Bool
     private let state = LockedBox(State())
+    private let anyFlagged = Atomic<Bool>(false)
 
     /// - Parameter shared: the notification every token without its own payload gets.
     init(shared: APNSPreparedNotification?) {
@@ -38,34 +45,33 @@ final class FrequentUpdates: Sendable {
     }
 
     /// Notes a line as it is handed on to be sent.
-    func note(_ entry: TokenEntry, at now: ContinuousClock.Instant = .now) {
+    func note(_ entry: TokenEntry) {
         let spends = entry.notification.map(\.spendsUpdateBudget) ?? self.sharedSpendsBudget
         guard spends else { return }
+        let key = Self.hash(entry.token.hexString)
+        let now = ContinuousClock.now
         self.state.withLock { state in
-            while state.head < state.order.count {
-                let oldest = state.order[state.head]
-                guard let seen = state.last[oldest], now - seen.at >= Self.window || state.order.count - state.head >= Self.remembered
-                else { break }
-                state.last[oldest] = nil
-                state.head += 1
+            let milliseconds = Self.milliseconds(now - state.start)
+            let window = Self.milliseconds(Self.window)
+            if milliseconds - state.currentStarted >= window || state.current.count >= Self.remembered {
+                state.previous = state.current
+                state.current = [:]
+                state.currentStarted = milliseconds
             }
-            if state.head > 4096, state.head * 2 > state.order.count {
-                state.order.removeFirst(state.head)
-                state.head = 0
-            }
-            if let previous = state.last[entry.token] {
+            if let earlier = state.current[key] ?? state.previous[key], milliseconds - earlier.milliseconds < window {
                 state.flagged.insert(entry.line)
-                if state.first == nil { state.first = (entry.line, previous.line, now - previous.at) }
-            } else {
-                state.order.append(entry.token)
+                if state.first == nil {
+                    state.first = (entry.line, Int(earlier.line), .milliseconds(milliseconds - earlier.milliseconds))
+                }
+                self.anyFlagged.store(true, ordering: .releasing)
             }
-            state.last[entry.token] = Seen(line: entry.line, at: now)
+            state.current[key] = Seen(milliseconds: milliseconds, line: Int32(truncatingIfNeeded: entry.line))
         }
     }
 
-    /// `["LA007"]` for a line flagged, else none.
+    /// `["LA007"]` for a line flagged, else none; no lock while no line is.
     func lints(line: Int?) -> [String] {
-        guard let line else { return [] }
+        guard let line, self.anyFlagged.load(ordering: .acquiring) else { return [] }
         return self.state.withLock { $0.flagged.contains(line) } ? ["LA007"] : []
     }
 
@@ -77,5 +83,27 @@ final class FrequentUpdates: Sendable {
             let others = more == 0 ? "" : "; \(more) more line\(more == 1 ? "" : "s") like it (\"lints\":[\"LA007\"] in --json)"
             return "warning: LA007: line \(first.line), after line \(first.previous) to the same token: \(lint.message)\(others)"
         }
+    }
+
+    /// FNV-1a over the text's bytes, eight at a time.
+    private static func hash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var word: UInt64 = 0
+        var count = 0
+        for byte in text.utf8 {
+            word = word << 8 | UInt64(byte)
+            count += 1
+            if count == 8 {
+                hash = (hash ^ word) &* 0x0000_0100_0000_01b3
+                word = 0
+                count = 0
+            }
+        }
+        if count > 0 { hash = (hash ^ word) &* 0x0000_0100_0000_01b3 }
+        return hash ^ (hash >> 29)
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 }

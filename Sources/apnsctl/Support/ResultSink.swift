@@ -77,6 +77,7 @@ final class ResultSink: Sendable {
     }
 
     func record(_ result: TokenResult) {
+        let extraLints = self.frequentUpdates?.lints(line: result.line) ?? []
         let unreachable = self.state.withLock { state -> String? in
             state.counts.add(result)
             if let line = result.line {
@@ -91,7 +92,7 @@ final class ResultSink: Sendable {
             case .accepted: break
             }
             if self.renderer.prints(result) {
-                self.renderer.append(result, adding: self.frequentUpdates?.lints(line: result.line) ?? [], to: &state.buffer)
+                self.renderer.append(result, adding: extraLints, to: &state.buffer)
                 state.buffer.append(0x0a)
             }
             let now = ContinuousClock.now
