@@ -12,7 +12,7 @@ BUILD_APT_PACKAGES := libnghttp2-dev libssl-dev libsqlite3-dev pkg-config
 APT_PACKAGES := $(BUILD_APT_PACKAGES) openssl nghttp2-client nghttp2-server curl python3 python3-venv tinyproxy microsocks \
                 chromium groff-base postgresql
 # make dist and make dist-test only (not make test): see dist-deps.
-DIST_APT_PACKAGES := dpkg binutils debootstrap
+DIST_APT_PACKAGES := dpkg binutils debootstrap python3
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The fault-oracle tests run a Python HTTP/2 server (Tests/FaultServer/fault_server.py) that is not
 # ForgePush's code. Its two packages come from PyPI into a venv (.build-*/ is ignored by git);
@@ -76,7 +76,7 @@ build-deps:
 	$(call apt-install,$(BUILD_APT_PACKAGES))
 
 ## dist-deps: what make dist and make dist-test need besides the build: dpkg-deb (dpkg) and strip and
-## readelf (binutils) to package, debootstrap to make the Debian roots.
+## readelf (binutils) to package, python3 to reduce ICU's data (Scripts/icu-data-filter.py), debootstrap to make the Debian roots.
 dist-deps:
 	$(call apt-install,$(BUILD_APT_PACKAGES) $(DIST_APT_PACKAGES))
 

@@ -113,4 +113,12 @@ server_pid=""
 # 7. demo: client, local server and simulated device in one process.
 "$apnsctl" demo >"$work/demo.out" 2>&1 || fail "demo: exit $?: $(tail -n 20 "$work/demo.out")"
 step "apnsctl demo: $(grep -c . "$work/demo.out") lines, exit 0"
+
+# 8. The release carries ICU's data for root and English only (Scripts/icu-data-filter.py): a
+#    machine set to another language and time zone still gets the demo and its HTML timeline.
+LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8 TZ=Europe/Berlin "$apnsctl" demo --html "$work/timeline.html" >"$work/demo-de.out" 2>&1 \
+    || fail "demo with LANG=de_DE.UTF-8 TZ=Europe/Berlin: exit $?: $(tail -n 20 "$work/demo-de.out")"
+grep -q "all 14 checks passed" "$work/demo-de.out" || fail "demo with LANG=de_DE.UTF-8: $(tail -n 5 "$work/demo-de.out")"
+grep -q "</html>" "$work/timeline.html" || fail "demo --html wrote no page: $(head -c 300 "$work/timeline.html")"
+step "apnsctl demo --html with LANG=de_DE.UTF-8 TZ=Europe/Berlin: all checks passed, $(wc -c <"$work/timeline.html") bytes of HTML"
 step "passed"

@@ -64,10 +64,46 @@ done
 #    swift_static/linux/static-stdlib-args.lnk: exported, every public symbol of every package
 #    module is a root for --gc-sections and is kept whether used or not. Without it a crash's
 #    backtrace names fewer functions; the binary is stripped anyway.
-flags=(-c release --package-path "$src" --scratch-path "$scratch" --static-swift-stdlib -Xlinker --no-export-dynamic)
+#
+#    ICU's data is linked reduced (Scripts/icu-data-filter.py says what goes and why): the
+#    toolchain's lib_FoundationICU.a holds the data as one object that defines one symbol
+#    (icudtNN_dat). The linker's --wrap turns every reference to it into one to __wrap_icudtNN_dat,
+#    which an object of ours defines with the reduced data, so nothing needs the archive's member
+#    and it stays out of the link (an object defining the symbol itself would come after the
+#    archive on the command line, too late).
+resources=$("$swift" -print-target-info | sed -n 's/^ *"runtimeResourcePath": "\(.*\)",*$/\1/p' | head -n 1)
+icu_archive=${resources}_static/linux/lib_FoundationICU.a
+[ -f "$icu_archive" ] || { echo "dist: no $icu_archive: this toolchain cannot link Foundation statically" >&2; exit 70; }
+icu=$work/icu
+rm -rf "$icu" && mkdir -p "$icu"
+member=$(ar t "$icu_archive" | grep -E '^icu_packaged_data[^/]*\.o$' | head -n 1)
+[ -n "$member" ] || { echo "dist: $icu_archive has no icu_packaged_data object: see Scripts/dist.sh" >&2; exit 70; }
+(cd "$icu" && ar x "$icu_archive" "$member")
+symbol=$(nm "$icu/$member" | awk '$2 == "R" { print $3 }')
+[ -n "$symbol" ] || { echo "dist: no data symbol in $member" >&2; exit 70; }
+objcopy -O binary --only-section=.rodata "$icu/$member" "$icu/full.dat"
+python3 "$src/Scripts/icu-data-filter.py" "$icu/full.dat" "$icu/reduced.dat"
+cat > "$icu/data.S" <<EOF
+    .section .rodata
+    .globl __wrap_$symbol
+    .type __wrap_$symbol, @object
+    .balign 16
+__wrap_$symbol:
+    .incbin "$icu/reduced.dat"
+    .size __wrap_$symbol, . - __wrap_$symbol
+    .section .note.GNU-stack,"",@progbits
+EOF
+toolchain_bin=$(dirname "$(readlink -f "$(command -v "$swift")")")
+"$toolchain_bin/clang" -c "$icu/data.S" -o "$icu/data.o"
+flags=(-c release --package-path "$src" --scratch-path "$scratch" --static-swift-stdlib -Xlinker --no-export-dynamic
+       -Xlinker "$icu/data.o" -Xlinker "--wrap=$symbol")
 "$swift" build "${flags[@]}" --product apnsctl
 "$swift" build "${flags[@]}" --product generate-manual
 bin=$("$swift" build "${flags[@]}" --show-bin-path)
+linked_hex=$(nm -S "$bin/apnsctl" | awk -v symbol="__wrap_$symbol" '$4 == symbol { print $2 }')
+linked=$((16#${linked_hex:-0}))
+[ "$linked" = "$(stat -c %s "$icu/reduced.dat")" ] && ! nm "$bin/apnsctl" | grep -q " $symbol\$" \
+    || { echo "dist: apnsctl links ICU data of ${linked:-no} bytes, not only the reduced data's $(stat -c %s "$icu/reduced.dat")" >&2; exit 70; }
 rm -rf "$work/manual" && mkdir -p "$work/manual"
 "$bin/generate-manual" "$bin/apnsctl" --output-directory "$work/manual"
 stage=$work/stage
@@ -108,6 +144,29 @@ done
 add_depend "ca-certificates"
 depends_line=$(printf '%s, ' "${depends[@]}"); depends_line=${depends_line%, }
 
+# What apnsctl is built from besides ForgePush, each with its licence: the toolchain's runtime
+# and ICU (Scripts/toolchain-notices.txt, then the toolchain's own LICENSE.txt), and every
+# package the build resolved, with the licence and NOTICE files of its checkout.
+notices() {
+    echo "Third-party software in apnsctl $version (commit $commit)"
+    echo
+    cat "$src/Scripts/toolchain-notices.txt"
+    echo
+    cat "$toolchain_bin/../share/swift/LICENSE.txt"
+    echo
+    echo "Swift packages of the build (Package.resolved; some serve only other products or the tests)"
+    echo "========================================================================================="
+    local checkout name files file
+    for checkout in "$scratch"/checkouts/*/; do
+        name=$(basename "$checkout")
+        files=$(find "$checkout" -maxdepth 1 -type f \( -iname 'LICENSE*' -o -iname 'LICENCE*' -o -iname 'COPYING*' -o -iname 'NOTICE*' \) | sort)
+        [ -n "$files" ] || { echo "dist: $name has no licence file in its checkout" >&2; exit 70; }
+        echo
+        echo "--- $name $(git -C "$checkout" describe --tags --always 2>/dev/null) ---"
+        for file in $files; do echo; cat "$file"; done
+    done
+}
+
 readme() {
     cat <<EOF
 apnsctl $version (commit $commit), for Linux $arch
@@ -125,6 +184,7 @@ Contents, laid out as a prefix such as /usr/local:
   share/zsh/site-functions/_apnsctl
   share/fish/vendor_completions.d/apnsctl.fish
   LICENSE                                        Apache License 2.0
+  THIRD_PARTY_NOTICES                            what else is linked in, with its licences
 
 Install: sudo cp -r bin share /usr/local/   (or run bin/apnsctl where it is)
 Start:   apnsctl --help; apnsctl demo
@@ -139,6 +199,7 @@ rm -rf "$work/tar"
 mkdir -p "$tree"
 cp -r "$stage/usr/bin" "$stage/usr/share" "$tree/"
 cp LICENSE "$tree/LICENSE"
+notices > "$tree/THIRD_PARTY_NOTICES"
 readme > "$tree/README"
 tarball=$out/$name.tar.gz
 rm -f "$out"/apnsctl-*-linux-"$arch".tar.gz
@@ -152,6 +213,7 @@ mkdir -p "$package/DEBIAN" "$package/usr/share/doc/apnsctl"
 cp -r "$stage/usr/bin" "$stage/usr/share" "$package/usr/"
 gzip -9n "$package/usr/share/man/man1/apnsctl.1"
 cp LICENSE "$package/usr/share/doc/apnsctl/copyright"
+notices > "$package/usr/share/doc/apnsctl/THIRD_PARTY_NOTICES"
 readme > "$package/usr/share/doc/apnsctl/README"
 cat > "$package/DEBIAN/control" <<EOF
 Package: apnsctl
