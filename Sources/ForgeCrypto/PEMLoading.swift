@@ -49,8 +49,8 @@ enum PEMLoading {
         try Self.classify(bytes, kind: kind, path: path)
         openSSLReady
         ERR_clear_error()
-        // BIO_new_mem_buf does not copy: everything that reads the BIO happens inside this closure
-        // (nghttp2-openssl-notes, pitfall 1).
+        // BIO_new_mem_buf does not copy (OpenSSL's BIO_s_mem(3)): everything that reads the BIO
+        // happens inside this closure, while the bytes are alive.
         let key: OpaquePointer? = bytes.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }

@@ -66,9 +66,9 @@ public struct APNsVerdict: Hashable, Sendable {
     public var isAccepted: Bool { (200..<300).contains(self.status) }
 }
 
-/// Judges requests as APNs does, row by row of the checklist in apns-provider-api.md §10: device
-/// pushes (R1-R12, A1-A8, certificates C7, P1-P2, T1, D1-D4), broadcasts (B1-B7) and the channel API
-/// (M1-M4). No I/O, so every row is tested without a socket. The order of checks follows pushy's mock
+/// Judges requests as APNs does, rule by rule of docs/local-server-rules.md, whose codes label the
+/// checks below: device pushes (R1-R12, A1-A8, certificates C7, P1-P2, T1, D1-D4), broadcasts
+/// (B1-B7) and the channel API (M1-M4). No I/O, so every row is tested without a socket. The order of checks follows pushy's mock
 /// (Apple's own order is unverified), so tests give each request one fault.
 ///
 /// The judge keeps state that requests change (channels, per-token rate windows): the server calls it

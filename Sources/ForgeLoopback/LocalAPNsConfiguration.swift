@@ -2,7 +2,7 @@ public import ForgeAPNsCore
 public import struct Foundation.Date
 
 /// How the local APNs server judges what the checklist leaves open. Every default is documented at
-/// the property, with the row of the checklist (apns-provider-api.md §10) it settles.
+/// the property, with the rule of docs/local-server-rules.md it settles (R11, R12, …).
 public struct LocalAPNsConfiguration: Sendable {
     /// The environment the server plays: `apns-unique-id` is sent in sandbox only, and tokens
     /// registered for the other environment are `BadDeviceToken` (D2).

@@ -29,7 +29,7 @@ public struct LocalAPNsKey: Sendable {
     }
 }
 
-/// Token authentication as APNs applies it, rows A1-A8 of the checklist, with the state APNs keeps
+/// Token authentication as APNs applies it, rules A1-A8 of docs/local-server-rules.md, with the state APNs keeps
 /// per connection: the team and key of the first push, and the last token and when it changed.
 public final class TokenAuthenticator: Sendable {
     private struct ConnectionState {

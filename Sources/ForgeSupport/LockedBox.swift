@@ -9,7 +9,7 @@ import Darwin
 /// A value guarded by a `pthread_mutex_t`.
 ///
 /// Used instead of `Synchronization.Mutex` because ThreadSanitizer intercepts pthread locks and
-/// reports false races on `Mutex` (see nghttp2-openssl-notes §4.11). Replace with `Mutex` once TSan
+/// reports false races on `Mutex`, whose futex-based lock it does not model. Replace with `Mutex` once TSan
 /// understands it.
 ///
 /// On Linux the mutex is glibc's adaptive kind: a thread that finds it held spins a little before

@@ -28,7 +28,7 @@ enum APNSPayloadCheck {
     }
 }
 
-/// What a payload gets wrong that APNs would still accept (checklist row P3): not one JSON
+/// What a payload gets wrong that APNs would still accept (rule P3 of docs/local-server-rules.md): not one JSON
 /// object, or no `aps` key. For warnings only; nothing is refused because of it.
 public enum APNSPayloadLint {
     /// Why a device could not read `body` as a payload: `not valid JSON: …`, `not UTF-8: …` or

@@ -1,7 +1,8 @@
 /// The `reason` APNs gives when it rejects a request, kept exactly as received.
 ///
-/// Every reason string Apple documents for device pushes (§3.3 of the protocol notes) and for
-/// broadcasts and channel management (§7.5) has a static member. Reasons ForgePush does not know are
+/// Every reason string Apple documents for device pushes ("Handling notification responses from
+/// APNs") and for broadcasts and channel management ("Sending broadcast push notification requests
+/// to APNs", "Sending channel management requests to APNs") has a static member. Reasons ForgePush does not know are
 /// kept verbatim (``isKnown`` is `false`) and classified by their HTTP status, so a new reason from
 /// Apple never crashes a client or loses information.
 ///

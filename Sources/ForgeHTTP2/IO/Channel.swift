@@ -5,7 +5,7 @@ import Glibc
 /// A socket with optional TLS: plaintext HTTP/2 bytes in and out, ciphertext on the wire.
 ///
 /// Outgoing bytes are coalesced into one buffer and written with as few `send` calls as the kernel
-/// allows (nghttp2-openssl-notes, pitfall 9). Confined to one I/O thread.
+/// allows: one TLS record and one system call for many small frames. Confined to one I/O thread.
 final class Channel {
     let socket: Socket
     let tls: TLSConnection?

@@ -156,7 +156,7 @@ final class Socket {
     func accept() throws -> Socket? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        // accept4 is not visible in the Glibc module (nghttp2-openssl-notes §2): accept, then fcntl.
+        // accept4 is not visible in Swift's Glibc module: accept, then fcntl.
         let descriptor = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(self.descriptor, $0, &length) }
         }

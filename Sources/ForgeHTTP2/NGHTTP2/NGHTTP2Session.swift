@@ -121,7 +121,7 @@ final class NGHTTP2Session {
 
     deinit {
         // Streams still open get no on_stream_close from nghttp2_session_del; the owner fails them
-        // itself before letting go of the session (nghttp2-openssl-notes, pitfall 5).
+        // itself before letting go of the session (nghttp2's API reference, nghttp2_session_del).
         nghttp2_session_del(self.session)
     }
 
@@ -169,8 +169,8 @@ final class NGHTTP2Session {
     /// Queues a request. The stream id is assigned now; HEADERS go out on the next drain.
     ///
     /// Header names and values are checked while they are copied into one stack buffer (no heap
-    /// allocation per request): nghttp2 does not check what it sends (nghttp2-openssl-notes,
-    /// pitfall 8), and the peer would reset the stream.
+    /// allocation per request): nghttp2 does not validate the header fields it is given to send
+    /// (nghttp2's API reference, nghttp2_submit_request), and the peer would reset the stream.
     /// - Returns: the stream id.
     /// - Throws: ``HeaderError`` for a header the peer would refuse, ``NGHTTP2SessionError`` otherwise.
     func submitRequest(_ request: HTTP2Request) throws -> Int32 {

@@ -26,7 +26,7 @@ final class TLSConnection {
         (self.ssl, self.readBIO, self.writeBIO) = try Self.make(context)
         SSL_set_connect_state(self.ssl)
         if isIPAddress(host) {
-            // No SNI for IP literals (nghttp2-openssl-notes, pitfall 10).
+            // No SNI for IP literals (RFC 6066 §3: a HostName is never an IP address).
             if verifyPeer, X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(self.ssl), host) != 1 {
                 throw TLSError(description: "cannot check the certificate against \(host): \(tlsErrorReasons())")
             }
@@ -144,7 +144,8 @@ final class TLSConnection {
 
     // MARK: Plaintext
 
-    /// Reads every plaintext byte OpenSSL can produce now (pitfall 4: it decrypts ahead of poll).
+    /// Reads every plaintext byte OpenSSL can produce now: it may hold decrypted bytes that poll
+    /// cannot see (OpenSSL's SSL_pending(3)).
     /// - Returns: `false` when the peer closed the TLS session.
     func readPlaintext(into buffer: inout [UInt8]) throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
