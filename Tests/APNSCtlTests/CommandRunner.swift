@@ -6,9 +6,10 @@ import Testing
 enum CommandRunner {
     typealias Result = ChildProcess.Result
 
-    /// `apnsctl` sits beside the test bundle in the build products folder.
-    static let binary: URL = URL(fileURLWithPath: CommandLine.arguments[0])
-        .deletingLastPathComponent().appendingPathComponent("apnsctl")
+    /// `apnsctl` sits beside the test bundle in the build products folder; `FORGE_APNSCTL` names
+    /// another one to test instead, such as the release binary `make dist` builds.
+    static let binary: URL = ProcessInfo.processInfo.environment["FORGE_APNSCTL"].map { URL(fileURLWithPath: $0) }
+        ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("apnsctl")
 
     /// The test process's environment without APNS_* and proxy variables (a developer's own settings
     /// must not change what a test sees), plus `extra`.
