@@ -165,10 +165,15 @@ dist: dist-deps
 
 ## dist-test: the two dist files in Debian roots without Swift (Scripts/dist-test.sh): the .deb installed
 ## by apt in bookworm, the tarball in trixie; each runs --version, serve, send (1 and 1,000 tokens),
-## demo and doctor. The roots are cached in $(ROOTFS_CACHE). Root only.
+## demo and doctor. The roots are cached in $(ROOTFS_CACHE). Root only. Then every CLI test runs
+## against the release binary (FORGE_APNSCTL), static and with ICU's reduced data, as it ships.
 ROOTFS_CACHE ?= /var/cache/forgepush-rootfs
-dist-test: dist
+dist-test: dist pydeps
 	ROOTFS_CACHE="$(ROOTFS_CACHE)" Scripts/dist-test.sh dist
+	$(MAKE) --no-print-directory manual CONFIGURATION=debug
+	@release=$$(mktemp -d) && trap 'rm -rf "$$release"' EXIT && \
+	  tar -xzf dist/apnsctl-*-linux-$$(uname -m).tar.gz -C "$$release" && \
+	  FORGE_APNSCTL=$$(echo "$$release"/apnsctl-*/bin/apnsctl) $(SWIFT) test $(ONLY_CLI) $(SWIFT_FLAGS)
 
 clean:
 	rm -rf .build .build-asan .build-tsan .build-readme .build-example .build-dist dist $(VENV)

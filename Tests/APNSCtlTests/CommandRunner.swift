@@ -11,6 +11,10 @@ enum CommandRunner {
     static let binary: URL = ProcessInfo.processInfo.environment["FORGE_APNSCTL"].map { URL(fileURLWithPath: $0) }
         ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("apnsctl")
 
+    /// Whether the binary under test is `FORGE_APNSCTL`'s: a release build of a commit (make dist),
+    /// whose `--version` names the commit and whose demo says it is a release build.
+    static let testsARelease = ProcessInfo.processInfo.environment["FORGE_APNSCTL"] != nil
+
     /// The test process's environment without APNS_* and proxy variables (a developer's own settings
     /// must not change what a test sees), plus `extra`.
     static func environment(_ extra: [String: String] = [:]) -> [String: String] {
