@@ -7,8 +7,8 @@
 //   ForgeSupport                   package-internal helpers (a pthread lock)
 //   ForgeAPNsCore                  pure Swift model: types, payloads, headers, validation, responses
 //   ForgeCrypto                    ES256 provider tokens over OpenSSL
-//   ForgeHTTP2                     HTTP/2 client and server over nghttp2 + OpenSSL (transport issue)
-//   ForgeAPNs                      the pooled, retrying client (client issue)
+//   ForgeHTTP2                     HTTP/2 client and server over nghttp2 + OpenSSL
+//   ForgeAPNs                      the pooled, retrying client
 //   ForgeAPNsTesting               an in-process transport for users' unit tests (not linked by shipped code)
 //   ForgeNotificationTypes, ForgeSilentPush, ForgeVisiblePush, ForgeNotificationService
 //                                  app-side routers and service-extension helper, portable to Linux
