@@ -1,0 +1,208 @@
+internal import ForgeAPNsCore
+internal import ForgeHTTP2
+internal import ForgeSupport
+internal import Logging
+internal import Tracing
+
+extension APNSClient {
+    /// The most tokens a bulk worker sends together (one wake-up of the connection and one of the
+    /// worker per batch).
+    static let maximumBulkBatch = 64
+
+    /// The batch each of `workers` bulk workers takes now: the window shared by at least four, so
+    /// `workers` batches never exceed it whenever the workers were started; at most what one
+    /// connection offers, so a batch never waits for streams on its connection.
+    func bulkBatch(workers: Int, capacity: APNSTransportCapacity) -> Int {
+        max(1, min(Self.maximumBulkBatch, capacity.batch, capacity.window / max(4, workers)))
+    }
+
+    /// How many workers fill the window now, each with one batch in flight. The window follows the
+    /// transport: the open connections' streams, and one connection's worth more while the pool may
+    /// grow, so that work waits and the pool opens the next connection.
+    func bulkWorkersWanted(capacity: APNSTransportCapacity) -> Int {
+        max(1, capacity.window / self.bulkBatch(workers: 4, capacity: capacity))
+    }
+
+    /// Sends `notification` to every token of `tokens` (hex strings, read lazily), as many at once
+    /// as the pool's open streams allow, and reports one verdict per token.
+    /// - Throws: ``APNSError`` of kind `invalidNotification` before anything is sent, when the
+    ///   notification breaks a rule.
+    /// - Parameters:
+    ///   - bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
+    ///   - apnsIDs: the `apns-id` of the token at each index, for sends that may be repeated (see
+    ///     ``APNSID/init(campaign:index:)``); by default the notification's own, or APNs' choice.
+    public func sendBulk<Tokens: AsyncSequence & Sendable>(
+        _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
+        bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
+    ) throws(APNSError) -> APNSBulkSend where Tokens.Element == String {
+        let prepared: APNSPreparedNotification
+        do {
+            prepared = try notification.prepared()
+        } catch {
+            throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
+        }
+        return self.sendBulk(prepared, to: tokens, deadline: deadline, bufferedVerdicts: bufferedVerdicts, apnsIDs: apnsIDs)
+    }
+
+    /// Sends an already prepared notification (validated and encoded once) to every token of
+    /// `tokens`; see ``sendBulk(_:to:deadline:bufferedVerdicts:)-(_,Tokens,_,_)``.
+    public func sendBulk<Tokens: AsyncSequence & Sendable>(
+        _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
+        bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
+    ) -> APNSBulkSend where Tokens.Element == String {
+        // The bulk's span is a child of the caller's span, though its work runs under the client's run().
+        let context = self.tracer == nil ? .topLevel : ServiceContext.current ?? .topLevel
+        return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel, reading in
+            await self.runBulk(
+                prepared, tokens: tokens, deadline: deadline, apnsIDs: apnsIDs, channel: channel, reading: reading, context: context
+            )
+        }
+    }
+
+    /// Sends `notification` to an array of tokens; see ``sendBulk(_:to:deadline:)-(_,Tokens,_)``.
+    public func sendBulk(
+        _ notification: some APNSNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
+    ) throws(APNSError) -> APNSBulkSend {
+        try self.sendBulk(notification, to: TokenList(tokens: tokens), deadline: deadline)
+    }
+
+    /// Sends an already prepared notification to an array of tokens.
+    public func sendBulk(
+        _ prepared: APNSPreparedNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
+    ) -> APNSBulkSend {
+        self.sendBulk(prepared, to: TokenList(tokens: tokens), deadline: deadline)
+    }
+
+    private func runBulk<Tokens: AsyncSequence>(
+        _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?,
+        apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel, reading: ReadingSwitch, context: ServiceContext
+    ) async where Tokens.Element == String {
+        // One span for the whole bulk, none per push: a million tokens make one span.
+        let span = self.tracer?.startSpan(ClientTracing.bulkSpan, context: context, ofKind: .client)
+        defer { span?.end() }
+        if let span, span.isRecording { ClientTracing.describe(pushType: prepared.pushType, topic: prepared.topic.rawValue, on: span) }
+        // Workers, not a task per token: each worker takes a few tokens at a time from the shared
+        // feed, sends them one by one and hands each verdict over, so a token costs no task
+        // creation and no wake-up of a coordinator. More workers start as the pool's open streams
+        // grow (one until the first push succeeds, then the server's limit), up to the cap.
+        let feed = TokenFeed(tokens.makeAsyncIterator(), reading: reading)
+        // One topic, one credential: its pool sizes the workers. With none serving the topic, every
+        // token is rejected unsent (one worker is enough for that).
+        let route: Result<CredentialRoute, APNSError>
+        do throws(APNSError) {
+            route = .success(try self.route(forBundleID: CredentialTable.bundleID(of: prepared)))
+        } catch {
+            route = .failure(error)
+        }
+        let tally = LockedBox(APNSBulkSummary())
+        let started = ContinuousClock.now
+        // Workers are only ever added; each sizes its next batch by how many there are now.
+        let workers = LockedBox(0)
+        await withTaskGroup(of: Void.self) { group in
+            func spawn() {
+                workers.withLock { $0 += 1 }
+                group.addTask {
+                    await self.bulkWorker(
+                        prepared, route: route, feed: feed, workers: workers, deadline: deadline, apnsIDs: apnsIDs, channel: channel,
+                        tally: tally
+                    )
+                }
+            }
+            spawn()
+            while await feed.waitForProgress() {
+                // Requests in flight follow the pool's open streams, up to the cap; a worker keeps a batch in flight.
+                guard case .success(let route) = route else { continue }
+                let wanted = self.bulkWorkersWanted(capacity: route.transport.capacity)
+                while workers.withLock({ $0 }) < wanted { spawn() }
+            }
+        }
+        var summary = tally.withLock { $0 }
+        summary.total = feed.taken
+        summary.inputError = feed.inputError
+        summary.stoppedReading = feed.stoppedReading
+        summary.duration = .now - started
+        ((try? route.get())?.logger ?? self.logger).info("bulk send finished", metadata: [
+            "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
+            "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
+        ])
+        if let span, span.isRecording { ClientTracing.record(summary, on: span) }
+        channel.finish(summary)
+    }
+
+    /// Sends the feed's tokens in batches (``bulkBatch(workers:capacity:)``) through the send engine,
+    /// which owns retries, replays and provider-token renewal: a bulk send is batching, nothing more.
+    private func bulkWorker(
+        _ prepared: APNSPreparedNotification, route: Result<CredentialRoute, APNSError>, feed: TokenFeed, workers: LockedBox<Int>,
+        deadline: ContinuousClock.Instant?, apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel,
+        tally: LockedBox<APNSBulkSummary>
+    ) async {
+        func batchSize() -> Int {
+            guard case .success(let route) = route else { return Self.maximumBulkBatch }
+            return self.bulkBatch(workers: workers.withLock { $0 }, capacity: route.transport.capacity)
+        }
+        while let batch = await feed.take(batchSize()) {
+            var outcomes = [APNSBulkVerdict.Outcome?](repeating: nil, count: batch.count)
+            var requests: [APNSHTTPRequest] = []
+            var slots: [Int] = []
+            requests.reserveCapacity(batch.count)
+            slots.reserveCapacity(batch.count)
+            for (slot, item) in batch.enumerated() {
+                if Task.isCancelled {
+                    outcomes[slot] = .notSent(APNSError(kind: .cancelled, detail: "the bulk send was cancelled"))
+                    continue
+                }
+                do throws(APNSValidationError) {
+                    requests.append(prepared.request(to: try DeviceToken(item.1), apnsID: apnsIDs?(item.0)))
+                    slots.append(slot)
+                } catch {
+                    outcomes[slot] = .rejected(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
+                }
+            }
+            if !requests.isEmpty {
+                let results: [Result<APNSSendResult, APNSError>]
+                switch route {
+                case .success(let route):
+                    results = await self.execute(
+                        requests, pushType: prepared.pushType, route: route,
+                        deadline: MonotonicInstant.deadline(deadline, orAfter: self.configuration.timeouts.request, from: .now)
+                    )
+                case .failure(let error):
+                    results = Array(repeating: .failure(error), count: requests.count)
+                }
+                for (position, slot) in slots.enumerated() {
+                    switch results[position] {
+                    case .success(let result): outcomes[slot] = .accepted(result)
+                    case .failure(let error): outcomes[slot] = APNSBulkVerdict.Outcome(error)
+                    }
+                }
+            }
+            // Counted and handed over once per batch: one lock each, not one per token.
+            var verdicts: [APNSBulkVerdict?] = []
+            verdicts.reserveCapacity(batch.count)
+            var counts = APNSBulkSummary()
+            for (slot, item) in batch.enumerated() {
+                let outcome = outcomes[slot].take() ?? .failed(APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome"))
+                if outcome.mayHaveBeenDelivered { counts.mayHaveBeenDelivered += 1 }
+                switch outcome {
+                case .accepted:
+                    counts.accepted += 1
+                case .rejected(let error):
+                    counts.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
+                case .failed:
+                    counts.failed += 1
+                case .notSent:
+                    counts.notSent += 1
+                }
+                verdicts.append(APNSBulkVerdict(token: item.1, index: item.0, outcome: outcome))
+            }
+            tally.withLock { summary in
+                summary.accepted += counts.accepted
+                summary.mayHaveBeenDelivered += counts.mayHaveBeenDelivered
+                summary.failed += counts.failed
+                summary.notSent += counts.notSent
+                summary.rejected.merge(counts.rejected, uniquingKeysWith: +)
+            }
+            await channel.send(verdicts)
+        }
+    }
+}
