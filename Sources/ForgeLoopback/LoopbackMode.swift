@@ -24,7 +24,7 @@ internal import struct Foundation.Date
 /// sent: the device tokens and push-to-start tokens of the installed apps are registered with the
 /// server's token registry when the loopback starts, each Live Activity update token as the device
 /// issues it. A token no device owns is judged by the server's configuration
-/// (``LocalAPNsConfiguration/acceptsUnknownTokens``: accepted by default, else `BadDeviceToken`) and
+/// (``LocalAPNSConfiguration/acceptsUnknownTokens``: accepted by default, else `BadDeviceToken`) and
 /// never delivered. An accepted broadcast goes to every device; each applies it to its Live
 /// Activities subscribed to the channel (and records it as dropped when it has none).
 ///
@@ -38,7 +38,7 @@ internal import struct Foundation.Date
 /// task you own and call ``shutdown()`` to end it.
 public final class LoopbackMode: Sendable {
     /// The local APNs server.
-    public let server: LocalAPNsServer
+    public let server: LocalAPNSServer
     /// The devices pushes are delivered to, in the order given.
     public let devices: [SimulatedDevice]
     /// A client configuration for the server: its CA trusted, a provider key it knows.
@@ -84,26 +84,26 @@ public final class LoopbackMode: Sendable {
     ///   - tls: the server's certificate and the CA the client trusts: by default made in memory now.
     ///   - environment: the environment the server plays; apps' tokens for it are routed.
     ///   - configuration: the server's judging rules (its `environment` is replaced by `environment`).
-    ///   - inbox: where the server records every judged request (``LocalAPNsInbox``); none by default.
+    ///   - inbox: where the server records every judged request (``LocalAPNSInbox``); none by default.
     ///   - observer: called with every judged request, accepted or not, on the connection's thread
-    ///     (see ``LocalAPNsServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:observer:)``); keep it short.
+    ///     (see ``LocalAPNSServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:observer:)``); keep it short.
     /// - Throws: when the key or the certificate cannot be generated or the server cannot start.
     public init(
         devices: [SimulatedDevice],
         tls: TLS = .ephemeral,
-        environment: LocalAPNsConfiguration.Environment = .sandbox,
-        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
-        inbox: LocalAPNsInbox? = nil,
-        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
+        environment: LocalAPNSConfiguration.Environment = .sandbox,
+        configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
+        inbox: LocalAPNSInbox? = nil,
+        observer: (@Sendable (LocalAPNSJudgement) -> Void)? = nil
     ) throws {
         let key = try APNSSigningKey.generate()
         let keyID = try APNSKeyID("LOOPBACK01")
         let teamID = try APNSTeamID("LOOPTEAM01")
         var configuration = configuration
         configuration.environment = environment
-        var tokens: [String: LocalAPNsTokenRecord] = [:]
+        var tokens: [String: LocalAPNSTokenRecord] = [:]
         var owners: [String: Int] = [:]
-        func own(_ token: String, device index: Int, record: LocalAPNsTokenRecord) {
+        func own(_ token: String, device index: Int, record: LocalAPNSTokenRecord) {
             precondition(owners[token] == nil || owners[token] == index, "token \(token) belongs to two devices")
             owners[token] = index
             tokens[token] = record
@@ -111,11 +111,11 @@ public final class LoopbackMode: Sendable {
         for (index, device) in devices.enumerated() {
             for app in device.apps {
                 for (tokenEnvironment, token) in app.deviceTokens {
-                    let record = LocalAPNsTokenRecord(bundleID: app.bundleID, environment: Self.server(tokenEnvironment))
+                    let record = LocalAPNSTokenRecord(bundleID: app.bundleID, environment: Self.server(tokenEnvironment))
                     own(token, device: index, record: record)
                 }
                 if let token = app.pushToStartToken {
-                    own(token, device: index, record: LocalAPNsTokenRecord(bundleID: app.bundleID, environment: environment))
+                    own(token, device: index, record: LocalAPNSTokenRecord(bundleID: app.bundleID, environment: environment))
                 }
             }
         }
@@ -133,12 +133,12 @@ public final class LoopbackMode: Sendable {
             trustRoots = .pem(identity.caCertificatePEM)
             clientTLS = APNSClient.TLS(caPEM: identity.caCertificatePEM)
         }
-        let server = try LocalAPNsServer.start(
+        let server = try LocalAPNSServer.start(
             configuration,
             http2: HTTP2ServerConfiguration(tls: serverTLS),
             tokens: tokens,
             authenticator: TokenAuthenticator(
-                keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: environment
+                keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: environment
             ),
             inbox: inbox,
             observer: observer
@@ -166,14 +166,14 @@ public final class LoopbackMode: Sendable {
             devices.enumerated().map { index, device in
                 device.observeIssuedTokens { token, bundleID in
                     ownerTable.withLock { $0[token] = index }
-                    server.register(token: token, LocalAPNsTokenRecord(bundleID: bundleID, environment: environment))
+                    server.register(token: token, LocalAPNSTokenRecord(bundleID: bundleID, environment: environment))
                 }
             }
         )
     }
 
     /// Every request the server judged, when the loopback was made with an inbox.
-    public var inbox: LocalAPNsInbox? { self.server.inbox }
+    public var inbox: LocalAPNSInbox? { self.server.inbox }
 
     /// What the device that owns `token` shows now (a device token, push-to-start token or Live
     /// Activity update token of one of ``devices``); `nil` when no device owns it.
@@ -233,9 +233,9 @@ public final class LoopbackMode: Sendable {
     public static func start(
         device: SimulatedDevice,
         tls: TLS = .ephemeral,
-        environment: LocalAPNsConfiguration.Environment = .sandbox,
-        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
-        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
+        environment: LocalAPNSConfiguration.Environment = .sandbox,
+        configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
+        observer: (@Sendable (LocalAPNSJudgement) -> Void)? = nil
     ) throws -> LoopbackMode {
         try Self.start(devices: [device], tls: tls, environment: environment, configuration: configuration, observer: observer)
     }
@@ -244,9 +244,9 @@ public final class LoopbackMode: Sendable {
     public static func start(
         devices: [SimulatedDevice],
         tls: TLS = .ephemeral,
-        environment: LocalAPNsConfiguration.Environment = .sandbox,
-        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
-        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
+        environment: LocalAPNSConfiguration.Environment = .sandbox,
+        configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
+        observer: (@Sendable (LocalAPNSJudgement) -> Void)? = nil
     ) throws -> LoopbackMode {
         let loopback = try LoopbackMode(devices: devices, tls: tls, environment: environment, configuration: configuration, observer: observer)
         // Awaited by shutdown(): the delivery's one owner once the caller has no task group to run it in.
@@ -272,7 +272,7 @@ public final class LoopbackMode: Sendable {
         )
     }
 
-    private static func server(_ environment: DeviceEnvironment) -> LocalAPNsConfiguration.Environment {
+    private static func server(_ environment: DeviceEnvironment) -> LocalAPNSConfiguration.Environment {
         environment == .sandbox ? .sandbox : .production
     }
 }
@@ -296,9 +296,9 @@ public final class LoopbackMode: Sendable {
 public func withLoopbackMode<Result: Sendable>(
     devices: [SimulatedDevice],
     tls: LoopbackMode.TLS = .ephemeral,
-    environment: LocalAPNsConfiguration.Environment = .sandbox,
-    configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
-    observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil,
+    environment: LocalAPNSConfiguration.Environment = .sandbox,
+    configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
+    observer: (@Sendable (LocalAPNSJudgement) -> Void)? = nil,
     _ body: (LoopbackMode) async throws -> Result
 ) async throws -> Result {
     let loopback = try LoopbackMode(

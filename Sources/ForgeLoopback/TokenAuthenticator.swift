@@ -4,7 +4,7 @@ public import struct Foundation.Date
 internal import ForgeSupport
 
 /// A provider-token signing key the local server knows.
-public struct LocalAPNsKey: Sendable {
+public struct LocalAPNSKey: Sendable {
     /// The key id (`kid`).
     public var keyID: APNSKeyID
     /// The team the key belongs to (`iss` must match).
@@ -12,14 +12,14 @@ public struct LocalAPNsKey: Sendable {
     /// The public key that verifies its tokens.
     public var verificationKey: APNSVerificationKey
     /// The environment the key is restricted to, or `nil` for a key valid in both.
-    public var environment: LocalAPNsConfiguration.Environment?
+    public var environment: LocalAPNSConfiguration.Environment?
     /// The bundle ids a topic-specific key covers, or `nil` for a team-scoped key (every topic).
     public var bundleIDs: Set<String>?
 
     /// Creates a key.
     public init(
         keyID: APNSKeyID, teamID: APNSTeamID, verificationKey: APNSVerificationKey,
-        environment: LocalAPNsConfiguration.Environment? = nil, bundleIDs: Set<String>? = nil
+        environment: LocalAPNSConfiguration.Environment? = nil, bundleIDs: Set<String>? = nil
     ) {
         self.keyID = keyID
         self.teamID = teamID
@@ -38,14 +38,14 @@ public final class TokenAuthenticator: Sendable {
         /// The whole `authorization` value last accepted, its key and `iat`: a push repeating it
         /// (nearly every push) is checked without parsing or hashing the token again.
         var authorization: String
-        var key: LocalAPNsKey
+        var key: LocalAPNSKey
         var issuedAt: Date
         var changedAt: Date
     }
 
-    private let keys: [APNSKeyID: LocalAPNsKey]
+    private let keys: [APNSKeyID: LocalAPNSKey]
     private let verifier: APNSProviderTokenVerifier
-    private let environment: LocalAPNsConfiguration.Environment
+    private let environment: LocalAPNSConfiguration.Environment
     private let clock: any APNSWallClock
     private let badEnvironmentKeyReason: APNSErrorReason
     private let connections = LockedBox<[UInt64: ConnectionState]>([:])
@@ -65,7 +65,7 @@ public final class TokenAuthenticator: Sendable {
     private static let verifiedCacheLimit = 1024
 
     /// The registered keys, by key id.
-    var registeredKeys: [LocalAPNsKey] { self.keys.values.sorted { $0.keyID.rawValue < $1.keyID.rawValue } }
+    var registeredKeys: [LocalAPNSKey] { self.keys.values.sorted { $0.keyID.rawValue < $1.keyID.rawValue } }
 
     /// The shortest time between two different tokens on one connection (A5; 20 minutes per Apple).
     public static let tokenUpdateInterval: Double = 20 * 60
@@ -82,8 +82,8 @@ public final class TokenAuthenticator: Sendable {
     ///     APNs is known to enforce. A token the key had before stays accepted (a sender that
     ///     reads the replacement a few seconds late).
     public init(
-        keys: [LocalAPNsKey],
-        environment: LocalAPNsConfiguration.Environment,
+        keys: [LocalAPNSKey],
+        environment: LocalAPNSConfiguration.Environment,
         clock: any APNSWallClock = .system,
         badEnvironmentKeyReason: APNSErrorReason = .badEnvironmentKeyInToken,
         lenient: Bool = false,
@@ -193,7 +193,7 @@ public final class TokenAuthenticator: Sendable {
     }
 
     /// A7 and A8's coverage rule for a verified key.
-    private func keyRules(_ key: LocalAPNsKey, bundleID: String, topicNotCoveredReason: APNSErrorReason) -> APNSErrorReason? {
+    private func keyRules(_ key: LocalAPNSKey, bundleID: String, topicNotCoveredReason: APNSErrorReason) -> APNSErrorReason? {
         if let environment = key.environment, environment != self.environment { return self.badEnvironmentKeyReason }
         if let bundles = key.bundleIDs, !bundles.contains(bundleID) { return topicNotCoveredReason }
         return nil

@@ -256,9 +256,9 @@ struct ScenarioSteps {
         do {
             for index in 0..<self.bulkTokens {
                 let token = try ScenarioTokens.bulk(index)
-                let state: LocalAPNsTokenRecord.State = Self.isUnregistered(index) ? .unregistered(unregisteredAt) : .active
+                let state: LocalAPNSTokenRecord.State = Self.isUnregistered(index) ? .unregistered(unregisteredAt) : .active
                 self.loopback.server.register(
-                    token: token.hexString, LocalAPNsTokenRecord(bundleID: ChatApp.bundleID, environment: .sandbox, state: state)
+                    token: token.hexString, LocalAPNSTokenRecord(bundleID: ChatApp.bundleID, environment: .sandbox, state: state)
                 )
                 tokens.append(token)
             }

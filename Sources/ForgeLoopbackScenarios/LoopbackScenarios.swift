@@ -42,15 +42,15 @@ public struct LoopbackScenarios: Sendable {
     public var tls: LoopbackMode.TLS
     /// How many tokens the bulk send addresses.
     public var bulkTokens: Int
-    /// Where the server records every request it judges, if anywhere (``LocalAPNsInbox``).
-    public var inbox: LocalAPNsInbox?
+    /// Where the server records every request it judges, if anywhere (``LocalAPNSInbox``).
+    public var inbox: LocalAPNSInbox?
 
     /// Creates the scenarios.
     /// - Parameters:
     ///   - tls: the server's certificate and CA: by default made in memory for the run.
     ///   - bulkTokens: how many tokens the bulk send addresses (every 100th is unregistered).
     ///   - inbox: where the server records every request it judges; none by default.
-    public init(tls: LoopbackMode.TLS = .ephemeral, bulkTokens: Int = 10_000, inbox: LocalAPNsInbox? = nil) {
+    public init(tls: LoopbackMode.TLS = .ephemeral, bulkTokens: Int = 10_000, inbox: LocalAPNSInbox? = nil) {
         self.tls = tls
         self.bulkTokens = bulkTokens
         self.inbox = inbox
@@ -76,7 +76,7 @@ public struct LoopbackScenarios: Sendable {
         let start = Date()
         // No history: the bulk send's pushes only pass through.
         let loopback = try LoopbackMode(
-            devices: [device], tls: self.tls, environment: .sandbox, configuration: LocalAPNsConfiguration(keepsHistory: false),
+            devices: [device], tls: self.tls, environment: .sandbox, configuration: LocalAPNSConfiguration(keepsHistory: false),
             inbox: self.inbox, observer: { recorder.judged($0) }
         )
         started(Setup(port: loopback.server.port, environment: "sandbox", apps: device.apps.map(Self.describe)))

@@ -11,7 +11,7 @@ final class ScenarioRecorder: Sendable {
     struct Entry: Sendable {
         enum Kind: Sendable {
             /// The server judged a request.
-            case verdict(APNsVerdict)
+            case verdict(APNSVerdict)
             /// A handler of the app (or its service extension) ran.
             case note(handler: String, text: String)
         }
@@ -39,7 +39,7 @@ final class ScenarioRecorder: Sendable {
     init() {}
 
     /// The server's observer: keeps the verdict, or only counts it during a bulk send.
-    func judged(_ judgement: LocalAPNsJudgement) {
+    func judged(_ judgement: LocalAPNSJudgement) {
         let entry = Entry(date: judgement.date, kind: .verdict(judgement.verdict))
         self.state.withLock { state in
             guard state.counting else {

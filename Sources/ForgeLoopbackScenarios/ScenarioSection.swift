@@ -165,7 +165,7 @@ final class SectionBuilder {
 
     /// The server's verdict on a request: an arrow from the client, accepted for any 2xx (the channel
     /// API answers 201 to a new channel).
-    static func line(_ verdict: APNsVerdict, date: Date, prefix: String = "") -> ScenarioLine {
+    static func line(_ verdict: APNSVerdict, date: Date, prefix: String = "") -> ScenarioLine {
         let outcome: ScenarioLine.Outcome = (200..<300).contains(verdict.status) ? .accepted : .rejected
         return ScenarioLine(.client, .server, date: date, text: prefix + Self.describe(verdict), outcome: outcome)
     }
@@ -189,7 +189,7 @@ final class SectionBuilder {
     }
 
     /// `200 alert apns-id 1F2E3D4C token 7c1d…`, or with the reason (and 410 timestamp) of a rejection.
-    static func describe(_ verdict: APNsVerdict) -> String {
+    static func describe(_ verdict: APNSVerdict) -> String {
         var text = "\(verdict.status)"
         if let reason = verdict.reason { text += " \(reason.rawValue)" }
         text += " \(verdict.pushType?.rawValue ?? "-") \(verdict.idHeader) \(Self.short(verdict.apnsID))"

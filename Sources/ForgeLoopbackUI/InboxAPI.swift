@@ -4,7 +4,7 @@ internal import ForgeSupport
 internal import Foundation
 
 /// The inbox's JSON API as a pure function of a request's method, path and query: no HTTP in here,
-/// so every route and every refusal is tested without a socket. ``LocalAPNsInboxServer`` puts it on
+/// so every route and every refusal is tested without a socket. ``LocalAPNSInboxServer`` puts it on
 /// a port, with the event stream and the page.
 ///
 /// Routes (the contract other languages' tests rely on):
@@ -14,7 +14,7 @@ internal import Foundation
 /// - `GET /api/v1/devices`, `GET /api/v1/devices/{token}`.
 ///
 /// A bad request is a 400 whose `{"error": …}` names the parameter and the rule.
-public struct LocalAPNsInboxAPI: Sendable {
+public struct LocalAPNSInboxAPI: Sendable {
     /// One answer.
     public struct Response: Sendable, Equatable {
         public var status: Int
@@ -33,14 +33,14 @@ public struct LocalAPNsInboxAPI: Sendable {
     }
 
     /// The inbox it reads.
-    public let inbox: LocalAPNsInbox
+    public let inbox: LocalAPNSInbox
     /// The phones it shows; cleared with the inbox.
-    public let phones: LocalAPNsPhones?
+    public let phones: LocalAPNSPhones?
     /// The longest `timeout` of a wait.
     public static let maximumWait: Duration = .seconds(60)
 
     /// Creates the API over an inbox and its phones.
-    public init(inbox: LocalAPNsInbox, phones: LocalAPNsPhones?) {
+    public init(inbox: LocalAPNSInbox, phones: LocalAPNSPhones?) {
         self.inbox = inbox
         self.phones = phones
     }
@@ -112,8 +112,8 @@ public struct LocalAPNsInboxAPI: Sendable {
         try Self.allow(["token", "topic", "push_type", "status", "q", "since", "limit"], in: parameters, for: "GET /api/v1/pushes")
         var query = try Self.query(parameters)
         if let text = Self.value("limit", parameters) {
-            guard let limit = Int(text), (1...LocalAPNsInboxQuery.maximumLimit).contains(limit) else {
-                throw APIError("limit: must be 1…\(LocalAPNsInboxQuery.maximumLimit) (got \(Self.clip(text)))")
+            guard let limit = Int(text), (1...LocalAPNSInboxQuery.maximumLimit).contains(limit) else {
+                throw APIError("limit: must be 1…\(LocalAPNSInboxQuery.maximumLimit) (got \(Self.clip(text)))")
             }
             query.limit = limit
         }
@@ -146,7 +146,7 @@ public struct LocalAPNsInboxAPI: Sendable {
     }
 
     /// An entry with what became of it on its phone (`delivery`).
-    private func json(_ entry: LocalAPNsInboxEntry) -> [UInt8] {
+    private func json(_ entry: LocalAPNSInboxEntry) -> [UInt8] {
         entry.json(delivery: self.phones?.delivery(of: entry))
     }
 
@@ -177,8 +177,8 @@ public struct LocalAPNsInboxAPI: Sendable {
     }
 
     /// The filters every route shares.
-    private static func query(_ parameters: [(name: String, value: String)]) throws -> LocalAPNsInboxQuery {
-        var query = LocalAPNsInboxQuery()
+    private static func query(_ parameters: [(name: String, value: String)]) throws -> LocalAPNSInboxQuery {
+        var query = LocalAPNSInboxQuery()
         if let token = Self.value("token", parameters) { query.token = try Self.token(token, name: "token") }
         if let topic = Self.value("topic", parameters) {
             guard !topic.isEmpty else { throw APIError("topic: must not be empty") }

@@ -35,10 +35,10 @@ extension APNSBench {
             let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
             let tls = self.h2c ? nil : HTTP2ServerTLSConfiguration(certificateChainFile: "keys-example/server.pem",
                                                                     privateKeyFile: "keys-example/server.key")
-            let server = try LocalAPNsServer.start(
-                LocalAPNsConfiguration(keepsHistory: false), http2: HTTP2ServerConfiguration(tls: tls, responseDelay: self.latency ?? .zero),
+            let server = try LocalAPNSServer.start(
+                LocalAPNSConfiguration(keepsHistory: false), http2: HTTP2ServerConfiguration(tls: tls, responseDelay: self.latency ?? .zero),
                 authenticator: TokenAuthenticator(
-                    keys: [LocalAPNsKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"),
+                    keys: [LocalAPNSKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"),
                                         verificationKey: key.publicKey)],
                     environment: .sandbox, lenient: self.lenientTokens
                 )

@@ -80,7 +80,7 @@ extension APNSBench {
             var h2load: H2Load.Result?
             if self.h2load {
                 let server = URL(string: "\(self.h2c ? "http" : "https")://localhost:\(port)")!
-                h2load = try H2Load.runAPNs(server: server, requests: self.tokens, connections: self.h2loadConnections, inFlight: self.inFlight)
+                h2load = try H2Load.runAPNS(server: server, requests: self.tokens, connections: self.h2loadConnections, inFlight: self.inFlight)
             }
             let latency = self.latency ?? .zero
             if self.json {

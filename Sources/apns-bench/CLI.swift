@@ -149,7 +149,7 @@ extension APNSBench {
                 let cpu = measured.cpuMicroseconds / Double(self.notifications)
                 var h2loadResult: H2Load.Result?
                 if self.h2load {
-                    let result = try H2Load.runAPNs(server: server, requests: self.notifications, connections: self.h2loadConnections,
+                    let result = try H2Load.runAPNS(server: server, requests: self.notifications, connections: self.h2loadConnections,
                                                     inFlight: self.inFlight)
                     ratios.append(measured.rate / result.requestsPerSecond)
                     cpuRatios.append(cpu / max(result.cpuMicroseconds / Double(self.notifications), 0.001))

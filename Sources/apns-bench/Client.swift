@@ -135,7 +135,7 @@ extension APNSBench {
             }
             var h2loadResult: H2Load.Result?
             if self.h2load {
-                h2loadResult = try H2Load.runAPNs(server: target, requests: self.notifications, connections: self.h2loadConnections,
+                h2loadResult = try H2Load.runAPNS(server: target, requests: self.notifications, connections: self.h2loadConnections,
                                                   inFlight: self.h2loadStreamsPerConnection)
             }
             self.report(result, h2load: h2loadResult, target: target)

@@ -19,7 +19,7 @@ enum H2Load {
     /// h2load against the APNs-like server at `server` (`https://host:port` or `http://…`): `requests`
     /// alert pushes to one device token, with a provider token signed by keys-example's FORGEKEY01 (as
     /// the benchmark clients use), over `connections` connections with `inFlight` streams each.
-    static func runAPNs(server: URL, requests: Int, connections: Int, inFlight: Int) throws -> Result {
+    static func runAPNS(server: URL, requests: Int, connections: Int, inFlight: Int) throws -> Result {
         let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
         let jwt = try APNSProviderToken.sign(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"), issuedAt: Date(), key: key)
         let device = URL(string: "\(server.absoluteString)/3/device/\(String(repeating: "ab", count: 32))")!

@@ -75,12 +75,12 @@ extension APNSBench {
                 await plain.shutdown()
                 // The APNs server with token authentication.
                 let authenticator = TokenAuthenticator(
-                    keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: .sandbox
+                    keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: .sandbox
                 )
                 // h2load opens K streams before it reads SETTINGS, so APNs' one-stream start (C2) would
                 // refuse K-1 of them; the client benchmark keeps the rule on.
-                let local = try LocalAPNsServer.start(
-                    LocalAPNsConfiguration(oneStreamUntilFirstPush: false, keepsHistory: false), http2: http2, authenticator: authenticator
+                let local = try LocalAPNSServer.start(
+                    LocalAPNSConfiguration(oneStreamUntilFirstPush: false, keepsHistory: false), http2: http2, authenticator: authenticator
                 )
                 apns.append(try self.round(port: local.port, token: token, headers: ["authorization: \(jwt.authorizationHeaderValue)"]))
                 let accepted = local.acceptedCount
@@ -90,7 +90,7 @@ extension APNSBench {
                 }
                 if self.inbox {
                     let (result, slowest) = try await self.inboxRound(http2: http2, authenticator: TokenAuthenticator(
-                        keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: .sandbox
+                        keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: .sandbox
                     ), token: token, headers: ["authorization: \(jwt.authorizationHeaderValue)"])
                     withInbox.append(result)
                     slowestList = max(slowestList, slowest)
@@ -116,12 +116,12 @@ extension APNSBench {
         private func inboxRound(
             http2: HTTP2ServerConfiguration, authenticator: TokenAuthenticator, token: String, headers: [String]
         ) async throws -> ((rate: Double, cpu: Double), Duration) {
-            let inbox = LocalAPNsInbox(capacity: self.keep)
-            let phones = LocalAPNsPhones()
-            let api = LocalAPNsInboxAPI(inbox: inbox, phones: phones)
+            let inbox = LocalAPNSInbox(capacity: self.keep)
+            let phones = LocalAPNSPhones()
+            let api = LocalAPNSInboxAPI(inbox: inbox, phones: phones)
             let phonesOn = !self.noPhones
-            let local = try LocalAPNsServer.start(
-                LocalAPNsConfiguration(oneStreamUntilFirstPush: false, keepsHistory: false), http2: http2, authenticator: authenticator,
+            let local = try LocalAPNSServer.start(
+                LocalAPNSConfiguration(oneStreamUntilFirstPush: false, keepsHistory: false), http2: http2, authenticator: authenticator,
                 inbox: inbox
             )
             return try await withThrowingTaskGroup(of: Duration.self) { group in
@@ -158,26 +158,26 @@ extension APNSBench {
         private func reportInbox(apns: [(rate: Double, cpu: Double)], withInbox: [(rate: Double, cpu: Double)], slowestList: Duration) async {
             func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
             // A satisfied wait: from the push's recording to the wait's return.
-            let inbox = LocalAPNsInbox(capacity: 10)
-            var judge = APNsJudge()
+            let inbox = LocalAPNSInbox(capacity: 10)
+            var judge = APNSJudge()
             var slowestWait: Duration = .zero
             for index in 0..<200 {
                 let token = String(format: "%064x", index + 1)
-                let request = APNsJudge.Request(
+                let request = APNSJudge.Request(
                     method: "POST", path: "/3/device/\(token)", headers: [(name: "apns-topic", value: "com.example.bench")],
                     body: Array(#"{"aps":{"alert":"hi"}}"#.utf8)
                 )
                 let verdict = judge.judge(request)
-                let entry = LocalAPNsInboxEntry(
+                let entry = LocalAPNSInboxEntry(
                     sequence: 0, date: Date(), method: "POST", path: request.path, headers: [], body: request.body, verdict: verdict,
                     why: nil, fault: nil, connectionID: 0, lints: []
                 )
                 async let waited: ContinuousClock.Instant? = {
-                    await inbox.waitForPush(matching: LocalAPNsInboxQuery(token: token), timeout: .seconds(5)).map { _ in .now }
+                    await inbox.waitForPush(matching: LocalAPNSInboxQuery(token: token), timeout: .seconds(5)).map { _ in .now }
                 }()
                 // Recorded until the waiter has it: the waiter may subscribe after the first record.
                 var recordedAt = ContinuousClock.now
-                while inbox.pushes(matching: LocalAPNsInboxQuery(token: token)).total == 0 {
+                while inbox.pushes(matching: LocalAPNSInboxQuery(token: token)).total == 0 {
                     recordedAt = .now
                     inbox.record(entry)
                     await Task.yield()

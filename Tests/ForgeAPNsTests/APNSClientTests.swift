@@ -85,8 +85,8 @@ struct APNSClientTests {
         let gone = token(9)
         let when = Date(timeIntervalSince1970: 1_760_000_000.25)
         let loopback = try Loopback.start(tokens: [
-            gone.hexString: LocalAPNsTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(when)),
-            token(8).hexString: LocalAPNsTokenRecord(bundleID: "com.other.app", environment: .sandbox),
+            gone.hexString: LocalAPNSTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(when)),
+            token(8).hexString: LocalAPNSTokenRecord(bundleID: "com.other.app", environment: .sandbox),
         ])
         try await withAPNSClient(configuration: loopback.configuration) { client in
             do {

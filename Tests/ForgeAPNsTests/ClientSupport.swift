@@ -20,12 +20,12 @@ func token(_ index: Int) -> DeviceToken {
 
 /// A local APNs server over TLS with token authentication, and a client configuration for it.
 struct Loopback {
-    let server: LocalAPNsServer
+    let server: LocalAPNSServer
     let configuration: APNSClient.Configuration
 
     static func start(
-        _ local: LocalAPNsConfiguration = LocalAPNsConfiguration(),
-        tokens: [String: LocalAPNsTokenRecord] = [:],
+        _ local: LocalAPNSConfiguration = LocalAPNSConfiguration(),
+        tokens: [String: LocalAPNSTokenRecord] = [:],
         serverClock: any APNSWallClock = .system,
         clientClock: any APNSWallClock = .system,
         answersPings: Bool = true,
@@ -35,10 +35,10 @@ struct Loopback {
         logger: Logger = Logger(label: "test.apns")
     ) throws -> Loopback {
         let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
-        let server = try LocalAPNsServer.start(
+        let server = try LocalAPNSServer.start(
             local, http2: HTTP2ServerConfiguration(tls: tls, answersPings: answersPings), tokens: tokens,
             authenticator: TokenAuthenticator(
-                keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: signingKey.publicKey)],
+                keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: signingKey.publicKey)],
                 environment: local.environment, clock: serverClock
             ),
             clock: serverClock

@@ -9,7 +9,7 @@ import Logging
 import Testing
 
 /// How often the server recorded each token.
-private func deliveries(_ server: LocalAPNsServer) -> [String: Int] {
+private func deliveries(_ server: LocalAPNSServer) -> [String: Int] {
     var counts: [String: Int] = [:]
     for push in server.accepted { counts[push.token, default: 0] += 1 }
     return counts
@@ -17,7 +17,7 @@ private func deliveries(_ server: LocalAPNsServer) -> [String: Int] {
 
 /// Checks the invariants of a bulk send under faults: one verdict per token (checked by `collect`),
 /// every accepted verdict delivered, nothing delivered twice unless its verdict says it may have been.
-private func checkDeliveries(_ verdicts: [APNSBulkVerdict], server: LocalAPNsServer) {
+private func checkDeliveries(_ verdicts: [APNSBulkVerdict], server: LocalAPNSServer) {
     let counts = deliveries(server)
     for verdict in verdicts {
         let delivered = counts[verdict.token, default: 0]
@@ -38,11 +38,11 @@ private let tokens = (0..<400).map { token($0).hexString }
 @Suite("APNSClient fault matrix: one verdict per token, no token lost or silently duplicated", .timeLimit(.minutes(2)))
 struct FaultMatrixTests {
     func run(
-        _ local: LocalAPNsConfiguration = LocalAPNsConfiguration(), tokens list: [String] = tokens,
-        registry: [String: LocalAPNsTokenRecord] = [:], pool: APNSClient.Pool = APNSClient.Pool(),
+        _ local: LocalAPNSConfiguration = LocalAPNSConfiguration(), tokens list: [String] = tokens,
+        registry: [String: LocalAPNSTokenRecord] = [:], pool: APNSClient.Pool = APNSClient.Pool(),
         retry: APNSClient.RetryPolicy = APNSClient.RetryPolicy(attempts: 4, backoffBase: .milliseconds(2), backoffCap: .milliseconds(20)),
-        faults: (LocalAPNsServer) -> Void
-    ) async throws -> (verdicts: [APNSBulkVerdict], summary: APNSBulkSummary, server: LocalAPNsServer) {
+        faults: (LocalAPNSServer) -> Void
+    ) async throws -> (verdicts: [APNSBulkVerdict], summary: APNSBulkSummary, server: LocalAPNSServer) {
         let loopback = try Loopback.start(local, tokens: registry, retry: retry, pool: pool)
         faults(loopback.server)
         let result = try await withAPNSClient(configuration: loopback.configuration) { client in
@@ -57,9 +57,9 @@ struct FaultMatrixTests {
     @Test("Bulk with unregistered tokens: accepted and 410s counted by reason, each delivered once")
     func unregistered() async throws {
         let gone = Date(timeIntervalSince1970: 1_760_000_000)
-        var registry: [String: LocalAPNsTokenRecord] = [:]
+        var registry: [String: LocalAPNSTokenRecord] = [:]
         for token in tokens.prefix(25) {
-            registry[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(gone))
+            registry[token] = LocalAPNSTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(gone))
         }
         let (verdicts, summary, server) = try await self.run(registry: registry) { _ in }
         #expect(summary.accepted == 375 && summary.rejected == ["Unregistered": 25])
@@ -191,7 +191,7 @@ struct FaultMatrixTests {
         // under ThreadSanitizer on a loaded machine (at 30 ms, a new connection could be closed
         // idle before its first request arrived, again and again); the test waits for the close
         // it causes, not for a time.
-        let loopback = try Loopback.start(LocalAPNsConfiguration(idleTimeout: .milliseconds(400)))
+        let loopback = try Loopback.start(LocalAPNSConfiguration(idleTimeout: .milliseconds(400)))
         try await withAPNSClient(configuration: loopback.configuration) { client in
             for index in 0..<3 {
                 #expect(try await client.send(alert(), to: token(index)).attempts <= 2)

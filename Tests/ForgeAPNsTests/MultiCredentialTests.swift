@@ -23,23 +23,23 @@ struct MultiCredentialTests {
     static let teamB = try! APNSTeamID("FORGETEAM2")
 
     /// The local server with team A's key (FORGEKEY01) for A's apps and team B's (FORGEKEY02) for B's.
-    static func server() throws -> LocalAPNsServer {
-        let local = LocalAPNsConfiguration()
+    static func server() throws -> LocalAPNSServer {
+        let local = LocalAPNSConfiguration()
         let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
-        return try LocalAPNsServer.start(
+        return try LocalAPNSServer.start(
             local, http2: HTTP2ServerConfiguration(tls: tls),
             authenticator: TokenAuthenticator(
                 keys: [
-                    LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: signingKey.publicKey,
+                    LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: signingKey.publicKey,
                                  bundleIDs: [appA.rawValue, otherA.rawValue]),
-                    LocalAPNsKey(keyID: keyIDB, teamID: teamB, verificationKey: keyB.publicKey, bundleIDs: [appB.rawValue]),
+                    LocalAPNSKey(keyID: keyIDB, teamID: teamB, verificationKey: keyB.publicKey, bundleIDs: [appB.rawValue]),
                 ],
                 environment: local.environment
             )
         )
     }
 
-    static func configuration(_ server: LocalAPNsServer, credentials: [APNSClient.Credential]) -> APNSClient.Configuration {
+    static func configuration(_ server: LocalAPNSServer, credentials: [APNSClient.Credential]) -> APNSClient.Configuration {
         APNSClient.Configuration(
             credentials: credentials, environment: .custom(host: "localhost", port: server.port),
             tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem")),

@@ -14,8 +14,8 @@ struct SecretsAndCertificateTests {
     func noSecretsInLogs() async throws {
         let logs = LogCapture(level: .trace)
         let logger = logs.logger(label: "test.secrets")
-        var registry: [String: LocalAPNsTokenRecord] = [:]
-        registry[token(3).hexString] = LocalAPNsTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(Date()))
+        var registry: [String: LocalAPNSTokenRecord] = [:]
+        registry[token(3).hexString] = LocalAPNSTokenRecord(bundleID: bundle, environment: .sandbox, state: .unregistered(Date()))
         let loopback = try Loopback.start(tokens: registry, logger: logger)
         loopback.server.schedule(.respond(status: 503, reason: .serviceUnavailable), afterRequests: 5, count: 30)
         loopback.server.schedule(.respond(status: 403, reason: .expiredProviderToken), afterRequests: 2)
@@ -55,9 +55,9 @@ struct SecretsAndCertificateTests {
             certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"),
             requestsClientCertificate: true, clientCertificateTrustRoots: KeysExample.path("ca.pem")
         )
-        let server = try LocalAPNsServer.start(
+        let server = try LocalAPNSServer.start(
             http2: HTTP2ServerConfiguration(tls: tls),
-            certificates: [LocalAPNsCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle)],
+            certificates: [LocalAPNSCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle)],
             authenticator: TokenAuthenticator(keys: [], environment: .sandbox)
         )
         for authentication in [
@@ -80,7 +80,7 @@ struct SecretsAndCertificateTests {
         }
         #expect(server.accepted.count == 4 && server.accepted.allSatisfy { $0[header: "authorization"] == nil })
         // Revoked: 403 BadCertificate, not retried.
-        server.register(certificate: LocalAPNsCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle, revoked: true))
+        server.register(certificate: LocalAPNSCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle, revoked: true))
         let configuration = APNSClient.Configuration(
             authentication: .certificate(certificateFile: KeysExample.path("client.pem"), privateKeyFile: KeysExample.path("client.key")),
             environment: .custom(host: "localhost", port: server.port), tls: APNSClient.TLS(caFile: KeysExample.path("ca.pem"))

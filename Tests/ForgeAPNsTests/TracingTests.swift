@@ -17,8 +17,8 @@ struct TracingTests {
 
     func loopback(tracer: InMemoryTracer) throws -> Loopback {
         let loopback = try Loopback.start(
-            LocalAPNsConfiguration(acceptsUnknownTokens: false),
-            tokens: [Self.known.hexString: LocalAPNsTokenRecord(bundleID: bundle, environment: .sandbox)]
+            LocalAPNSConfiguration(acceptsUnknownTokens: false),
+            tokens: [Self.known.hexString: LocalAPNSTokenRecord(bundleID: bundle, environment: .sandbox)]
         )
         var configuration = loopback.configuration
         configuration.tracer = tracer

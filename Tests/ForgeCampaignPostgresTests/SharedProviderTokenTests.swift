@@ -62,14 +62,14 @@ struct SharedProviderTokenTests {
     }
 
     /// The local server with `--token-update-limit 20m`, judging on `clock`.
-    private static func server(clock: any APNSWallClock) throws -> (LocalAPNsServer, TokenAuthenticator) {
+    private static func server(clock: any APNSWallClock) throws -> (LocalAPNSServer, TokenAuthenticator) {
         let authenticator = TokenAuthenticator(
-            keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: .sandbox, clock: clock,
+            keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: .sandbox, clock: clock,
             tokenUpdateLimit: .seconds(20 * 60)
         )
         let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
-        let server = try LocalAPNsServer.start(
-            LocalAPNsConfiguration(keepsHistory: false), http2: HTTP2ServerConfiguration(tls: tls), authenticator: authenticator, clock: clock
+        let server = try LocalAPNSServer.start(
+            LocalAPNSConfiguration(keepsHistory: false), http2: HTTP2ServerConfiguration(tls: tls), authenticator: authenticator, clock: clock
         )
         return (server, authenticator)
     }

@@ -8,7 +8,7 @@ import Testing
 
 /// The local APNs server over TLS with token authentication, and a client configuration for it.
 private struct Loopback {
-    let server: LocalAPNsServer
+    let server: LocalAPNSServer
     let configuration: APNSClient.Configuration
 
     init(retry: APNSClient.RetryPolicy = APNSClient.RetryPolicy(backoffBase: .milliseconds(5), backoffCap: .milliseconds(50))) throws {
@@ -16,10 +16,10 @@ private struct Loopback {
         let keyID = try APNSKeyID("FORGEKEY01")
         let teamID = try APNSTeamID("FORGETEAM1")
         let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
-        self.server = try LocalAPNsServer.start(
+        self.server = try LocalAPNSServer.start(
             http2: HTTP2ServerConfiguration(tls: tls),
             authenticator: TokenAuthenticator(
-                keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: LocalAPNsConfiguration().environment
+                keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: LocalAPNSConfiguration().environment
             )
         )
         self.configuration = APNSClient.Configuration(

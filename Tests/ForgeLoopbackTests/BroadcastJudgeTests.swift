@@ -9,9 +9,9 @@ private let body = Array(#"{"aps":{"event":"update","timestamp":1,"content-state
 
 private func broadcast(
     method: String = "POST", bundle: String = bundle, headers: [(String, String)]? = nil, body: [UInt8] = body
-) -> APNsJudge.Request {
+) -> APNSJudge.Request {
     let defaults = [("apns-channel-id", channel), ("apns-push-type", "liveactivity"), ("apns-priority", "10"), ("apns-expiration", "0")]
-    return APNsJudge.Request(method: method, path: "/4/broadcasts/apps/" + bundle,
+    return APNSJudge.Request(method: method, path: "/4/broadcasts/apps/" + bundle,
                              headers: (headers ?? defaults).map { (name: $0.0, value: $0.1) }, body: body)
 }
 
@@ -20,22 +20,22 @@ private func without(_ name: String, adding extra: [(String, String)] = []) -> [
         .filter { $0.0 != name } + extra
 }
 
-private func channels(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> APNsJudge.Request {
-    APNsJudge.Request(method: method, path: path, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
+private func channels(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> APNSJudge.Request {
+    APNSJudge.Request(method: method, path: path, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
 }
 
 @Suite("Local APNs judge: broadcasts B1-B7, channel management M1-M4, rate T1")
 struct BroadcastJudgeTests {
-    func judge(policy: Int = 0, broadcastEnabled: Bool = true) -> APNsJudge {
-        APNsJudge(
-            apps: [LocalAPNsApp(bundleID: bundle, broadcastEnabled: broadcastEnabled)],
-            channels: [LocalAPNsChannel(id: channel, bundleID: bundle, messageStoragePolicy: policy)]
+    func judge(policy: Int = 0, broadcastEnabled: Bool = true) -> APNSJudge {
+        APNSJudge(
+            apps: [LocalAPNSApp(bundleID: bundle, broadcastEnabled: broadcastEnabled)],
+            channels: [LocalAPNSChannel(id: channel, bundleID: bundle, messageStoragePolicy: policy)]
         )
     }
 
     struct Row: Sendable, CustomTestStringConvertible {
         var row: String
-        var request: APNsJudge.Request
+        var request: APNSJudge.Request
         var status: Int
         var reason: String
         var testDescription: String { "\(self.row) -> \(self.status) \(self.reason)" }
@@ -103,7 +103,7 @@ struct BroadcastJudgeTests {
 
     @Test("M2, M3: create, read, list, delete; a deleted channel is gone")
     func channelLifecycle() throws {
-        var judge = APNsJudge()
+        var judge = APNSJudge()
         let created = judge.judge(channels("POST", "/1/apps/\(bundle)/channels",
                                            body: Array(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8)))
         #expect(created.status == 201 && created.body.isEmpty && created.idHeader == "apns-request-id")
@@ -123,7 +123,7 @@ struct BroadcastJudgeTests {
 
     @Test("M1: past the channel limit -> CannotCreateChannelConfig")
     func channelLimit() {
-        var judge = APNsJudge(configuration: LocalAPNsConfiguration(channelLimit: 2))
+        var judge = APNSJudge(configuration: LocalAPNSConfiguration(channelLimit: 2))
         let create = channels("POST", "/1/apps/\(bundle)/channels", body: Array(#"{"message-storage-policy":0,"push-type":"LiveActivity"}"#.utf8))
         #expect(judge.judge(create).status == 201)
         #expect(judge.judge(create).status == 201)
@@ -133,9 +133,9 @@ struct BroadcastJudgeTests {
 
     @Test("T1: a burst over the per-token limit -> 429 TooManyRequests, until the window passes")
     func rateLimit() {
-        var judge = APNsJudge(configuration: LocalAPNsConfiguration(perTokenRateLimit: .init(pushes: 2, seconds: 60)))
+        var judge = APNSJudge(configuration: LocalAPNSConfiguration(perTokenRateLimit: .init(pushes: 2, seconds: 60)))
         let token = String(repeating: "ab", count: 32)
-        let push = APNsJudge.Request(method: "POST", path: "/3/device/" + token,
+        let push = APNSJudge.Request(method: "POST", path: "/3/device/" + token,
                                      headers: [(name: "apns-topic", value: bundle)], body: Array(#"{"aps":{}}"#.utf8))
         let start = Date(timeIntervalSince1970: 1_760_000_000)
         #expect(judge.judge(push, now: start).isAccepted)

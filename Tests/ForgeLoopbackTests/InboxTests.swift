@@ -11,17 +11,17 @@ import Testing
 private let tokenA = String(repeating: "ab", count: 32)
 private let tokenB = String(repeating: "cd", count: 32)
 
-/// A judged request as the server records it, judged by a real ``APNsJudge``.
+/// A judged request as the server records it, judged by a real ``APNSJudge``.
 private func judged(
-    _ judge: inout APNsJudge, token: String = tokenA, topic: String = "com.example.shop", pushType: String = "alert",
+    _ judge: inout APNSJudge, token: String = tokenA, topic: String = "com.example.shop", pushType: String = "alert",
     headers extra: [(String, String)] = [], body: String = #"{"aps":{"alert":{"title":"Hi"}}}"#, date: Date = Date()
-) -> LocalAPNsInboxEntry {
+) -> LocalAPNSInboxEntry {
     let headers = [("apns-topic", topic), ("apns-push-type", pushType)] + extra
-    let request = APNsJudge.Request(
+    let request = APNSJudge.Request(
         method: "POST", path: "/3/device/\(token)", headers: headers.map { (name: $0.0, value: $0.1) }, body: Array(body.utf8)
     )
     let verdict = judge.judge(request, now: date)
-    return LocalAPNsInboxEntry(
+    return LocalAPNSInboxEntry(
         sequence: 0, date: date, method: "POST", path: request.path, headers: headers.map { HTTP2HeaderField($0.0, $0.1) },
         body: request.body, verdict: verdict, why: judge.explain(verdict, for: request, now: date), fault: nil, connectionID: 1,
         lints: []
@@ -34,7 +34,7 @@ private func object(_ bytes: [UInt8]) throws -> [String: Any] {
 
 @Suite("Inbox: LA007, priority-10 Live Activity updates in quick succession")
 struct FrequentUpdateLintTests {
-    static func update(_ judge: inout APNsJudge, token: String = tokenA, priority: String, at date: Date) -> LocalAPNsInboxEntry {
+    static func update(_ judge: inout APNSJudge, token: String = tokenA, priority: String, at date: Date) -> LocalAPNSInboxEntry {
         let body = #"{"aps":{"event":"update","timestamp":\#(Int(date.timeIntervalSince1970)),"content-state":{"step":1}}}"#
         return judged(&judge, token: token, topic: "com.example.shop.push-type.liveactivity", pushType: "liveactivity",
                       headers: [("apns-priority", priority)], body: body, date: date)
@@ -42,8 +42,8 @@ struct FrequentUpdateLintTests {
 
     @Test("The second priority-10 update within a minute to one token gets LA007; priority 5, another token or a minute later do not")
     func frequentUpdates() throws {
-        var judge = APNsJudge()
-        let inbox = LocalAPNsInbox(capacity: 100)
+        var judge = APNSJudge()
+        let inbox = LocalAPNSInbox(capacity: 100)
         let t0 = Date()
         let first = inbox.record(Self.update(&judge, priority: "10", at: t0))
         let soon = inbox.record(Self.update(&judge, priority: "10", at: t0 + 20))
@@ -51,7 +51,7 @@ struct FrequentUpdateLintTests {
         let quiet = inbox.record(Self.update(&judge, priority: "5", at: t0 + 22))
         let later = inbox.record(Self.update(&judge, priority: "10", at: t0 + 90))
         for entry in [first, soon, other, quiet, later] { #expect(entry.isAccepted, "\(entry.verdict)") }
-        func la007(_ entry: LocalAPNsInboxEntry) -> [String] { entry.allLints.filter { $0.hasPrefix("LA007") } }
+        func la007(_ entry: LocalAPNSInboxEntry) -> [String] { entry.allLints.filter { $0.hasPrefix("LA007") } }
         #expect(la007(first).isEmpty && la007(other).isEmpty && la007(quiet).isEmpty && la007(later).isEmpty)
         #expect(la007(soon) == ["LA007: a priority-10 update 20.0 s after the previous one to this activity: priority-10 updates spend a "
                                 + "budget iOS then throttles; send frequent updates at priority 5"])
@@ -63,8 +63,8 @@ struct FrequentUpdateLintTests {
 struct InboxTests {
     @Test("Newest first, up to the capacity; the oldest dropped and counted; a clear forgets everything")
     func capacity() {
-        var judge = APNsJudge()
-        let inbox = LocalAPNsInbox(capacity: 3)
+        var judge = APNSJudge()
+        let inbox = LocalAPNSInbox(capacity: 3)
         for index in 1...5 { inbox.record(judged(&judge, body: #"{"aps":{"alert":"n\#(index)"}}"#)) }
         let page = inbox.pushes()
         #expect(page.total == 3 && page.dropped == 2)
@@ -77,8 +77,8 @@ struct InboxTests {
 
     @Test("Filters: token, topic, push type, status (code, accepted, rejected), text, since; the limit counts after the filter")
     func filters() throws {
-        var judge = APNsJudge(configuration: LocalAPNsConfiguration(servedBundleIDs: ["com.example.shop"]))
-        let inbox = LocalAPNsInbox()
+        var judge = APNSJudge(configuration: LocalAPNSConfiguration(servedBundleIDs: ["com.example.shop"]))
+        let inbox = LocalAPNSInbox()
         let start = Date()
         inbox.record(judged(&judge, token: tokenA, body: #"{"aps":{"alert":"Parcel shipped"}}"#, date: start))
         inbox.record(judged(&judge, token: tokenB, topic: "com.other.app", date: start.addingTimeInterval(1)))
@@ -100,8 +100,8 @@ struct InboxTests {
 
     @Test("A wait returns a matching entry already kept (the oldest) at once, else the next one, else nil at its timeout")
     func waits() async throws {
-        var judge = APNsJudge()
-        let inbox = LocalAPNsInbox()
+        var judge = APNSJudge()
+        let inbox = LocalAPNSInbox()
         inbox.record(judged(&judge, token: tokenA))
         inbox.record(judged(&judge, token: tokenA))
         #expect(await inbox.waitForPush(matching: .init(token: tokenA), timeout: .seconds(5))?.sequence == 1)
@@ -122,8 +122,8 @@ struct InboxTests {
 
     @Test("Batches after a sequence: oldest first, the newest when more wait, what was skipped or dropped counted")
     func batches() {
-        var judge = APNsJudge()
-        let inbox = LocalAPNsInbox(capacity: 5)
+        var judge = APNSJudge()
+        let inbox = LocalAPNSInbox(capacity: 5)
         for _ in 1...3 { inbox.record(judged(&judge)) }
         let first = inbox.entries(after: 0, limit: 2)
         #expect(first.entries.map(\.sequence) == [2, 3] && first.skipped == 1 && first.clears == 0)
@@ -138,8 +138,8 @@ struct InboxTests {
 
     @Test("A subscriber that stops reading is dropped after its buffer; a close ends every stream")
     func slowSubscriber() async {
-        var judge = APNsJudge()
-        let inbox = LocalAPNsInbox()
+        var judge = APNSJudge()
+        let inbox = LocalAPNSInbox()
         let stalled = inbox.events(buffer: 4)
         let reader = inbox.events(buffer: 100)
         for _ in 0..<10 { inbox.record(judged(&judge)) }
@@ -162,19 +162,19 @@ struct InboxTests {
     @Test("Broadcasts and channel requests are kept too: kind, channel, bundle as topic")
     func broadcasts() throws {
         let channel = "dHN0LWNoYW5uZWwtMDAwMQ=="
-        var judge = APNsJudge(channels: [LocalAPNsChannel(id: channel, bundleID: "com.example.shop", messageStoragePolicy: 1)])
-        let inbox = LocalAPNsInbox()
+        var judge = APNSJudge(channels: [LocalAPNSChannel(id: channel, bundleID: "com.example.shop", messageStoragePolicy: 1)])
+        let inbox = LocalAPNSInbox()
         for (path, headers) in [
             ("/4/broadcasts/apps/com.example.shop", [("apns-channel-id", channel), ("apns-push-type", "LiveActivity")]),
             ("/1/apps/com.example.shop/all-channels", [(String, String)]()),
         ] {
             let method = path.hasPrefix("/1/") ? "GET" : "POST"
             let body = method == "GET" ? "" : #"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#
-            let request = APNsJudge.Request(
+            let request = APNSJudge.Request(
                 method: method, path: path, headers: headers.map { (name: $0.0, value: $0.1) }, body: Array(body.utf8)
             )
             let verdict = judge.judge(request)
-            inbox.record(LocalAPNsInboxEntry(
+            inbox.record(LocalAPNSInboxEntry(
                 date: Date(), method: method, path: path, headers: headers.map { HTTP2HeaderField($0.0, $0.1) }, body: request.body,
                 verdict: verdict, why: nil, fault: nil, connectionID: 1, lints: []
             ))
@@ -188,7 +188,7 @@ struct InboxTests {
 
     @Test("An entry's JSON: the API's fields, the payload as sent, authorization redacted; a body that is not JSON as text with a warning")
     func entryJSON() throws {
-        var judge = APNsJudge()
+        var judge = APNSJudge()
         var entry = judged(&judge, headers: [("authorization", "bearer eyJhbGciOiJFUzI1NiJ9.secret.signature"), ("apns-priority", "5"),
                                              ("apns-collapse-id", "order-17"), ("apns-expiration", "0")])
         let json = try object(entry.json)
@@ -210,7 +210,7 @@ struct InboxTests {
 struct JudgeWhyTests {
     @Test("Payload size, topic not served, token shape and registration, priority, collapse id")
     func sentences() {
-        var judge = APNsJudge(configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false, servedBundleIDs: ["com.example.shop"]))
+        var judge = APNSJudge(configuration: LocalAPNSConfiguration(acceptsUnknownTokens: false, servedBundleIDs: ["com.example.shop"]))
         let big = #"{"aps":{"alert":""# + String(repeating: "x", count: 4_107) + #""}}"#
         #expect(judged(&judge, body: big).why == "payload is 4,127 bytes; the limit for alert is 4,096")
         #expect(judged(&judge, topic: "com.other.app").why == "topic com.other.app is not served: --topic serves com.example.shop")
@@ -228,10 +228,10 @@ struct JudgeWhyTests {
         let key = try APNSSigningKey.generate()
         let other = try APNSSigningKey.generate()
         let authenticator = TokenAuthenticator(
-            keys: [LocalAPNsKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"), verificationKey: key.publicKey)],
+            keys: [LocalAPNSKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"), verificationKey: key.publicKey)],
             environment: .sandbox
         )
-        var judge = APNsJudge(authenticator: authenticator)
+        var judge = APNSJudge(authenticator: authenticator)
         func header(_ kid: String, _ team: String, _ signer: APNSSigningKey) throws -> String {
             try APNSProviderToken.sign(keyID: try APNSKeyID(kid), teamID: try APNSTeamID(team), issuedAt: Date(), key: signer)
                 .authorizationHeaderValue
@@ -250,9 +250,9 @@ struct JudgeWhyTests {
 
 @Suite("The inbox API, without a socket: routes, filters and every refusal named")
 struct InboxAPITests {
-    let inbox = LocalAPNsInbox()
-    let phones = LocalAPNsPhones()
-    var api: LocalAPNsInboxAPI { LocalAPNsInboxAPI(inbox: self.inbox, phones: self.phones) }
+    let inbox = LocalAPNSInbox()
+    let phones = LocalAPNSPhones()
+    var api: LocalAPNSInboxAPI { LocalAPNSInboxAPI(inbox: self.inbox, phones: self.phones) }
 
     @Test("Bad input is a 400 whose error names the parameter and the rule", arguments: [
         ("/api/v1/pushes", "limit=0", "limit: must be 1…10000 (got 0)"),
@@ -276,7 +276,7 @@ struct InboxAPITests {
 
     @Test("List, get, wait (found and 408), delete, devices; unknown paths and methods answered in JSON")
     func routes() async throws {
-        var judge = APNsJudge()
+        var judge = APNSJudge()
         let entry = self.inbox.record(judged(&judge))
         await self.phones.deliver(entry)
         let list = try object(await self.api.respond(method: "GET", path: "/api/v1/pushes", query: "token=\(tokenA)").body)
@@ -306,8 +306,8 @@ struct InboxAPITests {
 struct PhonesTests {
     @Test("Alerts in the list with collapse-id replacement and the badge; background pushes counted; rejected pushes never reach a phone")
     func alerts() async throws {
-        var judge = APNsJudge(configuration: LocalAPNsConfiguration(servedBundleIDs: ["com.example.shop"]))
-        let phones = LocalAPNsPhones()
+        var judge = APNSJudge(configuration: LocalAPNSConfiguration(servedBundleIDs: ["com.example.shop"]))
+        let phones = LocalAPNSPhones()
         for entry in [
             judged(&judge, headers: [("apns-collapse-id", "score")], body: #"{"aps":{"alert":{"title":"1-0"},"badge":1,"thread-id":"match"}}"#),
             judged(&judge, headers: [("apns-collapse-id", "score")], body: #"{"aps":{"alert":{"title":"2-0"},"badge":2,"thread-id":"match"}}"#),
@@ -326,9 +326,9 @@ struct PhonesTests {
 
     @Test("run(_:) follows the inbox: accepted pushes reach their phones in order, a clear of the inbox clears them")
     func followsTheInbox() async throws {
-        var judge = APNsJudge()
-        let inbox = LocalAPNsInbox()
-        let phones = LocalAPNsPhones()
+        var judge = APNSJudge()
+        let inbox = LocalAPNSInbox()
+        let phones = LocalAPNSPhones()
         let updates = phones.updates()
         await withDiscardingTaskGroup { group in
             group.addTask { await phones.run(inbox) }
@@ -348,11 +348,11 @@ struct PhonesTests {
 
     @Test("Live Activity: a start to a push-to-start token, two updates and an end to the activity's own token leave one ended card")
     func liveActivity() async throws {
-        var judge = APNsJudge()
-        let phones = LocalAPNsPhones()
+        var judge = APNSJudge()
+        let phones = LocalAPNSPhones()
         let topic = "com.example.shop.push-type.liveactivity"
         let now = Int(Date().timeIntervalSince1970)
-        func push(_ token: String, _ event: String, _ status: String, at offset: Int) -> LocalAPNsInboxEntry {
+        func push(_ token: String, _ event: String, _ status: String, at offset: Int) -> LocalAPNSInboxEntry {
             let body = #"{"aps":{"timestamp":\#(now + offset),"event":"\#(event)","content-state":{"status":"\#(status)"},"#
                 + #""attributes-type":"DeliveryAttributes","attributes":{"orderID":"A-17"}}}"#
             return judged(&judge, token: token, topic: topic, pushType: "liveactivity", body: body)
@@ -389,14 +389,14 @@ extension ISO8601DateFormatter {
 struct DeliveryStateInboxTests {
     @Test("An entry's delivery, the device API's delivery log, and counters by state and reason")
     func deliveryStates() async throws {
-        var judge = APNsJudge()
+        var judge = APNSJudge()
         let metrics = TestMetrics()
-        let inbox = LocalAPNsInbox()
-        let phones = LocalAPNsPhones(metrics: metrics)
-        let api = LocalAPNsInboxAPI(inbox: inbox, phones: phones)
+        let inbox = LocalAPNSInbox()
+        let phones = LocalAPNSPhones(metrics: metrics)
+        let api = LocalAPNSInboxAPI(inbox: inbox, phones: phones)
         let alert = inbox.record(judged(&judge))
         let sync = #"{"aps":{"content-available":1}}"#
-        var background: [LocalAPNsInboxEntry] = []
+        var background: [LocalAPNSInboxEntry] = []
         for _ in 1...4 {
             background.append(inbox.record(judged(&judge, pushType: "background", headers: [("apns-priority", "5")], body: sync)))
         }

@@ -262,7 +262,7 @@ struct LoopbackModeTests {
         device.install(makeApp())
         // A server that rejects unknown tokens: the push-to-start and update tokens are in its registry.
         try await withLoopbackMode(
-            devices: [device], tls: loopbackTLS(), configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false)
+            devices: [device], tls: loopbackTLS(), configuration: LocalAPNSConfiguration(acceptsUnknownTokens: false)
         ) { loopback in
             let t0 = Date(timeIntervalSince1970: 1_760_000_000)
             try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
@@ -296,7 +296,7 @@ struct LoopbackModeTests {
         device.install(makeApp())
         // A server that rejects unknown tokens: the new token is registered as the app reports it.
         try await withLoopbackMode(
-            devices: [device], tls: loopbackTLS(), configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false)
+            devices: [device], tls: loopbackTLS(), configuration: LocalAPNSConfiguration(acceptsUnknownTokens: false)
         ) { loopback in
             let rotated = try device.rotatePushToStartToken(of: app)
             let t0 = Date(timeIntervalSince1970: 1_760_000_000)
@@ -364,7 +364,7 @@ struct LoopbackModeTests {
             #expect(device.timeline.filter { if case .pushReceived = $0.event { true } else { false } }.count == 1)
         }
         try await withLoopbackMode(
-            devices: [device], tls: loopbackTLS(), configuration: LocalAPNsConfiguration(acceptsUnknownTokens: false)
+            devices: [device], tls: loopbackTLS(), configuration: LocalAPNSConfiguration(acceptsUnknownTokens: false)
         ) { loopback in
             _ = try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
                 await #expect { _ = try await client.send(try assigned("T-3"), to: stranger) } throws: { error in

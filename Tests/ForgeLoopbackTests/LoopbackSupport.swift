@@ -44,6 +44,6 @@ func awaitGoAway(_ connection: HTTP2Connection, within: Duration = .seconds(10))
     return nil
 }
 
-func h2cClient(_ server: LocalAPNsServer) async throws -> HTTP2Connection {
+func h2cClient(_ server: LocalAPNSServer) async throws -> HTTP2Connection {
     try await HTTP2Connection.connect(HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: nil))
 }

@@ -11,7 +11,7 @@ import Glibc
 struct RawFramesTests {
     @Test("C2, C4, C5: SETTINGS as APNs sends them; streams over the limit are refused; PRIORITY is ignored and PING answered")
     func streamLimit() async throws {
-        let server = try LocalAPNsServer.start()
+        let server = try LocalAPNSServer.start()
         let client = try RawHTTP2Client(port: server.port)
         func request(_ stream: UInt32) -> [UInt8] {
             // HEADERS without END_STREAM: the stream stays open, as a push whose body is still coming.

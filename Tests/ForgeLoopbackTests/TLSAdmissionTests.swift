@@ -20,7 +20,7 @@ struct TLSAdmissionTests {
     @Test("C1: TLS 1.2+ with ALPN h2 is admitted; only-http/1.1 and TLS 1.1 are refused in the handshake")
     func admission() async throws {
         let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
-        let server = try LocalAPNsServer.start(http2: HTTP2ServerConfiguration(tls: tls))
+        let server = try LocalAPNSServer.start(http2: HTTP2ServerConfiguration(tls: tls))
         let h2 = try sClient(port: server.port, ["-alpn", "h2"])
         #expect(h2.output.contains("ALPN protocol: h2"), "\(h2.output)")
         let http11 = try sClient(port: server.port, ["-alpn", "http/1.1"])

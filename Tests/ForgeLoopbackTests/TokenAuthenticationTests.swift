@@ -13,12 +13,12 @@ struct TokenAuthenticationTests {
     let kid1 = try! APNSKeyID("FORGEKEY01"), team1 = try! APNSTeamID("FORGETEAM1")
     let kid2 = try! APNSKeyID("FORGEKEY02"), team2 = try! APNSTeamID("FORGETEAM2")
 
-    private func authenticator(key1Environment: LocalAPNsConfiguration.Environment? = nil, key1Bundles: Set<String>? = nil) -> TokenAuthenticator {
+    private func authenticator(key1Environment: LocalAPNSConfiguration.Environment? = nil, key1Bundles: Set<String>? = nil) -> TokenAuthenticator {
         TokenAuthenticator(
             keys: [
-                LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey,
+                LocalAPNSKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey,
                              environment: key1Environment, bundleIDs: key1Bundles),
-                LocalAPNsKey(keyID: self.kid2, teamID: self.team2, verificationKey: self.key2.publicKey),
+                LocalAPNSKey(keyID: self.kid2, teamID: self.team2, verificationKey: self.key2.publicKey),
             ],
             environment: .sandbox, clock: self.clock
         )
@@ -78,7 +78,7 @@ struct TokenAuthenticationTests {
     @Test("--token-update-limit: a key's new token (an iat it never had) within the limit of the previous one, on any connection -> TooManyProviderTokenUpdates")
     func keyWideTokenUpdates() throws {
         let auth = TokenAuthenticator(
-            keys: [LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey)],
+            keys: [LocalAPNSKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey)],
             environment: .sandbox, clock: self.clock, tokenUpdateLimit: .seconds(20 * 60)
         )
         let first = try self.bearer(self.key1, self.kid1, self.team1)
@@ -119,8 +119,8 @@ struct TokenAuthenticationTests {
         #expect(auth.check(authorization: try self.bearer(self.key2, self.kid2, self.team2), bundleID: "b", connectionID: 7) == .invalidProviderToken)
         let sameTeamOtherKey = TokenAuthenticator(
             keys: [
-                LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey),
-                LocalAPNsKey(keyID: self.kid2, teamID: self.team1, verificationKey: self.key2.publicKey),
+                LocalAPNSKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey),
+                LocalAPNSKey(keyID: self.kid2, teamID: self.team1, verificationKey: self.key2.publicKey),
             ],
             environment: .sandbox, clock: self.clock
         )
@@ -145,11 +145,11 @@ struct TokenAuthenticationTests {
     @Test("Through the judge: status and reason as APNs sends them; the topic suffix is stripped for coverage")
     func throughJudge() throws {
         let auth = self.authenticator(key1Bundles: ["com.example.forgepush"])
-        var judge = APNsJudge(authenticator: auth)
-        func request(_ authorization: String?, topic: String = "com.example.forgepush", pushType: String = "alert") -> APNsJudge.Request {
+        var judge = APNSJudge(authenticator: auth)
+        func request(_ authorization: String?, topic: String = "com.example.forgepush", pushType: String = "alert") -> APNSJudge.Request {
             var headers = [(name: "apns-topic", value: topic), (name: "apns-push-type", value: pushType)]
             if let authorization { headers.append((name: "authorization", value: authorization)) }
-            return APNsJudge.Request(method: "POST", path: "/3/device/" + String(repeating: "ab", count: 32), headers: headers,
+            return APNSJudge.Request(method: "POST", path: "/3/device/" + String(repeating: "ab", count: 32), headers: headers,
                                      body: Array(#"{"aps":{}}"#.utf8))
         }
         let missing = judge.judge(request(nil), connectionID: 1)
@@ -165,12 +165,12 @@ struct TokenAuthenticationTests {
     @Test("B5: a broadcast or channel request for a bundle the key does not cover -> 403 TopicMismatch")
     func broadcastTopicMismatch() throws {
         let auth = self.authenticator(key1Bundles: ["com.example.forgepush"])
-        var judge = APNsJudge(
-            channels: [LocalAPNsChannel(id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.other.app", messageStoragePolicy: 0)],
+        var judge = APNSJudge(
+            channels: [LocalAPNSChannel(id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.other.app", messageStoragePolicy: 0)],
             authenticator: auth
         )
         let bearer = try self.bearer(self.key1, self.kid1, self.team1)
-        let broadcast = APNsJudge.Request(
+        let broadcast = APNSJudge.Request(
             method: "POST", path: "/4/broadcasts/apps/com.other.app",
             headers: [(name: "authorization", value: bearer), (name: "apns-channel-id", value: "dHN0LXNyY2gtY2hubA=="),
                       (name: "apns-push-type", value: "liveactivity")],
@@ -178,10 +178,10 @@ struct TokenAuthenticationTests {
         )
         let verdict = judge.judge(broadcast, connectionID: 4)
         #expect(verdict.status == 403 && verdict.reason == .topicMismatch)
-        let list = APNsJudge.Request(method: "GET", path: "/1/apps/com.other.app/all-channels",
+        let list = APNSJudge.Request(method: "GET", path: "/1/apps/com.other.app/all-channels",
                                      headers: [(name: "authorization", value: bearer)], body: [])
         #expect(judge.judge(list, connectionID: 4).reason == .topicMismatch)
-        let own = APNsJudge.Request(method: "GET", path: "/1/apps/com.example.forgepush/all-channels",
+        let own = APNSJudge.Request(method: "GET", path: "/1/apps/com.example.forgepush/all-channels",
                                     headers: [(name: "authorization", value: bearer)], body: [])
         #expect(judge.judge(own, connectionID: 4).status == 200)
     }
@@ -200,7 +200,7 @@ struct TokenAuthenticationTests {
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         #expect(self.authenticator().check(authorization: "bearer " + raw, bundleID: "b", connectionID: 1) == .invalidProviderToken)
         let lenient = TokenAuthenticator(
-            keys: [LocalAPNsKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey)],
+            keys: [LocalAPNSKey(keyID: self.kid1, teamID: self.team1, verificationKey: self.key1.publicKey)],
             environment: .sandbox, clock: self.clock, lenient: true
         )
         #expect(lenient.check(authorization: "bearer " + raw, bundleID: "b", connectionID: 1) == nil)

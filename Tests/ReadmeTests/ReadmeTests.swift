@@ -21,18 +21,18 @@ private func significantLines(_ text: String) -> [String] {
 }
 
 /// A local server with the test key registered and a client configuration for it.
-private func localServer() throws -> (LocalAPNsServer, APNSClient.Configuration) {
+private func localServer() throws -> (LocalAPNSServer, APNSClient.Configuration) {
     let key = try APNSSigningKey(contentsOfFile: "\(keys)/AuthKey_FORGEKEY01.p8")
     let keyID = try APNSKeyID("FORGEKEY01")
     let teamID = try APNSTeamID("FORGETEAM1")
-    let local = LocalAPNsConfiguration()
+    let local = LocalAPNSConfiguration()
     let tls = HTTP2ServerTLSConfiguration(certificateChainFile: "\(keys)/server.pem", privateKeyFile: "\(keys)/server.key")
-    let server = try LocalAPNsServer.start(
+    let server = try LocalAPNSServer.start(
         local, http2: HTTP2ServerConfiguration(tls: tls),
-        tokens: [String(format: "%064x", 7): LocalAPNsTokenRecord(bundleID: "com.example.shop", environment: local.environment,
+        tokens: [String(format: "%064x", 7): LocalAPNSTokenRecord(bundleID: "com.example.shop", environment: local.environment,
                                                                    state: .unregistered(Date()))],
         authenticator: TokenAuthenticator(
-            keys: [LocalAPNsKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: local.environment
+            keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: local.environment
         )
     )
     let configuration = APNSClient.Configuration(

@@ -62,7 +62,7 @@ extension APNSCtl {
             var failed = false
             try await runReportingFailures {
                 // Room for every request of the demo, the bulk send's included.
-                let inbox = self.serve ? LocalAPNsInbox(capacity: self.tokens + 1_000) : nil
+                let inbox = self.serve ? LocalAPNSInbox(capacity: self.tokens + 1_000) : nil
                 let sections = try await Self.runScenarios(tokens: self.tokens, inbox: inbox)
                 failed = sections.contains { $0.checks.contains { !$0.passed } }
                 if let html = self.html { try Self.write(TimelineHTML.render(sections: sections), to: html) }
@@ -73,13 +73,13 @@ extension APNSCtl {
 
         /// `--serve`: the demo's requests in the inbox page and API until SIGINT or SIGTERM. Each token's
         /// phone is what `apnsctl serve` would show for the pushes it accepted (apps without handlers).
-        private func serveInbox(_ inbox: LocalAPNsInbox) async throws {
-            let phones = LocalAPNsPhones(maximumPhones: self.tokens + 100)
-            for entry in inbox.pushes(matching: LocalAPNsInboxQuery(limit: LocalAPNsInboxQuery.maximumLimit + self.tokens)).entries.reversed() {
+        private func serveInbox(_ inbox: LocalAPNSInbox) async throws {
+            let phones = LocalAPNSPhones(maximumPhones: self.tokens + 100)
+            for entry in inbox.pushes(matching: LocalAPNSInboxQuery(limit: LocalAPNSInboxQuery.maximumLimit + self.tokens)).entries.reversed() {
                 await phones.deliver(entry)
             }
             let signals = await TerminationSignals.install()
-            let http = LocalAPNsInboxServer(api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), port: self.uiPort)
+            let http = LocalAPNSInboxServer(api: LocalAPNSInboxAPI(inbox: inbox, phones: phones), port: self.uiPort)
             try await withThrowingDiscardingTaskGroup { group in
                 let port: Int
                 do {
@@ -108,7 +108,7 @@ extension APNSCtl {
         }
 
         /// Runs the scenarios, printing each section as it finishes, then the checks' tally.
-        private static func runScenarios(tokens: Int, inbox: LocalAPNsInbox?) async throws -> [ScenarioSection] {
+        private static func runScenarios(tokens: Int, inbox: LocalAPNSInbox?) async throws -> [ScenarioSection] {
             let sections: [ScenarioSection]
             do {
                 sections = try await LoopbackScenarios(tls: .ephemeral, bulkTokens: tokens, inbox: inbox).run(

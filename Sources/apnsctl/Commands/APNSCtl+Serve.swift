@@ -105,9 +105,9 @@ extension APNSCtl {
             try await runReportingFailures {
                 let metrics = self.output.metricsPort != nil || self.inbox.uiPort != nil ? ServeMetrics() : nil
                 let recorder = try self.output.record.map { try PushRecorder(path: $0, acceptedOnly: self.output.recordAcceptedOnly) }
-                let inbox = LocalAPNsInbox(capacity: self.inbox.keep)
-                let phones = metrics.map { LocalAPNsPhones(environment: self.behaviour.environment.local, metrics: $0.factory) }
-                    ?? LocalAPNsPhones(environment: self.behaviour.environment.local)
+                let inbox = LocalAPNSInbox(capacity: self.inbox.keep)
+                let phones = metrics.map { LocalAPNSPhones(environment: self.behaviour.environment.local, metrics: $0.factory) }
+                    ?? LocalAPNSPhones(environment: self.behaviour.environment.local)
                 let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
                 let endpoint = try self.output.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
@@ -139,14 +139,14 @@ extension APNSCtl {
 
         /// Starts the inbox's HTTP server in `group` when --ui-port is given; returns its port.
         private func startInbox(
-            inbox: LocalAPNsInbox, phones: LocalAPNsPhones, metrics: ServeMetrics?, server: LocalAPNsServer,
+            inbox: LocalAPNSInbox, phones: LocalAPNSPhones, metrics: ServeMetrics?, server: LocalAPNSServer,
             in group: inout ThrowingDiscardingTaskGroup<any Error>
         ) async throws -> Int? {
             guard let uiPort = self.inbox.uiPort else { return nil }
             var scrape: (@Sendable () -> [UInt8])?
             if let metrics { scrape = { metrics.text(server: server) } }
-            let http = LocalAPNsInboxServer(
-                api: LocalAPNsInboxAPI(inbox: inbox, phones: phones), host: self.inbox.uiHost, port: uiPort, metrics: scrape
+            let http = LocalAPNSInboxServer(
+                api: LocalAPNSInboxAPI(inbox: inbox, phones: phones), host: self.inbox.uiHost, port: uiPort, metrics: scrape
             )
             do {
                 return try await http.start(in: &group)
@@ -159,7 +159,7 @@ extension APNSCtl {
 
         private static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
 
-        private func serveMetrics(_ metrics: ServeMetrics, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
+        private func serveMetrics(_ metrics: ServeMetrics, server: LocalAPNSServer) throws -> PlainHTTPEndpoint {
             do {
                 return try metrics.serve(host: "127.0.0.1", port: self.output.metricsPort ?? 0, server: server)
             } catch {
@@ -167,7 +167,7 @@ extension APNSCtl {
             }
         }
 
-        private func startServer(metrics: ServeMetrics?, recorder: PushRecorder?, inbox: LocalAPNsInbox) throws -> LocalAPNsServer {
+        private func startServer(metrics: ServeMetrics?, recorder: PushRecorder?, inbox: LocalAPNSInbox) throws -> LocalAPNSServer {
             var tls: HTTP2ServerTLSConfiguration?
             if !self.tls.h2c {
                 if let ca = self.authentication.clientCA { try InputFiles.requireReadable(ca, flag: "--client-ca") }
@@ -192,16 +192,16 @@ extension APNSCtl {
             }
             let keys = try self.authentication.registerKey.map(Self.parseKey)
             let certificates = try self.authentication.registerCert.map { try Self.parseCertificate($0, defaultBundle: self.tokenOptions.topic) }
-            var records: [String: LocalAPNsTokenRecord] = [:]
+            var records: [String: LocalAPNSTokenRecord] = [:]
             for entry in self.tokenOptions.tokens {
                 let (token, bundle) = try self.parseToken(entry, flag: "--token")
-                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.behaviour.environment.local)
+                records[token] = LocalAPNSTokenRecord(bundleID: bundle, environment: self.behaviour.environment.local)
             }
             for entry in self.tokenOptions.unregistered {
                 let (token, bundle) = try self.parseToken(entry, flag: "--unregistered")
-                records[token] = LocalAPNsTokenRecord(bundleID: bundle, environment: self.behaviour.environment.local, state: .unregistered(Date()))
+                records[token] = LocalAPNSTokenRecord(bundleID: bundle, environment: self.behaviour.environment.local, state: .unregistered(Date()))
             }
-            let configuration = LocalAPNsConfiguration(
+            let configuration = LocalAPNSConfiguration(
                 environment: self.behaviour.environment.local, acceptsUnknownTokens: !self.tokenOptions.rejectUnknownTokens,
                 maxConcurrentStreams: self.behaviour.maxStreams, idleTimeout: self.behaviour.idleTimeout.map { .milliseconds(Int($0 * 1000)) },
                 keepsHistory: false, servedBundleIDs: self.tokenOptions.topics.isEmpty ? nil : Set(self.tokenOptions.topics)
@@ -210,7 +210,7 @@ extension APNSCtl {
                 keys: keys, environment: self.behaviour.environment.local, lenient: self.authentication.lenientTokens,
                 tokenUpdateLimit: self.authentication.tokenUpdateLimit
             )
-            var observer: (@Sendable (LocalAPNsJudgement) -> Void)?
+            var observer: (@Sendable (LocalAPNSJudgement) -> Void)?
             let printer = self.output.quiet ? nil : JudgementPrinter(json: self.output.json, printsRequests: self.output.printRequests)
             if printer != nil || metrics != nil || recorder != nil {
                 observer = { judgement in
@@ -225,7 +225,7 @@ extension APNSCtl {
                 try OutputFiles.write(identity.caCertificatePEM, to: file, flag: "--write-ca")
             }
             do {
-                return try LocalAPNsServer.start(
+                return try LocalAPNSServer.start(
                     configuration,
                     http2: HTTP2ServerConfiguration(
                         host: self.host, port: self.port, tls: tls, handshakeTimeout: .milliseconds(Int(self.behaviour.handshakeTimeout * 1000)),
@@ -242,7 +242,7 @@ extension APNSCtl {
             }
         }
 
-        private static func parseKey(_ entry: String) throws -> LocalAPNsKey {
+        private static func parseKey(_ entry: String) throws -> LocalAPNSKey {
             let parts = entry.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 3 || parts.count == 4 else {
                 throw CLIFailure(
@@ -268,7 +268,7 @@ extension APNSCtl {
                 throw CLIFailure.badData("--register-key", error, value: entry)
             }
             do {
-                return LocalAPNsKey(
+                return LocalAPNSKey(
                     keyID: keyID, teamID: teamID, verificationKey: try APNSVerificationKey(contentsOfFile: parts[0]), bundleIDs: bundleIDs
                 )
             } catch {
@@ -277,7 +277,7 @@ extension APNSCtl {
             }
         }
 
-        private static func parseCertificate(_ entry: String, defaultBundle: String?) throws -> LocalAPNsCertificate {
+        private static func parseCertificate(_ entry: String, defaultBundle: String?) throws -> LocalAPNSCertificate {
             let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
             let info: APNSCertificateInfo
             do {
@@ -290,7 +290,7 @@ extension APNSCtl {
                 throw CLIFailure(message: "--register-cert '\(entry)': the certificate names no bundle id; add :BUNDLEID",
                                  exitCode: CLIExit.dataError)
             }
-            return LocalAPNsCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle)
+            return LocalAPNSCertificate(sha256Fingerprint: info.sha256Fingerprint, bundleID: bundle)
         }
 
         private func parseToken(_ entry: String, flag: String) throws -> (String, String) {
@@ -356,7 +356,7 @@ final class TerminationSignals: @unchecked Sendable {
 enum ServedEnvironment: String, CaseIterable, ExpressibleByArgument {
     case sandbox, production
 
-    var local: LocalAPNsConfiguration.Environment { self == .sandbox ? .sandbox : .production }
+    var local: LocalAPNSConfiguration.Environment { self == .sandbox ? .sandbox : .production }
 }
 
 /// Prints judged requests, one line each (one block each with --print-requests), from the
@@ -365,7 +365,7 @@ private struct JudgementPrinter: Sendable {
     var json: Bool
     var printsRequests: Bool
 
-    func print(_ judgement: LocalAPNsJudgement) {
+    func print(_ judgement: LocalAPNSJudgement) {
         let verdict = judgement.verdict
         let target: String
         switch verdict.target {

@@ -10,7 +10,7 @@ import Darwin
 #endif
 
 /// `apnsctl serve --record FILE`: every request the server judges, one NDJSON line each in the
-/// shape of the inbox API's entries (``LocalAPNsInboxEntry/json``: token or channel_id, apns_id,
+/// shape of the inbox API's entries (``LocalAPNSInboxEntry/json``: token or channel_id, apns_id,
 /// received_at, topic, push_type, priority, expiration, collapse_id, status, reason, why, payload,
 /// headers with authorization redacted), accepted and rejected (only accepted with
 /// `--record-accepted-only`): the ground truth a test compares a sender's verdicts with.
@@ -39,7 +39,7 @@ final class PushRecorder: Sendable {
     }
 
     /// Called by the server for every judged request.
-    func record(_ judgement: LocalAPNsJudgement) {
+    func record(_ judgement: LocalAPNSJudgement) {
         if self.acceptedOnly, !(judgement.verdict.isAccepted && judgement.verdict.target.isPush) { return }
         var line = judgement.entry.json
         line.append(UInt8(ascii: "\n"))

@@ -13,7 +13,7 @@ import Prometheus
 ///   the server (judging plus the time answers are held: `--latency`, delay faults);
 /// - `apns_local_connections_accepted`: connections accepted so far, read at each scrape;
 ///
-/// and by the phones (``LocalAPNsPhones``, through ``factory``):
+/// and by the phones (``LocalAPNSPhones``, through ``factory``):
 /// - `apns_local_deliveries_total{state,reason}`: what became of accepted pushes on their phones
 ///   (`delivered`, `discarded`, `throttled`, …, and the discard or throttle reason).
 final class ServeMetrics: Sendable {
@@ -27,7 +27,7 @@ final class ServeMetrics: Sendable {
     ]
 
     /// Counts one judged request.
-    func record(_ judgement: LocalAPNsJudgement) {
+    func record(_ judgement: LocalAPNSJudgement) {
         let verdict = judgement.verdict
         let status = String(verdict.status)
         self.registry.makeCounter(
@@ -47,7 +47,7 @@ final class ServeMetrics: Sendable {
     }
 
     /// The metrics as Prometheus text, the accepted connections read now.
-    func text(server: LocalAPNsServer) -> [UInt8] {
+    func text(server: LocalAPNSServer) -> [UInt8] {
         self.connections.set(to: Double(server.acceptedConnections))
         var text: [UInt8] = []
         self.registry.emit(into: &text)
@@ -61,7 +61,7 @@ final class ServeMetrics: Sendable {
     }
 
     /// Serves `GET /metrics` on `host:port` (0 picks a free port) until the endpoint is shut down.
-    func serve(host: String, port: Int, server: LocalAPNsServer) throws -> PlainHTTPEndpoint {
+    func serve(host: String, port: Int, server: LocalAPNSServer) throws -> PlainHTTPEndpoint {
         return try PlainHTTPEndpoint(host: host, port: port) { [self] method, path in
             guard path == "/metrics" || path.hasPrefix("/metrics?") else {
                 return PlainHTTPEndpoint.Response(status: 404, body: Array("only GET /metrics is served here\n".utf8))

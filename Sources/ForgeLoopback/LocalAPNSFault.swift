@@ -3,8 +3,8 @@ public import ForgeHTTP2
 
 /// A fault the local server applies to a request instead of (or besides) judging it, to drive a
 /// client's fault handling: server errors (S1), resets, delays, GOAWAY, dropped connections and
-/// changed stream limits. Schedule them with ``LocalAPNsServer/schedule(_:afterRequests:count:)``.
-public enum LocalAPNsFault: Hashable, Sendable {
+/// changed stream limits. Schedule them with ``LocalAPNSServer/schedule(_:afterRequests:count:)``.
+public enum LocalAPNSFault: Hashable, Sendable {
     /// Answers with this status and reason without judging (S1: 500 `InternalServerError`,
     /// 503 `ServiceUnavailable`, 503 `Shutdown`; or 429 `TooManyRequests`). Nothing is recorded.
     case respond(status: Int, reason: APNSErrorReason)
@@ -31,7 +31,7 @@ public enum LocalAPNsFault: Hashable, Sendable {
 /// Faults waiting for their requests, in the order they were scheduled.
 struct FaultPlan {
     private struct Entry {
-        var fault: LocalAPNsFault
+        var fault: LocalAPNSFault
         var skip: Int
         var remaining: Int
     }
@@ -40,14 +40,14 @@ struct FaultPlan {
 
     var isEmpty: Bool { self.entries.isEmpty }
 
-    mutating func schedule(_ fault: LocalAPNsFault, afterRequests skip: Int, count: Int) {
+    mutating func schedule(_ fault: LocalAPNSFault, afterRequests skip: Int, count: Int) {
         guard count > 0 else { return }
         self.entries.append(Entry(fault: fault, skip: max(0, skip), remaining: count))
     }
 
     /// The fault for the next request, if one is due; every entry still skipping counts it.
-    mutating func next() -> LocalAPNsFault? {
-        var due: LocalAPNsFault?
+    mutating func next() -> LocalAPNSFault? {
+        var due: LocalAPNSFault?
         var index = 0
         while index < self.entries.count {
             if self.entries[index].skip > 0 {

@@ -3,7 +3,7 @@ public import struct Foundation.Date
 
 /// How the local APNs server judges what the checklist leaves open. Every default is documented at
 /// the property, with the rule of docs/local-server-rules.md it settles (R11, R12, …).
-public struct LocalAPNsConfiguration: Sendable {
+public struct LocalAPNSConfiguration: Sendable {
     /// The environment the server plays: `apns-unique-id` is sent in sandbox only, and tokens
     /// registered for the other environment are `BadDeviceToken` (D2).
     public var environment: Environment
@@ -36,8 +36,8 @@ public struct LocalAPNsConfiguration: Sendable {
     public var certificateTopicReason: APNSErrorReason
     /// Channels per app and environment (M1: 10,000 per Apple).
     public var channelLimit: Int
-    /// Whether accepted pushes are kept for ``LocalAPNsServer/accepted`` (turn off for long benchmarks;
-    /// subscribers of ``LocalAPNsServer/acceptedPushes()`` still see every push).
+    /// Whether accepted pushes are kept for ``LocalAPNSServer/accepted`` (turn off for long benchmarks;
+    /// subscribers of ``LocalAPNSServer/acceptedPushes()`` still see every push).
     public var keepsHistory: Bool
     /// The bundle ids the server serves, as an APNs account's apps: a device push whose topic names
     /// another bundle (after its push-type suffix is removed), or a broadcast or channel request for
@@ -103,7 +103,7 @@ public struct LocalAPNsConfiguration: Sendable {
 }
 
 /// What the server knows of device tokens: topic (bundle id), environment and state.
-public struct LocalAPNsTokenRecord: Hashable, Sendable {
+public struct LocalAPNSTokenRecord: Hashable, Sendable {
     /// The token's state.
     public enum State: Hashable, Sendable {
         case active
@@ -116,12 +116,12 @@ public struct LocalAPNsTokenRecord: Hashable, Sendable {
     /// The bundle id the token was issued for.
     public var bundleID: String
     /// The environment it belongs to.
-    public var environment: LocalAPNsConfiguration.Environment
+    public var environment: LocalAPNSConfiguration.Environment
     /// Its state.
     public var state: State
 
     /// Creates a record.
-    public init(bundleID: String, environment: LocalAPNsConfiguration.Environment, state: State = .active) {
+    public init(bundleID: String, environment: LocalAPNSConfiguration.Environment, state: State = .active) {
         self.bundleID = bundleID
         self.environment = environment
         self.state = state
@@ -129,7 +129,7 @@ public struct LocalAPNsTokenRecord: Hashable, Sendable {
 }
 
 /// An app the server knows: whether its Broadcast capability is on (B1).
-public struct LocalAPNsApp: Hashable, Sendable {
+public struct LocalAPNSApp: Hashable, Sendable {
     /// The bundle id.
     public var bundleID: String
     /// Whether broadcast pushes and channels are enabled (on by default; off gives `FeatureNotEnabled`).
@@ -143,7 +143,7 @@ public struct LocalAPNsApp: Hashable, Sendable {
 }
 
 /// A broadcast channel (created through the channel API or registered directly).
-public struct LocalAPNsChannel: Hashable, Sendable {
+public struct LocalAPNSChannel: Hashable, Sendable {
     /// The channel id (base64).
     public var id: String
     /// The app it belongs to.
@@ -160,18 +160,18 @@ public struct LocalAPNsChannel: Hashable, Sendable {
 }
 
 /// A client certificate the server accepts (C7), by the SHA-256 of its DER encoding.
-public struct LocalAPNsCertificate: Hashable, Sendable {
+public struct LocalAPNSCertificate: Hashable, Sendable {
     /// `APNSCertificateInfo.sha256Fingerprint` of the certificate.
     public var sha256Fingerprint: String
     /// The app it was issued for.
     public var bundleID: String
     /// The environment it is restricted to, or `nil` for a Sandbox & Production certificate.
-    public var environment: LocalAPNsConfiguration.Environment?
+    public var environment: LocalAPNSConfiguration.Environment?
     /// Whether it has been revoked (403 `BadCertificate`).
     public var revoked: Bool
 
     /// Creates a certificate record.
-    public init(sha256Fingerprint: String, bundleID: String, environment: LocalAPNsConfiguration.Environment? = nil, revoked: Bool = false) {
+    public init(sha256Fingerprint: String, bundleID: String, environment: LocalAPNSConfiguration.Environment? = nil, revoked: Bool = false) {
         self.sha256Fingerprint = sha256Fingerprint
         self.bundleID = bundleID
         self.environment = environment

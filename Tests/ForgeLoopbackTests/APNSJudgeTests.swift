@@ -11,8 +11,8 @@ private func request(
     path: String = "/3/device/" + token,
     headers: [(String, String)] = [("apns-topic", "com.example.app"), ("apns-push-type", "alert")],
     body: [UInt8] = body
-) -> APNsJudge.Request {
-    APNsJudge.Request(method: method, path: path, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
+) -> APNSJudge.Request {
+    APNSJudge.Request(method: method, path: path, headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
 }
 
 private func replacing(_ name: String, with value: String?) -> [(String, String)] {
@@ -22,17 +22,17 @@ private func replacing(_ name: String, with value: String?) -> [(String, String)
 }
 
 @Suite("Local APNs judge: request shape, payload, token state")
-struct APNsJudgeTests {
-    let judge = APNsJudge()
+struct APNSJudgeTests {
+    let judge = APNSJudge()
 
-    func judged(_ request: APNsJudge.Request) -> APNsVerdict {
+    func judged(_ request: APNSJudge.Request) -> APNSVerdict {
         var judge = self.judge
         return judge.judge(request)
     }
 
     struct Row: Sendable, CustomTestStringConvertible {
         var row: String
-        var request: APNsJudge.Request
+        var request: APNSJudge.Request
         var status: Int
         var reason: String
         var testDescription: String { "\(self.row) -> \(self.status) \(self.reason)" }
@@ -109,12 +109,12 @@ struct APNsJudgeTests {
         let sandbox = String(repeating: "ef", count: 32)
         let gone = String(repeating: "01", count: 32)
         let expired = String(repeating: "02", count: 32)
-        var judge = APNsJudge(configuration: LocalAPNsConfiguration(environment: .production), tokens: [
-            other: LocalAPNsTokenRecord(bundleID: "com.other.app", environment: .production),
-            sandbox: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .sandbox),
-            gone: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .production, state: .unregistered(when)),
-            expired: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .production, state: .expired(when)),
-            token: LocalAPNsTokenRecord(bundleID: "com.example.app", environment: .production),
+        var judge = APNSJudge(configuration: LocalAPNSConfiguration(environment: .production), tokens: [
+            other: LocalAPNSTokenRecord(bundleID: "com.other.app", environment: .production),
+            sandbox: LocalAPNSTokenRecord(bundleID: "com.example.app", environment: .sandbox),
+            gone: LocalAPNSTokenRecord(bundleID: "com.example.app", environment: .production, state: .unregistered(when)),
+            expired: LocalAPNSTokenRecord(bundleID: "com.example.app", environment: .production, state: .expired(when)),
+            token: LocalAPNSTokenRecord(bundleID: "com.example.app", environment: .production),
         ])
         #expect(judge.judge(request(path: "/3/device/" + other)).reason == .deviceTokenNotForTopic)
         #expect(judge.judge(request(path: "/3/device/" + sandbox)).reason == .badDeviceToken)
@@ -158,16 +158,16 @@ struct APNsJudgeTests {
 
     @Test("Topic suffixes compare byte for byte: empty, equal, longer than the topic, after non-ASCII text, substrings")
     func endsWith() {
-        #expect(APNsJudge.endsWith("com.example.app.voip", ".voip"))
-        #expect(APNsJudge.endsWith("com.example.app", ""))
-        #expect(APNsJudge.endsWith(".voip", ".voip"))
-        #expect(!APNsJudge.endsWith("voip", ".voip"))
-        #expect(!APNsJudge.endsWith("com.example.app.voipx", ".voip"))
-        #expect(APNsJudge.endsWith("com.exämple.日本.complication", ".complication"))
-        #expect(!APNsJudge.endsWith("com.example.app.complicatio", ".complication"))
+        #expect(APNSJudge.endsWith("com.example.app.voip", ".voip"))
+        #expect(APNSJudge.endsWith("com.example.app", ""))
+        #expect(APNSJudge.endsWith(".voip", ".voip"))
+        #expect(!APNSJudge.endsWith("voip", ".voip"))
+        #expect(!APNSJudge.endsWith("com.example.app.voipx", ".voip"))
+        #expect(APNSJudge.endsWith("com.exämple.日本.complication", ".complication"))
+        #expect(!APNSJudge.endsWith("com.example.app.complicatio", ".complication"))
         let built = String(repeating: "x", count: 40) + ".push-type.liveactivity"
-        #expect(APNsJudge.endsWith(built, ".push-type.liveactivity"))
-        #expect(APNsJudge.endsWith(Substring(built).description, "liveactivity"))
+        #expect(APNSJudge.endsWith(built, ".push-type.liveactivity"))
+        #expect(APNSJudge.endsWith(Substring(built).description, "liveactivity"))
     }
 
     struct UnreadableBody: Sendable, CustomTestStringConvertible {

@@ -8,7 +8,7 @@ internal import Glibc
 #endif
 
 /// A verdict on one request: Apple's status, reason and headers, or acceptance.
-public struct APNsVerdict: Hashable, Sendable {
+public struct APNSVerdict: Hashable, Sendable {
     /// What a request addressed.
     public enum Target: Hashable, Sendable {
         /// `/3/device/<token>` (lower-case hex).
@@ -73,17 +73,17 @@ public struct APNsVerdict: Hashable, Sendable {
 ///
 /// The judge keeps state that requests change (channels, per-token rate windows): the server calls it
 /// under a lock.
-public struct APNsJudge: Sendable {
+public struct APNSJudge: Sendable {
     /// The configuration.
-    public var configuration: LocalAPNsConfiguration
+    public var configuration: LocalAPNSConfiguration
     /// Registered tokens by lower-case hex.
-    public var tokens: [String: LocalAPNsTokenRecord]
+    public var tokens: [String: LocalAPNSTokenRecord]
     /// Known apps by bundle id (apps not listed have broadcast enabled).
-    public var apps: [String: LocalAPNsApp]
+    public var apps: [String: LocalAPNSApp]
     /// Broadcast channels by id.
-    public var channels: [String: LocalAPNsChannel]
+    public var channels: [String: LocalAPNSChannel]
     /// Accepted client certificates by SHA-256 fingerprint.
-    public var certificates: [String: LocalAPNsCertificate]
+    public var certificates: [String: LocalAPNSCertificate]
     /// Token authentication; `nil` accepts requests without a provider token.
     public var authenticator: TokenAuthenticator?
     private var rateWindows: [String: (start: Date, count: Int)] = [:]
@@ -96,11 +96,11 @@ public struct APNsJudge: Sendable {
 
     /// Creates a judge.
     public init(
-        configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
-        tokens: [String: LocalAPNsTokenRecord] = [:],
-        apps: [LocalAPNsApp] = [],
-        channels: [LocalAPNsChannel] = [],
-        certificates: [LocalAPNsCertificate] = [],
+        configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
+        tokens: [String: LocalAPNSTokenRecord] = [:],
+        apps: [LocalAPNSApp] = [],
+        channels: [LocalAPNSChannel] = [],
+        certificates: [LocalAPNSCertificate] = [],
         authenticator: TokenAuthenticator? = nil
     ) {
         self.configuration = configuration
@@ -149,7 +149,7 @@ public struct APNsJudge: Sendable {
     static let channelsPrefix = "/1/apps/"
 
     /// Judges `request`, which came on `connectionID`, at `now`.
-    public mutating func judge(_ request: Request, connectionID: UInt64 = 0, now: Date = Date()) -> APNsVerdict {
+    public mutating func judge(_ request: Request, connectionID: UInt64 = 0, now: Date = Date()) -> APNSVerdict {
         if request.path.hasPrefix(Self.broadcastPrefix) {
             return self.judgeBroadcast(request, connectionID: connectionID, now: now)
         }
@@ -161,13 +161,13 @@ public struct APNsJudge: Sendable {
 
     // MARK: Device pushes
 
-    private mutating func judgeDevicePush(_ request: Request, connectionID: UInt64, now: Date) -> APNsVerdict {
+    private mutating func judgeDevicePush(_ request: Request, connectionID: UInt64, now: Date) -> APNSVerdict {
         let echoedID = request.value("apns-id")
-        var target = APNsVerdict.Target.unknown
+        var target = APNSVerdict.Target.unknown
         var pushType: APNSPushType?
-        func reject(_ status: Int, _ reason: APNSErrorReason, timestamp: Date? = nil) -> APNsVerdict {
+        func reject(_ status: Int, _ reason: APNSErrorReason, timestamp: Date? = nil) -> APNSVerdict {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
-            return APNsVerdict(
+            return APNSVerdict(
                 status: status, reason: reason, timestamp: timestamp, apnsID: id, idHeader: "apns-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: pushType, lint: nil
             )
@@ -194,7 +194,7 @@ public struct APNsJudge: Sendable {
         let claimedType = namedType ?? .alert
         pushType = typeHeader == nil ? .alert : namedType
         // R4, C7, A1-A8
-        let certificate: LocalAPNsCertificate?
+        let certificate: LocalAPNSCertificate?
         switch self.certificate(of: request, now: now) {
         case .rejected(let reason): return reject(403, reason)
         case .accepted(let record): certificate = record
@@ -269,7 +269,7 @@ public struct APNsJudge: Sendable {
             findings = Self.payloadFindings(request.body)
             self.lastPayload = (request.body, findings)
         }
-        return APNsVerdict(
+        return APNSVerdict(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-id",
             apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType,
             lint: findings.lint, warning: findings.warning
@@ -323,7 +323,7 @@ public struct APNsJudge: Sendable {
     }
 
     /// Counts a push to `token` in its rate window; `false` when the window is full.
-    private mutating func admit(_ token: String, limit: LocalAPNsConfiguration.RateLimit, now: Date) -> Bool {
+    private mutating func admit(_ token: String, limit: LocalAPNSConfiguration.RateLimit, now: Date) -> Bool {
         if let window = self.rateWindows[token], now.timeIntervalSince(window.start) < limit.seconds {
             guard window.count < limit.pushes else { return false }
             self.rateWindows[token] = (window.start, window.count + 1)
@@ -338,7 +338,7 @@ public struct APNsJudge: Sendable {
 
     private enum CertificateOutcome {
         case none
-        case accepted(LocalAPNsCertificate)
+        case accepted(LocalAPNSCertificate)
         case rejected(APNSErrorReason)
     }
 
@@ -380,14 +380,14 @@ public struct APNsJudge: Sendable {
 
     // MARK: Broadcasts (B1-B7)
 
-    private mutating func judgeBroadcast(_ request: Request, connectionID: UInt64, now: Date) -> APNsVerdict {
+    private mutating func judgeBroadcast(_ request: Request, connectionID: UInt64, now: Date) -> APNSVerdict {
         let bundle = String(request.path.dropFirst(Self.broadcastPrefix.count))
         let echoedID = request.value("apns-request-id")
         let channelHeader = request.value("apns-channel-id")
-        var target = APNsVerdict.Target.unknown
-        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNsVerdict {
+        var target = APNSVerdict.Target.unknown
+        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNSVerdict {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
-            return APNsVerdict(
+            return APNSVerdict(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: .liveactivity, lint: nil
             )
@@ -416,7 +416,7 @@ public struct APNsJudge: Sendable {
         guard request.body.count <= APNSPayloadLimit.broadcast else { return reject(413, .payloadTooLarge) }
         // B7
         let findings = Self.payloadFindings(request.body)
-        return APNsVerdict(
+        return APNSVerdict(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
             apnsUniqueID: GeneratedID.lower(), headers: [], body: [], target: target, pushType: .liveactivity,
             lint: findings.lint, warning: findings.warning
@@ -446,19 +446,19 @@ public struct APNsJudge: Sendable {
 
     // MARK: Channel management (M1-M4)
 
-    private mutating func judgeChannelRequest(_ request: Request, connectionID: UInt64, now: Date) -> APNsVerdict {
+    private mutating func judgeChannelRequest(_ request: Request, connectionID: UInt64, now: Date) -> APNSVerdict {
         let rest = request.path.dropFirst(Self.channelsPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
         let echoedID = request.value("apns-request-id")
-        var target = APNsVerdict.Target.unknown
-        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNsVerdict {
+        var target = APNSVerdict.Target.unknown
+        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNSVerdict {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
-            return APNsVerdict(
+            return APNSVerdict(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: nil, lint: nil
             )
         }
-        func succeed(_ status: Int, headers: [APNsVerdict.Header] = [], body: [UInt8] = []) -> APNsVerdict {
-            APNsVerdict(
+        func succeed(_ status: Int, headers: [APNSVerdict.Header] = [], body: [UInt8] = []) -> APNSVerdict {
+            APNSVerdict(
                 status: status, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
                 apnsUniqueID: nil, headers: headers, body: body, target: target, pushType: nil, lint: nil
             )
@@ -494,8 +494,8 @@ public struct APNsJudge: Sendable {
             }
             var id: String
             repeat { id = Self.newChannelID() } while self.channels[id] != nil
-            self.channels[id] = LocalAPNsChannel(id: id, bundleID: bundle, messageStoragePolicy: policy)
-            return succeed(201, headers: [APNsVerdict.Header(name: "apns-channel-id", value: id)])
+            self.channels[id] = LocalAPNSChannel(id: id, bundleID: bundle, messageStoragePolicy: policy)
+            return succeed(201, headers: [APNSVerdict.Header(name: "apns-channel-id", value: id)])
         }
         // Read, delete: B2's channel checks.
         guard let channelID = request.value("apns-channel-id") else { return reject(400, .missingChannelID) }

@@ -3,9 +3,9 @@ public import ForgeHTTP2
 internal import ForgeSupport
 public import struct Foundation.Date
 
-/// One request the local server judged, as ``LocalAPNsInbox`` keeps it: the request as it came
+/// One request the local server judged, as ``LocalAPNSInbox`` keeps it: the request as it came
 /// (method, path, headers, body), the verdict, and the judge's sentence on a rejection.
-public struct LocalAPNsInboxEntry: Sendable {
+public struct LocalAPNSInboxEntry: Sendable {
     /// Its place among everything the inbox recorded, from 1; never reused, not even after a clear.
     public var sequence: Int
     /// When it was judged.
@@ -19,20 +19,20 @@ public struct LocalAPNsInboxEntry: Sendable {
     /// The body as sent.
     public var body: [UInt8]
     /// The answer.
-    public var verdict: APNsVerdict
-    /// Why it was rejected, in one sentence (``APNsJudge/explain(_:for:now:)``); `nil` when accepted.
+    public var verdict: APNSVerdict
+    /// Why it was rejected, in one sentence (``APNSJudge/explain(_:for:now:)``); `nil` when accepted.
     public var why: String?
     /// The injected fault, if one answered instead of the judge.
-    public var fault: LocalAPNsFault?
+    public var fault: LocalAPNSFault?
     /// The connection it came on.
     public var connectionID: UInt64
     /// Notes on what a device would make of an accepted push (empty when there are none).
     public var lints: [String]
 
-    /// Creates an entry; ``LocalAPNsInbox/record(_:)`` sets its ``sequence``.
+    /// Creates an entry; ``LocalAPNSInbox/record(_:)`` sets its ``sequence``.
     public init(
         sequence: Int = 0, date: Date, method: String, path: String, headers: [HTTP2HeaderField], body: [UInt8],
-        verdict: APNsVerdict, why: String?, fault: LocalAPNsFault?, connectionID: UInt64, lints: [String]
+        verdict: APNSVerdict, why: String?, fault: LocalAPNSFault?, connectionID: UInt64, lints: [String]
     ) {
         self.sequence = sequence
         self.date = date
@@ -56,14 +56,14 @@ public struct LocalAPNsInboxEntry: Sendable {
     /// The device token of a device push (lower-case hex).
     public var token: String? {
         if let token = self.verdict.target.token { return token }
-        guard self.path.hasPrefix(APNsJudge.devicePrefix) else { return nil }
-        let text = String(self.path.dropFirst(APNsJudge.devicePrefix.count))
+        guard self.path.hasPrefix(APNSJudge.devicePrefix) else { return nil }
+        let text = String(self.path.dropFirst(APNSJudge.devicePrefix.count))
         return text.isEmpty ? nil : text
     }
     /// The broadcast channel of a broadcast.
     public var channelID: String? {
         if case .broadcast(_, let channel) = self.verdict.target { return channel }
-        return self.path.hasPrefix(APNsJudge.broadcastPrefix) ? self[header: "apns-channel-id"] : nil
+        return self.path.hasPrefix(APNSJudge.broadcastPrefix) ? self[header: "apns-channel-id"] : nil
     }
     /// `apns-topic`, or the bundle id of a broadcast or channel request.
     public var topic: String? {
@@ -94,9 +94,9 @@ public struct LocalAPNsInboxEntry: Sendable {
     }
 }
 
-/// What ``LocalAPNsInbox/pushes(matching:)`` and ``LocalAPNsInbox/waitForPush(matching:timeout:)``
+/// What ``LocalAPNSInbox/pushes(matching:)`` and ``LocalAPNSInbox/waitForPush(matching:timeout:)``
 /// select: every field that is set must match.
-public struct LocalAPNsInboxQuery: Sendable, Hashable {
+public struct LocalAPNSInboxQuery: Sendable, Hashable {
     /// A status, or every acceptance or every rejection.
     public enum Status: Sendable, Hashable {
         case code(Int)
@@ -137,7 +137,7 @@ public struct LocalAPNsInboxQuery: Sendable, Hashable {
     }
 
     /// Whether `entry` passes every filter.
-    public func matches(_ entry: LocalAPNsInboxEntry) -> Bool {
+    public func matches(_ entry: LocalAPNSInboxEntry) -> Bool {
         if let token = self.token, entry.token?.lowercased() != token { return false }
         if let topic = self.topic, entry.topic != topic { return false }
         if let pushType = self.pushType, entry.pushType?.lowercased() != pushType.lowercased() { return false }
@@ -162,11 +162,11 @@ public struct LocalAPNsInboxQuery: Sendable, Hashable {
 ///
 /// Thread-safe. Recording costs one append under a lock and a yield per subscriber; the JSON and
 /// the filters are computed when someone asks.
-public final class LocalAPNsInbox: Sendable {
+public final class LocalAPNSInbox: Sendable {
     /// What subscribers of ``events(buffer:)`` see.
     public enum Event: Sendable {
         /// A request was judged.
-        case push(LocalAPNsInboxEntry)
+        case push(LocalAPNSInboxEntry)
         /// ``clear()`` emptied the inbox.
         case cleared
     }
@@ -178,7 +178,7 @@ public final class LocalAPNsInbox: Sendable {
         /// How many entries the inbox dropped for room since it was last cleared.
         public var dropped: Int
         /// The matching entries, newest first, at most the query's limit.
-        public var entries: [LocalAPNsInboxEntry]
+        public var entries: [LocalAPNSInboxEntry]
     }
 
     /// An entry kept by reference: the ring, queries and batches copy one reference, not the
@@ -186,8 +186,8 @@ public final class LocalAPNsInbox: Sendable {
     private final class Stored: @unchecked Sendable {
         // @unchecked Sendable: `entry` is written once, under the inbox's lock, before the object
         // is stored; only read afterwards.
-        var entry: LocalAPNsInboxEntry
-        init(_ entry: consuming LocalAPNsInboxEntry) { self.entry = entry }
+        var entry: LocalAPNSInboxEntry
+        init(_ entry: consuming LocalAPNSInboxEntry) { self.entry = entry }
     }
 
     private struct State {
@@ -206,7 +206,7 @@ public final class LocalAPNsInbox: Sendable {
         var lastUrgentUpdate: [String: Date] = [:]
 
         /// The i-th newest entry.
-        func newest(_ index: Int) -> LocalAPNsInboxEntry { self.newestStored(index).entry }
+        func newest(_ index: Int) -> LocalAPNSInboxEntry { self.newestStored(index).entry }
 
         func newestStored(_ index: Int) -> Stored {
             self.storage[(self.start + self.storage.count - 1 - index) % self.storage.count]
@@ -229,18 +229,18 @@ public final class LocalAPNsInbox: Sendable {
 
     /// Records one judged request; returns it with its sequence number.
     @discardableResult
-    public func record(_ entry: LocalAPNsInboxEntry) -> LocalAPNsInboxEntry {
+    public func record(_ entry: LocalAPNSInboxEntry) -> LocalAPNSInboxEntry {
         self.store(entry).entry
     }
 
     /// Records one judged request; returns its sequence number (the server's path: the entry is
     /// moved in, not copied).
-    package func append(_ entry: consuming LocalAPNsInboxEntry) -> Int {
+    package func append(_ entry: consuming LocalAPNSInboxEntry) -> Int {
         self.store(entry).entry.sequence
     }
 
     /// Records one judged request (its sequence number and any LA007 lint added); returns what is kept.
-    private func store(_ entry: consuming LocalAPNsInboxEntry) -> Stored {
+    private func store(_ entry: consuming LocalAPNSInboxEntry) -> Stored {
         let stored = Stored(entry)
         let urgentUpdate = Self.urgentUpdateToken(stored.entry)
         let ring = self.state.withLock { state -> Bool in
@@ -273,7 +273,7 @@ public final class LocalAPNsInbox: Sendable {
 
     /// The token of an accepted Live Activity update at priority 10 (the default), for LA007; `nil`
     /// for anything else. Reads only the push type and priority headers unless they match.
-    private static func urgentUpdateToken(_ entry: LocalAPNsInboxEntry) -> String? {
+    private static func urgentUpdateToken(_ entry: LocalAPNSInboxEntry) -> String? {
         guard entry.isAccepted, entry.verdict.pushType == .liveactivity, (entry.priority ?? 10) == 10,
             let token = entry.verdict.target.token, entry.body.firstRange(of: Self.updateEvent) != nil
         else { return nil }
@@ -283,13 +283,13 @@ public final class LocalAPNsInbox: Sendable {
     private static let updateEvent = Array(#""event":"update""#.utf8)
 
     /// The entries that match `query`, newest first, at most `query.limit`.
-    public func pushes(matching query: LocalAPNsInboxQuery = LocalAPNsInboxQuery()) -> Page {
+    public func pushes(matching query: LocalAPNSInboxQuery = LocalAPNSInboxQuery()) -> Page {
         // References copied out under the lock, filtered outside it: a query never holds up judging.
         let (stored, dropped) = self.state.withLock { state in
             ((0..<state.storage.count).map { state.newestStored($0) }, state.dropped)
         }
         var total = 0
-        var page: [LocalAPNsInboxEntry] = []
+        var page: [LocalAPNSInboxEntry] = []
         for item in stored where query.matches(item.entry) {
             total += 1
             if page.count < query.limit { page.append(item.entry) }
@@ -298,7 +298,7 @@ public final class LocalAPNsInbox: Sendable {
     }
 
     /// The newest entry answered with `apnsID` (any case).
-    public func entry(apnsID: String) -> LocalAPNsInboxEntry? {
+    public func entry(apnsID: String) -> LocalAPNSInboxEntry? {
         let wanted = apnsID.lowercased()
         return self.state.withLock { state in
             for index in 0..<state.storage.count where state.newest(index).apnsID.lowercased() == wanted {
@@ -329,9 +329,9 @@ public final class LocalAPNsInbox: Sendable {
 
     /// The first entry kept since the last clear that matches `query`, oldest first; if none, the
     /// next one recorded within `timeout`; `nil` when none comes in time or the task is cancelled.
-    public func waitForPush(matching query: LocalAPNsInboxQuery, timeout: Duration) async -> LocalAPNsInboxEntry? {
+    public func waitForPush(matching query: LocalAPNSInboxQuery, timeout: Duration) async -> LocalAPNSInboxEntry? {
         // The scan and the subscription under one lock: an entry recorded in between is not missed.
-        let (found, stream) = self.state.withLock { state -> (LocalAPNsInboxEntry?, AsyncStream<Event>?) in
+        let (found, stream) = self.state.withLock { state -> (LocalAPNSInboxEntry?, AsyncStream<Event>?) in
             for index in (0..<state.storage.count).reversed() where query.matches(state.newest(index)) {
                 return (state.newest(index), nil)
             }
@@ -361,7 +361,7 @@ public final class LocalAPNsInbox: Sendable {
     /// A batch of ``entries(after:limit:)``.
     public struct Batch: Sendable {
         /// The entries recorded after the sequence asked for, oldest first.
-        public var entries: [LocalAPNsInboxEntry]
+        public var entries: [LocalAPNSInboxEntry]
         /// How many entries after the sequence asked for are not in ``entries``: dropped for room
         /// before they were read, or left out for the limit (the newest are kept).
         public var skipped: Int
@@ -374,7 +374,7 @@ public final class LocalAPNsInbox: Sendable {
     public func entries(after sequence: Int, limit: Int) -> Batch {
         self.state.withLock { state in
             state.rung = false
-            var newest: [LocalAPNsInboxEntry] = []
+            var newest: [LocalAPNSInboxEntry] = []
             var waiting = 0
             for index in 0..<state.storage.count {
                 let entry = state.newest(index)

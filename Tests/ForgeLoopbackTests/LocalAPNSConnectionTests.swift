@@ -7,10 +7,10 @@ import Foundation
 import Testing
 
 @Suite("Local APNs server: connection rows C2-C7, faults S1", .timeLimit(.minutes(1)))
-struct LocalAPNsConnectionTests {
+struct LocalAPNSConnectionTests {
     @Test("C2: APNs' SETTINGS with one stream until the first accepted push, then N; rejections do not open it")
     func oneStreamThenN() async throws {
-        let server = try LocalAPNsServer.start(LocalAPNsConfiguration(maxConcurrentStreams: 250))
+        let server = try LocalAPNSServer.start(LocalAPNSConfiguration(maxConcurrentStreams: 250))
         let connection = try await h2cClient(server)
         let rejected = try await push(connection, token: "abcd")
         #expect(rejected.status == 400 && reason(rejected) == .badDeviceToken)
@@ -26,9 +26,9 @@ struct LocalAPNsConnectionTests {
     @Test("C3 (optional): a rejection other than 410 narrows to one stream until the next success")
     func narrowAfterRejection() async throws {
         let gone = hexToken("0f")
-        let server = try LocalAPNsServer.start(
-            LocalAPNsConfiguration(maxConcurrentStreams: 100, oneStreamAfterRejection: true),
-            tokens: [gone: LocalAPNsTokenRecord(bundleID: exampleBundle, environment: .sandbox, state: .unregistered(Date()))]
+        let server = try LocalAPNSServer.start(
+            LocalAPNSConfiguration(maxConcurrentStreams: 100, oneStreamAfterRejection: true),
+            tokens: [gone: LocalAPNSTokenRecord(bundleID: exampleBundle, environment: .sandbox, state: .unregistered(Date()))]
         )
         let connection = try await h2cClient(server)
         #expect(try await push(connection).status == 200)
@@ -46,7 +46,7 @@ struct LocalAPNsConnectionTests {
 
     @Test("C6: shutdown sends GOAWAY {\"reason\":\"Shutdown\"}")
     func shutdownGoAway() async throws {
-        let server = try LocalAPNsServer.start()
+        let server = try LocalAPNSServer.start()
         let connection = try await h2cClient(server)
         #expect(try await push(connection).status == 200)
         await server.shutdown()
@@ -56,7 +56,7 @@ struct LocalAPNsConnectionTests {
 
     @Test("C6: an idle connection gets GOAWAY {\"reason\":\"IdleTimeout\"}; the timeout is configurable")
     func idleTimeout() async throws {
-        let server = try LocalAPNsServer.start(LocalAPNsConfiguration(idleTimeout: .milliseconds(100)))
+        let server = try LocalAPNSServer.start(LocalAPNSConfiguration(idleTimeout: .milliseconds(100)))
         let connection = try await h2cClient(server)
         #expect(try await push(connection).status == 200)
         #expect(try await awaitGoAway(connection) == #"{"reason":"IdleTimeout"}"#)
@@ -67,7 +67,7 @@ struct LocalAPNsConnectionTests {
     @Test("S1 and the fault plan: server errors, then normal judging; nothing injected is recorded",
           arguments: [(500, APNSErrorReason.internalServerError), (503, .serviceUnavailable), (503, .shutdown), (429, .tooManyRequests)])
     func serverErrors(_ status: Int, _ expected: APNSErrorReason) async throws {
-        let server = try LocalAPNsServer.start()
+        let server = try LocalAPNSServer.start()
         server.schedule(.respond(status: status, reason: expected), afterRequests: 1, count: 2)
         let connection = try await h2cClient(server)
         #expect(try await push(connection).status == 200)
@@ -84,7 +84,7 @@ struct LocalAPNsConnectionTests {
 
     @Test("Faults: a reset stream is not processed; a dropped connection after processing is recorded")
     func resetAndDrop() async throws {
-        let server = try LocalAPNsServer.start()
+        let server = try LocalAPNSServer.start()
         server.schedule(.reset(.refusedStream))
         let connection = try await h2cClient(server)
         do {
@@ -108,7 +108,7 @@ struct LocalAPNsConnectionTests {
 
     @Test("Faults: GOAWAY after a push carries the reason; a later stream limit and a delay apply")
     func goAwayAndSettings() async throws {
-        let server = try LocalAPNsServer.start()
+        let server = try LocalAPNSServer.start()
         let connection = try await h2cClient(server)
         server.schedule(.maxConcurrentStreams(7))
         #expect(try await push(connection).status == 200)
@@ -126,18 +126,18 @@ struct LocalAPNsConnectionTests {
 }
 
 @Suite("Local APNs server: certificate authentication C7", .timeLimit(.minutes(1)))
-struct LocalAPNsCertificateTests {
+struct LocalAPNSCertificateTests {
     let info = try! APNSCertificateInfo(pemFile: KeysExample.path("client.pem"))
 
-    func start(_ certificates: [LocalAPNsCertificate]) throws -> LocalAPNsServer {
+    func start(_ certificates: [LocalAPNSCertificate]) throws -> LocalAPNSServer {
         let tls = HTTP2ServerTLSConfiguration(
             certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"),
             requestsClientCertificate: true, clientCertificateTrustRoots: KeysExample.path("ca.pem")
         )
-        return try LocalAPNsServer.start(http2: HTTP2ServerConfiguration(tls: tls), certificates: certificates)
+        return try LocalAPNSServer.start(http2: HTTP2ServerConfiguration(tls: tls), certificates: certificates)
     }
 
-    func connect(_ server: LocalAPNsServer, certificate: String = KeysExample.path("client.pem"),
+    func connect(_ server: LocalAPNSServer, certificate: String = KeysExample.path("client.pem"),
                  key: String = KeysExample.path("client.key")) async throws -> HTTP2Connection {
         try await HTTP2Connection.connect(HTTP2ClientConfiguration(
             host: "localhost", port: server.port,
@@ -153,7 +153,7 @@ struct LocalAPNsCertificateTests {
 
     @Test("A registered certificate pushes without a token; the topic may be omitted; other topics are refused")
     func accepted() async throws {
-        let server = try self.start([LocalAPNsCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle)])
+        let server = try self.start([LocalAPNSCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle)])
         let connection = try await self.connect(server)
         #expect(try await push(connection).status == 200)
         #expect(try await push(connection, topic: exampleBundle + ".voip", pushType: "voip").status == 200)
@@ -171,13 +171,13 @@ struct LocalAPNsCertificateTests {
         let connection = try await self.connect(server)
         let unknown = try await push(connection)
         #expect(unknown.status == 403 && reason(unknown) == .badCertificate)
-        server.register(certificate: LocalAPNsCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle,
+        server.register(certificate: LocalAPNSCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle,
                                                           environment: .production))
         let environment = try await push(connection)
         #expect(environment.status == 403 && reason(environment) == .badCertificateEnvironment)
-        server.register(certificate: LocalAPNsCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle))
+        server.register(certificate: LocalAPNSCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle))
         #expect(try await push(connection).status == 200)
-        server.register(certificate: LocalAPNsCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle,
+        server.register(certificate: LocalAPNSCertificate(sha256Fingerprint: self.info.sha256Fingerprint, bundleID: exampleBundle,
                                                           revoked: true))
         let revoked = try await push(connection)
         #expect(revoked.status == 403 && reason(revoked) == .badCertificate)
@@ -198,7 +198,7 @@ struct LocalAPNsCertificateTests {
         )
         #expect(openssl.exitCode == 0)
         let selfSigned = try APNSCertificateInfo(pemFile: certificate)
-        let server = try self.start([LocalAPNsCertificate(sha256Fingerprint: selfSigned.sha256Fingerprint, bundleID: exampleBundle)])
+        let server = try self.start([LocalAPNSCertificate(sha256Fingerprint: selfSigned.sha256Fingerprint, bundleID: exampleBundle)])
         let connection = try await self.connect(server, certificate: certificate, key: key)
         let response = try await push(connection)
         #expect(response.status == 403 && reason(response) == .badCertificate)

@@ -29,30 +29,30 @@ public struct AcceptedPush: Sendable {
     public subscript(header name: String) -> String? { self.headers.first { $0.name == name }?.value }
 }
 
-/// One judged request, as ``LocalAPNsServer`` reports it to an observer (`apnsctl serve --json`).
-public struct LocalAPNsJudgement: Sendable {
+/// One judged request, as ``LocalAPNSServer`` reports it to an observer (`apnsctl serve --json`).
+public struct LocalAPNSJudgement: Sendable {
     /// When it was judged.
     public var date: Date
     /// The verdict sent (for an injected fault, the fault's answer).
-    public var verdict: APNsVerdict
+    public var verdict: APNSVerdict
     /// The fault applied, if any.
-    public var fault: LocalAPNsFault?
+    public var fault: LocalAPNSFault?
     /// The connection.
     public var connectionID: UInt64
     /// How long the request waits for its answer at the server: the judging, plus the time the
-    /// answer is held (``HTTP2ServerConfiguration/responseDelay`` and a ``LocalAPNsFault/delay(_:)``).
+    /// answer is held (``HTTP2ServerConfiguration/responseDelay`` and a ``LocalAPNSFault/delay(_:)``).
     public var duration: Duration
-    /// Why it was rejected, in one sentence (``APNsJudge/explain(_:for:now:)``); `nil` when accepted.
+    /// Why it was rejected, in one sentence (``APNSJudge/explain(_:for:now:)``); `nil` when accepted.
     public var why: String?
     /// The request as it came: method, path, headers (authorization included: redact before
     /// showing) and body.
     public var request: HTTP2ServerRequest
-    /// Its ``LocalAPNsInboxEntry/sequence`` in the server's inbox; 0 without one.
+    /// Its ``LocalAPNSInboxEntry/sequence`` in the server's inbox; 0 without one.
     public var sequence: Int = 0
 
     /// The judgement as an inbox entry (the shape of the inbox API and of `apnsctl serve --record`).
-    public var entry: LocalAPNsInboxEntry {
-        LocalAPNsInboxEntry(
+    public var entry: LocalAPNSInboxEntry {
+        LocalAPNSInboxEntry(
             sequence: self.sequence, date: self.date, method: self.request.method, path: self.request.path,
             headers: self.request.headers, body: self.request.body, verdict: self.verdict, why: self.why, fault: self.fault,
             connectionID: self.connectionID, lints: self.verdict.lint.map { [$0] } ?? []
@@ -61,7 +61,7 @@ public struct LocalAPNsJudgement: Sendable {
 }
 
 /// A local APNs-compatible HTTP/2 server on loopback: it judges each request as APNs does
-/// (``APNsJudge``: device pushes, broadcasts, the channel API, token and certificate authentication),
+/// (``APNSJudge``: device pushes, broadcasts, the channel API, token and certificate authentication),
 /// answers with Apple's statuses, reasons and headers, applies the connection rules (one stream
 /// until the first accepted push, GOAWAY `Shutdown` and `IdleTimeout`), records every accepted push
 /// so a test can await it, and injects scripted faults.
@@ -69,15 +69,15 @@ public struct LocalAPNsJudgement: Sendable {
 /// To play a server 20-50 ms away, as APNs is, set ``HTTP2ServerConfiguration/responseDelay`` in
 /// the `http2:` configuration: every answer is held that long on its connection's I/O thread (the
 /// round trip is the transport's property, like the address and TLS, not the judge's). A
-/// ``LocalAPNsFault/delay(_:)`` fault holds its answer that much longer.
+/// ``LocalAPNSFault/delay(_:)`` fault holds its answer that much longer.
 ///
 /// ``shutdown()`` ends everything the server started: its connections, and the tasks that watch
 /// them, which it awaits.
-public final class LocalAPNsServer: Sendable {
+public final class LocalAPNSServer: Sendable {
     /// The port it listens on.
     public var port: Int { self.server.port }
     /// Every judged request, when the server was started with an inbox.
-    public let inbox: LocalAPNsInbox?
+    public let inbox: LocalAPNSInbox?
     /// The HTTP/2 configuration it listens with.
     public var http2Configuration: HTTP2ServerConfiguration { self.server.configuration }
     private let server: HTTP2Server
@@ -87,7 +87,7 @@ public final class LocalAPNsServer: Sendable {
     private let background: Task<Void, Never>
 
     struct State {
-        var judge: APNsJudge
+        var judge: APNSJudge
         var faults = FaultPlan()
         var history: [AcceptedPush] = []
         /// Pushes accepted so far.
@@ -108,7 +108,7 @@ public final class LocalAPNsServer: Sendable {
         var goAwayLastStreamID: Int32?
     }
 
-    private init(server: HTTP2Server, state: LockedBox<State>, background: Task<Void, Never>, inbox: LocalAPNsInbox?) {
+    private init(server: HTTP2Server, state: LockedBox<State>, background: Task<Void, Never>, inbox: LocalAPNSInbox?) {
         self.server = server
         self.inbox = inbox
         self.state = state
@@ -136,22 +136,22 @@ public final class LocalAPNsServer: Sendable {
     ///     client certificates.
     ///   - authenticator: token authentication (A1-A8); `nil` accepts pushes without a provider token.
     ///   - clock: the time used for judging (token age, 410 and rate windows).
-    ///   - inbox: where every judged request is recorded (``LocalAPNsInbox``); `nil` keeps none. The
+    ///   - inbox: where every judged request is recorded (``LocalAPNSInbox``); `nil` keeps none. The
     ///     caller owns it: it outlives the server, queryable, until the caller closes it.
     ///   - observer: called with every judged request, on the connection's thread; keep it short.
     public static func start(
-        _ configuration: LocalAPNsConfiguration = LocalAPNsConfiguration(),
+        _ configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
         http2: HTTP2ServerConfiguration = HTTP2ServerConfiguration(),
-        tokens: [String: LocalAPNsTokenRecord] = [:],
-        apps: [LocalAPNsApp] = [],
-        channels: [LocalAPNsChannel] = [],
-        certificates: [LocalAPNsCertificate] = [],
+        tokens: [String: LocalAPNSTokenRecord] = [:],
+        apps: [LocalAPNSApp] = [],
+        channels: [LocalAPNSChannel] = [],
+        certificates: [LocalAPNSCertificate] = [],
         authenticator: TokenAuthenticator? = nil,
         clock: any APNSWallClock = .system,
-        inbox: LocalAPNsInbox? = nil,
-        observer: (@Sendable (LocalAPNsJudgement) -> Void)? = nil
-    ) throws -> LocalAPNsServer {
-        let judge = APNsJudge(
+        inbox: LocalAPNSInbox? = nil,
+        observer: (@Sendable (LocalAPNSJudgement) -> Void)? = nil
+    ) throws -> LocalAPNSServer {
+        let judge = APNSJudge(
             configuration: configuration, tokens: tokens, apps: apps, channels: channels, certificates: certificates,
             authenticator: authenticator
         )
@@ -186,26 +186,26 @@ public final class LocalAPNsServer: Sendable {
                 group.addTask { await Self.sweepConnections(idleTimeout: idle, state: state, authenticator: authenticator) }
             }
         }
-        return LocalAPNsServer(server: server, state: state, background: background, inbox: inbox)
+        return LocalAPNSServer(server: server, state: state, background: background, inbox: inbox)
     }
 
     // MARK: Handling a request (on the connection's I/O thread)
 
     private static func handle(
         _ request: HTTP2ServerRequest, responder: HTTP2Responder, state: LockedBox<State>,
-        configuration: LocalAPNsConfiguration, clock: any APNSWallClock, hold: Duration,
-        inbox: LocalAPNsInbox?, observer: (@Sendable (LocalAPNsJudgement) -> Void)?
+        configuration: LocalAPNSConfiguration, clock: any APNSWallClock, hold: Duration,
+        inbox: LocalAPNSInbox?, observer: (@Sendable (LocalAPNSJudgement) -> Void)?
     ) -> HTTP2Response? {
         let arrived = observer == nil ? nil : ContinuousClock.now
         let now = clock.now
-        let judged = APNsJudge.Request(
+        let judged = APNSJudge.Request(
             method: request.method, path: request.path, headers: request.headers.map { (name: $0.name, value: $0.value) },
             body: request.body, clientCertificate: request.clientCertificate,
             clientCertificateVerified: request.clientCertificateVerified
         )
         let connection = responder.connection
         let explains = inbox != nil || observer != nil
-        let (fault, verdict, settings, why) = state.withLock { state -> (LocalAPNsFault?, APNsVerdict?, UInt32?, String?) in
+        let (fault, verdict, settings, why) = state.withLock { state -> (LocalAPNSFault?, APNSVerdict?, UInt32?, String?) in
             var entry = state.connections[connection.id] ?? ConnectionState(handle: connection, lastActivity: .now)
             entry.lastActivity = .now
             defer { state.connections[connection.id] = entry }
@@ -257,7 +257,7 @@ public final class LocalAPNsServer: Sendable {
         if let settings { connection.updateSettings(Self.apnsSettings(maxConcurrentStreams: settings)) }
         var sequence = 0
         if let inbox, let verdict {
-            sequence = inbox.append(LocalAPNsInboxEntry(
+            sequence = inbox.append(LocalAPNSInboxEntry(
                 sequence: 0, date: now, method: request.method, path: request.path, headers: request.headers, body: request.body,
                 verdict: verdict, why: why, fault: fault, connectionID: connection.id, lints: verdict.lint.map { [$0] } ?? []
             ))
@@ -265,7 +265,7 @@ public final class LocalAPNsServer: Sendable {
         if let observer, let verdict, let arrived {
             var held = hold
             if case .delay(let extra) = fault { held += extra }
-            observer(LocalAPNsJudgement(
+            observer(LocalAPNSJudgement(
                 date: now, verdict: verdict, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held,
                 why: why, request: request, sequence: sequence
             ))
@@ -293,20 +293,20 @@ public final class LocalAPNsServer: Sendable {
         }
     }
 
-    private static func injected(status: Int, reason: APNSErrorReason, for request: APNsJudge.Request) -> APNsVerdict {
-        let device = request.path.hasPrefix(APNsJudge.devicePrefix)
+    private static func injected(status: Int, reason: APNSErrorReason, for request: APNSJudge.Request) -> APNSVerdict {
+        let device = request.path.hasPrefix(APNSJudge.devicePrefix)
         let header = device ? "apns-id" : "apns-request-id"
         let echoed = request.headers.first { $0.name == header }?.value
-        return APNsVerdict(
+        return APNSVerdict(
             status: status, reason: reason, timestamp: nil,
             apnsID: echoed.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper(),
             idHeader: header, apnsUniqueID: nil, headers: [], body: [],
-            target: device ? .device(token: String(request.path.dropFirst(APNsJudge.devicePrefix.count))) : .unknown,
+            target: device ? .device(token: String(request.path.dropFirst(APNSJudge.devicePrefix.count))) : .unknown,
             pushType: nil, lint: nil
         )
     }
 
-    private static func acceptedPush(_ request: HTTP2ServerRequest, verdict: APNsVerdict, date: Date) -> AcceptedPush? {
+    private static func acceptedPush(_ request: HTTP2ServerRequest, verdict: APNSVerdict, date: Date) -> AcceptedPush? {
         switch verdict.target {
         case .device(let token):
             return AcceptedPush(
@@ -332,14 +332,14 @@ public final class LocalAPNsServer: Sendable {
     /// The HTTP/2 response APNs gives for `verdict`: the request id always; `apns-unique-id` on
     /// sandbox and broadcast successes; `content-type: application/json` and `{"reason":…}`
     /// (+ `timestamp` on 410) on errors.
-    static func response(for verdict: APNsVerdict, date: Date? = nil) -> HTTP2Response {
+    static func response(for verdict: APNSVerdict, date: Date? = nil) -> HTTP2Response {
         var response = Self.response(for: verdict)
         // `date`, as HTTP servers send it: what `apnsctl doctor` measures clock skew against.
         if let date { response.headers.append(HTTP2HeaderField("date", HTTPDate.string(date))) }
         return response
     }
 
-    private static func response(for verdict: APNsVerdict) -> HTTP2Response {
+    private static func response(for verdict: APNSVerdict) -> HTTP2Response {
         guard let reason = verdict.reason else {
             var headers = [HTTP2HeaderField(verdict.idHeader, verdict.apnsID)]
             if let unique = verdict.apnsUniqueID { headers.append(HTTP2HeaderField("apns-unique-id", unique)) }
@@ -383,7 +383,7 @@ public final class LocalAPNsServer: Sendable {
 
     // MARK: Tests and tools
 
-    /// Every push accepted so far (with ``LocalAPNsConfiguration/keepsHistory``).
+    /// Every push accepted so far (with ``LocalAPNSConfiguration/keepsHistory``).
     public var accepted: [AcceptedPush] { self.state.withLock { $0.history } }
 
     /// How many pushes were accepted, history or not.
@@ -413,7 +413,7 @@ public final class LocalAPNsServer: Sendable {
     }
 
     /// Applies `fault` to `count` requests, starting after the next `afterRequests` requests.
-    public func schedule(_ fault: LocalAPNsFault, afterRequests: Int = 0, count: Int = 1) {
+    public func schedule(_ fault: LocalAPNSFault, afterRequests: Int = 0, count: Int = 1) {
         self.state.withLock { $0.faults.schedule(fault, afterRequests: afterRequests, count: count) }
     }
 
@@ -423,27 +423,27 @@ public final class LocalAPNsServer: Sendable {
     }
 
     /// Registers or updates a token.
-    public func register(token: String, _ record: LocalAPNsTokenRecord) {
+    public func register(token: String, _ record: LocalAPNSTokenRecord) {
         self.state.withLock { $0.judge.tokens[token.lowercased()] = record }
     }
 
     /// Registers or updates an app.
-    public func register(app: LocalAPNsApp) {
+    public func register(app: LocalAPNSApp) {
         self.state.withLock { $0.judge.apps[app.bundleID] = app }
     }
 
     /// Registers a channel (as if created through the channel API).
-    public func register(channel: LocalAPNsChannel) {
+    public func register(channel: LocalAPNSChannel) {
         self.state.withLock { $0.judge.channels[channel.id] = channel }
     }
 
     /// Registers or updates (for example revokes) a client certificate.
-    public func register(certificate: LocalAPNsCertificate) {
+    public func register(certificate: LocalAPNSCertificate) {
         self.state.withLock { $0.judge.certificates[certificate.sha256Fingerprint] = certificate }
     }
 
     /// The channels that exist now.
-    public var channels: [LocalAPNsChannel] { self.state.withLock { Array($0.judge.channels.values) } }
+    public var channels: [LocalAPNSChannel] { self.state.withLock { Array($0.judge.channels.values) } }
 
     /// Announces a new stream limit on every open connection.
     public func updateMaxConcurrentStreams(_ limit: UInt32) {

@@ -5,10 +5,10 @@ import Foundation
 import Testing
 
 @Suite("Local APNs server: a round trip away (responseDelay, delay faults)", .timeLimit(.minutes(1)))
-struct LocalAPNsLatencyTests {
+struct LocalAPNSLatencyTests {
     @Test("http2.responseDelay holds every answer; a delay fault holds its answer that much longer")
     func latency() async throws {
-        let server = try LocalAPNsServer.start(http2: HTTP2ServerConfiguration(responseDelay: .milliseconds(300)))
+        let server = try LocalAPNSServer.start(http2: HTTP2ServerConfiguration(responseDelay: .milliseconds(300)))
         let connection = try await h2cClient(server)
         var sent = ContinuousClock.now
         #expect(try await push(connection).status == 200)
@@ -24,7 +24,7 @@ struct LocalAPNsLatencyTests {
 
     @Test("Shutdown drops an answer held by a delay fault and returns; the client hears the connection end")
     func shutdownWhileHeld() async throws {
-        let server = try LocalAPNsServer.start()
+        let server = try LocalAPNSServer.start()
         let accepted = server.acceptedPushes()
         let connection = try await h2cClient(server)
         server.schedule(.delay(.seconds(3600)))

@@ -7,17 +7,17 @@ internal import NIOCore
 internal import ServiceLifecycle
 
 /// The local server's inbox on an HTTP/1.1 port (Hummingbird, outside the push path): the JSON API
-/// (``LocalAPNsInboxAPI``), the live event stream `GET /api/v1/events` (Server-Sent Events), the
+/// (``LocalAPNSInboxAPI``), the live event stream `GET /api/v1/events` (Server-Sent Events), the
 /// page at `GET /`, and optionally `GET /metrics`.
 ///
-/// ``run(onListening:)`` serves until its task is cancelled or ``LocalAPNsInbox/close()`` is
+/// ``run(onListening:)`` serves until its task is cancelled or ``LocalAPNSInbox/close()`` is
 /// followed by cancellation; event streams end when the inbox closes.
-public struct LocalAPNsInboxServer: Sendable {
+public struct LocalAPNSInboxServer: Sendable {
     /// Where to listen: an IP address (127.0.0.1 by default) and a port (0 picks one).
     public var host: String
     public var port: Int
     /// The API it serves.
-    public let api: LocalAPNsInboxAPI
+    public let api: LocalAPNSInboxAPI
     /// `GET /metrics`: Prometheus text, when given.
     public var metrics: (@Sendable () -> [UInt8])?
     /// How many events an event-stream client may fall behind before it is disconnected.
@@ -25,7 +25,7 @@ public struct LocalAPNsInboxServer: Sendable {
 
     /// Creates a server for `api` on `host:port`.
     public init(
-        api: LocalAPNsInboxAPI, host: String = "127.0.0.1", port: Int = 0, metrics: (@Sendable () -> [UInt8])? = nil,
+        api: LocalAPNSInboxAPI, host: String = "127.0.0.1", port: Int = 0, metrics: (@Sendable () -> [UInt8])? = nil,
         eventBuffer: Int = 1_024
     ) {
         self.api = api
@@ -79,7 +79,7 @@ public struct LocalAPNsInboxServer: Sendable {
     }
 
     private static func respond(
-        to request: Request, api: LocalAPNsInboxAPI, metrics: (@Sendable () -> [UInt8])?, eventBuffer: Int
+        to request: Request, api: LocalAPNSInboxAPI, metrics: (@Sendable () -> [UInt8])?, eventBuffer: Int
     ) async throws -> Response {
         let path = request.uri.path
         let method = request.method.rawValue
@@ -88,7 +88,7 @@ public struct LocalAPNsInboxServer: Sendable {
             guard method == "GET" || method == "HEAD" else { return Self.plain(405, "only GET / is served here") }
             return Self.response(200, "text/html; charset=utf-8", Self.page, extra: [.cacheControl: "no-store"])
         case "/metrics":
-            guard let metrics else { return Self.json(LocalAPNsInboxAPI.Response.notFound(path)) }
+            guard let metrics else { return Self.json(LocalAPNSInboxAPI.Response.notFound(path)) }
             return Self.response(200, "text/plain; version=0.0.4; charset=utf-8", metrics())
         case "/api/v1/events":
             guard method == "GET" else { return Self.json(.init(status: 405, contentType: "application/json; charset=utf-8", body: Array(#"{"error":"only GET /api/v1/events is served"}"#.utf8))) }
@@ -99,7 +99,7 @@ public struct LocalAPNsInboxServer: Sendable {
     }
 
     /// `event: push` per judged request, `event: device` when a phone changed, `event: clear`.
-    private static func events(api: LocalAPNsInboxAPI, buffer: Int) -> Response {
+    private static func events(api: LocalAPNSInboxAPI, buffer: Int) -> Response {
         let pushes = api.inbox.events(buffer: buffer).map { event -> [UInt8] in
             switch event {
             case .push(let entry): return Array("event: push\ndata: ".utf8) + entry.json + Array("\n\n".utf8)
@@ -125,12 +125,12 @@ public struct LocalAPNsInboxServer: Sendable {
         )
     }
 
-    private static func json(_ response: LocalAPNsInboxAPI.Response) -> Response {
+    private static func json(_ response: LocalAPNSInboxAPI.Response) -> Response {
         Self.response(response.status, response.contentType, response.body, extra: [.cacheControl: "no-store"])
     }
 
     private static func plain(_ status: Int, _ text: String) -> Response {
-        Self.json(LocalAPNsInboxAPI.Response.error(status, text))
+        Self.json(LocalAPNSInboxAPI.Response.error(status, text))
     }
 
     private static func response(_ status: Int, _ type: String, _ body: [UInt8], extra: HTTPFields = [:]) -> Response {
@@ -140,7 +140,7 @@ public struct LocalAPNsInboxServer: Sendable {
     }
 }
 
-extension LocalAPNsInboxAPI.Response {
+extension LocalAPNSInboxAPI.Response {
     static func notFound(_ path: String) -> Self {
         .error(404, "no such resource: \(path) (the API is under /api/v1/: pushes, wait, devices, events)")
     }

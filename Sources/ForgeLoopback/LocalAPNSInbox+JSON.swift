@@ -3,7 +3,7 @@ internal import ForgeSupport
 public import ForgeSimulatedDevice
 package import struct Foundation.Date
 
-extension LocalAPNsInboxEntry {
+extension LocalAPNSInboxEntry {
     /// The entry as the inbox's JSON API gives it (one object, keys in a fixed order):
     /// `seq`, `apns_id`, `apns_unique_id`, `received_at`, `kind`, `method`, `path`, `token`,
     /// `channel_id`, `topic`, `push_type`, `priority`, `expiration`, `collapse_id`, `status`,
@@ -13,7 +13,7 @@ extension LocalAPNsInboxEntry {
     public var json: [UInt8] { self.json(delivery: nil) }
 
     /// The entry as ``json`` gives it, with `delivery`: what became of the push on its phone
-    /// (``DeliveryRecord/json``, from ``LocalAPNsPhones/delivery(of:)``), `null` when not known.
+    /// (``DeliveryRecord/json``, from ``LocalAPNSPhones/delivery(of:)``), `null` when not known.
     public func json(delivery: DeliveryRecord?) -> [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("seq", self.sequence)
@@ -67,9 +67,9 @@ extension LocalAPNsInboxEntry {
 
     /// `device`, `broadcast`, `channels` or `unknown`.
     public var kind: String {
-        if self.path.hasPrefix(APNsJudge.broadcastPrefix) { return "broadcast" }
-        if self.path.hasPrefix(APNsJudge.channelsPrefix) { return "channels" }
-        if self.path.hasPrefix(APNsJudge.devicePrefix) { return "device" }
+        if self.path.hasPrefix(APNSJudge.broadcastPrefix) { return "broadcast" }
+        if self.path.hasPrefix(APNSJudge.channelsPrefix) { return "channels" }
+        if self.path.hasPrefix(APNSJudge.devicePrefix) { return "device" }
         return "unknown"
     }
 }

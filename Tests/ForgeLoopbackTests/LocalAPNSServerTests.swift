@@ -7,7 +7,7 @@ import Testing
 
 
 @Suite("Local APNs server over TLS", .timeLimit(.minutes(1)))
-struct LocalAPNsServerTests {
+struct LocalAPNSServerTests {
     @Test("A prepared notification is accepted and recorded; an unregistered token gets 410 with its timestamp")
     func endToEnd() async throws {
         let tls = HTTP2ServerTLSConfiguration(
@@ -16,8 +16,8 @@ struct LocalAPNsServerTests {
         )
         let gone = String(repeating: "0f", count: 32)
         let when = Date(timeIntervalSince1970: 1_760_000_000.5)
-        let server = try LocalAPNsServer.start(http2: HTTP2ServerConfiguration(tls: tls), tokens: [
-            gone: LocalAPNsTokenRecord(bundleID: "com.example.forgepush", environment: .sandbox, state: .unregistered(when)),
+        let server = try LocalAPNSServer.start(http2: HTTP2ServerConfiguration(tls: tls), tokens: [
+            gone: LocalAPNSTokenRecord(bundleID: "com.example.forgepush", environment: .sandbox, state: .unregistered(when)),
         ])
         let connection = try await HTTP2Connection.connect(HTTP2ClientConfiguration(
             host: "localhost", port: server.port,

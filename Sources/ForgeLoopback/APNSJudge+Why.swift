@@ -2,7 +2,7 @@ internal import ForgeAPNsCore
 internal import ForgeSupport
 public import struct Foundation.Date
 
-extension APNsJudge {
+extension APNSJudge {
     /// One sentence that says why `verdict` rejected `request`: what the judge saw and what it
     /// expected ("payload is 4,127 bytes; the limit for alert is 4,096"); `nil` for an acceptance.
     ///
@@ -10,7 +10,7 @@ extension APNsJudge {
     /// rejections, so judging itself pays nothing for it. Where one reason has several causes
     /// (`BadDeviceToken`: not hex, another environment, not registered), the causes are checked
     /// again in the judge's order.
-    public func explain(_ verdict: APNsVerdict, for request: Request, now: Date = Date()) -> String? {
+    public func explain(_ verdict: APNSVerdict, for request: Request, now: Date = Date()) -> String? {
         guard let reason = verdict.reason, !verdict.isAccepted else { return nil }
         let isDevice = !request.path.hasPrefix(Self.broadcastPrefix) && !request.path.hasPrefix(Self.channelsPrefix)
         let typeHeader = request.value("apns-push-type")
@@ -171,7 +171,7 @@ extension APNsJudge {
     }
 }
 
-extension APNsVerdict.Target {
+extension APNSVerdict.Target {
     /// The device token a device push addressed.
     public var token: String? {
         if case .device(let token) = self { return token }

@@ -23,7 +23,7 @@ public import Metrics
 ///
 /// At most `maximumPhones` phones are kept (the least recently changed go first), each with a
 /// bounded timeline and notification list: a long-running server does not grow with its traffic.
-public final class LocalAPNsPhones: Sendable {
+public final class LocalAPNSPhones: Sendable {
     /// One phone in ``phones``.
     public struct Summary: Sendable, Hashable {
         public var token: String
@@ -46,7 +46,7 @@ public final class LocalAPNsPhones: Sendable {
         var skipped = 0
     }
 
-    private let environment: LocalAPNsConfiguration.Environment
+    private let environment: LocalAPNSConfiguration.Environment
     private let maximumPhones: Int
     private let rules: DeviceRules
     private let state = LockedBox(State())
@@ -61,7 +61,7 @@ public final class LocalAPNsPhones: Sendable {
     ///   - rules: the budgets and limits each phone applies.
     ///   - metrics: where the delivery counters come from; the bootstrapped factory by default.
     public init(
-        environment: LocalAPNsConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000, rules: DeviceRules = DeviceRules(),
+        environment: LocalAPNSConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000, rules: DeviceRules = DeviceRules(),
         metrics: any MetricsFactory = MetricsSystem.factory
     ) {
         self.environment = environment
@@ -88,7 +88,7 @@ public final class LocalAPNsPhones: Sendable {
 
     /// What became of an accepted device push on its phone (its latest delivery state); `nil` for a
     /// rejected request, a broadcast, or a push the phones have not taken yet (or forgot).
-    public func delivery(of entry: LocalAPNsInboxEntry) -> DeliveryRecord? {
+    public func delivery(of entry: LocalAPNSInboxEntry) -> DeliveryRecord? {
         guard entry.isAccepted, let token = entry.verdict.target.token?.lowercased() else { return nil }
         let phone = self.state.withLock { state in state.phones[token] ?? state.issued[token].flatMap { state.phones[$0] } }
         return phone?.device.delivery(apnsID: entry.apnsID)
@@ -102,7 +102,7 @@ public final class LocalAPNsPhones: Sendable {
     /// next one and take its newest `batch` requests, skipping (and counting, ``skippedRequests``)
     /// the rest, so a flood of pushes costs the server a bounded share of the CPU and no memory; the
     /// inbox keeps every request all the same.
-    public func run(_ inbox: LocalAPNsInbox, batch: Int = 250, pause: Duration = .milliseconds(100)) async {
+    public func run(_ inbox: LocalAPNSInbox, batch: Int = 250, pause: Duration = .milliseconds(100)) async {
         // Subscribed first: a record after the reading below rings it. What the inbox holds already
         // is delivered first.
         var changes = inbox.changes().makeAsyncIterator()
@@ -133,7 +133,7 @@ public final class LocalAPNsPhones: Sendable {
     public var skippedRequests: Int { self.state.withLock { $0.skipped } }
 
     /// Delivers one judged request when it is an accepted push (device or broadcast).
-    public func deliver(_ entry: LocalAPNsInboxEntry) async {
+    public func deliver(_ entry: LocalAPNSInboxEntry) async {
         guard entry.isAccepted, entry.verdict.target.isPush else { return }
         let date = entry.date
         if case .broadcast(_, let channel) = entry.verdict.target {
@@ -148,7 +148,7 @@ public final class LocalAPNsPhones: Sendable {
         }
         guard let token = entry.verdict.target.token else { return }
         let pushType = entry.pushType ?? "alert"
-        let bundleID = APNsJudge.bundleID(of: entry.topic ?? "", pushType: entry.verdict.pushType ?? .alert)
+        let bundleID = APNSJudge.bundleID(of: entry.topic ?? "", pushType: entry.verdict.pushType ?? .alert)
         let (phone, isIssued) = self.phone(for: token, at: date)
         let device = phone.device
         let app = device.app(bundleID) ?? self.install(bundleID, token: phone.token, on: device)
@@ -209,7 +209,7 @@ public final class LocalAPNsPhones: Sendable {
         }
     }
 
-    /// The tokens of the phones whose view changed, as they change (see ``LocalAPNsInbox/events(buffer:)``
+    /// The tokens of the phones whose view changed, as they change (see ``LocalAPNSInbox/events(buffer:)``
     /// for the buffering rule); ends with ``finish()``.
     public func updates(buffer: Int = 4_096) -> AsyncStream<String> {
         self.changes.subscribe(buffer: buffer)
@@ -369,7 +369,7 @@ extension DeliveryRecord {
     }
 }
 
-extension LocalAPNsPhones.Summary {
+extension LocalAPNSPhones.Summary {
     /// `{"token", "apps", "notifications", "live_activities", "updated_at"}`.
     public var json: [UInt8] {
         var writer = JSONObjectWriter()
