@@ -37,9 +37,6 @@ static inline long CForgeOpenSSL_BIO_get_mem_data(BIO *bio, char **data) { retur
 /// `BIO_reset` is a macro over `BIO_ctrl`; on a memory BIO it discards the data read so far.
 static inline int CForgeOpenSSL_BIO_reset(BIO *bio) { return (int)BIO_reset(bio); }
 
-/// `BN_num_bytes` is a macro over `BN_num_bits`.
-static inline int CForgeOpenSSL_BN_num_bytes(const BIGNUM *bn) { return BN_num_bytes(bn); }
-
 /// `SSL_CTX_set_min_proto_version` is a macro over `SSL_CTX_ctrl`.
 static inline int CForgeOpenSSL_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_min_proto_version(ctx, version);

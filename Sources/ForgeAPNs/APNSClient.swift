@@ -261,12 +261,6 @@ public final class APNSClient: Sendable {
         )
     }
 
-    /// How many sends may usefully be in flight now: the pools' open streams (and one connection's
-    /// worth more while one may still grow), summed over the credentials' pools.
-    public var window: Int {
-        self.pushTransports.reduce(0) { $0 + $1.capacity.window }
-    }
-
     /// Connections that are open and usable now, summed over the credentials' pools (0 for other
     /// transports); ``openConnections(forBundleID:)`` counts one credential's.
     public var openConnections: Int {

@@ -198,34 +198,3 @@ struct ErrorResponseDescriptionTests {
         #expect(response.description.contains("R-1"))
     }
 }
-
-@Suite("Success responses")
-struct SuccessResponseTests {
-    @Test("Each documented success status keeps its apns-* headers", arguments: [200, 201, 204])
-    func statuses(_ status: Int) {
-        let response = APNSResponse(
-            status: status,
-            headers: [
-                (name: ":status", value: String(status)), (name: "Apns-Id", value: "ABC"),
-                (name: "APNS-UNIQUE-ID", value: "U"), (name: "apns-request-id", value: "R"),
-                (name: "APNS-Channel-ID", value: "dHJhY2tpbmc="), (name: "apns-topic", value: "ignored"),
-            ]
-        )
-        #expect(response == APNSResponse(status: status, apnsID: "ABC", apnsUniqueID: "U", apnsRequestID: "R", apnsChannelID: "dHJhY2tpbmc="))
-    }
-
-    @Test("Missing headers are nil, and values are not trimmed or re-cased")
-    func verbatim() {
-        #expect(APNSResponse(status: 200, headers: noHeaders) == APNSResponse(status: 200))
-        let response = APNSResponse(status: 200, headers: [(name: "apns-id", value: " 6F2A3B4C-0000-4000-8000-00000000000A ")])
-        #expect(response.apnsID == " 6F2A3B4C-0000-4000-8000-00000000000A ")
-        #expect(response.apnsUniqueID == nil && response.apnsRequestID == nil && response.apnsChannelID == nil)
-    }
-
-    @Test("An uppercase apns-id parses as the same APNSID as its lowercase form")
-    func uppercaseID() throws {
-        let response = APNSResponse(status: 200, headers: [(name: "apns-id", value: "6F2A3B4C-0000-4000-8000-00000000000A")])
-        #expect(response.parsedAPNSID == (try APNSID("6f2a3b4c-0000-4000-8000-00000000000a")))
-        #expect(APNSResponse(status: 200, apnsID: "not-a-uuid").parsedAPNSID == nil)
-    }
-}

@@ -147,20 +147,20 @@ struct ResponseTests {
         #expect(APNSErrorResponse(status: 400, headers: headers([]), body: [UInt8]()).description == "400 (no reason)")
     }
 
-    @Test("Success headers are read case-insensitively")
-    func success() {
-        let response = APNSResponse(
-            status: 200,
+    @Test("A rejection's apns-* headers are read case-insensitively, verbatim")
+    func headersOfARejection() {
+        let response = APNSErrorResponse(
+            status: 400,
             headers: headers([
-                ("APNS-ID", "123E4567-E89B-12D3-A456-426614174000"), ("apns-unique-id", "u-1"),
+                ("APNS-ID", "123E4567-E89B-12D3-A456-426614174000"), ("apns-unique-id", " u-1 "),
                 ("Apns-Request-Id", "r-1"), ("apns-channel-id", "dHJhY2tpbmc="), ("content-length", "0"),
-            ])
+            ]),
+            body: Array(#"{"reason":"BadDeviceToken"}"#.utf8)
         )
         #expect(response.apnsID == "123E4567-E89B-12D3-A456-426614174000")
-        #expect(response.parsedAPNSID == (try? APNSID("123e4567-e89b-12d3-a456-426614174000")))
-        #expect(response.apnsUniqueID == "u-1")
+        #expect(response.apnsUniqueID == " u-1 ")
         #expect(response.apnsRequestID == "r-1")
-        #expect(response.apnsChannelID == "dHJhY2tpbmc=")
+        #expect(response.reason == .badDeviceToken)
     }
 
     @Test("Millisecond timestamps survive parse and jsonBody, including ones a Double stores a hair low",

@@ -205,16 +205,6 @@ public final class HTTP2Connection: Sendable {
     /// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS`.
     public var peerMaxConcurrentStreams: UInt32 { self.gauges.peerMaxConcurrentStreams.load(ordering: .relaxed) }
 
-    /// Whether it is active, with its outstanding count and the peer's stream limit: what a pool
-    /// picking a connection per request reads. Read from atomics the I/O thread publishes each pass,
-    /// so picking takes no lock that the I/O thread also takes; the three may be one pass apart.
-    public var load: HTTP2ConnectionLoad {
-        HTTP2ConnectionLoad(
-            isActive: self.gauges.isActive.load(ordering: .acquiring), outstanding: self.outstandingCount,
-            peerMaxConcurrentStreams: self.peerMaxConcurrentStreams
-        )
-    }
-
     // MARK: Shutdown
 
     /// Stops taking requests, lets open streams finish for up to `gracePeriod`, then closes; what is
@@ -320,16 +310,6 @@ public enum HTTP2ConnectionEvent: Hashable, Sendable {
 }
 
 /// What callers hand to the I/O thread, under the lock.
-/// A snapshot of a connection's usage, for load balancing.
-public struct HTTP2ConnectionLoad: Hashable, Sendable {
-    /// Whether new requests may start (no GOAWAY, not closed).
-    public var isActive: Bool
-    /// Streams open plus requests queued.
-    public var outstanding: Int
-    /// The peer's current stream limit.
-    public var peerMaxConcurrentStreams: UInt32
-}
-
 struct Inbox {
     /// The caller of `connect` was cancelled: the handshake gives up.
     var connectCancelled = false

@@ -1,51 +1,5 @@
 public import Foundation
 
-/// A request APNs accepted.
-public struct APNSResponse: Hashable, Sendable {
-    /// `:status`: 200 for a push, 201 for a channel creation, 204 for a channel deletion.
-    public var status: Int
-    /// `apns-id`, verbatim (APNs sends its own ids in upper case; compare with ``APNSID``).
-    public var apnsID: String?
-    /// `apns-unique-id`: sandbox only, the key to the Push Notifications Console's delivery log.
-    public var apnsUniqueID: String?
-    /// `apns-request-id`: broadcast and channel requests.
-    public var apnsRequestID: String?
-    /// `apns-channel-id`: channel creation.
-    public var apnsChannelID: String?
-
-    /// Creates a response.
-    public init(
-        status: Int = 200,
-        apnsID: String? = nil,
-        apnsUniqueID: String? = nil,
-        apnsRequestID: String? = nil,
-        apnsChannelID: String? = nil
-    ) {
-        self.status = status
-        self.apnsID = apnsID
-        self.apnsUniqueID = apnsUniqueID
-        self.apnsRequestID = apnsRequestID
-        self.apnsChannelID = apnsChannelID
-    }
-
-    /// Reads the `apns-*` headers of a response (names compared case-insensitively).
-    public init(status: Int, headers: some Sequence<(name: String, value: String)>) {
-        self.init(status: status)
-        for (name, value) in headers {
-            switch name.lowercased() {
-            case "apns-id": self.apnsID = value
-            case "apns-unique-id": self.apnsUniqueID = value
-            case "apns-request-id": self.apnsRequestID = value
-            case "apns-channel-id": self.apnsChannelID = value
-            default: continue
-            }
-        }
-    }
-
-    /// ``apnsID`` as an ``APNSID``, if it is a UUID.
-    public var parsedAPNSID: APNSID? { self.apnsID.flatMap { try? APNSID($0) } }
-}
-
 /// A request APNs rejected: the status, the reason and, for 410, when the token stopped being valid.
 ///
 /// ```swift
@@ -94,7 +48,15 @@ public struct APNSErrorResponse: Error, Hashable, Sendable, CustomStringConverti
         headers: some Sequence<(name: String, value: String)>,
         body: some Collection<UInt8>
     ) {
-        let response = APNSResponse(status: status, headers: headers)
+        var apnsID: String?, apnsRequestID: String?, apnsUniqueID: String?
+        for (name, value) in headers {
+            switch name.lowercased() {
+            case "apns-id": apnsID = value
+            case "apns-unique-id": apnsUniqueID = value
+            case "apns-request-id": apnsRequestID = value
+            default: continue
+            }
+        }
         var reason = APNSErrorReason(rawValue: "")
         var timestamp: Date?
         if !body.isEmpty, body.count <= 64 * 1024,
@@ -104,8 +66,8 @@ public struct APNSErrorResponse: Error, Hashable, Sendable, CustomStringConverti
             timestamp = Self.date(fromMilliseconds: object["timestamp"])
         }
         self.init(
-            status: status, reason: reason, timestamp: timestamp, apnsID: response.apnsID,
-            apnsRequestID: response.apnsRequestID, apnsUniqueID: response.apnsUniqueID
+            status: status, reason: reason, timestamp: timestamp, apnsID: apnsID,
+            apnsRequestID: apnsRequestID, apnsUniqueID: apnsUniqueID
         )
     }
 
