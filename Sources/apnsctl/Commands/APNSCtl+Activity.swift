@@ -47,12 +47,12 @@ extension APNSCtl {
             }
             switch prepared {
             case .token(let notification, let token):
-                try await OneShot.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
+                try await SingleRequest.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
                                                 lints: lints.map(\.id), target: token.hexString) { client throws(APNSError) in
                     try await client.send(notification, to: token)
                 }
             case .broadcast(let broadcast):
-                try await OneShot.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
+                try await SingleRequest.sendReporting(auth: auth, endpoint: endpoint, verbose: options.verbose, json: options.json,
                                                 lints: lints.map(\.id), target: broadcast.channelID.rawValue) { client throws(APNSError) in
                     try await client.send(broadcast)
                 }

@@ -42,7 +42,7 @@ struct ChannelOptions: ParsableArguments {
     }
 
     func withClient<Result>(_ body: (APNSClient) async throws(APNSError) -> Result) async throws -> Result {
-        try await OneShot.withClient(auth: self.auth, endpoint: self.endpoint, verbose: self.verbose, body)
+        try await SingleRequest.withClient(auth: self.auth, endpoint: self.endpoint, verbose: self.verbose, body)
     }
 
     static func channelID(_ text: String) throws -> APNSChannelID {

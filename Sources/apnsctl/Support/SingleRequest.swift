@@ -4,7 +4,7 @@ import ForgeAPNsCore
 
 /// One request (a Live Activity push, a broadcast, a channel call) with a client made from the
 /// flags: shut down on every path, its failure turned into a message and an exit code.
-enum OneShot {
+enum SingleRequest {
     /// Runs `body` with a client; an ``APNSError`` becomes a ``CLIFailure`` (1 rejected, 65 bad data,
     /// 69 unreachable or TLS).
     static func withClient<Result>(
