@@ -282,6 +282,11 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(
+            name: "ForgeSupportTests",
+            dependencies: ["ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "ForgeAPNsCoreTests",
             dependencies: ["ForgeAPNsCore", "ForgeTestSupport"],
             swiftSettings: swiftSettings

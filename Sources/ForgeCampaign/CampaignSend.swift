@@ -94,7 +94,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
 
     private let journal: CampaignJournal
     private let bulk: APNSBulkSend
-    private let gate: CommitGate
+    private let gate: ProgressGate
     private let ledger: Ledger
     private let commitBatch: Int
 
@@ -109,7 +109,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
         let page = Swift.min(4096, window / 4)
         self.commitBatch = Swift.min(4096, window / 4)
         self.journal = journal
-        let gate = CommitGate()
+        let gate = ProgressGate()
         let ledger = Ledger()
         self.gate = gate
         self.ledger = ledger
@@ -434,7 +434,7 @@ private struct Feed: AsyncSequence, Sendable {
     let journal: CampaignJournal
     /// Reads the tokens not registered yet (nil once registration is complete).
     let read: (@Sendable (Int) throws(CampaignJournal.Failure) -> CampaignJournal.TokenPage)?
-    let gate: CommitGate
+    let gate: ProgressGate
     let ledger: Ledger
     let page: Int
     let window: Int
@@ -460,7 +460,7 @@ private struct Feed: AsyncSequence, Sendable {
             if self.cursor == self.claimed.count {
                 guard !self.exhausted else { return nil }
                 if !self.fetching {
-                    await self.feed.gate.wait(untilCommitted: self.position + self.feed.page - self.feed.window)
+                    _ = await self.feed.gate.wait(untilReached: self.position + self.feed.page - self.feed.window)
                     guard !self.feed.gate.isReleased else { return nil }
                     self.startFetching()
                 }
@@ -471,7 +471,7 @@ private struct Feed: AsyncSequence, Sendable {
             // loads a token at most, no lock.
             guard !self.feed.gate.isReleased else { return nil }
             if !self.fetching, !self.exhausted,
-               self.feed.gate.hasCommitted(self.position + (self.claimed.count - self.cursor) + self.feed.page - self.feed.window) {
+               self.feed.gate.hasReached(self.position + (self.claimed.count - self.cursor) + self.feed.page - self.feed.window) {
                 self.startFetching()
             }
             defer {
@@ -513,62 +513,4 @@ private struct Feed: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(feed: self) }
-}
-
-/// How many of the bulk's tokens have a committed verdict; the feed waits here for the window.
-private final class CommitGate: Sendable {
-    private struct State {
-        var committed = 0
-        var released = false
-        var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    }
-
-    private let state = LockedBox(State())
-    /// `committed` and `released` as of the last change, read without the lock by the feed at every token.
-    private let committedCount = Atomic<Int>(0)
-    private let releasedFlag = Atomic<Bool>(false)
-
-    /// Returns once `target` verdicts are committed, or the gate is released.
-    func wait(untilCommitted target: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = self.state.withLock { state -> Bool in
-                if state.released || state.committed >= target { return true }
-                state.waiters.append((target, continuation))
-                return false
-            }
-            if ready { continuation.resume() }
-        }
-    }
-
-    /// Stopped: the feed hands out nothing more, and no waiter waits any longer.
-    var isReleased: Bool { self.releasedFlag.load(ordering: .acquiring) }
-
-    /// Whether `target` verdicts are committed, without waiting.
-    func hasCommitted(_ target: Int) -> Bool { self.committedCount.load(ordering: .acquiring) >= target }
-
-    func advance(by count: Int) {
-        self.resume { state in
-            state.committed += count
-            self.committedCount.store(state.committed, ordering: .releasing)
-            return state.committed
-        }
-    }
-
-    func release() {
-        self.resume { state in
-            state.released = true
-            self.releasedFlag.store(true, ordering: .releasing)
-            return Int.max
-        }
-    }
-
-    private func resume(_ change: (inout State) -> Int) {
-        let ready = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            let reached = change(&state)
-            let ready = state.waiters.filter { $0.target <= reached }.map(\.continuation)
-            state.waiters.removeAll { $0.target <= reached }
-            return ready
-        }
-        for continuation in ready { continuation.resume() }
-    }
 }

@@ -315,57 +315,35 @@ struct BatchFeed: AsyncSequence, Sendable {
 }
 
 /// Between the feed and the verdict reader: how many verdicts are committed (the feed waits for
-/// the window), and each marked token's send count.
+/// the window, on ``progress``), and each marked token's send count.
 final class FeedGate: Sendable {
-    private struct State {
-        var committed = 0
-        var sends: [Int] = []
-        var released = false
-        var waiter: (target: Int, continuation: CheckedContinuation<Void, Never>)?
-    }
-
-    private let state = LockedBox(State())
+    /// Verdicts committed; released when the feed must wait no longer (stopped, or the lease lost).
+    let progress = ProgressGate()
+    private let marks = LockedBox<[Int]>([])
 
     /// How many of the claim's tokens were marked `sending`.
-    var marked: Int { self.state.withLock { $0.sends.count } }
+    var marked: Int { self.marks.withLock { $0.count } }
 
     /// The sends of the claim's token at `position` (after this worker's), 0 when not marked.
     func sends(at position: Int) -> Int {
-        self.state.withLock { position < $0.sends.count ? $0.sends[position] : 0 }
+        self.marks.withLock { position < $0.count ? $0[position] : 0 }
     }
 
     func noteMarked(_ sends: [Int]) {
-        self.state.withLock { $0.sends += sends }
+        self.marks.withLock { $0 += sends }
     }
 
-    /// Returns once `target` verdicts are committed, or the gate is released. One waiter: the feed.
+    /// Returns once `target` verdicts are committed, or the gate is released.
     func wait(untilCommitted target: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = self.state.withLock { state -> Bool in
-                if state.released || state.committed >= target { return true }
-                state.waiter = (target, continuation)
-                return false
-            }
-            if ready { continuation.resume() }
-        }
+        _ = await self.progress.wait(untilReached: target)
     }
 
     func advance(by count: Int) {
-        self.update { $0.committed += count }
+        self.progress.advance(by: count)
     }
 
     /// The feed waits no longer (stopped, or the lease is lost).
     func release() {
-        self.update { $0.released = true }
-    }
-
-    private func update(_ change: (inout State) -> Void) {
-        let ready = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
-            change(&state)
-            guard let waiter = state.waiter, state.released || state.committed >= waiter.target else { return nil }
-            state.waiter = nil
-            return waiter.continuation
-        }
-        ready?.resume()
+        self.progress.release()
     }
 }
