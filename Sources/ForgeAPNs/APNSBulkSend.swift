@@ -1,4 +1,5 @@
 internal import ForgeAPNsCore
+internal import ForgeSupport
 
 /// A bulk send in progress: iterate it for the verdicts (in completion order), then read
 /// ``summary``; or call ``summary()`` to wait for the end without looking at verdicts.
@@ -9,7 +10,8 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
     public typealias Element = APNSBulkVerdict
 
     let channel: VerdictChannel
-    private let cancellation = StopSignal()
+    /// Set by ``cancel()``, or when the producer ends: the producer's group then ends.
+    private let cancellation = OneShot<Void>()
     private let reading = ReadingSwitch()
 
     /// Starts `start` as a child task of the client's ``APNSClient/run()``; a client already shut
@@ -22,7 +24,7 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
             // The producer, until it ends or the bulk send is cancelled.
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await start(channel, reading) }
-                group.addTask { await cancellation.wait() }
+                group.addTask { await cancellation.value(resolvingOnCancel: ()) }
                 await group.next()
                 group.cancelAll()
             }
@@ -37,7 +39,7 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
     /// Stops sending now: tokens not sent yet get ``APNSBulkVerdict/Outcome/notSent(_:)``, and pushes
     /// in flight are given up on: they get `failed` (kind `cancelled`, may have been delivered)
     /// unless their answer is in. See ``stop()`` for the gentle way.
-    public func cancel() { self.cancellation.fire() }
+    public func cancel() { self.cancellation.resolve(()) }
 
     /// Reads no more tokens, and lets the pushes already on their way finish: each still gets its
     /// answer, retries included, within its deadline. The sequence ends once they have; the summary
@@ -46,7 +48,7 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
 
     /// A bulk send nobody holds any more is cancelled, and its workers stop waiting for a reader.
     deinit {
-        self.cancellation.fire()
+        self.cancellation.resolve(())
         self.channel.abandon()
     }
 

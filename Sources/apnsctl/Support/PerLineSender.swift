@@ -12,7 +12,8 @@ final class PerLineSender: Sendable {
     private let stream: AsyncStream<TokenEntry>
     private let continuation: AsyncStream<TokenEntry>.Continuation
     private let stopped = Atomic<Bool>(false)
-    private let abandonment = Tripwire()
+    /// `true` once abandoned (a second Ctrl-C), `false` once the sends ended: whichever is first.
+    private let abandonment = OneShot<Bool>()
 
     init(client: APNSClient, width: Int, sink: ResultSink) {
         self.client = client
@@ -34,16 +35,16 @@ final class PerLineSender: Sendable {
     func stop() { self.stopped.store(true, ordering: .relaxed) }
 
     /// Cancels the sends on their way: each is reported with what is known of it.
-    func abandon() { self.abandonment.trip() }
+    func abandon() { self.abandonment.resolve(true) }
 
     /// Sends every queued entry until ``finish()``, or until ``abandon()`` cancels them.
     func run() async {
         // A child that throws cancels the whole group: the tripwire's child throws when tripped.
         try? await withThrowingDiscardingTaskGroup { group in
             group.addTask {
-                if await self.abandonment.wait() { throw CancellationError() }
+                if await self.abandonment.value { throw CancellationError() }
             }
-            defer { self.abandonment.release() }
+            defer { self.abandonment.resolve(false) }
             for await entry in self.stream {
                 group.addTask {
                     let outcome: APNSBulkVerdict.Outcome
@@ -61,36 +62,6 @@ final class PerLineSender: Sendable {
                 }
             }
         }
-    }
-}
-
-/// Trips once, or is released; ``wait()`` says which.
-final class Tripwire: Sendable {
-    private let state = LockedBox<(settled: Bool?, waiter: CheckedContinuation<Bool, Never>?)>((nil, nil))
-
-    func trip() { self.settle(true) }
-
-    func release() { self.settle(false) }
-
-    /// `true` once tripped, `false` once released, whichever came first.
-    func wait() async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let settled = self.state.withLock { state -> Bool? in
-                if state.settled == nil { state.waiter = continuation }
-                return state.settled
-            }
-            if let settled { continuation.resume(returning: settled) }
-        }
-    }
-
-    private func settle(_ value: Bool) {
-        let waiter = self.state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            guard state.settled == nil else { return nil }
-            state.settled = value
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: value)
     }
 }
 
