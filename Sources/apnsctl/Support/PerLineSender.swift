@@ -22,9 +22,14 @@ final class PerLineSender: Sendable {
         (self.stream, self.continuation) = AsyncStream.makeStream(of: TokenEntry.self)
     }
 
-    /// Queues `entry` once a slot is free.
+    /// Queues `entry` once a slot is free; a reader cancelled while it waits records the entry as
+    /// not sent, so that it still gets its one verdict.
     func submit(_ entry: TokenEntry) async {
-        await self.slots.acquire()
+        guard await self.slots.acquire() else {
+            let outcome = APNSBulkVerdict.Outcome.notSent(APNSError(kind: .cancelled, detail: "the send was stopped"))
+            self.sink.record(TokenResult(token: entry.token.hexString, outcome: outcome, line: entry.line))
+            return
+        }
         self.continuation.yield(entry)
     }
 
@@ -62,42 +67,5 @@ final class PerLineSender: Sendable {
                 }
             }
         }
-    }
-}
-
-/// A counting semaphore for async code.
-final class AsyncSemaphore: Sendable {
-    private struct State {
-        var available: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: LockedBox<State>
-
-    init(_ count: Int) { self.state = LockedBox(State(available: count)) }
-
-    func acquire() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = self.state.withLock { state -> Bool in
-                if state.available > 0 {
-                    state.available -= 1
-                    return true
-                }
-                state.waiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    func release() {
-        let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiters.isEmpty {
-                state.available += 1
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        waiter?.resume()
     }
 }
