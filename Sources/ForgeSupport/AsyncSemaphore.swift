@@ -6,15 +6,9 @@
 /// defer { slots.release() }
 /// ```
 package final class AsyncSemaphore: Sendable {
-    private struct Waiter {
-        let id: UInt64
-        let continuation: CheckedContinuation<Bool, Never>
-    }
-
-    private struct State {
+    private struct State: WaitingState {
         var available: Int
-        var waiters: [Waiter] = []
-        var nextID: UInt64 = 0
+        var waiters = Waiters()
     }
 
     private let state: LockedBox<State>
@@ -34,41 +28,22 @@ package final class AsyncSemaphore: Sendable {
     /// Takes a slot, waiting for one if none is free: `true` then; `false`, with no slot taken, when
     /// the calling task is cancelled before or while it waits.
     package func acquire() async -> Bool {
-        let id = self.state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let now: Bool? = self.state.withLock { state in
-                    if Task.isCancelled { return false }
-                    if state.available > 0, state.waiters.isEmpty {
-                        state.available -= 1
-                        return true
-                    }
-                    state.waiters.append(Waiter(id: id, continuation: continuation))
-                    return nil
-                }
-                if let now { continuation.resume(returning: now) }
-            }
-        } onCancel: {
-            let waiter = self.state.withLock { state -> Waiter? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index)
-            }
-            waiter?.continuation.resume(returning: false)
+        await self.state.wait(key: 0) { state in
+            guard state.available > 0, state.waiters.isEmpty else { return nil }
+            state.available -= 1
+            return true
         }
     }
 
     /// Gives a slot back: to the first waiter, or to the pool.
     package func release() {
-        let waiter = self.state.withLock { state -> Waiter? in
-            if state.waiters.isEmpty {
+        let waiter = self.state.withLock { state in
+            guard let first = state.waiters.removeFirst() else {
                 state.available += 1
-                return nil
+                return nil as CheckedContinuation<Bool, Never>?
             }
-            return state.waiters.removeFirst()
+            return first
         }
-        waiter?.continuation.resume(returning: true)
+        waiter?.resume(returning: true)
     }
 }

@@ -16,17 +16,10 @@ import Synchronization
 /// waiting task that is cancelled returns `false` at once. ``hasReached(_:)`` and ``isReleased``
 /// read atomics, so a producer can check on every item without taking the lock.
 package final class ProgressGate: Sendable {
-    private struct Waiter {
-        let id: UInt64
-        let target: Int
-        let continuation: CheckedContinuation<Bool, Never>
-    }
-
-    private struct State {
+    private struct State: WaitingState {
         var reached = 0
         var released = false
-        var waiters: [Waiter] = []
-        var nextID: UInt64 = 0
+        var waiters = Waiters()
     }
 
     private let state = LockedBox(State())
@@ -51,52 +44,31 @@ package final class ProgressGate: Sendable {
     /// or the calling task is cancelled (before the call or while it waits).
     package func wait(untilReached target: Int) async -> Bool {
         if self.hasReached(target) { return true }
-        let id = self.state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let now: Bool? = self.state.withLock { state in
-                    if state.reached >= target { return true }
-                    // Cancelled before this point: the handler below found no waiter to resume.
-                    if state.released || Task.isCancelled { return false }
-                    state.waiters.append(Waiter(id: id, target: target, continuation: continuation))
-                    return nil
-                }
-                if let now { continuation.resume(returning: now) }
-            }
-        } onCancel: {
-            let waiter = self.state.withLock { state -> Waiter? in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index)
-            }
-            waiter?.continuation.resume(returning: false)
+        return await self.state.wait(key: target) { state in
+            if state.reached >= target { return true }
+            return state.released ? false : nil
         }
     }
 
     /// Adds `count` (at least 0) and resumes the waiters whose target is reached.
     package func advance(by count: Int) {
         precondition(count >= 0, "a ProgressGate only grows")
-        let ready = self.state.withLock { state -> [Waiter] in
+        let ready = self.state.withLock { state in
             state.reached += count
             self.reachedCount.store(state.reached, ordering: .releasing)
             let reached = state.reached
-            let ready = state.waiters.filter { $0.target <= reached }
-            state.waiters.removeAll { $0.target <= reached }
-            return ready
+            return state.waiters.removeAll { $0 <= reached }
         }
-        for waiter in ready { waiter.continuation.resume(returning: true) }
+        for continuation in ready { continuation.resume(returning: true) }
     }
 
     /// Stops the gate: every waiter, and every later wait for a target not yet reached, returns `false`.
     package func release() {
-        let waiting = self.state.withLock { state -> [Waiter] in
+        let waiting = self.state.withLock { state in
             state.released = true
             self.releasedFlag.store(true, ordering: .releasing)
-            defer { state.waiters = [] }
-            return state.waiters
+            return state.waiters.removeAll { _ in true }
         }
-        for waiter in waiting { waiter.continuation.resume(returning: false) }
+        for continuation in waiting { continuation.resume(returning: false) }
     }
 }
