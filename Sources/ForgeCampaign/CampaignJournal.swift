@@ -674,33 +674,17 @@ public final class CampaignJournal: Sendable {
     }
 }
 
-/// A write transaction running on the journal's writer queue, awaited later (at most once).
+/// A write transaction running on the journal's writer queue, awaited later: its outcome, once.
 final class BackgroundWrite<Value: Sendable>: Sendable {
-    private struct State {
-        var outcome: Result<Value, CampaignJournal.Failure>?
-        var waiter: CheckedContinuation<Result<Value, CampaignJournal.Failure>, Never>?
-    }
+    private let outcome = OneShot<Result<Value, CampaignJournal.Failure>>()
 
-    private let state = LockedBox(State())
-
+    /// The transaction's outcome (the first one given, if called twice).
     func complete(_ outcome: Result<Value, CampaignJournal.Failure>) {
-        let waiter = self.state.withLock { state in
-            state.outcome = outcome
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: outcome)
+        self.outcome.resolve(outcome)
     }
 
     /// Waits for the transaction; throws its failure.
     func result() async throws(CampaignJournal.Failure) -> Value {
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, CampaignJournal.Failure>, Never>) in
-            let done = self.state.withLock { state in
-                if state.outcome == nil { state.waiter = continuation }
-                return state.outcome
-            }
-            if let done { continuation.resume(returning: done) }
-        }
-        return try outcome.get()
+        try await self.outcome.value.get()
     }
 }
