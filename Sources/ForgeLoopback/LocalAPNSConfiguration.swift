@@ -47,10 +47,8 @@ public struct LocalAPNSConfiguration: Sendable {
     /// topic is not allowed" (Apple, "Handling notification responses from APNs", the reason table).
     public var unservedTopicReason: APNSErrorReason
 
-    /// Which APNs environment the server plays.
-    public enum Environment: String, Hashable, Sendable, CaseIterable {
-        case sandbox, production
-    }
+    /// Which APNs environment the server plays: the device tokens' environment type.
+    public typealias Environment = DeviceEnvironment
 
     /// At most `pushes` accepted pushes to one token within `seconds`.
     public struct RateLimit: Hashable, Sendable {

@@ -111,7 +111,7 @@ public final class LoopbackMode: Sendable {
         for (index, device) in devices.enumerated() {
             for app in device.apps {
                 for (tokenEnvironment, token) in app.deviceTokens {
-                    let record = LocalAPNSTokenRecord(bundleID: app.bundleID, environment: Self.server(tokenEnvironment))
+                    let record = LocalAPNSTokenRecord(bundleID: app.bundleID, environment: tokenEnvironment)
                     own(token, device: index, record: record)
                 }
                 if let token = app.pushToStartToken {
@@ -270,10 +270,6 @@ public final class LoopbackMode: Sendable {
             token: push.token, pushType: push.pushType.rawValue, headers: headers, payload: push.payload, apnsID: push.apnsID,
             collapseID: push[header: "apns-collapse-id"], environment: self.environment, date: push.date
         )
-    }
-
-    private static func server(_ environment: DeviceEnvironment) -> LocalAPNSConfiguration.Environment {
-        environment == .sandbox ? .sandbox : .production
     }
 }
 

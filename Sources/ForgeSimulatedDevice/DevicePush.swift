@@ -66,12 +66,13 @@ public struct DevicePush: Sendable, Equatable {
     public var notificationIdentifier: String { self.collapseID ?? self.apnsID }
 }
 
-/// The APNs environment a device token belongs to.
-public enum DeviceEnvironment: Hashable, Sendable, CustomStringConvertible {
+/// The APNs environment a device token belongs to, and the one a local APNs server plays
+/// (`LocalAPNSConfiguration.Environment` is this type).
+public enum DeviceEnvironment: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// The development (sandbox) environment.
     case sandbox
     /// The production environment.
     case production
 
-    public var description: String { self == .sandbox ? "sandbox" : "production" }
+    public var description: String { self.rawValue }
 }
