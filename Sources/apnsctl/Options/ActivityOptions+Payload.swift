@@ -26,16 +26,13 @@ extension ActivityOptions {
     ///   `timestamp`, and for `start` no `attributes-type`, `attributes` or `alert`.
     func payloadFile(event: String) throws -> PayloadFile? {
         guard let path = self.payload else { return nil }
-        let read = InputFiles.withoutByteOrderMark(try InputFiles.read(path, flag: "--payload"))
         let fail = { (rule: String) in CLIFailure(message: "--payload '\(path)': \(rule)", exitCode: CLIExit.dataError) }
-        var file = PayloadFile(bytes: read, targetBundle: nil)
+        let file: PayloadFile
         if path.lowercased().hasSuffix(".apns") {
-            do throws(APNSSimulatorFile.Problem) {
-                let simulator = try APNSSimulatorFile(contents: read)
-                file = PayloadFile(bytes: simulator.payload, targetBundle: simulator.targetBundle)
-            } catch {
-                throw fail("a .apns file \(error.rule)")
-            }
+            let simulator = try InputFiles.simulatorFile(path, flag: "--payload")
+            file = PayloadFile(bytes: simulator.payload, targetBundle: simulator.targetBundle)
+        } else {
+            file = PayloadFile(bytes: InputFiles.withoutByteOrderMark(try InputFiles.read(path, flag: "--payload")), targetBundle: nil)
         }
         let parsed: CommandLineJSON
         do { parsed = try CommandLineJSON(parsing: file.bytes) } catch { throw fail("not valid JSON: \(CommandLineJSON.describe(error))") }

@@ -62,10 +62,7 @@ struct NotificationOptions: ParsableArguments {
     /// - Throws: ``CLIFailure`` (65) naming the file and the rule it breaks, 66 for a missing file.
     func simulatorFile() throws -> APNSSimulatorFile? {
         guard self.payloadIsSimulatorFile, let path = self.payload else { return nil }
-        let bytes = InputFiles.withoutByteOrderMark(try InputFiles.read(path, flag: "--payload"))
-        do throws(APNSSimulatorFile.Problem) { return try APNSSimulatorFile(contents: bytes) } catch {
-            throw CLIFailure(message: "--payload '\(path)': a .apns file \(error.rule)", exitCode: CLIExit.dataError)
-        }
+        return try InputFiles.simulatorFile(path, flag: "--payload")
     }
 
     @OptionGroup(title: "Payload from flags (instead of --payload; push type alert)") var built: PayloadFlags

@@ -1,3 +1,4 @@
+import ForgeAPNsCore
 import Foundation
 
 /// Reads the files and streams named on the command line.
@@ -26,6 +27,15 @@ enum InputFiles {
     /// on Windows write one, and a device's parser would refuse the payload for it.
     static func withoutByteOrderMark(_ bytes: [UInt8]) -> [UInt8] {
         bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+    }
+
+    /// `path` read as a `.apns` file (simctl's format), its byte order mark dropped.
+    /// - Throws: ``CLIFailure`` 65 naming the file and the rule it breaks, 66 for a missing file.
+    static func simulatorFile(_ path: String, flag: String) throws -> APNSSimulatorFile {
+        let bytes = Self.withoutByteOrderMark(try Self.read(path, flag: flag))
+        do throws(APNSSimulatorFile.Problem) { return try APNSSimulatorFile(contents: bytes) } catch {
+            throw CLIFailure(message: "\(flag) '\(path)': a .apns file \(error.rule)", exitCode: CLIExit.dataError)
+        }
     }
 
     /// Checks that `path` is a readable file, so a server fails with a message naming the flag.

@@ -22,12 +22,14 @@ final class PerLineSender: Sendable {
         (self.stream, self.continuation) = AsyncStream.makeStream(of: TokenEntry.self)
     }
 
+    /// The verdict of an entry the send stopped before it went out.
+    private static let stopped = APNSBulkVerdict.Outcome.notSent(APNSError(kind: .cancelled, detail: "the send was stopped"))
+
     /// Queues `entry` once a slot is free; a reader cancelled while it waits records the entry as
     /// not sent, so that it still gets its one verdict.
     func submit(_ entry: TokenEntry) async {
         guard await self.slots.acquire() else {
-            let outcome = APNSBulkVerdict.Outcome.notSent(APNSError(kind: .cancelled, detail: "the send was stopped"))
-            self.sink.record(TokenResult(token: entry.token.hexString, outcome: outcome, line: entry.line))
+            self.sink.record(TokenResult(token: entry.token.hexString, outcome: Self.stopped, line: entry.line))
             return
         }
         self.continuation.yield(entry)
@@ -54,7 +56,7 @@ final class PerLineSender: Sendable {
                 group.addTask {
                     let outcome: APNSBulkVerdict.Outcome
                     if self.stopped.load(ordering: .relaxed) || entry.notification == nil {
-                        outcome = .notSent(APNSError(kind: .cancelled, detail: "the send was stopped"))
+                        outcome = Self.stopped
                     } else {
                         do throws(APNSError) {
                             outcome = .accepted(try await self.client.send(entry.notification!, to: entry.token))
