@@ -72,6 +72,22 @@ extension ScenarioSteps {
                 if case .delivery(final, _, _) = event { return true }
                 return false
             }
+            // A throttled push is decided on arrival; an admitted one is applied later, in the Live
+            // Activity lane. Wait for the last admitted update to be applied before reading the state.
+            let admitted = updates.lastIndex { id in
+                self.device.deliveryLog.contains { $0.apnsID == id && $0.state == .delivered }
+            }
+            if let admitted {
+                let (stamp, apnsID) = (t0 + Double(admitted + 1), updates[admitted])
+                try await self.device.awaitEvent(from: mark.device) { event in
+                    switch event {
+                    case .liveActivityUpdated(activityID, let timestamp): return timestamp == stamp
+                    case .liveActivityPushIgnored(activityID, _): return true
+                    case .liveActivityPushRejected(apnsID, _): return true
+                    default: return false
+                    }
+                }
+            }
             let throttled = updates.filter { id in
                 self.device.deliveryLog.contains { $0.apnsID == id && $0.state == .throttled(.liveActivityBudget) }
             }
