@@ -4,16 +4,23 @@ internal import ForgeSupport
 /// The token sequence, shared by a bulk send's workers: one reads at a time (an iterator is not
 /// concurrent), a few tokens per turn; the coordinator hears about progress to add workers.
 final class TokenFeed: Sendable {
-    private struct State {
+    private enum Wait: Sendable {
+        /// A worker waiting for the reading turn.
+        case turn
+        /// The coordinator waiting for progress.
+        case progress
+    }
+
+    private struct State: WaitingState {
+        /// A worker holds the reading turn.
         var reading = false
-        var readers: [CheckedContinuation<Void, Never>] = []
         var done = false
         var taken = 0
         var inputError: String?
-        var progressWaiter: CheckedContinuation<Bool, Never>?
         var reported = 0
         /// The bulk was cancelled before the sequence ended: the rest was never read.
         var stoppedReading = false
+        var waiters = WaitList<Wait, Bool>()
     }
 
     private let state = LockedBox(State())
@@ -33,15 +40,22 @@ final class TokenFeed: Sendable {
 
     /// Up to `count` tokens with their positions, or `nil` when the sequence is over.
     func take(_ count: Int) async -> [(Int, String)]? {
-        await self.acquireTurn()
+        // The reading turn, in the order the workers came, cancelled or not: a cancelled worker
+        // reads nothing (below) and passes the turn on.
+        var done = false
+        var first = 0
+        _ = await self.state.wait(key: .turn, onCancel: nil) { state in
+            guard !state.reading else { return nil }
+            state.reading = true
+            return true
+        }
+        self.state.withLock { state in (done, first) = (state.done, state.taken) }
         var batch: [(Int, String)] = []
-        let done = self.state.withLock { $0.done }
         var ended = done
         var failure: String?
         var cancelled = false
         if !done {
             batch.reserveCapacity(count)
-            let first = self.state.withLock { $0.taken }
             while batch.count < count {
                 // A cancelled or stopped bulk reads no further: the tokens already read get their verdicts.
                 if Task.isCancelled || self.reading.isStopped {
@@ -62,49 +76,29 @@ final class TokenFeed: Sendable {
                 }
             }
         }
-        let (reader, progress) = self.state.withLock { state -> (CheckedContinuation<Void, Never>?, CheckedContinuation<Bool, Never>?) in
+        let (turn, progress) = self.state.withLock { state in
             state.taken += batch.count
             if ended { state.done = true }
             if let failure, state.inputError == nil { state.inputError = failure }
             if cancelled { state.stoppedReading = true }
-            var progress: CheckedContinuation<Bool, Never>?
+            var progress: [WaitList<Wait, Bool>.Continuation] = []
             if state.done || state.taken - state.reported >= 64 {
                 state.reported = state.taken
-                progress = state.progressWaiter
-                state.progressWaiter = nil
+                progress = state.waiters.removeAll { $0 == .progress }
             }
-            let reader = state.readers.isEmpty ? nil : state.readers.removeFirst()
-            if reader == nil { state.reading = false }
-            return (reader, progress)
+            // The turn goes straight to the next worker in line (`reading` stays set), or is free.
+            let turn = state.waiters.removeFirst { $0 == .turn }
+            if turn == nil { state.reading = false }
+            return (turn, progress)
         }
-        reader?.resume()
-        progress?.resume(returning: !ended)
+        turn?.resume(returning: true)
+        for waiting in progress { waiting.resume(returning: !ended) }
         return batch.isEmpty && ended ? nil : batch
     }
 
-    /// Returns `true` after more tokens were taken, `false` once the sequence is over.
+    /// Returns `true` after more tokens were taken, `false` once the sequence is over (or the
+    /// waiting task is cancelled).
     func waitForProgress() async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let now = self.state.withLock { state -> Bool? in
-                if state.done { return false }
-                state.progressWaiter = continuation
-                return nil
-            }
-            if let now { continuation.resume(returning: now) }
-        }
-    }
-
-    private func acquireTurn() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = self.state.withLock { state -> Bool in
-                if state.reading {
-                    state.readers.append(continuation)
-                    return false
-                }
-                state.reading = true
-                return true
-            }
-            if now { continuation.resume() }
-        }
+        await self.state.wait(key: .progress) { state in state.done ? false : nil }
     }
 }

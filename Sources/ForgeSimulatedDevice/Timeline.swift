@@ -3,17 +3,15 @@ internal import ForgeSupport
 
 /// The device's record of events, with waiters and streams that see new entries.
 final class Timeline: Sendable {
-    private struct Waiter {
-        var predicate: @Sendable (DeviceEvent) -> Bool
-        var continuation: CheckedContinuation<TimelineEntry?, Never>
-    }
+    /// What a waiter waits for: the first event its predicate picks.
+    typealias Predicate = @Sendable (DeviceEvent) -> Bool
 
-    private struct State {
+    private struct State: WaitingState {
         /// The entries kept: the newest, from sequence `offset` on.
         var entries: [TimelineEntry] = []
         var offset = 0
-        var nextWaiterID = 0
-        var waiters: [Int: Waiter] = [:]
+        /// Each waits for the first event its predicate picks, and gets that entry.
+        var waiters = WaitList<Predicate, TimelineEntry?>()
         var nextStreamID = 0
         var streams: [Int: AsyncStream<TimelineEntry>.Continuation] = [:]
     }
@@ -40,9 +38,7 @@ final class Timeline: Sendable {
                 state.entries.removeFirst(excess)
                 state.offset += excess
             }
-            let matching = state.waiters.filter { $0.value.predicate(event) }
-            for id in matching.keys { state.waiters.removeValue(forKey: id) }
-            return (entry, matching.map(\.value.continuation), Array(state.streams.values))
+            return (entry, state.waiters.removeAll { $0(event) }, Array(state.streams.values))
         }
         woken.forEach { $0.resume(returning: entry) }
         streams.forEach { $0.yield(entry) }
@@ -51,32 +47,10 @@ final class Timeline: Sendable {
 
     /// The first entry at or after `position`, past or future, whose event matches; `nil` if the task
     /// is cancelled first.
-    func first(from position: Int, where predicate: @escaping @Sendable (DeviceEvent) -> Bool) async -> TimelineEntry? {
-        let id = self.state.withLock { state in
-            state.nextWaiterID += 1
-            return state.nextWaiterID
-        }
-        // Set under the state lock by the cancellation handler, so that one that runs before the
-        // waiter is registered still ends the wait. Lock order: `state`, then `cancelled`.
-        let cancelled = LockedBox(false)
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let resume = self.state.withLock { state -> TimelineEntry?? in
-                    if let entry = state.entries.dropFirst(max(0, position - state.offset)).first(where: { predicate($0.event) }) {
-                        return .some(entry)
-                    }
-                    if cancelled.withLock({ $0 }) { return .some(nil) }
-                    state.waiters[id] = Waiter(predicate: predicate, continuation: continuation)
-                    return .none
-                }
-                if let resume { continuation.resume(returning: resume) }
-            }
-        } onCancel: {
-            let waiter = self.state.withLock { state -> Waiter? in
-                cancelled.withLock { $0 = true }
-                return state.waiters.removeValue(forKey: id)
-            }
-            waiter?.continuation.resume(returning: nil)
+    func first(from position: Int, where predicate: @escaping Predicate) async -> TimelineEntry? {
+        await self.state.wait(key: predicate, onCancel: .some(nil)) { state in
+            let past = state.entries.dropFirst(max(0, position - state.offset)).first { predicate($0.event) }
+            return past.map { .some($0) }
         }
     }
 

@@ -9,10 +9,10 @@ internal import ForgeSupport
 /// arrival order; the handlers then run concurrently), and one for Live Activities. Pushes in
 /// different lanes do not wait for each other.
 final class Lane: Sendable {
-    private struct State {
+    private struct State: WaitingState {
         var issued = 0
         var serving = 0
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var waiters = Waiters()
     }
 
     private let state = LockedBox(State())
@@ -28,24 +28,20 @@ final class Lane: Sendable {
         return Turn(lane: self, ticket: ticket)
     }
 
+    /// Waits for `ticket`'s turn, cancelled or not: a turn is never skipped, since the holder
+    /// ends it once it has begun, and the tickets after it wait for that.
     fileprivate func wait(for ticket: Int) async {
-        await withCheckedContinuation { continuation in
-            let now = self.state.withLock { state -> Bool in
-                if state.serving == ticket { return true }
-                state.waiters[ticket] = continuation
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        _ = await self.state.wait(key: ticket, onCancel: nil) { state in state.serving == ticket ? true : nil }
     }
 
     fileprivate func end(_ ticket: Int) {
-        let next = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = self.state.withLock { state in
             precondition(state.serving == ticket, "turn \(ticket) ended while serving \(state.serving)")
             state.serving += 1
-            return state.waiters.removeValue(forKey: state.serving)
+            let serving = state.serving
+            return state.waiters.removeAll { $0 == serving }
         }
-        next?.resume()
+        for waiter in next { waiter.resume(returning: true) }
     }
 }
 
