@@ -247,6 +247,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // `serve --metrics-port`: the local server's counters in Prometheus text.
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                // SIGINT and SIGTERM as an async sequence.
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

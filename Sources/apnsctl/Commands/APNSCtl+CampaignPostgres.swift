@@ -239,32 +239,32 @@ extension APNSCtl.Campaign {
                 let campaign = try await target.open()
                 let worker = PostgresCampaignWorker(campaign: campaign, owner: owner, lease: .seconds(self.lease))
                 let stopper = InterruptHandler()
-                await stopper.install()
-                defer { stopper.uninstall() }
                 stopper.onStop({ worker.stop() }, abandon: { worker.abandon() })
                 let printer = ReportPrinter(json: self.json)
                 let summary = LockedSummary()
                 let verbose = self.verbose
-                let outcome = try await withAPNSClient(ClientFactory.client(configuration)) { client in
-                    try await target.run {
-                        try await worker.run(client: client) { event in
-                            switch event {
-                            case .committed(let lines):
-                                summary.add(lines)
-                                printer.print(lines)
-                            case .leaseLost(let batch, let epoch, let dropped):
-                                Output.diagnostic(
-                                    "campaign \(campaign.name): lease on batch \(batch) (epoch \(epoch)) lost to another worker; "
-                                        + "\(dropped) verdicts not committed were dropped (that worker sends them again, flagged)"
-                                )
-                            case .claimed(let batch, let epoch, let tokens) where verbose:
-                                Output.diagnostic("campaign \(campaign.name): claimed batch \(batch) (epoch \(epoch)): \(tokens) tokens to send")
-                            case .batchDone(let batch) where verbose:
-                                Output.diagnostic("campaign \(campaign.name): batch \(batch) done")
-                            case .released(let batch, let remaining):
-                                Output.diagnostic("campaign \(campaign.name): batch \(batch) given back with \(remaining) tokens without a final verdict")
-                            default:
-                                break
+                let outcome = try await stopper.catchingInterrupts {
+                    try await withAPNSClient(ClientFactory.client(configuration)) { client in
+                        try await target.run {
+                            try await worker.run(client: client) { event in
+                                switch event {
+                                case .committed(let lines):
+                                    summary.add(lines)
+                                    printer.print(lines)
+                                case .leaseLost(let batch, let epoch, let dropped):
+                                    Output.diagnostic(
+                                        "campaign \(campaign.name): lease on batch \(batch) (epoch \(epoch)) lost to another worker; "
+                                            + "\(dropped) verdicts not committed were dropped (that worker sends them again, flagged)"
+                                    )
+                                case .claimed(let batch, let epoch, let tokens) where verbose:
+                                    Output.diagnostic("campaign \(campaign.name): claimed batch \(batch) (epoch \(epoch)): \(tokens) tokens to send")
+                                case .batchDone(let batch) where verbose:
+                                    Output.diagnostic("campaign \(campaign.name): batch \(batch) done")
+                                case .released(let batch, let remaining):
+                                    Output.diagnostic("campaign \(campaign.name): batch \(batch) given back with \(remaining) tokens without a final verdict")
+                                default:
+                                    break
+                                }
                             }
                         }
                     }

@@ -3,6 +3,7 @@ import ForgeLoopback
 import ForgeLoopbackScenarios
 import ForgeLoopbackUI
 import Foundation
+import UnixSignals
 
 extension APNSCtl {
     /// `apnsctl demo`: runs the end-to-end scenarios of `ForgeLoopbackScenarios` (the client, the
@@ -78,7 +79,7 @@ extension APNSCtl {
             for entry in inbox.pushes(matching: LocalAPNSInboxQuery(limit: LocalAPNSInboxQuery.maximumLimit + self.tokens)).entries.reversed() {
                 await phones.deliver(entry)
             }
-            let signals = await TerminationSignals.install()
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
             let http = LocalAPNSInboxServer(api: LocalAPNSInboxAPI(inbox: inbox, phones: phones), port: self.uiPort)
             try await withThrowingDiscardingTaskGroup { group in
                 let port: Int
@@ -88,7 +89,7 @@ extension APNSCtl {
                     throw CLIFailure(message: "--ui-port: cannot serve the inbox on 127.0.0.1:\(self.uiPort): \(error)", exitCode: CLIExit.cannotCreate)
                 }
                 Output.result("demo: inbox on http://127.0.0.1:\(port)/ (\(inbox.count) requests; Ctrl-C stops)")
-                _ = await signals.next()
+                _ = await signals.first()
                 inbox.close()
                 phones.finish()
                 group.cancelAll()

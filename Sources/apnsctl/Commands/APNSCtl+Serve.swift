@@ -7,6 +7,7 @@ import ForgeLoopback
 import ForgeLoopbackUI
 import ForgeSupport
 import Foundation
+import UnixSignals
 
 extension APNSCtl {
     struct Serve: AsyncParsableCommand {
@@ -112,7 +113,7 @@ extension APNSCtl {
                 let endpoint = try self.output.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
                 // has read the port must not find the signal ignored while the handler is set up.
-                let signals = await TerminationSignals.install()
+                let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask { await phones.run(inbox) }
                     let ui = try await self.startInbox(inbox: inbox, phones: phones, metrics: metrics, server: server, in: &group)
@@ -124,8 +125,8 @@ extension APNSCtl {
                     Output.diagnostic("apnsctl serve: \(self.behaviour.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
                     if let ui { Output.diagnostic("apnsctl serve: inbox on http://\(Self.urlHost(self.inbox.uiHost)):\(ui)/") }
                     if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
-                    let signal = await signals.next()
-                    Output.diagnostic("apnsctl serve: \(signal), shutting down (accepted \(server.acceptedCount))")
+                    let signal = await signals.first()
+                    Output.diagnostic("apnsctl serve: \(signal.map(String.init(describing:)) ?? "cancelled"), shutting down (accepted \(server.acceptedCount))")
                     await endpoint?.shutdown()
                     await server.shutdown()
                     // Event streams, waits and the phones' delivery end.
@@ -307,48 +308,6 @@ extension APNSCtl {
             }
             return (token.hexString, bundle)
         }
-    }
-}
-
-/// SIGINT and SIGTERM, caught once ``install()`` returns (``SignalSources``); ``next()`` returns the
-/// first one's name, even one that arrived before it was called.
-final class TerminationSignals: @unchecked Sendable {
-    // @unchecked Sendable: every field is touched under `lock`.
-    private let lock = NSLock()
-    private var received: String?
-    private var waiter: CheckedContinuation<String, Never>?
-    private var sources: [any DispatchSourceSignal] = []
-
-    private init() {}
-
-    static func install() async -> TerminationSignals {
-        let signals = TerminationSignals()
-        let sources = await SignalSources.install([
-            (SIGINT, { @Sendable [weak signals] in signals?.deliver("SIGINT") }),
-            (SIGTERM, { @Sendable [weak signals] in signals?.deliver("SIGTERM") }),
-        ])
-        signals.lock.withLock { signals.sources = sources }
-        return signals
-    }
-
-    func next() async -> String {
-        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            let already = self.lock.withLock { () -> String? in
-                if let received = self.received { return received }
-                self.waiter = continuation
-                return nil
-            }
-            if let already { continuation.resume(returning: already) }
-        }
-    }
-
-    private func deliver(_ name: String) {
-        let waiter = self.lock.withLock { () -> CheckedContinuation<String, Never>? in
-            if self.received == nil { self.received = name }
-            defer { self.waiter = nil }
-            return self.waiter
-        }
-        waiter?.resume(returning: name)
     }
 }
 

@@ -1,7 +1,7 @@
-import Dispatch
 import ForgeSupport
 import Foundation
 import Synchronization
+import UnixSignals
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -31,31 +31,30 @@ final class InterruptHandler: Sendable {
     }
 
     private let state = LockedBox(State())
-    private let sources = LockedSources()
     /// Set with ``State/reason``: read once per line of a tokens file, without the lock.
     private let stopped = Atomic<Bool>(false)
 
-    /// Starts listening for SIGINT (instead of the default, which kills the process); returns once
-    /// a Ctrl-C would be seen.
-    func install() async {
-        let sources = await SignalSources.install([(SIGINT, { @Sendable [weak self] in
-            guard let self else { return }
-            switch (self.reason, self.abandoned) {
-            case (nil, _): self.stop(.interrupted)
-            case (_, false): self.abandon()
-            case (_, true): _exit(CLIExit.interrupted)
-            }
-        })])
-        self.sources.withLock { $0 = sources }
+    /// Runs `body` with SIGINT caught by this handler instead of the default (which kills the
+    /// process): from before `body` starts (the signal is registered first) until it returns;
+    /// then SIGINT kills the process again.
+    func catchingInterrupts<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        let signals = await UnixSignalsSequence(trapping: .sigint)
+        defer { signal(SIGINT, SIG_DFL) }
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            // Ends when the group is cancelled: the signals' iterator then returns nil.
+            group.addTask { for await _ in signals { self.interrupted() } }
+            defer { group.cancelAll() }
+            return try await body()
+        }
     }
 
-    /// Stops listening; SIGINT kills the process again.
-    func uninstall() {
-        self.sources.withLock { sources in
-            for source in sources { source.cancel() }
-            sources = []
+    /// One SIGINT: the first stops sending, the second stops waiting, the third quits.
+    private func interrupted() {
+        switch (self.reason, self.abandoned) {
+        case (nil, _): self.stop(.interrupted)
+        case (_, false): self.abandon()
+        case (_, true): _exit(CLIExit.interrupted)
         }
-        signal(SIGINT, SIG_DFL)
     }
 
     var reason: StopReason? { self.state.withLock { $0.reason } }
@@ -104,16 +103,5 @@ final class InterruptHandler: Sendable {
         }
         Output.diagnostic("\ninterrupted again: not waiting for answers; pushes in flight are reported as such (they may have been delivered)")
         for handler in handlers { handler() }
-    }
-}
-
-/// The signal sources of a handler: not `Sendable` themselves, so kept behind a lock of their own.
-private final class LockedSources: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
-    private var value: [any DispatchSourceSignal] = []
-
-    func withLock<Result>(_ body: (inout [any DispatchSourceSignal]) -> Result) -> Result {
-        self.lock.withLock { body(&self.value) }
     }
 }

@@ -30,8 +30,10 @@ struct SendSession {
 
     func run() async -> Int32 {
         let stopper = InterruptHandler()
-        await stopper.install()
-        defer { stopper.uninstall() }
+        return await stopper.catchingInterrupts { await self.run(stopper: stopper) }
+    }
+
+    private func run(stopper: InterruptHandler) async -> Int32 {
         let total: Int?
         switch self.tokens {
         case .list(let list): total = list.count
