@@ -23,8 +23,8 @@ extension APNSClient {
         max(1, capacity.window / self.bulkBatch(workers: 4, capacity: capacity))
     }
 
-    /// Sends `notification` to every token of `tokens` (hex strings, read lazily), as many at once
-    /// as the pool's open streams allow, and reports one verdict per token.
+    /// Sends `notification` to every token of `tokens` (read lazily), as many at once as the
+    /// pool's open streams allow, and reports one verdict per token.
     /// - Throws: ``APNSError`` of kind `invalidNotification` before anything is sent, when the
     ///   notification breaks a rule.
     /// - Parameters:
@@ -34,32 +34,46 @@ extension APNSClient {
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
-    ) throws(APNSError) -> APNSBulkSend where Tokens.Element == String {
-        let prepared: APNSPreparedNotification
-        do {
-            prepared = try notification.prepared()
-        } catch {
-            throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
-        }
-        return self.sendBulk(prepared, to: tokens, deadline: deadline, bufferedVerdicts: bufferedVerdicts, apnsIDs: apnsIDs)
+    ) throws(APNSError) -> APNSBulkSend where Tokens.Element == DeviceToken {
+        self.sendBulk(try Self.prepareForBulk(notification), to: tokens, deadline: deadline, bufferedVerdicts: bufferedVerdicts, apnsIDs: apnsIDs)
     }
 
-    /// Sends an already prepared notification (validated and encoded once) to every token of
-    /// `tokens`; see ``sendBulk(_:to:deadline:bufferedVerdicts:)-(_,Tokens,_,_)``.
+    /// Sends `notification` to every token of `tokens`, hex strings read lazily: each is parsed
+    /// once, as it is read, and one that is not a device token gets a `rejected` verdict (it is
+    /// not sent). Otherwise as the ``DeviceToken`` sequence.
+    public func sendBulk<Tokens: AsyncSequence & Sendable>(
+        _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
+        bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
+    ) throws(APNSError) -> APNSBulkSend where Tokens.Element == String {
+        self.sendBulk(try Self.prepareForBulk(notification), to: tokens, deadline: deadline, bufferedVerdicts: bufferedVerdicts, apnsIDs: apnsIDs)
+    }
+
+    /// Sends an already prepared notification (validated and encoded once) to every token of `tokens`.
+    public func sendBulk<Tokens: AsyncSequence & Sendable>(
+        _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
+        bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
+    ) -> APNSBulkSend where Tokens.Element == DeviceToken {
+        self.startBulk(prepared, bufferedVerdicts: bufferedVerdicts) { reading in
+            TokenFeed(tokens.makeAsyncIterator(), reading: reading) { .valid($0) }
+        } run: { feed, channel, context in
+            await self.runBulk(prepared, feed: feed, deadline: deadline, apnsIDs: apnsIDs, channel: channel, context: context)
+        }
+    }
+
+    /// Sends an already prepared notification to every token of `tokens`, hex strings parsed once
+    /// each as they are read.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
     ) -> APNSBulkSend where Tokens.Element == String {
-        // The bulk's span is a child of the caller's span, though its work runs under the client's run().
-        let context = self.tracer == nil ? .topLevel : ServiceContext.current ?? .topLevel
-        return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel, reading in
-            await self.runBulk(
-                prepared, tokens: tokens, deadline: deadline, apnsIDs: apnsIDs, channel: channel, reading: reading, context: context
-            )
+        self.startBulk(prepared, bufferedVerdicts: bufferedVerdicts) { reading in
+            TokenFeed(tokens.makeAsyncIterator(), reading: reading, read: BulkToken.init(parsing:))
+        } run: { feed, channel, context in
+            await self.runBulk(prepared, feed: feed, deadline: deadline, apnsIDs: apnsIDs, channel: channel, context: context)
         }
     }
 
-    /// Sends `notification` to an array of tokens; see ``sendBulk(_:to:deadline:)-(_,Tokens,_)``.
+    /// Sends `notification` to an array of tokens.
     public func sendBulk(
         _ notification: some APNSNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
     ) throws(APNSError) -> APNSBulkSend {
@@ -73,10 +87,31 @@ extension APNSClient {
         self.sendBulk(prepared, to: TokenList(tokens: tokens), deadline: deadline)
     }
 
-    private func runBulk<Tokens: AsyncSequence>(
-        _ prepared: APNSPreparedNotification, tokens: Tokens, deadline: ContinuousClock.Instant?,
-        apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel, reading: ReadingSwitch, context: ServiceContext
-    ) async where Tokens.Element == String {
+    private static func prepareForBulk(_ notification: some APNSNotification) throws(APNSError) -> APNSPreparedNotification {
+        do throws(APNSValidationError) {
+            return try notification.prepared()
+        } catch {
+            throw APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)")
+        }
+    }
+
+    /// The bulk send's handle, its producer started under the client's `run()`: the feed made
+    /// from the reading switch, then `run` over it.
+    private func startBulk(
+        _ prepared: APNSPreparedNotification, bufferedVerdicts: Int, feed makeFeed: @escaping @Sendable (ReadingSwitch) -> TokenFeed,
+        run: @escaping @Sendable (TokenFeed, VerdictChannel, ServiceContext) async -> Void
+    ) -> APNSBulkSend {
+        // The bulk's span is a child of the caller's span, though its work runs under the client's run().
+        let context = self.tracer == nil ? .topLevel : ServiceContext.current ?? .topLevel
+        return APNSBulkSend(channel: VerdictChannel(capacity: max(1, bufferedVerdicts)), client: self) { channel, reading in
+            await run(makeFeed(reading), channel, context)
+        }
+    }
+
+    private func runBulk(
+        _ prepared: APNSPreparedNotification, feed: TokenFeed, deadline: ContinuousClock.Instant?,
+        apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel, context: ServiceContext
+    ) async {
         // One span for the whole bulk, none per push: a million tokens make one span.
         let span = self.tracer?.startSpan(ClientTracing.bulkSpan, context: context, ofKind: .client)
         defer { span?.end() }
@@ -85,7 +120,6 @@ extension APNSClient {
         // feed, sends them one by one and hands each verdict over, so a token costs no task
         // creation and no wake-up of a coordinator. More workers start as the pool's open streams
         // grow (one until the first push succeeds, then the server's limit), up to the cap.
-        let feed = TokenFeed(tokens.makeAsyncIterator(), reading: reading)
         // One topic, one credential: its pool sizes the workers. With none serving the topic, every
         // token is rejected unsent (one worker is enough for that).
         let route: Result<CredentialRoute, APNSError>
@@ -151,10 +185,11 @@ extension APNSClient {
                     outcomes[slot] = .notSent(APNSError(kind: .cancelled, detail: "the bulk send was cancelled"))
                     continue
                 }
-                do throws(APNSValidationError) {
-                    requests.append(prepared.request(to: try DeviceToken(item.1), apnsID: apnsIDs?(item.0)))
+                switch item.1 {
+                case .valid(let token):
+                    requests.append(prepared.request(to: token, apnsID: apnsIDs?(item.0)))
                     slots.append(slot)
-                } catch {
+                case .invalid(_, let error):
                     outcomes[slot] = .rejected(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
                 }
             }
@@ -193,7 +228,7 @@ extension APNSClient {
                 case .notSent:
                     counts.notSent += 1
                 }
-                verdicts.append(APNSBulkVerdict(token: item.1, index: item.0, outcome: outcome))
+                verdicts.append(APNSBulkVerdict(token: item.1.text, index: item.0, outcome: outcome))
             }
             tally.withLock { summary in
                 summary.accepted += counts.accepted

@@ -26,11 +26,14 @@ final class TokenFeed: Sendable {
     private let state = LockedBox(State())
     private let reading: ReadingSwitch
     // Touched only by the worker holding the reading turn.
-    private nonisolated(unsafe) var next: () async throws -> String?
+    private nonisolated(unsafe) var next: () async throws -> BulkToken?
 
-    init<Iterator: AsyncIteratorProtocol>(_ iterator: Iterator, reading: ReadingSwitch) where Iterator.Element == String {
+    /// - Parameter read: turns each element into a bulk token (for strings: parses it, once).
+    init<Iterator: AsyncIteratorProtocol>(
+        _ iterator: Iterator, reading: ReadingSwitch, read: @escaping @Sendable (Iterator.Element) -> BulkToken
+    ) {
         nonisolated(unsafe) var iterator = iterator
-        self.next = { try await iterator.next() }
+        self.next = { try await iterator.next().map(read) }
         self.reading = reading
     }
 
@@ -39,7 +42,7 @@ final class TokenFeed: Sendable {
     var stoppedReading: Bool { self.state.withLock { $0.stoppedReading } }
 
     /// Up to `count` tokens with their positions, or `nil` when the sequence is over.
-    func take(_ count: Int) async -> [(Int, String)]? {
+    func take(_ count: Int) async -> [(Int, BulkToken)]? {
         // The reading turn, in the order the workers came, cancelled or not: a cancelled worker
         // reads nothing (below) and passes the turn on.
         var done = false
@@ -50,7 +53,7 @@ final class TokenFeed: Sendable {
             return true
         }
         self.state.withLock { state in (done, first) = (state.done, state.taken) }
-        var batch: [(Int, String)] = []
+        var batch: [(Int, BulkToken)] = []
         var ended = done
         var failure: String?
         var cancelled = false
@@ -64,11 +67,11 @@ final class TokenFeed: Sendable {
                     break
                 }
                 do {
-                    guard let text = try await self.next() else {
+                    guard let token = try await self.next() else {
                         ended = true
                         break
                     }
-                    batch.append((first + batch.count, text))
+                    batch.append((first + batch.count, token))
                 } catch {
                     failure = "\(error)"
                     ended = true
@@ -100,5 +103,29 @@ final class TokenFeed: Sendable {
     /// waiting task is cancelled).
     func waitForProgress() async -> Bool {
         await self.state.wait(key: .progress) { state in state.done ? false : nil }
+    }
+}
+
+/// A token as the bulk send's feed hands it out: a device token, or the text of one that is not,
+/// with why (it gets a `rejected` verdict, unsent).
+enum BulkToken: Sendable {
+    case valid(DeviceToken)
+    case invalid(String, APNSValidationError)
+
+    /// Parses `text`, once.
+    init(parsing text: String) {
+        do throws(APNSValidationError) {
+            self = .valid(try DeviceToken(text))
+        } catch {
+            self = .invalid(text, error)
+        }
+    }
+
+    /// The token as its verdict names it: the hex string, or the text as given.
+    var text: String {
+        switch self {
+        case .valid(let token): return token.hexString
+        case .invalid(let text, _): return text
+        }
     }
 }

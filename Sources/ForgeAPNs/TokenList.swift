@@ -1,13 +1,13 @@
 internal import ForgeAPNsCore
 
-/// An array of tokens as an async sequence of hex strings.
+/// An array of tokens as an async sequence.
 struct TokenList: AsyncSequence, Sendable {
-    typealias Element = String
+    typealias Element = DeviceToken
     let tokens: [DeviceToken]
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: IndexingIterator<[DeviceToken]>
-        mutating func next() async -> String? { self.base.next()?.hexString }
+        mutating func next() async -> DeviceToken? { self.base.next() }
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: self.tokens.makeIterator()) }

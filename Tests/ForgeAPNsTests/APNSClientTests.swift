@@ -80,6 +80,35 @@ struct APNSClientTests {
         await loopback.server.shutdown()
     }
 
+    @Test("Tokens as strings are parsed once at the edge: a bad one gets one rejected verdict and is never sent; device tokens go as they are")
+    func bulkStringsAndTokens() async throws {
+        let loopback = try Loopback.start()
+        let good = (0..<50).map(token)
+        // Upper case is a device token too (it is lowered); the rest are not.
+        var texts = good.map(\.hexString)
+        texts[7] = texts[7].uppercased()
+        texts.insert("zz" + String(repeating: "0", count: 62), at: 10)
+        texts.insert("abc", at: 20)
+        try await withAPNSClient(configuration: loopback.configuration) { client in
+            var verdicts: [APNSBulkVerdict] = []
+            for await verdict in try client.sendBulk(alert(), to: StringTokens(texts: texts)) { verdicts.append(verdict) }
+            #expect(verdicts.map(\.index).sorted() == Array(0..<texts.count), "one verdict per string")
+            let rejected = verdicts.filter { !$0.isAccepted }
+            #expect(rejected.map(\.index).sorted() == [10, 20])
+            #expect(rejected.allSatisfy { verdict in
+                guard case .rejected(let error) = verdict.outcome else { return false }
+                return error.kind == .invalidNotification && error.detail.contains("device token") && verdict.token == texts[verdict.index]
+            })
+            #expect(verdicts.first { $0.index == 7 }?.token == good[7].hexString, "named by the parsed, lowered token")
+
+            let summary = try await client.sendBulk(alert(), to: TokenSequence(tokens: good)).summary()
+            #expect(summary.accepted == good.count && summary.total == good.count)
+        }
+        let sent = loopback.server.accepted.map(\.token)
+        #expect(sent.count == 2 * good.count && Set(sent) == Set(good.map(\.hexString)), "the bad strings never reached the server")
+        await loopback.server.shutdown()
+    }
+
     @Test("Permanent rejections are thrown at once with status, reason, timestamp and apns-id; never retried")
     func permanentRejections() async throws {
         let gone = token(9)
@@ -188,4 +217,28 @@ final class LockedPaths: Sendable {
     private let values = LockedBox<[String]>([])
     func append(_ path: String) { self.values.withLock { $0.append(path) } }
     var paths: [String] { self.values.withLock { $0 } }
+}
+
+/// Strings as an async sequence, as a file reader hands them over.
+private struct StringTokens: AsyncSequence, Sendable {
+    var texts: [String]
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: IndexingIterator<[String]>
+        mutating func next() async -> String? { self.base.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: self.texts.makeIterator()) }
+}
+
+/// Device tokens as an async sequence.
+private struct TokenSequence: AsyncSequence, Sendable {
+    var tokens: [DeviceToken]
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: IndexingIterator<[DeviceToken]>
+        mutating func next() async -> DeviceToken? { self.base.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: self.tokens.makeIterator()) }
 }

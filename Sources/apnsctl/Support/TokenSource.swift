@@ -201,11 +201,11 @@ final class TokenLines {
     }
 }
 
-/// The tokens of a file as the `AsyncSequence<String>` that `sendBulk` reads lazily: bad lines are
+/// The tokens of a file as the `AsyncSequence<DeviceToken>` that `sendBulk` reads lazily: bad lines are
 /// reported and skipped, lines with their own payload go to `perLine`, the rest are yielded, each
 /// one's line noted in `lines`. Reading ends early once the send is stopped.
 struct TokenSource: AsyncSequence, Sendable {
-    typealias Element = String
+    typealias Element = DeviceToken
 
     /// Opens the file; called once, when sending starts.
     let open: @Sendable () throws -> TokenLines
@@ -222,7 +222,7 @@ struct TokenSource: AsyncSequence, Sendable {
         /// The line the next yielded token has if the file has no gap before it.
         var expectedLine: Int?
 
-        mutating func next() async throws -> String? {
+        mutating func next() async throws -> DeviceToken? {
             if self.file == nil { self.file = try self.source.open() }
             guard let file = self.file else { return nil }
             while !self.source.stopper.isStopped, let line = file.next() {
@@ -242,7 +242,7 @@ struct TokenSource: AsyncSequence, Sendable {
                     if entry.line != self.expectedLine { self.source.lines.note(index: self.yielded, line: entry.line) }
                     self.yielded += 1
                     self.expectedLine = entry.line + 1
-                    return entry.token.hexString
+                    return entry.token
                 }
             }
             if self.source.stopper.isStopped { self.source.tally.markInputStopped() }
