@@ -28,9 +28,13 @@ extension APNSClient {
     /// - Throws: ``APNSError`` of kind `invalidNotification` before anything is sent, when the
     ///   notification breaks a rule.
     /// - Parameters:
+    ///   - notification: what every token gets; validated and encoded once.
+    ///   - tokens: the device tokens, as hex strings.
+    ///   - deadline: when to give up on each push, retries included; `configuration.timeouts.request`
+    ///     from its start by default.
     ///   - bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
     ///   - apnsIDs: the `apns-id` of the token at each index, for sends that may be repeated (see
-    ///     ``APNSID/init(campaign:index:)``); by default the notification's own, or APNs' choice.
+    ///     `APNSID(campaign:index:)`); by default the notification's own, or APNs' choice.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
@@ -45,7 +49,7 @@ extension APNSClient {
     }
 
     /// Sends an already prepared notification (validated and encoded once) to every token of
-    /// `tokens`; see ``sendBulk(_:to:deadline:bufferedVerdicts:)-(_,Tokens,_,_)``.
+    /// `tokens`; see ``sendBulk(_:to:deadline:bufferedVerdicts:apnsIDs:)-(APNSNotification,_,_,_,_)``.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
@@ -59,7 +63,7 @@ extension APNSClient {
         }
     }
 
-    /// Sends `notification` to an array of tokens; see ``sendBulk(_:to:deadline:)-(_,Tokens,_)``.
+    /// Sends `notification` to an array of tokens; see ``sendBulk(_:to:deadline:bufferedVerdicts:apnsIDs:)-(APNSNotification,_,_,_,_)``.
     public func sendBulk(
         _ notification: some APNSNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
     ) throws(APNSError) -> APNSBulkSend {

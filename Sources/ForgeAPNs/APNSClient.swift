@@ -10,7 +10,7 @@ internal import Tracing
 
 /// Sends pushes to APNs over a pool of HTTP/2 connections: one provider token shared by the pool,
 /// reason-aware retries, replays of what the server never processed, and bulk sends with one
-/// verdict per token. With several credentials (``Configuration/init(credentials:environment:tls:timeouts:pool:retry:logger:clock:proxy:)``),
+/// verdict per token. With several credentials (``Configuration/init(credentials:environment:tls:timeouts:pool:retry:logger:clock:proxy:tracer:)``),
 /// one pool and one provider token per credential, each push going with its topic's credential.
 ///
 /// ```swift
@@ -102,7 +102,10 @@ public final class APNSClient: Sendable {
 
     /// Creates a client over another transport, such as `ForgeAPNsTesting`'s in-process one in unit
     /// tests. Every credential of the configuration sends through it (each with its own provider token).
-    /// - Parameter channelTransport: the channel API's transport; `transport` by default.
+    /// - Parameters:
+    ///   - configuration: the credentials, environment and policies, as for ``init(configuration:)``.
+    ///   - transport: what carries the pushes.
+    ///   - channelTransport: the channel API's transport; `transport` by default.
     public convenience init(configuration: Configuration, transport: any APNSTransport, channelTransport: (any APNSTransport)? = nil) throws {
         let table = try CredentialTable(configuration.credentials)
         try self.init(
@@ -392,6 +395,8 @@ public final class APNSClient: Sendable {
 
     /// Sends any notification to a device token.
     /// - Parameters:
+    ///   - notification: what to send; validated and encoded first.
+    ///   - token: the device token.
     ///   - deadline: when to give up, retries included; `configuration.timeouts.request` from now by default.
     /// - Returns: the `apns-id` and `apns-unique-id` APNs answered.
     /// - Throws: ``APNSError``: the rejection with status, reason and timestamp; or why nothing was accepted.

@@ -7,7 +7,7 @@ public import Tracing
 
 extension APNSClient {
     /// Everything a client needs, with documented defaults. A value type: build one, pass it to
-    /// ``withAPNSClient(configuration:_:)`` or ``APNSClient/init(configuration:)``.
+    /// ``withAPNSClient(configuration:isolation:_:)`` or ``APNSClient/init(configuration:)``.
     public struct Configuration: Sendable {
         /// The default logger: logs nothing, as a library should until its user passes one.
         public static let silentLogger = Logger(label: "forgepush.apns", factory: { _ in SwiftLogNoOpLogHandler() })
