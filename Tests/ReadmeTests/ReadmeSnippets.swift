@@ -3,10 +3,11 @@ import ForgeLoopback
 import Foundation
 import Tracing
 
-// Every ```swift block of README.md appears here line for line, without its imports (ReadmeTests
-// checks it), so that the in-package tests can run them against the local server. The oracle that
-// the blocks compile as written, with only their own imports, is the outside build in
-// ReadmeTests.swift.
+// Every ```swift block of README.md and of the DocC articles (Sources/*/*.docc/*.md) appears here
+// line for line, without its imports (ReadmeTests checks it), so that the in-package tests can run
+// them against the local server. A block shown in two documents is here once. The oracle that the
+// blocks compile as written, with only their own imports, is the outside build in
+// ReadmePackageTests.swift.
 
 func makeConfiguration() throws -> APNSClient.Configuration {
     APNSClient.Configuration(
@@ -72,6 +73,24 @@ func updateDelivery(_ activityToken: DeviceToken, configuration: APNSClient.Conf
             staleDate: Date().addingTimeInterval(15 * 60)
         )
         _ = try await client.send(update, to: activityToken)
+    }
+}
+
+struct ScoreState: Codable, Sendable {
+    var home: Int
+    var away: Int
+}
+
+func broadcastScore(configuration: APNSClient.Configuration) async throws -> APNSChannelID {
+    try await withAPNSClient(configuration: configuration) { client in
+        let shop = try APNSBundleID("com.example.shop")
+        let channel = try await client.createChannel(bundleID: shop, storagePolicy: .noMessageStored)
+        // The app subscribes its activities to `channel` (ActivityKit's channel id); then one push reaches them all.
+        let score = APNSBroadcastNotification(
+            channelID: channel, bundleID: shop, event: .update, contentState: ScoreState(home: 2, away: 1), timestamp: Date()
+        )
+        _ = try await client.send(score)
+        return channel
     }
 }
 
