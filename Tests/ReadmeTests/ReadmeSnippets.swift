@@ -143,6 +143,18 @@ func orderNotifierReachesTheApp() async throws -> [String] {
     return device.timelineDescription
 }
 
+/// README, "Testing without an iPhone": the README's own send, to a simulated device.
+func shippedNoticeReachesTheApp() async throws -> [String] {
+    let deviceTokenHex = String(repeating: "cd", count: 32)
+    let device = SimulatedDevice()
+    device.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: deviceTokenHex]))
+    try await withLoopbackMode(devices: [device]) { loopback in
+        try await notifyShipped(try DeviceToken(deviceTokenHex), configuration: loopback.clientConfiguration)
+        _ = try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
+    }
+    return device.timelineDescription  // … added to the notification list: "Your order shipped" …
+}
+
 /// The app's scene and notification-centre delegate (iOS's route for each app state).
 struct ShopDelegate: SimulatedAppDelegate {
     func sceneWillConnect(_ options: SceneConnectionOptions) async {
