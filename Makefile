@@ -28,9 +28,10 @@ export FORGE_TEST_PYTHON := $(CURDIR)/$(VENV)/bin/python
 # and stall in-flight pushes past their deadlines. They run in a second test process.
 SKIP_CLI     := --skip APNSCtlTests --skip ReadmePackageTests
 ONLY_CLI     := --filter APNSCtlTests
-# The README's snippets are built by `swift build` in a package of their own (.build-readme/, its
-# scratch folder kept between runs), which is the test that they compile as a user pastes them. That
-# build would take the 2 cores from the library's timing-sensitive tests: a third test process.
+# The README's and the DocC articles' snippets are built by `swift build` in a package of their own
+# (.build-readme/, its scratch folder kept between runs), which is the test that they compile as a
+# user pastes them. That build would take the 2 cores from the library's timing-sensitive tests: a
+# third test process.
 ONLY_README  := --filter ReadmePackageTests
 
 # `make install`: where (DESTDIR for packagers), and which build: release unless CONFIGURATION=debug

@@ -174,7 +174,7 @@ public final class APNSClient: Sendable {
     /// Tasks that send one push after another (`group.addTask(executorPreference: client.executor) { … }`)
     /// run on the thread that owns their connection: a push then costs no thread hop and no wake-up
     /// (with 100 such tasks, about half the CPU per push of tasks on the global executor; see the
-    /// README's benchmarks). Such tasks must not block or compute for long: while one runs, its
+    /// <doc:Performance> article). Such tasks must not block or compute for long: while one runs, its
     /// connection does no I/O. Until a connection is open, and with a transport other than the
     /// client's pools (`init(configuration:transport:channelTransport:)`), they run on the global executor.
     public var executor: any TaskExecutor { self.clientExecutor }
