@@ -28,9 +28,10 @@ export FORGE_TEST_PYTHON := $(CURDIR)/$(VENV)/bin/python
 # and stall in-flight pushes past their deadlines. They run in a second test process.
 SKIP_CLI     := --skip APNSCtlTests --skip ReadmePackageTests
 ONLY_CLI     := --filter APNSCtlTests
-# The README's snippets are built by `swift build` in a package of their own (.build-readme/, its
-# scratch folder kept between runs), which is the test that they compile as a user pastes them. That
-# build would take the 2 cores from the library's timing-sensitive tests: a third test process.
+# The README's and the DocC articles' snippets are built by `swift build` in a package of their own
+# (.build-readme/, its scratch folder kept between runs), which is the test that they compile as a
+# user pastes them. That build would take the 2 cores from the library's timing-sensitive tests: a
+# third test process.
 ONLY_README  := --filter ReadmePackageTests
 
 # `make install`: where (DESTDIR for packagers), and which build: release unless CONFIGURATION=debug
@@ -42,7 +43,7 @@ CONFIGURATION ?= release
 # (<scratch>/<triple>/<configuration> is the bin path), whatever the configuration.
 MANUAL        = $$(dirname "$$(dirname "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))")")/plugins/GenerateManual/outputs/apnsctl/apnsctl.1
 
-.PHONY: all deps build-deps dist-deps pydeps build release test example demo sanitize bench lint clean manual install uninstall dist dist-test
+.PHONY: all deps build-deps dist-deps pydeps build release test example demo docs sanitize bench lint clean manual install uninstall dist dist-test
 
 all: build
 
@@ -125,6 +126,14 @@ DEMO_FLAGS ?=
 demo: deps
 	$(SWIFT) build --product apnsctl $(SWIFT_FLAGS)
 	"$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" demo $(DEMO_FLAGS)
+
+## docs: the DocC documentation of ForgeAPNs, ForgeLoopback and ForgeCampaign (their catalogs in
+## Sources/<target>/<target>.docc) by swift-docc-plugin, with DocC's warnings as errors: a symbol or article
+## link that does not resolve, or an undocumented parameter, fails. The archives are written to
+## .build/plugins/Swift-DocC/outputs/<target>.doccarchive. Offline; building needs only the build's packages.
+DOCS_TARGETS := ForgeAPNs ForgeLoopback ForgeCampaign
+docs: build-deps
+	$(SWIFT) package $(SWIFT_FLAGS) --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_TARGETS)) --warnings-as-errors
 
 ## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer;
 ## the reconnect tests also under LeakSanitizer (connections made and lost must leave nothing behind).

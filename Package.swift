@@ -76,6 +76,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         // Merges the inbox's two event streams into one Server-Sent Events response.
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+        // `make docs`: the DocC catalogs of ForgeAPNs, ForgeLoopback and ForgeCampaign (`swift package
+        // generate-documentation`). A command plugin: nothing of it is linked into a product.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // MARK: C system libraries

@@ -28,9 +28,13 @@ extension APNSClient {
     /// - Throws: ``APNSError`` of kind `invalidNotification` before anything is sent, when the
     ///   notification breaks a rule.
     /// - Parameters:
+    ///   - notification: what every token gets; validated and encoded once.
+    ///   - tokens: the device tokens.
+    ///   - deadline: when to give up on each push, retries included; `configuration.timeouts.request`
+    ///     from its start by default.
     ///   - bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
     ///   - apnsIDs: the `apns-id` of the token at each index, for sends that may be repeated (see
-    ///     ``APNSID/init(campaign:index:)``); by default the notification's own, or APNs' choice.
+    ///     `APNSID(campaign:index:)`); by default the notification's own, or APNs' choice.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
@@ -40,7 +44,13 @@ extension APNSClient {
 
     /// Sends `notification` to every token of `tokens`, hex strings read lazily: each is parsed
     /// once, as it is read, and one that is not a device token gets a `rejected` verdict (it is
-    /// not sent). Otherwise as the ``DeviceToken`` sequence.
+    /// not sent). Otherwise as with a sequence of device tokens.
+    /// - Parameters:
+    ///   - notification: what every token gets; validated and encoded once.
+    ///   - tokens: the device tokens, as hex strings.
+    ///   - deadline: when to give up on each push, retries included.
+    ///   - bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
+    ///   - apnsIDs: the `apns-id` of the token at each index.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ notification: some APNSNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
@@ -49,6 +59,12 @@ extension APNSClient {
     }
 
     /// Sends an already prepared notification (validated and encoded once) to every token of `tokens`.
+    /// - Parameters:
+    ///   - prepared: what every token gets.
+    ///   - tokens: the device tokens.
+    ///   - deadline: when to give up on each push, retries included.
+    ///   - bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
+    ///   - apnsIDs: the `apns-id` of the token at each index.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
@@ -62,6 +78,12 @@ extension APNSClient {
 
     /// Sends an already prepared notification to every token of `tokens`, hex strings parsed once
     /// each as they are read.
+    /// - Parameters:
+    ///   - prepared: what every token gets.
+    ///   - tokens: the device tokens, as hex strings.
+    ///   - deadline: when to give up on each push, retries included.
+    ///   - bufferedVerdicts: verdicts that may wait for the reader before sending pauses.
+    ///   - apnsIDs: the `apns-id` of the token at each index.
     public func sendBulk<Tokens: AsyncSequence & Sendable>(
         _ prepared: APNSPreparedNotification, to tokens: Tokens, deadline: ContinuousClock.Instant? = nil,
         bufferedVerdicts: Int = 2048, apnsIDs: (@Sendable (_ index: Int) -> APNSID)? = nil
@@ -74,6 +96,10 @@ extension APNSClient {
     }
 
     /// Sends `notification` to an array of tokens.
+    /// - Parameters:
+    ///   - notification: what every token gets.
+    ///   - tokens: the device tokens.
+    ///   - deadline: when to give up on each push, retries included.
     public func sendBulk(
         _ notification: some APNSNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
     ) throws(APNSError) -> APNSBulkSend {
@@ -81,6 +107,10 @@ extension APNSClient {
     }
 
     /// Sends an already prepared notification to an array of tokens.
+    /// - Parameters:
+    ///   - prepared: what every token gets.
+    ///   - tokens: the device tokens.
+    ///   - deadline: when to give up on each push, retries included.
     public func sendBulk(
         _ prepared: APNSPreparedNotification, to tokens: [DeviceToken], deadline: ContinuousClock.Instant? = nil
     ) -> APNSBulkSend {

@@ -10,7 +10,7 @@ internal import Tracing
 
 /// Sends pushes to APNs over a pool of HTTP/2 connections: one provider token shared by the pool,
 /// reason-aware retries, replays of what the server never processed, and bulk sends with one
-/// verdict per token. With several credentials (``Configuration/init(credentials:environment:tls:timeouts:pool:retry:logger:clock:proxy:)``),
+/// verdict per token. With several credentials (``Configuration/init(credentials:environment:tls:timeouts:pool:retry:logger:clock:proxy:tracer:)``),
 /// one pool and one provider token per credential, each push going with its topic's credential.
 ///
 /// ```swift
@@ -102,7 +102,10 @@ public final class APNSClient: Sendable {
 
     /// Creates a client over another transport, such as `ForgeAPNsTesting`'s in-process one in unit
     /// tests. Every credential of the configuration sends through it (each with its own provider token).
-    /// - Parameter channelTransport: the channel API's transport; `transport` by default.
+    /// - Parameters:
+    ///   - configuration: the credentials, environment and policies, as for ``init(configuration:)``.
+    ///   - transport: what carries the pushes.
+    ///   - channelTransport: the channel API's transport; `transport` by default.
     public convenience init(configuration: Configuration, transport: any APNSTransport, channelTransport: (any APNSTransport)? = nil) throws {
         let table = try CredentialTable(configuration.credentials)
         try self.init(
@@ -171,7 +174,7 @@ public final class APNSClient: Sendable {
     /// Tasks that send one push after another (`group.addTask(executorPreference: client.executor) { … }`)
     /// run on the thread that owns their connection: a push then costs no thread hop and no wake-up
     /// (with 100 such tasks, about half the CPU per push of tasks on the global executor; see the
-    /// README's benchmarks). Such tasks must not block or compute for long: while one runs, its
+    /// <doc:Performance> article). Such tasks must not block or compute for long: while one runs, its
     /// connection does no I/O. Until a connection is open, and with a transport other than the
     /// client's pools (`init(configuration:transport:channelTransport:)`), they run on the global executor.
     public var executor: any TaskExecutor { self.clientExecutor }
@@ -392,6 +395,8 @@ public final class APNSClient: Sendable {
 
     /// Sends any notification to a device token.
     /// - Parameters:
+    ///   - notification: what to send; validated and encoded first.
+    ///   - token: the device token.
     ///   - deadline: when to give up, retries included; `configuration.timeouts.request` from now by default.
     /// - Returns: the `apns-id` and `apns-unique-id` APNs answered.
     /// - Throws: ``APNSError``: the rejection with status, reason and timestamp; or why nothing was accepted.

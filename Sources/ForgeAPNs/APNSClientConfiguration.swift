@@ -7,7 +7,7 @@ public import Tracing
 
 extension APNSClient {
     /// Everything a client needs, with documented defaults. A value type: build one, pass it to
-    /// ``withAPNSClient(configuration:_:)`` or ``APNSClient/init(configuration:)``.
+    /// ``withAPNSClient(configuration:isolation:_:)`` or ``APNSClient/init(configuration:)``.
     public struct Configuration: Sendable {
         /// The default logger: logs nothing, as a library should until its user passes one.
         public static let silentLogger = Logger(label: "forgepush.apns", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -45,8 +45,8 @@ extension APNSClient {
         /// An outbound proxy every connection tunnels through (HTTP CONNECT or SOCKS5); `nil`
         /// (the default) connects directly. The environment is not read: apnsctl does that.
         public var proxy: Proxy?
-        /// Where the client's spans go (one per send, one per bulk send; see the README's "Operating
-        /// it"). `nil`, the default: the tracer bootstrapped with `InstrumentationSystem` when the
+        /// Where the client's spans go (one per send, one per bulk send; see the <doc:Deployment>
+        /// article). `nil`, the default: the tracer bootstrapped with `InstrumentationSystem` when the
         /// client is made, a no-op unless the app bootstrapped one.
         public var tracer: (any Tracer)?
 

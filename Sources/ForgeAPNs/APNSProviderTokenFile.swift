@@ -39,6 +39,9 @@ public final class APNSProviderTokenFile: Sendable {
 
     /// Reads and checks the file.
     /// - Parameters:
+    ///   - path: the token file.
+    ///   - keyID: the key id a token's header must name.
+    ///   - teamID: the team id a token must be issued by.
     ///   - key: when given, a token must also carry this key's signature.
     ///   - clock: the time against which tokens are judged and re-read.
     /// - Throws: ``Problem`` naming the rule the file breaks: missing, unreadable, empty, a token

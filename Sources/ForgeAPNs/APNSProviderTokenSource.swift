@@ -2,7 +2,7 @@ public import ForgeAPNsCore
 public import ForgeCrypto
 
 /// Where a client's provider token comes from: an async function returning the current token
-/// (its `iat` is ``APNSProviderToken/issuedAt``), and what to do when APNs rejects one.
+/// (its `iat` is `APNSProviderToken.issuedAt`), and what to do when APNs rejects one.
 ///
 /// Apple accepts a new token for a key at most once every 20 minutes and refuses one older than an
 /// hour. A single process signing its own token (``signing(_:)``, what ``APNSClient/Authentication/jwt(key:keyID:teamID:refreshAge:)``
@@ -35,6 +35,8 @@ public struct APNSProviderTokenSource: Sendable, CustomStringConvertible {
 
     /// A source of your own.
     /// - Parameters:
+    ///   - keyID: the key id of the tokens `current` returns.
+    ///   - teamID: the team id of the tokens `current` returns.
     ///   - current: the token to send now; called before every request, so cache it.
     ///   - afterRejection: the token to retry with after APNs answered `ExpiredProviderToken` or
     ///     `InvalidProviderToken` for `rejected` (called at most once per push); return `rejected`

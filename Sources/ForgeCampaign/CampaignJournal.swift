@@ -198,7 +198,7 @@ public final class CampaignJournal: Sendable {
         }
     }
 
-    /// The campaign's id: the first part of every push's `apns-id` (``APNSID/init(campaign:index:)``).
+    /// The campaign's id: the first part of every push's `apns-id` (`APNSID(campaign:index:)`).
     public let campaign: UUID
     /// The file, as given.
     public let path: String

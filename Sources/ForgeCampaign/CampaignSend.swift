@@ -6,6 +6,8 @@ extension CampaignJournal {
     /// Sends `prepared` to every token of the campaign that has no final verdict, committing each
     /// verdict to the journal before it is handed out; see ``CampaignSend``.
     /// - Parameters:
+    ///   - prepared: what every token gets, validated and encoded once.
+    ///   - client: the client that sends.
     ///   - window: the most tokens handed to the sender without a committed verdict (the bound on
     ///     the pushes one crash can send twice), in ``CampaignSend/windowRange``.
     ///   - read: for a campaign whose registration is not complete (begun with ``begin(_:)``): reads
@@ -69,7 +71,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
             get { self.bulk.outcome }
             set { self.bulk.outcome = newValue }
         }
-        /// Whether a copy may have reached APNs without its answer being known (see ``APNSBulkVerdict/Outcome``).
+        /// Whether a copy may have reached APNs without its answer being known (see `APNSBulkVerdict.Outcome`).
         public var mayHaveBeenDelivered: Bool { self.outcome.mayHaveBeenDelivered }
 
         /// The bulk's verdict, kept whole: moving it in costs nothing, where taking its outcome out
@@ -137,7 +139,7 @@ public final class CampaignSend: AsyncSequence, Sendable {
     }
 
     /// Stops now: tokens not sent get `notSent`, pushes in flight `failed` unless their answer is in
-    /// (see ``APNSBulkSend/cancel()``); every verdict is still committed before it is delivered.
+    /// (see `APNSBulkSend.cancel()`); every verdict is still committed before it is delivered.
     public func cancel() {
         self.gate.release()
         self.bulk.cancel()

@@ -11,7 +11,7 @@ public enum LocalAPNSFault: Hashable, Sendable {
     /// Resets the stream with this code without judging: the request was not processed.
     case reset(HTTP2ErrorCode)
     /// Judges and records the request, then answers after this long (on top of the server's
-    /// ``HTTP2ServerConfiguration/responseDelay``), held by the connection's I/O thread; answers
+    /// `HTTP2ServerConfiguration.responseDelay`), held by the connection's I/O thread; answers
     /// still held when the server shuts down are dropped.
     case delay(Duration)
     /// Judges and answers the request, then sends GOAWAY with `{"reason":…}` as debug data; the

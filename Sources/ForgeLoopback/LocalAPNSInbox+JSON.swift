@@ -13,7 +13,7 @@ extension LocalAPNSInboxEntry {
     public var json: [UInt8] { self.json(delivery: nil) }
 
     /// The entry as ``json`` gives it, with `delivery`: what became of the push on its phone
-    /// (``DeliveryRecord/json``, from ``LocalAPNSPhones/delivery(of:)``), `null` when not known.
+    /// (`DeliveryRecord.json`, from ``LocalAPNSPhones/delivery(of:)``), `null` when not known.
     public func json(delivery: DeliveryRecord?) -> [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("seq", self.sequence)
@@ -55,7 +55,7 @@ extension LocalAPNSInboxEntry {
         return writer.finish()
     }
 
-    /// ``lints`` and what ``APNSLinter`` finds in the push as it was judged (at ``date``), as
+    /// ``lints`` and what `APNSLinter` finds in the push as it was judged (at ``date``), as
     /// `ID: message` lines. Computed when read: judging pays nothing for it.
     public var allLints: [String] {
         guard self.verdict.target.isPush, !self.body.isEmpty else { return self.lints }

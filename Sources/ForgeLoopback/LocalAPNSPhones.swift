@@ -7,17 +7,17 @@ public import Metrics
 
 /// A simulated phone for every device token that an accepted push reaches, for a server that has no
 /// devices of its own (`apnsctl serve`): what each push would do on an iPhone, with the rules the
-/// ``SimulatedDevice`` follows (notification list, collapse-id replacement, badges, Live Activities
+/// `SimulatedDevice` follows (notification list, collapse-id replacement, badges, Live Activities
 /// started, updated and ended with older timestamps ignored, broadcasts to subscribed activities).
 ///
 /// Each phone has one app per bundle id (the topic without its push-type suffix) that installs no
 /// handlers: background pushes complete at once, alerts are shown as sent. Live Activities:
 /// - a `start` to a token makes it the app's push-to-start token; the activity gets an update
-///   token of its own (``DeviceView/Activity/pushToken``), to which its updates go, as on iOS;
+///   token of its own (`DeviceView.Activity.pushToken`), to which its updates go, as on iOS;
 /// - an `update` or `end` to a token that is neither is taken for an activity the app started
 ///   itself (`Activity.request`) and reported to its server with that token.
 ///
-/// Each phone applies ``DeviceRules`` (budgets, with the defaults unless given) and keeps a delivery
+/// Each phone applies `DeviceRules` (budgets, with the defaults unless given) and keeps a delivery
 /// log: what became of each push (``delivery(of:)``), counted by state in swift-metrics as
 /// `apns_local_deliveries_total{state, reason}`.
 ///

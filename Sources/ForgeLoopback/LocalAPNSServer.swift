@@ -40,7 +40,7 @@ public struct LocalAPNSJudgement: Sendable {
     /// The connection.
     public var connectionID: UInt64
     /// How long the request waits for its answer at the server: the judging, plus the time the
-    /// answer is held (``HTTP2ServerConfiguration/responseDelay`` and a ``LocalAPNSFault/delay(_:)``).
+    /// answer is held (`HTTP2ServerConfiguration.responseDelay` and a ``LocalAPNSFault/delay(_:)``).
     public var duration: Duration
     /// Why it was rejected, in one sentence (``APNSJudge/explain(_:for:now:)``); `nil` when accepted.
     public var why: String?
@@ -66,7 +66,7 @@ public struct LocalAPNSJudgement: Sendable {
 /// until the first accepted push, GOAWAY `Shutdown` and `IdleTimeout`), records every accepted push
 /// so a test can await it, and injects scripted faults.
 ///
-/// To play a server 20-50 ms away, as APNs is, set ``HTTP2ServerConfiguration/responseDelay`` in
+/// To play a server 20-50 ms away, as APNs is, set `HTTP2ServerConfiguration.responseDelay` in
 /// the `http2:` configuration: every answer is held that long on its connection's I/O thread (the
 /// round trip is the transport's property, like the address and TLS, not the judge's). A
 /// ``LocalAPNSFault/delay(_:)`` fault holds its answer that much longer.
@@ -132,8 +132,9 @@ public final class LocalAPNSServer: Sendable {
     ///     `settings` are replaced by APNs' (C2); to accept certificates, set
     ///     `tls.requestsClientCertificate` and `tls.clientCertificateTrustRoots`.
     ///   - tokens: the registered tokens.
-    ///   - apps, channels, certificates: the registry of apps (broadcast capability), channels and
-    ///     client certificates.
+    ///   - apps: the registered apps (their broadcast capability).
+    ///   - channels: the registered broadcast channels.
+    ///   - certificates: the registered client certificates.
     ///   - authenticator: token authentication (A1-A8); `nil` accepts pushes without a provider token.
     ///   - clock: the time used for judging (token age, 410 and rate windows).
     ///   - inbox: where every judged request is recorded (``LocalAPNSInbox``); `nil` keeps none. The
@@ -451,7 +452,7 @@ public final class LocalAPNSServer: Sendable {
     }
 
     /// Sends GOAWAY with `{"reason":"Shutdown"}` on every connection (C6), closes them and stops
-    /// listening; answers still held (``HTTP2ServerConfiguration/responseDelay``, delay faults) are
+    /// listening; answers still held (`HTTP2ServerConfiguration.responseDelay`, delay faults) are
     /// dropped. Subscriptions to accepted pushes end. Returns when the connections are closed and
     /// the server's background tasks have ended.
     public func shutdown() async {

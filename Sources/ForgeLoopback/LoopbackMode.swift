@@ -29,7 +29,7 @@ internal import struct Foundation.Date
 /// Activities subscribed to the channel (and records it as dropped when it has none).
 ///
 /// Each device receives its pushes in the order the server accepted them and handles them
-/// concurrently, in iOS's order where iOS has one (see ``SimulatedDevice/deliver(_:)-(AsyncSequence)``).
+/// concurrently, in iOS's order where iOS has one (see `SimulatedDevice.deliver(_:)`).
 /// Install apps before the loopback starts.
 ///
 /// ## Lifetime
@@ -70,7 +70,7 @@ public final class LoopbackMode: Sendable {
 
         let base: Base
 
-        /// A CA and a server certificate made in memory when the loopback starts (``LoopbackTLSIdentity``),
+        /// A CA and a server certificate made in memory when the loopback starts (`LoopbackTLSIdentity`),
         /// trusted by ``LoopbackMode/clientConfiguration`` only: no file on disk. The default.
         public static let ephemeral = TLS(base: .ephemeral)
 
@@ -86,7 +86,7 @@ public final class LoopbackMode: Sendable {
     ///   - configuration: the server's judging rules (its `environment` is replaced by `environment`).
     ///   - inbox: where the server records every judged request (``LocalAPNSInbox``); none by default.
     ///   - observer: called with every judged request, accepted or not, on the connection's thread
-    ///     (see ``LocalAPNSServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:observer:)``); keep it short.
+    ///     (see ``LocalAPNSServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:inbox:observer:)``); keep it short.
     /// - Throws: when the key or the certificate cannot be generated or the server cannot start.
     public init(
         devices: [SimulatedDevice],

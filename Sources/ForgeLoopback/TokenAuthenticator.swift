@@ -72,6 +72,9 @@ public final class TokenAuthenticator: Sendable {
 
     /// Creates an authenticator.
     /// - Parameters:
+    ///   - keys: the registered keys; a provider token must name one of them.
+    ///   - environment: the environment the server plays.
+    ///   - clock: the time against which tokens are judged (age, the update limit).
     ///   - badEnvironmentKeyReason: A7's reason: the spelling APNs was seen sending by default.
     ///   - lenient: also accept what APNs was seen accepting but no client should send (A3): DER
     ///     signatures and a string `iat` (APNSwift 6.4 sends one). Strict by default.
@@ -101,8 +104,12 @@ public final class TokenAuthenticator: Sendable {
     }
 
     /// Checks the `authorization` header of a push to `bundleID` on `connectionID`.
-    /// - Parameter topicNotCoveredReason: the reason when a topic-specific key does not cover
-    ///   `bundleID`: `InvalidProviderToken` for device pushes (A8), `TopicMismatch` for broadcasts (B5).
+    /// - Parameters:
+    ///   - authorization: the request's `authorization` header, if any.
+    ///   - bundleID: the push's bundle id.
+    ///   - connectionID: the connection it came on (one team and key per connection).
+    ///   - topicNotCoveredReason: the reason when a topic-specific key does not cover
+    ///     `bundleID`: `InvalidProviderToken` for device pushes (A8), `TopicMismatch` for broadcasts (B5).
     /// - Returns: the reason APNs would give, or `nil` when the token is good.
     public func check(
         authorization: String?, bundleID: String, connectionID: UInt64,

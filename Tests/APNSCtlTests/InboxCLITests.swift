@@ -5,7 +5,7 @@ import Testing
 private let bundle = "com.example.shop"
 
 /// `apnsctl serve --ui-port`: the inbox as people and other languages meet it. Its API is driven by
-/// Python's standard library (Tests/InboxClients/inbox_api.py) and by the README's curl example,
+/// Python's standard library (Tests/InboxClients/inbox_api.py) and by the local server article's curl example,
 /// programs that are not ForgePush's code; its page by a real browser (inbox_browser.py).
 @Suite("apnsctl serve --ui-port: the inbox's API from Python and curl, the page in Chromium", .serialized, .timeLimit(.minutes(3)))
 struct InboxCLITests {
@@ -70,8 +70,8 @@ struct InboxCLITests {
         }
     }
 
-    @Test("The README's curl example runs as printed")
-    func readmeExample() throws {
+    @Test("The local server article's curl example runs as printed")
+    func articleExample() throws {
         let (server, ui) = try self.serve()
         let run = try ChildProcess.run(
             URL(fileURLWithPath: "/bin/sh"), [PackageRoot.path("Examples/inbox-wait.sh"), ui] + self.sendCommand(port: server.port),
@@ -79,11 +79,13 @@ struct InboxCLITests {
         )
         server.stop()
         #expect(run.exitCode == 0 && run.stdout.hasSuffix("ok: the push arrived and the phone shows it\n"), "\(run.stdout)")
-        let readme = try String(contentsOfFile: PackageRoot.path("README.md"), encoding: .utf8)
+        let article = try String(contentsOfFile: PackageRoot.path("Sources/ForgeLoopback/ForgeLoopback.docc/LocalServer.md"), encoding: .utf8)
         let script = try String(contentsOfFile: PackageRoot.path("Examples/inbox-wait.sh"), encoding: .utf8)
-        // The README shows the script's lines after its comment header, as they are.
-        for line in script.split(separator: "\n") where !line.hasPrefix("#") {
-            #expect(readme.contains(line), "README lacks: \(line)")
+        // The article shows the script's lines after its comment header, as they are.
+        let lines = script.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(lines.count >= 5, "\(script)")
+        for line in lines {
+            #expect(article.contains(line), "LocalServer.md lacks: \(line)")
         }
     }
 

@@ -2,24 +2,59 @@ import ForgeTestSupport
 import Foundation
 import Testing
 
-/// The ```swift blocks of README.md, and what the README's loopback snippet prints.
+/// The ```swift blocks of README.md and of the DocC articles, and what their loopback snippets print.
 enum ReadmeBlocks {
-    /// A timeline line of the loopback snippet: the alert was shown.
+    /// A timeline line of the loopback snippets: the alert was shown.
     static let shownMark = #"added to the notification list: "Your order shipped""#
-    /// A timeline line of the loopback snippet: the tap reached the app.
+    /// A timeline line of the loopback article's snippet: the tap reached the app.
     static let tappedMark = "handled the response to"
-    /// The products a README block may import: what a user's Package.swift names.
+    /// The products a block may import: what a user's Package.swift names.
     static let products: Set<String> = ["ForgeAPNs", "ForgeCampaign", "ForgeLoopback"]
-    /// Other packages' modules a README block may import, as a user's Package.swift would name them:
+    /// Other packages' modules a block may import, as a user's Package.swift would name them:
     /// an app that hands the client its own tracer depends on swift-distributed-tracing itself.
     static let otherModules: [String: (url: String, from: String, package: String)] = [
         "Tracing": ("https://github.com/apple/swift-distributed-tracing", "1.7.3", "swift-distributed-tracing"),
     ]
 
-    /// The ```swift blocks of README.md, in order.
-    static func read() throws -> [String] {
-        let markdown = try String(contentsOf: PackageRoot.directory.appendingPathComponent("README.md"), encoding: .utf8)
+    /// The documents whose ```swift blocks are compiled, relative to the package: README.md, then
+    /// every article and landing page of every DocC catalog (`Sources/<target>/<name>.docc/*.md`), sorted.
+    static func documents() throws -> [String] {
+        let files = FileManager.default
+        let sources = PackageRoot.directory.appendingPathComponent("Sources")
+        var articles: [String] = []
+        for target in try files.contentsOfDirectory(atPath: sources.path) {
+            let folder = sources.appendingPathComponent(target)
+            guard let entries = try? files.contentsOfDirectory(atPath: folder.path) else { continue }
+            for catalog in entries where catalog.hasSuffix(".docc") {
+                for article in try files.contentsOfDirectory(atPath: folder.appendingPathComponent(catalog).path) where article.hasSuffix(".md") {
+                    articles.append("Sources/\(target)/\(catalog)/\(article)")
+                }
+            }
+        }
+        return ["README.md"] + articles.sorted()
+    }
+
+    /// The ```swift blocks of `document` (a path from `documents()`), in order.
+    static func read(_ document: String) throws -> [String] {
+        let markdown = try String(contentsOf: PackageRoot.directory.appendingPathComponent(document), encoding: .utf8)
         return MarkdownBlocks.fenced(markdown[...], language: "swift").map { $0 + "\n" }
+    }
+
+    /// Every document's ```swift blocks, with the document each comes from.
+    static func all() throws -> [(document: String, block: String)] {
+        try Self.documents().flatMap { document in try Self.read(document).map { (document, $0) } }
+    }
+
+    /// The distinct blocks, in order: a block shown in two documents (the README's and an article's
+    /// copy of one example) is one file of the outside package, which would not build with two
+    /// definitions of one function; two blocks that define one name differently still fail there.
+    /// Each is named after its document and its place there: `BulkSends-2` is that article's second block.
+    static func distinct() throws -> [(name: String, block: String)] {
+        var seen: Set<String> = []
+        return try Self.documents().flatMap { document in
+            let stem = URL(fileURLWithPath: document).deletingPathExtension().lastPathComponent
+            return try Self.read(document).enumerated().map { ("\(stem)-\($0.offset + 1)", $0.element) }
+        }.filter { seen.insert($0.1).inserted }
     }
 
     /// The modules `block` imports.
@@ -31,8 +66,8 @@ enum ReadmeBlocks {
 }
 
 /// A package outside this one's graph, as a user's would be: it depends on ForgePush by path and
-/// on the products the README names, and its one executable target holds each README block as a
-/// file, exactly as written. Generated under `.build-readme/` (ignored by git), with a fixed
+/// on the products the blocks import, and its one executable target holds each distinct block of the
+/// README and of the DocC articles as a file, exactly as written. Generated under `.build-readme/` (ignored by git), with a fixed
 /// scratch folder there, so a second build is incremental.
 private enum OutsidePackage {
     static let folder = PackageRoot.directory.appendingPathComponent(".build-readme")
@@ -40,8 +75,9 @@ private enum OutsidePackage {
     static let scratch = folder.appendingPathComponent("scratch")
     static let sources = package.appendingPathComponent("Sources/ReadmeSnippets")
 
-    /// Writes the package; files are rewritten only when their text changed. Returns the block files.
-    static func write(_ blocks: [String], products: [String], others: [String]) throws -> [String] {
+    /// Writes the package; files are rewritten only when their text changed. Returns the block files,
+    /// each named as ``ReadmeBlocks/distinct()`` names it, so that a compiler error names the document.
+    static func write(_ blocks: [(name: String, block: String)], products: [String], others: [String]) throws -> [String] {
         // A path dependency's identity is its folder's name, whatever the clone is called.
         let identity = PackageRoot.directory.lastPathComponent
         let dependencies = (products.map { #".product(name: "\#($0)", package: "\#(identity)")"# }
@@ -50,7 +86,7 @@ private enum OutsidePackage {
             + others.map { #".package(url: "\#(ReadmeBlocks.otherModules[$0]!.url)", from: "\#(ReadmeBlocks.otherModules[$0]!.from)")"# }
         let manifest = """
             // swift-tools-version:6.1
-            // Generated by Tests/ReadmeTests/ReadmePackageTests.swift from README.md: do not edit.
+            // Generated by Tests/ReadmeTests/ReadmePackageTests.swift from README.md and the DocC articles: do not edit.
             import PackageDescription
 
             let package = Package(
@@ -69,21 +105,21 @@ private enum OutsidePackage {
             """
         try FileManager.default.createDirectory(at: Self.sources, withIntermediateDirectories: true)
         try Self.update(Self.package.appendingPathComponent("Package.swift"), manifest)
-        // The entry point is the test's, not the README's: it runs the loopback snippet, which needs
-        // no Apple account and no file, and prints its timeline.
+        // The entry point is the test's, not a document's: it runs the loopback snippets (the README's
+        // and the loopback article's), which need no Apple account and no file, and prints their timelines.
         try Self.update(Self.sources.appendingPathComponent("main.swift"), """
-            // Generated by Tests/ReadmeTests/ReadmePackageTests.swift: runs README.md's loopback snippet.
-            let timeline = try await orderNotifierReachesTheApp()
-            print(timeline.joined(separator: "\\n"))
+            // Generated by Tests/ReadmeTests/ReadmePackageTests.swift: runs the loopback snippets.
+            print(try await shippedNoticeReachesTheApp().joined(separator: "\\n"))
+            print(try await orderNotifierReachesTheApp().joined(separator: "\\n"))
 
             """)
         var names = ["main.swift"]
-        for (index, block) in blocks.enumerated() {
-            let name = String(format: "ReadmeBlock%02d.swift", index + 1)
+        for (blockName, block) in blocks {
+            let name = blockName + ".swift"
             try Self.update(Self.sources.appendingPathComponent(name), block)
             names.append(name)
         }
-        // Blocks the README no longer has.
+        // Blocks the documents no longer have.
         for stale in try FileManager.default.contentsOfDirectory(atPath: Self.sources.path) where !names.contains(stale) {
             try FileManager.default.removeItem(at: Self.sources.appendingPathComponent(stale))
         }
@@ -107,22 +143,22 @@ private func swift(_ arguments: [String], timeout: Duration) throws -> ChildProc
 
 // Its own test process in `make test` (a build on the 2-core machine beside timing-sensitive tests
 // would slow them): `swift test --filter ReadmePackageTests`.
-@Suite("README: the snippets build as written in a package of their own", .timeLimit(.minutes(20)))
+@Suite("README and DocC articles: the snippets build as written in a package of their own", .timeLimit(.minutes(20)))
 struct ReadmePackageTests {
-    @Test("Each block imports ForgePush's ForgeAPNs or ForgeLoopback, and else only Foundation or a package a user would name")
+    @Test("Each block imports ForgeAPNs, ForgeCampaign or ForgeLoopback, and else only Foundation or a package a user would name")
     func imports() throws {
-        for block in try ReadmeBlocks.read() {
+        for (document, block) in try ReadmeBlocks.all() {
             let imports = ReadmeBlocks.imports(block)
-            #expect(imports.contains { ReadmeBlocks.products.contains($0) }, "a block that imports no product:\n\(block)")
+            #expect(imports.contains { ReadmeBlocks.products.contains($0) }, "a block of \(document) that imports no product:\n\(block)")
             #expect(imports.allSatisfy { ReadmeBlocks.products.contains($0) || $0 == "Foundation" || ReadmeBlocks.otherModules[$0] != nil },
-                    "\(imports)")
+                    "\(document): \(imports)")
         }
     }
 
-    @Test("swift build of the outside package compiles every block without a warning; its loopback snippet runs")
+    @Test("swift build of the outside package compiles every block without a warning; its loopback snippets run")
     func outsideBuild() throws {
-        let blocks = try ReadmeBlocks.read()
-        let imported = Set(blocks.flatMap(ReadmeBlocks.imports))
+        let blocks = try ReadmeBlocks.distinct()
+        let imported = Set(blocks.flatMap { ReadmeBlocks.imports($0.block) })
         let files = try OutsidePackage.write(
             blocks, products: imported.intersection(ReadmeBlocks.products).sorted(),
             others: imported.intersection(ReadmeBlocks.otherModules.keys).sorted()
@@ -134,7 +170,7 @@ struct ReadmePackageTests {
             ["build", "--package-path", OutsidePackage.package.path, "--scratch-path", OutsidePackage.scratch.path],
             timeout: .seconds(15 * 60)
         )
-        try #require(build.exitCode == 0, "the README's snippets do not build:\n\(build.stdout)")
+        try #require(build.exitCode == 0, "the README's or the articles' snippets do not build:\n\(build.stdout)")
         // Warnings in the snippets themselves (a user's code would show them too).
         let warnings = build.stdout.split(separator: "\n").filter { line in
             line.contains("warning:") && files.contains { line.contains("Sources/ReadmeSnippets/\($0)") }

@@ -3,10 +3,11 @@ import ForgeLoopback
 import Foundation
 import Tracing
 
-// Every ```swift block of README.md appears here line for line, without its imports (ReadmeTests
-// checks it), so that the in-package tests can run them against the local server. The oracle that
-// the blocks compile as written, with only their own imports, is the outside build in
-// ReadmeTests.swift.
+// Every ```swift block of README.md and of the DocC articles (Sources/*/*.docc/*.md) appears here
+// line for line, without its imports (ReadmeTests checks it), so that the in-package tests can run
+// them against the local server. A block shown in two documents is here once. The oracle that the
+// blocks compile as written, with only their own imports, is the outside build in
+// ReadmePackageTests.swift.
 
 func makeConfiguration() throws -> APNSClient.Configuration {
     APNSClient.Configuration(
@@ -75,6 +76,24 @@ func updateDelivery(_ activityToken: DeviceToken, configuration: APNSClient.Conf
     }
 }
 
+struct ScoreState: Codable, Sendable {
+    var home: Int
+    var away: Int
+}
+
+func broadcastScore(configuration: APNSClient.Configuration) async throws -> APNSChannelID {
+    try await withAPNSClient(configuration: configuration) { client in
+        let shop = try APNSBundleID("com.example.shop")
+        let channel = try await client.createChannel(bundleID: shop, storagePolicy: .noMessageStored)
+        // The app subscribes its activities to `channel` (ActivityKit's channel id); then one push reaches them all.
+        let score = APNSBroadcastNotification(
+            channelID: channel, bundleID: shop, event: .update, contentState: ScoreState(home: 2, away: 1), timestamp: Date()
+        )
+        _ = try await client.send(score)
+        return channel
+    }
+}
+
 func announceSale(to tokens: some AsyncSequence<String, Never> & Sendable, configuration: APNSClient.Configuration) async throws {
     try await withAPNSClient(configuration: configuration) { client in
         let sale = APNSAlertNotification(
@@ -122,6 +141,18 @@ func orderNotifierReachesTheApp() async throws -> [String] {
         _ = try await device.tap(await notifier.sentIDs[0], in: "com.example.shop")
     }
     return device.timelineDescription
+}
+
+/// README, "Testing without an iPhone": the README's own send, to a simulated device.
+func shippedNoticeReachesTheApp() async throws -> [String] {
+    let deviceTokenHex = String(repeating: "cd", count: 32)
+    let device = SimulatedDevice()
+    device.install(SimulatedApp(bundleID: "com.example.shop", deviceTokens: [.sandbox: deviceTokenHex]))
+    try await withLoopbackMode(devices: [device]) { loopback in
+        try await notifyShipped(try DeviceToken(deviceTokenHex), configuration: loopback.clientConfiguration)
+        _ = try await device.awaitEvent { if case .addedToNotificationList = $0 { true } else { false } }
+    }
+    return device.timelineDescription  // … added to the notification list: "Your order shipped" …
 }
 
 /// The app's scene and notification-centre delegate (iOS's route for each app state).

@@ -43,21 +43,31 @@ private func localServer() throws -> (LocalAPNSServer, APNSClient.Configuration)
     return (server, configuration)
 }
 
-@Suite("README: every Swift snippet is in-package too, and those that need no Apple account run", .timeLimit(.minutes(1)))
+@Suite("README and DocC articles: every Swift snippet is in-package too, and those that need no Apple account run", .timeLimit(.minutes(1)))
 struct ReadmeTests {
-    @Test("Every ```swift block of README.md is in ReadmeSnippets.swift, line for line but for its imports")
+    /// The fewest ```swift blocks each place holds now, so that a path or a fence the reader stops
+    /// finding (a moved catalog, a block tagged `Swift`) fails here instead of checking nothing.
+    static let minimumBlocks = [
+        "README.md": 2, "Sources/ForgeAPNs/ForgeAPNs.docc": 11, "Sources/ForgeLoopback/ForgeLoopback.docc": 3,
+        "Sources/ForgeCampaign/ForgeCampaign.docc": 1,
+    ]
+
+    @Test("Every ```swift block of README.md and of the DocC articles is in ReadmeSnippets.swift, line for line but for its imports")
     func snippetsAreCopied() throws {
         let source = significantLines(try String(
             contentsOf: PackageRoot.directory.appendingPathComponent("Tests/ReadmeTests/ReadmeSnippets.swift"), encoding: .utf8
         ))
-        let blocks = try ReadmeBlocks.read()
-        #expect(blocks.count >= 8, "README.md has \(blocks.count) swift blocks")
-        for block in blocks {
+        let blocks = try ReadmeBlocks.all()
+        for (place, minimum) in Self.minimumBlocks {
+            let count = blocks.filter { $0.document == place || $0.document.hasPrefix(place + "/") }.count
+            #expect(count >= minimum, "\(place) has \(count) swift blocks, expected at least \(minimum)")
+        }
+        for (document, block) in blocks {
             let lines = significantLines(block)
             let found = lines.isEmpty || source.indices.contains { start in
                 start + lines.count <= source.count && Array(source[start..<start + lines.count]) == lines
             }
-            #expect(found, "README block not in ReadmeSnippets.swift (so not run in-package):\n\(block)")
+            #expect(found, "a block of \(document) is not in ReadmeSnippets.swift (so not run in-package):\n\(block)")
         }
     }
 
@@ -142,6 +152,24 @@ struct ReadmeTests {
         let timeline = try await orderNotifierReachesTheApp()
         #expect(timeline.contains { $0.contains(ReadmeBlocks.shownMark) }, "\(timeline)")
         #expect(timeline.contains { $0.contains(ReadmeBlocks.tappedMark) }, "\(timeline)")
+    }
+
+    @Test("The README's loopback snippet: its own send reaches the simulated device's notification list")
+    func readmeLoopbackSnippetRuns() async throws {
+        let timeline = try await shippedNoticeReachesTheApp()
+        #expect(timeline.contains { $0.contains(ReadmeBlocks.shownMark) }, "\(timeline)")
+    }
+
+    @Test("The broadcast snippet: a channel is created, and the local server accepts one broadcast to it")
+    func broadcastSnippetRuns() async throws {
+        let (server, configuration) = try localServer()
+        let channel = try await broadcastScore(configuration: configuration)
+        let broadcasts = server.accepted.filter { $0.channelID != nil }
+        await server.shutdown()
+        #expect(broadcasts.map(\.channelID) == [channel.rawValue])
+        #expect(broadcasts.first?.topic == "com.example.shop")
+        let payload = String(decoding: try #require(broadcasts.first).payload, as: UTF8.self)
+        #expect(payload.contains(#""home":2"#) && payload.contains(#""away":1"#), "\(payload)")
     }
 
     @Test("The deployment snippets build what they say: the proxy, port 2197, a key and a PKCS#12 from memory")
