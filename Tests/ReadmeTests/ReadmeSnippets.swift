@@ -100,7 +100,7 @@ func announceSale(to tokens: some AsyncSequence<String, Never> & Sendable, confi
             alert: APNSAlert(title: "Flash sale", body: "Everything half price until midnight."),
             topic: try APNSBundleID("com.example.shop")
         )
-        let bulk = try client.sendBulk(sale, to: tokens)  // tokens: an AsyncSequence of hex strings, or [DeviceToken]
+        let bulk = try client.sendBulk(sale, to: tokens)  // tokens: [DeviceToken], or an AsyncSequence of them or of hex strings
         for await verdict in bulk {
             switch verdict.outcome {
             case .accepted:
