@@ -29,9 +29,9 @@ public final class APNSClient: Sendable {
     /// Which route serves which bundle id.
     let table: CredentialTable
     /// The transports ``run()`` runs and ``shutdown(gracePeriod:)`` closes, each once.
-    private let transports: [any APNSTransport]
+    private let transports: [RouteTransport]
     /// The credentials' push transports, each once (no channel-API transport).
-    private let pushTransports: [any APNSTransport]
+    private let pushTransports: [RouteTransport]
     private let clientExecutor: ClientExecutor
     let logger: Logger
     /// Where spans go: the configuration's tracer, else the one bootstrapped when the client was made;
@@ -48,10 +48,9 @@ public final class APNSClient: Sendable {
     private struct Lifecycle {
         var running = false
         var shutDown = false
-        /// Callers of ``shutdown(gracePeriod:)`` after the first, waiting for it to finish.
-        var finished = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
     }
+    /// Resolved when the first ``shutdown(gracePeriod:)`` is done: later callers wait for it.
+    private let shutDownFinished = OneShot<Void>()
 
     enum BackgroundWork: Sendable {
         case bulk(@Sendable () async -> Void)
@@ -72,7 +71,7 @@ public final class APNSClient: Sendable {
     public convenience init(configuration: Configuration) throws {
         let table = try CredentialTable(configuration.credentials)
         let labelled = configuration.credentials.count > 1
-        var transports: [(any APNSTransport, (any APNSTransport)?)] = []
+        var transports: [(RouteTransport, RouteTransport?)] = []
         var pools: [ConnectionPool] = []
         for credential in configuration.credentials {
             let logger = Self.logger(configuration, credential: credential, labelled: labelled)
@@ -84,17 +83,17 @@ public final class APNSClient: Sendable {
                 limits: Self.limits(configuration, connections: configuration.pool.maximumConnections),
                 logger: logger, dimensions: dimensions
             )
-            var channels: (any APNSTransport)?
+            var channels: RouteTransport?
             let channelEndpoint = configuration.environment.channelManagement
             if channelEndpoint != configuration.environment {
-                channels = ConnectionPool(
+                channels = .pool(ConnectionPool(
                     configuration: try Self.http2Configuration(configuration, endpoint: channelEndpoint,
                                                                authentication: credential.authentication),
                     authority: channelEndpoint.authority, limits: Self.limits(configuration, connections: 1), logger: logger,
                     dimensions: dimensions + [("endpoint", "channels")]
-                )
+                ))
             }
-            transports.append((pool, channels))
+            transports.append((.pool(pool), channels))
             pools.append(pool)
         }
         try self.init(configuration: configuration, table: table, transports: transports, pools: pools)
@@ -110,7 +109,8 @@ public final class APNSClient: Sendable {
         let table = try CredentialTable(configuration.credentials)
         try self.init(
             configuration: configuration, table: table,
-            transports: Array(repeating: (transport, channelTransport), count: configuration.credentials.count), pools: []
+            transports: Array(repeating: (.other(transport), channelTransport.map(RouteTransport.other)), count: configuration.credentials.count),
+            pools: []
         )
     }
 
@@ -118,7 +118,7 @@ public final class APNSClient: Sendable {
     ///   - transports: for each credential, its transport and its channel API's (`nil`: the same).
     ///   - pools: the credentials' connection pools, whose I/O threads ``executor`` runs tasks on.
     private init(
-        configuration: Configuration, table: CredentialTable, transports: [(any APNSTransport, (any APNSTransport)?)],
+        configuration: Configuration, table: CredentialTable, transports: [(RouteTransport, RouteTransport?)],
         pools: [ConnectionPool]
     ) throws {
         self.clientExecutor = ClientExecutor(pools: pools)
@@ -131,10 +131,10 @@ public final class APNSClient: Sendable {
         (self.background, self.backgroundInput) = AsyncStream.makeStream(of: BackgroundWork.self)
         let labelled = configuration.credentials.count > 1
         var routes: [CredentialRoute] = []
-        var unique: [any APNSTransport] = []
-        var pushTransports: [any APNSTransport] = []
-        func own(_ transport: any APNSTransport, in list: inout [any APNSTransport]) {
-            if !list.contains(where: { $0 as AnyObject === transport as AnyObject }) { list.append(transport) }
+        var unique: [RouteTransport] = []
+        var pushTransports: [RouteTransport] = []
+        func own(_ transport: RouteTransport, in list: inout [RouteTransport]) {
+            if !list.contains(where: { $0.isSame(as: transport) }) { list.append(transport) }
         }
         for (index, credential) in configuration.credentials.enumerated() {
             let (transport, channels) = transports[index]
@@ -267,13 +267,13 @@ public final class APNSClient: Sendable {
     /// Connections that are open and usable now, summed over the credentials' pools (0 for other
     /// transports); ``openConnections(forBundleID:)`` counts one credential's.
     public var openConnections: Int {
-        self.pushTransports.reduce(0) { $0 + (($1 as? ConnectionPool)?.openConnections ?? 0) }
+        self.pushTransports.reduce(0) { $0 + $1.openConnections }
     }
 
     /// Open connections of the pool of the credential serving `bundleID` (0 when none serves it).
     public func openConnections(forBundleID bundleID: APNSBundleID) -> Int {
         let index = self.table.index(forBundleID: CredentialTable.bundleID(ofTopic: bundleID.rawValue))
-        return index.flatMap { (self.routes[$0].transport as? ConnectionPool)?.openConnections } ?? 0
+        return index.map { self.routes[$0].transport.openConnections } ?? 0
     }
 
     /// How many provider tokens were signed so far (one per refresh and key, never one per push),
@@ -334,14 +334,7 @@ public final class APNSClient: Sendable {
         }
         guard first else {
             // Someone else is shutting it down: return when they are done.
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let done = self.lifecycle.withLock { state -> Bool in
-                    if state.finished { return true }
-                    state.waiters.append(continuation)
-                    return false
-                }
-                if done { continuation.resume() }
-            }
+            await self.shutDownFinished.value
             return
         }
         // All pools together: each gets the whole grace period, not what the previous one left.
@@ -351,12 +344,7 @@ public final class APNSClient: Sendable {
             }
         }
         self.backgroundInput.finish()
-        let waiters = self.lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.finished = true
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        self.shutDownFinished.resolve(())
         self.logger.debug("APNs client shut down")
     }
 

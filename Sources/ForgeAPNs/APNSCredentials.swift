@@ -60,9 +60,9 @@ extension APNSClient.Authentication {
 final class CredentialRoute: Sendable {
     /// `TEAMID/KEYID` or the certificate's label, as logs and metrics name it.
     let label: String
-    let transport: any APNSTransport
+    let transport: RouteTransport
     /// The channel management endpoint's transport (the same one when the endpoint is the same).
-    let channelTransport: any APNSTransport
+    let channelTransport: RouteTransport
     /// Where its provider tokens come from (`nil` for a certificate).
     let tokens: APNSProviderTokenSource?
     /// The local signer of ``tokens``, read without an async call on every send.
@@ -70,21 +70,13 @@ final class CredentialRoute: Sendable {
     let metrics: ClientMetrics
     let logger: Logger
 
-    /// The two transports again when they are the client's own pools, found once here: a send
-    /// calls the pool directly, with its deadline on the I/O threads' clock (no
-    /// `ContinuousClock.Instant` made on its way, no existential's witness frame).
-    private let pool: ConnectionPool?
-    private let channelPool: ConnectionPool?
-
     init(
-        label: String, transport: any APNSTransport, channelTransport: any APNSTransport, tokens: APNSProviderTokenSource?,
+        label: String, transport: RouteTransport, channelTransport: RouteTransport, tokens: APNSProviderTokenSource?,
         metrics: ClientMetrics, logger: Logger
     ) {
         self.label = label
         self.transport = transport
         self.channelTransport = channelTransport
-        self.pool = transport as? ConnectionPool
-        self.channelPool = channelTransport as? ConnectionPool
         self.tokens = tokens
         self.signer = tokens?.manager
         self.metrics = metrics
@@ -112,25 +104,14 @@ final class CredentialRoute: Sendable {
     nonisolated(nonsending) func send(
         _ request: APNSHTTPRequest, authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
-        if !channelAPI, let pool = self.pool {
-            return await pool.send(request, authorization: authorization, deadline: deadline)
-        }
-        if channelAPI, let pool = self.channelPool {
-            return await pool.send(request, authorization: authorization, deadline: deadline)
-        }
-        return await (channelAPI ? self.channelTransport : self.transport)
-            .send(request, authorization: authorization, deadline: deadline.continuousInstant)
+        await (channelAPI ? self.channelTransport : self.transport).send(request, authorization: authorization, deadline: deadline)
     }
 
     /// Sends requests together through the push transport (or the channel API's).
     func send(
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
     ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
-        if let pool = channelAPI ? self.channelPool : self.pool {
-            return await pool.send(requests, authorization: authorization, deadline: deadline)
-        }
-        return await (channelAPI ? self.channelTransport : self.transport)
-            .send(requests, authorization: authorization, deadline: deadline.continuousInstant)
+        await (channelAPI ? self.channelTransport : self.transport).send(requests, authorization: authorization, deadline: deadline)
     }
 }
 
