@@ -135,7 +135,7 @@ DOCS_TARGETS := ForgeAPNs ForgeLoopback ForgeCampaign
 docs: build-deps
 	$(SWIFT) package $(SWIFT_FLAGS) --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_TARGETS)) --warnings-as-errors
 
-## sanitize: the tests under AddressSanitizer (release, as pitfall 1 of the notes asks) and ThreadSanitizer;
+## sanitize: the tests under AddressSanitizer (release: a debug build hides what the optimiser exposes) and ThreadSanitizer;
 ## the reconnect tests also under LeakSanitizer (connections made and lost must leave nothing behind).
 sanitize: deps pydeps
 	$(MAKE) --no-print-directory manual CONFIGURATION=debug

@@ -10,7 +10,7 @@ internal import Metrics
 /// in the machine's queue, and a connect, a released stream or a timer brings their turn. Connects,
 /// closes and timers are child tasks of ``run()``, which the client's `run()` awaits: nothing the
 /// pool starts outlives it.
-final class ConnectionPool: APNSTransport {
+final class ConnectionPool: Sendable {
     private struct State {
         var machine: PoolStateMachine
         var connections: [PoolStateMachine.ConnectionID: HTTP2Connection] = [:]
@@ -70,7 +70,7 @@ final class ConnectionPool: APNSTransport {
         (self.jobs, self.jobsInput) = AsyncStream.makeStream(of: Job.self)
     }
 
-    // MARK: APNSTransport
+    // MARK: What RouteTransport calls
 
     var capacity: APNSTransportCapacity {
         self.state.withLock { APNSTransportCapacity(window: $0.machine.window, batch: $0.machine.streamsPerConnection) }
@@ -79,19 +79,7 @@ final class ConnectionPool: APNSTransport {
     /// Connections open and taking requests.
     var openConnections: Int { self.state.withLock { $0.machine.readyConnections } }
 
-    func send(
-        _ requests: [APNSHTTPRequest], authorization: String?, deadline: ContinuousClock.Instant
-    ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
-        await self.send(requests, authorization: authorization, deadline: MonotonicInstant(deadline))
-    }
-
-    nonisolated(nonsending) func send(
-        _ request: APNSHTTPRequest, authorization: String?, deadline: ContinuousClock.Instant
-    ) async -> Result<APNSTransportResponse, APNSTransportError> {
-        await self.send(request, authorization: authorization, deadline: MonotonicInstant(deadline))
-    }
-
-    // MARK: Sending with the I/O threads' clock (the client's routes call these)
+    // MARK: Sending with the I/O threads' clock
 
     func send(
         _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant
