@@ -1,4 +1,5 @@
 internal import ForgeAPNsCore
+internal import ForgeHTTP2
 internal import ForgeSupport
 public import ForgeSimulatedDevice
 package import struct Foundation.Date

@@ -1,6 +1,7 @@
 public import ForgeSimulatedDevice
 internal import ForgeNotificationTypes
 internal import ForgeAPNsCore
+internal import ForgeHTTP2
 internal import ForgeSupport
 public import struct Foundation.Date
 public import Metrics
