@@ -229,7 +229,7 @@ public final class LocalAPNSInbox: Sendable {
 
     /// Records one judged request; returns it with its sequence number.
     @discardableResult
-    public func record(_ entry: LocalAPNSInboxEntry) -> LocalAPNSInboxEntry {
+    package func record(_ entry: LocalAPNSInboxEntry) -> LocalAPNSInboxEntry {
         self.store(entry).entry
     }
 
