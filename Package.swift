@@ -35,7 +35,6 @@ let package = Package(
     products: [
         .library(name: "ForgeAPNsCore", targets: ["ForgeAPNsCore"]),
         .library(name: "ForgeCrypto", targets: ["ForgeCrypto"]),
-        .library(name: "ForgeHTTP2", targets: ["ForgeHTTP2"]),
         .library(name: "ForgeAPNs", targets: ["ForgeAPNs"]),
         // For users' unit tests: a transport that answers in-process. Shipped code does not link it.
         .library(name: "ForgeAPNsTesting", targets: ["ForgeAPNsTesting"]),
@@ -346,7 +345,7 @@ let package = Package(
         .testTarget(
             name: "ReadmeTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeHTTP2", "ForgeLoopback", "ForgeSimulatedDevice",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeLoopback", "ForgeSimulatedDevice",
                 "ForgeNotificationTypes", "ForgeTestSupport",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

@@ -1,4 +1,4 @@
-public import ForgeAPNs
+package import ForgeAPNs
 public import struct Foundation.UUID
 internal import ForgeSupport
 internal import GRDB
@@ -124,17 +124,17 @@ public final class CampaignJournal: Sendable {
     }
 
     /// A verdict to commit, for the token at `index` of the file.
-    public struct Verdict: Sendable {
-        public var index: Int
-        public var outcome: Outcome
-        public var status: Int?
-        public var reason: String?
-        public var apnsID: String?
-        public var attempts: Int
+    package struct Verdict: Sendable {
+        package var index: Int
+        package var outcome: Outcome
+        package var status: Int?
+        package var reason: String?
+        package var apnsID: String?
+        package var attempts: Int
         /// This run's own doubt: no answer for a copy that left (`failed`), or a retry after one.
-        public var mayHaveBeenDelivered: Bool
+        package var mayHaveBeenDelivered: Bool
 
-        public init(
+        package init(
             index: Int, outcome: Outcome, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, attempts: Int = 0,
             mayHaveBeenDelivered: Bool = false
         ) {
@@ -148,7 +148,7 @@ public final class CampaignJournal: Sendable {
         }
 
         /// A bulk send's verdict for the file's token at `index`.
-        public init(index: Int, _ outcome: APNSBulkVerdict.Outcome) {
+        package init(index: Int, _ outcome: APNSBulkVerdict.Outcome) {
             switch outcome {
             case .accepted(let result):
                 self.init(
@@ -190,7 +190,7 @@ public final class CampaignJournal: Sendable {
 
         /// The row of a token the campaign has not read from its file yet (its send stopped
         /// before): `not_sent`, never sent.
-        public static func unread(index: Int, line: Int, token: String) -> Row {
+        package static func unread(index: Int, line: Int, token: String) -> Row {
             Row(
                 index: index, line: line, token: token, state: Outcome.notSent.rawValue, status: nil, reason: nil, apnsID: nil, attempts: 0,
                 sends: 0, mayHaveBeenDelivered: false
@@ -441,7 +441,7 @@ public final class CampaignJournal: Sendable {
 
     /// Commits the tokens at `indices` as `sending`, counting a send for each, before the sender
     /// gets them: a token sent a second time is marked `may_have_been_delivered`.
-    public func markSending(_ indices: [Int]) async throws(Failure) {
+    package func markSending(_ indices: [Int]) async throws(Failure) {
         try await self.writing("marking tokens as sending") { db in
             try JournalChunks.updateStates(of: indices, index: { $0 }, db: db) { state, offset, _ in
                 _ = state.markSending(at: offset)
@@ -529,7 +529,7 @@ public final class CampaignJournal: Sendable {
     /// An accepted verdict at the first try with the campaign's `apns-id` is one state byte; any
     /// other verdict (or one replacing such a verdict) also keeps its status, reason, `apns-id` and
     /// attempts in a detail row.
-    public func commit(verdicts: [Verdict]) async throws(Failure) {
+    package func commit(verdicts: [Verdict]) async throws(Failure) {
         guard let lower = verdicts.lazy.map(\.index).min(), let upper = verdicts.lazy.map(\.index).max() else { return }
         let campaign = self.campaign
         try await self.writing("committing \(verdicts.count) verdicts") { db in

@@ -118,7 +118,7 @@ extension CampaignReport.Line {
     /// values as `null`; byte for byte what `JSONEncoder` with `.sortedKeys` and
     /// `.withoutEscapingSlashes` makes of ``encode(to:)``, at a fraction of its cost (a report of
     /// millions of tokens).
-    public func appendJSON(to output: inout [UInt8]) {
+    package func appendJSON(to output: inout [UInt8]) {
         output.append(contentsOf: #"{"apns_id":"#.utf8)
         if let apnsID = self.apnsID { JSONString.append(apnsID, to: &output) } else { output.append(contentsOf: "null".utf8) }
         output.append(contentsOf: #","index":"#.utf8)
@@ -141,7 +141,7 @@ extension CampaignReport.Line {
 
 extension CampaignReport.Summary {
     /// Appends the summary's JSON object: the keys sorted, as `JSONEncoder` with `.sortedKeys` writes it.
-    public func appendJSON(to output: inout [UInt8]) {
+    package func appendJSON(to output: inout [UInt8]) {
         output.append(contentsOf: "{\"accepted\":\(self.accepted),\"failed\":\(self.failed),\"may_have_been_delivered\":\(self.mayHaveBeenDelivered),".utf8)
         output.append(contentsOf: "\"not_sent\":\(self.notSent),\"rejected\":\(self.rejected),\"summary\":\(self.summary),\"total\":\(self.total)}".utf8)
     }

@@ -1,5 +1,5 @@
-public import ForgeAPNsCore
-public import Foundation
+package import ForgeAPNsCore
+package import Foundation
 
 /// A provider token that failed verification. Errors compare equal when their ``code`` is equal.
 public struct APNSProviderTokenError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -48,50 +48,50 @@ public struct APNSProviderTokenError: Error, Hashable, Sendable, CustomStringCon
 }
 
 /// The readable parts of a provider token, before its signature is checked.
-public struct APNSParsedProviderToken: Hashable, Sendable {
+package struct APNSParsedProviderToken: Hashable, Sendable {
     /// `alg` of the header.
-    public let algorithm: String
+    package let algorithm: String
     /// `kid` of the header.
-    public let keyID: String
+    package let keyID: String
     /// `iss` of the claims.
-    public let teamID: String
+    package let teamID: String
     /// `iat` of the claims.
-    public let issuedAt: Date
+    package let issuedAt: Date
     /// The first two segments, as signed.
-    public let signingInput: [UInt8]
+    package let signingInput: [UInt8]
     /// The decoded signature.
-    public let signature: [UInt8]
+    package let signature: [UInt8]
 }
 
 /// A provider token whose signature and age were checked.
-public struct APNSVerifiedProviderToken: Hashable, Sendable {
+package struct APNSVerifiedProviderToken: Hashable, Sendable {
     /// `kid` of the header.
-    public let keyID: String
+    package let keyID: String
     /// `iss` of the claims.
-    public let teamID: String
+    package let teamID: String
     /// `iat` of the claims.
-    public let issuedAt: Date
+    package let issuedAt: Date
 }
 
 /// Verifies provider tokens as APNs does: ES256 only, a registered `kid`, a valid signature, and an
 /// `iat` no older than an hour. The local APNs server uses it.
-public struct APNSProviderTokenVerifier: Sendable {
+package struct APNSProviderTokenVerifier: Sendable {
     /// The keys by key id.
-    public var keys: [APNSKeyID: APNSVerificationKey]
+    package var keys: [APNSKeyID: APNSVerificationKey]
     /// The oldest `iat` accepted, as an age (APNs: 3600 s).
-    public var maximumAge: Duration
+    package var maximumAge: Duration
     /// How far in the future `iat` may be; `nil` (the default) does not check. APNs' behaviour for a
     /// future `iat` is not documented.
-    public var maximumFutureSkew: Duration?
+    package var maximumFutureSkew: Duration?
     /// Whether DER signatures are accepted besides the raw `r‖s` form (default: strict, raw only).
     /// APNs has been seen accepting DER; ForgePush never signs that way.
-    public var acceptsDERSignatures: Bool
+    package var acceptsDERSignatures: Bool
     /// Whether an `iat` written as a string of digits is accepted (default: strict). APNs has been
     /// seen accepting it, and APNSwift up to 6.4 sends it.
-    public var acceptsStringIssuedAt: Bool = false
+    package var acceptsStringIssuedAt: Bool = false
 
     /// Creates a verifier.
-    public init(
+    package init(
         keys: [APNSKeyID: APNSVerificationKey],
         maximumAge: Duration = .seconds(3600),
         maximumFutureSkew: Duration? = nil,
@@ -105,7 +105,7 @@ public struct APNSProviderTokenVerifier: Sendable {
 
     /// Checks `jwt` at time `now`.
     /// - Throws: ``APNSProviderTokenError`` saying what failed.
-    public func verify(_ jwt: String, now: Date) throws(APNSProviderTokenError) -> APNSVerifiedProviderToken {
+    package func verify(_ jwt: String, now: Date) throws(APNSProviderTokenError) -> APNSVerifiedProviderToken {
         let parsed = try Self.parse(jwt, acceptingStringIssuedAt: self.acceptsStringIssuedAt)
         guard parsed.algorithm == "ES256" else {
             throw APNSProviderTokenError(.unsupportedAlgorithm, detail: "alg is '\(parsed.algorithm)'; APNs accepts ES256 only")
@@ -131,7 +131,7 @@ public struct APNSProviderTokenVerifier: Sendable {
 
     /// Splits and decodes `jwt` without checking its signature.
     /// - Throws: ``APNSProviderTokenError/Code/malformed`` naming the part at fault.
-    public static func parse(_ jwt: String, acceptingStringIssuedAt: Bool = false) throws(APNSProviderTokenError) -> APNSParsedProviderToken {
+    package static func parse(_ jwt: String, acceptingStringIssuedAt: Bool = false) throws(APNSProviderTokenError) -> APNSParsedProviderToken {
         let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             throw APNSProviderTokenError(.malformed, detail: "has \(parts.count) segments; a JWT has 3")

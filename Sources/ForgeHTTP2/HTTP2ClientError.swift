@@ -2,9 +2,9 @@
 /// whether the server may have processed it.
 ///
 /// Errors compare equal when their ``code`` is equal.
-public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case connectFailed, tlsFailed, alpnMismatch, goingAway, refusedStream, streamReset, connectionClosed,
                 protocolError, deadlineExceeded, cancelled, peerUnresponsive, invalidRequest, shutdown
@@ -16,50 +16,50 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
         /// The connection could not be made (name resolution, refused, unreachable), or the peer
         /// closed it before its HTTP/2 preface; see ``HTTP2ClientError/isPermanent`` for a name
         /// that does not resolve.
-        public static let connectFailed = Code(.connectFailed)
+        package static let connectFailed = Code(.connectFailed)
         /// The TLS handshake failed (certificate, host name, protocol version); see
         /// ``HTTP2ClientError/isPermanent`` for a rejected certificate.
-        public static let tlsFailed = Code(.tlsFailed)
+        package static let tlsFailed = Code(.tlsFailed)
         /// The peer did not select `h2` with ALPN.
-        public static let alpnMismatch = Code(.alpnMismatch)
+        package static let alpnMismatch = Code(.alpnMismatch)
         /// The peer sent GOAWAY and this request's stream was above its last stream id, or had not
         /// started: never processed, safe to retry on another connection.
-        public static let goingAway = Code(.goingAway)
+        package static let goingAway = Code(.goingAway)
         /// The peer refused the stream (REFUSED_STREAM): never processed, safe to retry.
-        public static let refusedStream = Code(.refusedStream)
+        package static let refusedStream = Code(.refusedStream)
         /// The peer reset the stream with another error code.
-        public static let streamReset = Code(.streamReset)
+        package static let streamReset = Code(.streamReset)
         /// The connection closed or failed before the response arrived.
-        public static let connectionClosed = Code(.connectionClosed)
+        package static let connectionClosed = Code(.connectionClosed)
         /// The peer broke the HTTP/2 protocol.
-        public static let protocolError = Code(.protocolError)
+        package static let protocolError = Code(.protocolError)
         /// The request's deadline passed first; its stream was reset.
-        public static let deadlineExceeded = Code(.deadlineExceeded)
+        package static let deadlineExceeded = Code(.deadlineExceeded)
         /// The calling task was cancelled; the stream was reset.
-        public static let cancelled = Code(.cancelled)
+        package static let cancelled = Code(.cancelled)
         /// The peer stopped answering PING.
-        public static let peerUnresponsive = Code(.peerUnresponsive)
+        package static let peerUnresponsive = Code(.peerUnresponsive)
         /// The request cannot be sent as given (for example a header value with CR or LF).
-        public static let invalidRequest = Code(.invalidRequest)
+        package static let invalidRequest = Code(.invalidRequest)
         /// The connection was shut down by its owner.
-        public static let shutdown = Code(.shutdown)
+        package static let shutdown = Code(.shutdown)
 
-        public var description: String { self.base.rawValue }
+        package var description: String { self.base.rawValue }
     }
 
     /// What failed.
-    public var code: Code
+    package var code: Code
     /// Whether the peer may have processed the request: `false` means it certainly did not, so a
     /// retry cannot deliver twice.
-    public var mayHaveBeenProcessed: Bool
+    package var mayHaveBeenProcessed: Bool
     /// The HTTP/2 error code of a reset or GOAWAY, if any.
-    public var http2ErrorCode: HTTP2ErrorCode?
+    package var http2ErrorCode: HTTP2ErrorCode?
     /// GOAWAY debug data (APNs puts a JSON reason there), or other detail.
-    public var detail: String
+    package var detail: String
 
     /// Creates an error.
     /// - Parameter permanent: whether it cannot heal within a run (see ``isPermanent``).
-    public init(_ code: Code, mayHaveBeenProcessed: Bool, http2ErrorCode: HTTP2ErrorCode? = nil, detail: String = "", permanent: Bool = false) {
+    package init(_ code: Code, mayHaveBeenProcessed: Bool, http2ErrorCode: HTTP2ErrorCode? = nil, detail: String = "", permanent: Bool = false) {
         self.cannotHeal = permanent
         self.code = code
         self.mayHaveBeenProcessed = mayHaveBeenProcessed
@@ -68,19 +68,19 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
     }
 
     /// Whether retrying on another connection cannot deliver the request twice.
-    public var isSafeToRetry: Bool { !self.mayHaveBeenProcessed }
+    package var isSafeToRetry: Bool { !self.mayHaveBeenProcessed }
 
     /// Whether the failure cannot heal by trying again within a run, so a retry only wastes time:
     /// the host name does not resolve (not a temporary resolver failure), or the server's
     /// certificate was rejected (unknown CA, host name mismatch, expired), or a loopback-only
     /// insecure mode was asked to reach another host. Never true for a request that may have been
     /// processed.
-    public var isPermanent: Bool { self.cannotHeal && !self.mayHaveBeenProcessed }
+    package var isPermanent: Bool { self.cannotHeal && !self.mayHaveBeenProcessed }
 
     /// Set where the failure is made, from the underlying error (never parsed back from text).
     private var cannotHeal = false
 
-    public var description: String {
+    package var description: String {
         var text = "\(self.code)"
         if let http2ErrorCode { text += " (\(http2ErrorCode))" }
         if !self.detail.isEmpty { text += ": \(self.detail)" }
@@ -88,6 +88,6 @@ public struct HTTP2ClientError: Error, Hashable, Sendable, CustomStringConvertib
         return text
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    package func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
 }

@@ -1,7 +1,7 @@
 /// One HTTP/2 header field, sent as given (names must be lower case).
-public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
+package struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
     /// How HPACK may store the field.
-    public enum Indexing: Hashable, Sendable {
+    package enum Indexing: Hashable, Sendable {
         /// May enter the dynamic table (the default).
         case indexable
         /// Sent as a literal that is never indexed, by this hop or the next (`:path`, secrets).
@@ -9,29 +9,29 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The name, lower case.
-    public var name: String { didSet { self.isChecked = false } }
+    package var name: String { didSet { self.isChecked = false } }
     /// The value.
-    public var value: String { didSet { self.isChecked = false } }
+    package var value: String { didSet { self.isChecked = false } }
     /// The HPACK treatment.
-    public var indexing: Indexing
+    package var indexing: Indexing
 
     /// Set by ``checked()``: the name and value passed the rules below, so sending skips them.
     private(set) var isChecked = false
 
     /// Creates a field.
-    public init(_ name: String, _ value: String, indexing: Indexing = .indexable) {
+    package init(_ name: String, _ value: String, indexing: Indexing = .indexable) {
         self.name = name
         self.value = value
         self.indexing = indexing
     }
 
-    public var description: String { "\(self.name): \(self.value)" }
+    package var description: String { "\(self.name): \(self.value)" }
 
     /// The field, checked once against what a peer accepts (a non-empty lower-case token name, not
     /// connection-specific; no CR, LF or NUL in the value), so the many requests that reuse it
     /// are not checked again byte by byte. Changing the name or value undoes it.
     /// - Throws: ``HTTP2ClientError`` of code `invalidRequest`, naming the field.
-    public func checked() throws(HTTP2ClientError) -> HTTP2HeaderField {
+    package func checked() throws(HTTP2ClientError) -> HTTP2HeaderField {
         let badName = self.name.utf8.isEmpty || self.name.utf8.contains(where: HeaderRules.isBadNameByte)
         if badName || HeaderRules.isConnectionSpecific(self.name) {
             throw HTTP2ClientError(.invalidRequest, mayHaveBeenProcessed: false,
@@ -48,11 +48,11 @@ public struct HTTP2HeaderField: Hashable, Sendable, CustomStringConvertible {
         return field
     }
 
-    public static func == (lhs: HTTP2HeaderField, rhs: HTTP2HeaderField) -> Bool {
+    package static func == (lhs: HTTP2HeaderField, rhs: HTTP2HeaderField) -> Bool {
         lhs.name == rhs.name && lhs.value == rhs.value && lhs.indexing == rhs.indexing
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(self.name)
         hasher.combine(self.value)
         hasher.combine(self.indexing)

@@ -1,5 +1,5 @@
 /// A request: pseudo-headers, headers and a body.
-public struct HTTP2Request: Hashable, Sendable {
+package struct HTTP2Request: Hashable, Sendable {
     /// What requests built alike share (a bulk send's, or the sends of one notification): one
     /// object, so that making a request retains one reference where separate fields retained six,
     /// and the I/O thread releases one.
@@ -12,22 +12,22 @@ public struct HTTP2Request: Hashable, Sendable {
     package var pushHeader: HTTP2UUIDHeader?
 
     /// `:method`.
-    public var method: String {
+    package var method: String {
         get { self.parts.method }
         set { self.parts = self.parts.with(method: newValue) }
     }
     /// `:scheme`.
-    public var scheme: String {
+    package var scheme: String {
         get { self.parts.scheme }
         set { self.parts = self.parts.with(scheme: newValue) }
     }
     /// `:authority`.
-    public var authority: String {
+    package var authority: String {
         get { self.parts.authority }
         set { self.parts = self.parts.with(authority: newValue) }
     }
     /// `:path` (sent never-indexed, as APNs asks).
-    public var path: String {
+    package var path: String {
         get { self.pathSuffix.isEmpty ? self.parts.pathPrefix : self.parts.pathPrefix + self.pathSuffix }
         set {
             self.parts = self.parts.with(pathPrefix: newValue)
@@ -35,18 +35,18 @@ public struct HTTP2Request: Hashable, Sendable {
         }
     }
     /// The regular headers, in order.
-    public var headers: [HTTP2HeaderField] {
+    package var headers: [HTTP2HeaderField] {
         get { self.parts.headers }
         set { self.parts = self.parts.with(headers: newValue) }
     }
     /// The body.
-    public var body: [UInt8] {
+    package var body: [UInt8] {
         get { self.parts.body }
         set { self.parts = self.parts.with(body: newValue) }
     }
 
     /// Creates a request.
-    public init(
+    package init(
         method: String = "POST",
         scheme: String = "https",
         authority: String,
@@ -163,12 +163,12 @@ public struct HTTP2Request: Hashable, Sendable {
         }
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.method == rhs.method && lhs.scheme == rhs.scheme && lhs.authority == rhs.authority && lhs.path == rhs.path
             && lhs.headers == rhs.headers && lhs.pushHeader == rhs.pushHeader && lhs.body == rhs.body
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(self.method)
         hasher.combine(self.scheme)
         hasher.combine(self.authority)

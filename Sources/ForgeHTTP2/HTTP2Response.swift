@@ -2,15 +2,15 @@
 ///
 /// Headers a client receives are kept as the bytes nghttp2 delivered and turned into strings only
 /// when read: a bulk sender reads one or two of them (`apns-id`), not all.
-public struct HTTP2Response: Hashable, Sendable {
+package struct HTTP2Response: Hashable, Sendable {
     /// `:status`.
-    public var status: Int
+    package var status: Int
     /// The body.
-    public var body: [UInt8]
+    package var body: [UInt8]
     private var storage: HeaderStorage
 
     /// Creates a response.
-    public init(status: Int, headers: [HTTP2HeaderField] = [], body: [UInt8] = []) {
+    package init(status: Int, headers: [HTTP2HeaderField] = [], body: [UInt8] = []) {
         self.status = status
         self.body = body
         self.storage = .fields(headers)
@@ -23,7 +23,7 @@ public struct HTTP2Response: Hashable, Sendable {
     }
 
     /// The regular headers, in order.
-    public var headers: [HTTP2HeaderField] {
+    package var headers: [HTTP2HeaderField] {
         get {
             switch self.storage {
             case .fields(let fields): return fields
@@ -34,18 +34,18 @@ public struct HTTP2Response: Hashable, Sendable {
     }
 
     /// The value of the first header called `name` (lower case).
-    public subscript(header name: String) -> String? {
+    package subscript(header name: String) -> String? {
         switch self.storage {
         case .fields(let fields): return fields.first(where: { $0.name == name })?.value
         case .raw(let raw): return raw.value(of: name)
         }
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.status == rhs.status && lhs.body == rhs.body && lhs.headers == rhs.headers
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(self.status)
         hasher.combine(self.body)
         hasher.combine(self.headers)

@@ -1,18 +1,18 @@
 /// Connection-level HTTP/2 settings a side announces.
-public struct HTTP2Settings: Hashable, Sendable {
+package struct HTTP2Settings: Hashable, Sendable {
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`; `nil` announces none (unlimited).
-    public var maxConcurrentStreams: UInt32?
+    package var maxConcurrentStreams: UInt32?
     /// `SETTINGS_INITIAL_WINDOW_SIZE`.
-    public var initialWindowSize: UInt32
+    package var initialWindowSize: UInt32
     /// `SETTINGS_MAX_FRAME_SIZE`.
-    public var maxFrameSize: UInt32
+    package var maxFrameSize: UInt32
     /// `SETTINGS_HEADER_TABLE_SIZE`.
-    public var headerTableSize: UInt32
+    package var headerTableSize: UInt32
     /// `SETTINGS_MAX_HEADER_LIST_SIZE`; `nil` announces none.
-    public var maxHeaderListSize: UInt32?
+    package var maxHeaderListSize: UInt32?
 
     /// HTTP/2's defaults, with no stream limit announced.
-    public init(
+    package init(
         maxConcurrentStreams: UInt32? = nil,
         initialWindowSize: UInt32 = 65_535,
         maxFrameSize: UInt32 = 16_384,

@@ -1,6 +1,6 @@
 internal import ForgeAPNsCore
 internal import ForgeSupport
-public import struct Foundation.Date
+package import struct Foundation.Date
 
 extension APNSJudge {
     /// One sentence that says why `verdict` rejected `request`: what the judge saw and what it
@@ -10,7 +10,7 @@ extension APNSJudge {
     /// rejections, so judging itself pays nothing for it. Where one reason has several causes
     /// (`BadDeviceToken`: not hex, another environment, not registered), the causes are checked
     /// again in the judge's order.
-    public func explain(_ verdict: APNSVerdict, for request: Request, now: Date = Date()) -> String? {
+    package func explain(_ verdict: APNSVerdict, for request: Request, now: Date = Date()) -> String? {
         guard let reason = verdict.reason, !verdict.isAccepted else { return nil }
         let isDevice = !request.path.hasPrefix(Self.broadcastPrefix) && !request.path.hasPrefix(Self.channelsPrefix)
         let typeHeader = request.value("apns-push-type")

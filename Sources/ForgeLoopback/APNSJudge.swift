@@ -73,19 +73,19 @@ public struct APNSVerdict: Hashable, Sendable {
 ///
 /// The judge keeps state that requests change (channels, per-token rate windows): the server calls it
 /// under a lock.
-public struct APNSJudge: Sendable {
+package struct APNSJudge: Sendable {
     /// The configuration.
-    public var configuration: LocalAPNSConfiguration
+    package var configuration: LocalAPNSConfiguration
     /// Registered tokens by lower-case hex.
-    public var tokens: [String: LocalAPNSTokenRecord]
+    package var tokens: [String: LocalAPNSTokenRecord]
     /// Known apps by bundle id (apps not listed have broadcast enabled).
-    public var apps: [String: LocalAPNSApp]
+    package var apps: [String: LocalAPNSApp]
     /// Broadcast channels by id.
-    public var channels: [String: LocalAPNSChannel]
+    package var channels: [String: LocalAPNSChannel]
     /// Accepted client certificates by SHA-256 fingerprint.
-    public var certificates: [String: LocalAPNSCertificate]
+    package var certificates: [String: LocalAPNSCertificate]
     /// Token authentication; `nil` accepts requests without a provider token.
-    public var authenticator: TokenAuthenticator?
+    package var authenticator: TokenAuthenticator?
     private var rateWindows: [String: (start: Date, count: Int)] = [:]
     /// Parsed client certificates by DER bytes: the registry is consulted on every request, so a
     /// registration or revocation takes effect at once.
@@ -95,7 +95,7 @@ public struct APNSJudge: Sendable {
     private var lastPayload: (body: [UInt8], findings: (warning: String?, lint: String?))?
 
     /// Creates a judge.
-    public init(
+    package init(
         configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
         tokens: [String: LocalAPNSTokenRecord] = [:],
         apps: [LocalAPNSApp] = [],
@@ -113,18 +113,18 @@ public struct APNSJudge: Sendable {
 
     /// A request as the judge sees it: method, path, headers in order (duplicates kept), body, and
     /// the client certificate of its connection.
-    public struct Request: Sendable {
-        public var method: String
-        public var path: String
-        public var headers: [(name: String, value: String)]
-        public var body: [UInt8]
+    package struct Request: Sendable {
+        package var method: String
+        package var path: String
+        package var headers: [(name: String, value: String)]
+        package var body: [UInt8]
         /// The DER client certificate the connection presented, if any.
-        public var clientCertificate: [UInt8]?
+        package var clientCertificate: [UInt8]?
         /// Whether it verified against the server's client CA.
-        public var clientCertificateVerified: Bool
+        package var clientCertificateVerified: Bool
 
         /// Creates a request.
-        public init(
+        package init(
             method: String, path: String, headers: [(name: String, value: String)], body: [UInt8],
             clientCertificate: [UInt8]? = nil, clientCertificateVerified: Bool = false
         ) {
@@ -149,7 +149,7 @@ public struct APNSJudge: Sendable {
     static let channelsPrefix = "/1/apps/"
 
     /// Judges `request`, which came on `connectionID`, at `now`.
-    public mutating func judge(_ request: Request, connectionID: UInt64 = 0, now: Date = Date()) -> APNSVerdict {
+    package mutating func judge(_ request: Request, connectionID: UInt64 = 0, now: Date = Date()) -> APNSVerdict {
         if request.path.hasPrefix(Self.broadcastPrefix) {
             return self.judgeBroadcast(request, connectionID: connectionID, now: now)
         }

@@ -1,6 +1,7 @@
 internal import ForgeAPNsCore
+internal import ForgeHTTP2
 internal import ForgeSupport
-public import ForgeSimulatedDevice
+package import ForgeSimulatedDevice
 package import struct Foundation.Date
 
 extension LocalAPNSInboxEntry {
@@ -10,11 +11,11 @@ extension LocalAPNSInboxEntry {
     /// `reason`, `why`, `payload` (the JSON object as sent; the text when it is not one, with a
     /// `warning`), `payload_bytes`, `warning`, `headers` (authorization redacted), `connection`,
     /// `lints`, `fault`, `delivery` (`null`).
-    public var json: [UInt8] { self.json(delivery: nil) }
+    package var json: [UInt8] { self.json(delivery: nil) }
 
     /// The entry as ``json`` gives it, with `delivery`: what became of the push on its phone
     /// (`DeliveryRecord.json`, from ``LocalAPNSPhones/delivery(of:)``), `null` when not known.
-    public func json(delivery: DeliveryRecord?) -> [UInt8] {
+    package func json(delivery: DeliveryRecord?) -> [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("seq", self.sequence)
         writer.field("apns_id", self.apnsID)

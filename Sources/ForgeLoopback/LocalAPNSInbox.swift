@@ -1,5 +1,5 @@
 internal import ForgeAPNsCore
-public import ForgeHTTP2
+package import ForgeHTTP2
 internal import ForgeSupport
 public import struct Foundation.Date
 
@@ -15,7 +15,7 @@ public struct LocalAPNSInboxEntry: Sendable {
     /// The request's path.
     public var path: String
     /// The request's headers, in order (``headersRedacted`` hides the provider token).
-    public var headers: [HTTP2HeaderField]
+    package var headers: [HTTP2HeaderField]
     /// The body as sent.
     public var body: [UInt8]
     /// The answer.
@@ -30,7 +30,7 @@ public struct LocalAPNSInboxEntry: Sendable {
     public var lints: [String]
 
     /// Creates an entry; ``LocalAPNSInbox/record(_:)`` sets its ``sequence``.
-    public init(
+    package init(
         sequence: Int = 0, date: Date, method: String, path: String, headers: [HTTP2HeaderField], body: [UInt8],
         verdict: APNSVerdict, why: String?, fault: LocalAPNSFault?, connectionID: UInt64, lints: [String]
     ) {
@@ -85,7 +85,7 @@ public struct LocalAPNSInboxEntry: Sendable {
     public subscript(header name: String) -> String? { self.headers.first { $0.name == name }?.value }
 
     /// The headers with `authorization` shown as `bearer <redacted>`: no provider token leaves the server.
-    public var headersRedacted: [HTTP2HeaderField] {
+    package var headersRedacted: [HTTP2HeaderField] {
         self.headers.map { $0.name == "authorization" ? HTTP2HeaderField("authorization", Self.redacted($0.value)) : $0 }
     }
 
@@ -229,7 +229,7 @@ public final class LocalAPNSInbox: Sendable {
 
     /// Records one judged request; returns it with its sequence number.
     @discardableResult
-    public func record(_ entry: LocalAPNSInboxEntry) -> LocalAPNSInboxEntry {
+    package func record(_ entry: LocalAPNSInboxEntry) -> LocalAPNSInboxEntry {
         self.store(entry).entry
     }
 

@@ -1,6 +1,7 @@
 public import ForgeSimulatedDevice
 internal import ForgeNotificationTypes
 internal import ForgeAPNsCore
+internal import ForgeHTTP2
 internal import ForgeSupport
 public import struct Foundation.Date
 public import Metrics
@@ -285,7 +286,7 @@ extension DeviceView {
     /// `null` when none), `badges`, `notifications`, `live_activities`, `channels`,
     /// `background_pushes`, `online`, `deliveries` (the delivery log, newest first: see
     /// ``DeliveryRecord/json``), `silent_pushes`, `events`; dates in ISO 8601 with milliseconds.
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("token", self.token)
         writer.strings("apps", self.apps)
@@ -358,7 +359,7 @@ extension DeliveryRecord {
     /// `delivered_from_storage`, `discarded`, `throttled`), the discard or throttle reason's name
     /// (`expired`, `token_unregistered`, `live_activity_budget`, …; `null` for the others), the
     /// sentence that says why, and when.
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("apns_id", self.apnsID)
         writer.field("state", self.state.name)
@@ -371,7 +372,7 @@ extension DeliveryRecord {
 
 extension LocalAPNSPhones.Summary {
     /// `{"token", "apps", "notifications", "live_activities", "updated_at"}`.
-    public var json: [UInt8] {
+    package var json: [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("token", self.token)
         writer.strings("apps", self.apps)

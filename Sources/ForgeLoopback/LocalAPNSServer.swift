@@ -1,5 +1,5 @@
 public import ForgeAPNsCore
-public import ForgeHTTP2
+package import ForgeHTTP2
 public import struct Foundation.Date
 internal import ForgeSupport
 public import struct Foundation.UUID
@@ -17,7 +17,7 @@ public struct AcceptedPush: Sendable {
     /// The push type (alert when the header was absent).
     public var pushType: APNSPushType
     /// Every header, in order.
-    public var headers: [HTTP2HeaderField]
+    package var headers: [HTTP2HeaderField]
     /// The payload.
     public var payload: [UInt8]
     /// The `apns-id` (or broadcast `apns-request-id`) answered.
@@ -40,13 +40,13 @@ public struct LocalAPNSJudgement: Sendable {
     /// The connection.
     public var connectionID: UInt64
     /// How long the request waits for its answer at the server: the judging, plus the time the
-    /// answer is held (`HTTP2ServerConfiguration.responseDelay` and a ``LocalAPNSFault/delay(_:)``).
+    /// answer is held (`Listener.responseDelay` and a ``LocalAPNSFault/delay(_:)``).
     public var duration: Duration
     /// Why it was rejected, in one sentence (``APNSJudge/explain(_:for:now:)``); `nil` when accepted.
     public var why: String?
     /// The request as it came: method, path, headers (authorization included: redact before
     /// showing) and body.
-    public var request: HTTP2ServerRequest
+    package var request: HTTP2ServerRequest
     /// Its ``LocalAPNSInboxEntry/sequence`` in the server's inbox; 0 without one.
     public var sequence: Int = 0
 
@@ -66,8 +66,8 @@ public struct LocalAPNSJudgement: Sendable {
 /// until the first accepted push, GOAWAY `Shutdown` and `IdleTimeout`), records every accepted push
 /// so a test can await it, and injects scripted faults.
 ///
-/// To play a server 20-50 ms away, as APNs is, set `HTTP2ServerConfiguration.responseDelay` in
-/// the `http2:` configuration: every answer is held that long on its connection's I/O thread (the
+/// To play a server 20-50 ms away, as APNs is, set the `responseDelay` of the
+/// ``Listener``: every answer is held that long on its connection's I/O thread (the
 /// round trip is the transport's property, like the address and TLS, not the judge's). A
 /// ``LocalAPNSFault/delay(_:)`` fault holds its answer that much longer.
 ///
@@ -79,7 +79,7 @@ public final class LocalAPNSServer: Sendable {
     /// Every judged request, when the server was started with an inbox.
     public let inbox: LocalAPNSInbox?
     /// The HTTP/2 configuration it listens with.
-    public var http2Configuration: HTTP2ServerConfiguration { self.server.configuration }
+    package var http2Configuration: HTTP2ServerConfiguration { self.server.configuration }
     private let server: HTTP2Server
     private let state: LockedBox<State>
     /// Watches new connections and sweeps closed and idle ones; ends when the server shuts down,
@@ -117,7 +117,7 @@ public final class LocalAPNSServer: Sendable {
 
     /// The SETTINGS APNs was logged sending (C2): header table 4096, window 65535, frame 16384,
     /// header list 8000, and the stream limit.
-    public static func apnsSettings(maxConcurrentStreams: UInt32) -> HTTP2Settings {
+    package static func apnsSettings(maxConcurrentStreams: UInt32) -> HTTP2Settings {
         HTTP2Settings(
             maxConcurrentStreams: maxConcurrentStreams, initialWindowSize: 65_535, maxFrameSize: 16_384,
             headerTableSize: 4_096, maxHeaderListSize: 8_000
@@ -127,9 +127,9 @@ public final class LocalAPNSServer: Sendable {
     /// Starts a server.
     /// - Parameters:
     ///   - configuration: how to judge.
-    ///   - http2: where to listen and with what TLS (127.0.0.1, port 0, h2c by default), and how far
-    ///     away to seem (`responseDelay`, the time each answer is held: none by default). Its
-    ///     `settings` are replaced by APNs' (C2); to accept certificates, set
+    ///   - listener: where to listen and with what TLS (127.0.0.1, port 0, h2c by default), and how far
+    ///     away to seem (`responseDelay`, the time each answer is held: none by default). Each
+    ///     connection announces APNs' settings (C2); to accept certificates, set
     ///     `tls.requestsClientCertificate` and `tls.clientCertificateTrustRoots`.
     ///   - tokens: the registered tokens.
     ///   - apps: the registered apps (their broadcast capability).
@@ -142,7 +142,26 @@ public final class LocalAPNSServer: Sendable {
     ///   - observer: called with every judged request, on the connection's thread; keep it short.
     public static func start(
         _ configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
-        http2: HTTP2ServerConfiguration = HTTP2ServerConfiguration(),
+        listener: Listener = Listener(),
+        tokens: [String: LocalAPNSTokenRecord] = [:],
+        apps: [LocalAPNSApp] = [],
+        channels: [LocalAPNSChannel] = [],
+        certificates: [LocalAPNSCertificate] = [],
+        authenticator: TokenAuthenticator? = nil,
+        clock: any APNSWallClock = .system,
+        inbox: LocalAPNSInbox? = nil,
+        observer: (@Sendable (LocalAPNSJudgement) -> Void)? = nil
+    ) throws -> LocalAPNSServer {
+        try Self.start(
+            configuration, http2: listener.http2, tokens: tokens, apps: apps, channels: channels, certificates: certificates,
+            authenticator: authenticator, clock: clock, inbox: inbox, observer: observer
+        )
+    }
+
+    /// Starts a server on the transport's own configuration (its `settings` replaced by APNs').
+    package static func start(
+        _ configuration: LocalAPNSConfiguration = LocalAPNSConfiguration(),
+        http2: HTTP2ServerConfiguration,
         tokens: [String: LocalAPNSTokenRecord] = [:],
         apps: [LocalAPNSApp] = [],
         channels: [LocalAPNSChannel] = [],
@@ -273,7 +292,7 @@ public final class LocalAPNSServer: Sendable {
         }
         switch fault {
         case .reset(let code):
-            responder.reset(code)
+            responder.reset(HTTP2ErrorCode(code.rawValue))
             return nil
         case .dropConnection:
             connection.closeAbruptly()
@@ -287,7 +306,7 @@ public final class LocalAPNSServer: Sendable {
             return nil
         case .goAway(let code, let reason):
             responder.respond(Self.response(for: verdict!, date: now))
-            connection.goAway(lastStreamID: request.streamID, errorCode: code, debugData: Self.reasonJSON(reason))
+            connection.goAway(lastStreamID: request.streamID, errorCode: HTTP2ErrorCode(code.rawValue), debugData: Self.reasonJSON(reason))
             return nil
         default:
             return Self.response(for: verdict!, date: now)
@@ -452,7 +471,7 @@ public final class LocalAPNSServer: Sendable {
     }
 
     /// Sends GOAWAY with `{"reason":"Shutdown"}` on every connection (C6), closes them and stops
-    /// listening; answers still held (`HTTP2ServerConfiguration.responseDelay`, delay faults) are
+    /// listening; answers still held (`Listener.responseDelay`, delay faults) are
     /// dropped. Subscriptions to accepted pushes end. Returns when the connections are closed and
     /// the server's background tasks have ended.
     public func shutdown() async {

@@ -1,7 +1,7 @@
 public import ForgeAPNs
 public import ForgeAPNsCore
 internal import ForgeCrypto
-public import ForgeHTTP2
+package import ForgeHTTP2
 public import ForgeSimulatedDevice
 internal import ForgeSupport
 internal import struct Foundation.Date
@@ -44,7 +44,7 @@ public final class LoopbackMode: Sendable {
     /// A client configuration for the server: its CA trusted, a provider key it knows.
     public let clientConfiguration: APNSClient.Configuration
     /// The same endpoint for the bare transport (`HTTP2Connection`).
-    public let http2Configuration: HTTP2ClientConfiguration
+    package let http2Configuration: HTTP2ClientConfiguration
     /// The provider-token key the server accepts (generated for this run).
     public let keyID: APNSKeyID
     /// The team of ``keyID``.

@@ -1,8 +1,8 @@
-public import ForgeAPNsCore
+package import ForgeAPNsCore
 internal import ForgeSupport
-public import struct Foundation.Date
-public import struct Foundation.Data
-public import class Foundation.JSONSerialization
+package import struct Foundation.Date
+package import struct Foundation.Data
+package import class Foundation.JSONSerialization
 
 extension TokenAuthenticator {
     /// One sentence on why a provider token got `reason`: the `kid`, `iss` and `iat` the token
@@ -10,7 +10,7 @@ extension TokenAuthenticator {
     /// "kid WRONGKEY99 is not registered; registered: FORGEKEY01 (team FORGETEAM1)".
     ///
     /// Never quotes the token or its signature: only the header's `kid` and the claims' `iss` and `iat`.
-    public func explain(_ reason: APNSErrorReason, authorization: String?, bundleID: String, now: Date = Date()) -> String {
+    package func explain(_ reason: APNSErrorReason, authorization: String?, bundleID: String, now: Date = Date()) -> String {
         let registered = self.registeredKeys.isEmpty
             ? "none"
             : self.registeredKeys.map { "\($0.keyID.rawValue) (team \($0.teamID.rawValue))" }.joined(separator: ", ")

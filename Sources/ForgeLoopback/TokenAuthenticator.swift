@@ -1,6 +1,6 @@
 public import ForgeAPNsCore
 public import ForgeCrypto
-public import struct Foundation.Date
+package import struct Foundation.Date
 internal import ForgeSupport
 
 /// A provider-token signing key the local server knows.
@@ -111,7 +111,7 @@ public final class TokenAuthenticator: Sendable {
     ///   - topicNotCoveredReason: the reason when a topic-specific key does not cover
     ///     `bundleID`: `InvalidProviderToken` for device pushes (A8), `TopicMismatch` for broadcasts (B5).
     /// - Returns: the reason APNs would give, or `nil` when the token is good.
-    public func check(
+    package func check(
         authorization: String?, bundleID: String, connectionID: UInt64,
         topicNotCoveredReason: APNSErrorReason = .invalidProviderToken
     ) -> APNSErrorReason? {
@@ -195,7 +195,7 @@ public final class TokenAuthenticator: Sendable {
 
     /// The `iat` of every token `keyID` had, in the order they were first accepted (kept only
     /// with a ``tokenUpdateLimit``): one per refresh when the senders share their token.
-    public func tokenIssueDates(keyID: APNSKeyID) -> [Date] {
+    package func tokenIssueDates(keyID: APNSKeyID) -> [Date] {
         self.keyTokens.withLock { $0[keyID.rawValue]?.history ?? [] }
     }
 
@@ -209,7 +209,7 @@ public final class TokenAuthenticator: Sendable {
 
 extension TokenAuthenticator {
     /// Forgets what was bound to a closed connection.
-    public func forget(connectionID: UInt64) {
+    package func forget(connectionID: UInt64) {
         _ = self.connections.withLock { $0.removeValue(forKey: connectionID) }
     }
 }

@@ -100,16 +100,16 @@ public enum BackgroundFetchResult: Hashable, Sendable {
 }
 
 /// Calls a completion handler at most once, whichever path gets there first.
-public final class CompletionOnce<Value: Sendable>: Sendable {
+package final class CompletionOnce<Value: Sendable>: Sendable {
     private let handler: LockedBox<(@Sendable (Value) -> Void)?>
 
     /// Wraps `handler`.
-    public init(_ handler: @escaping @Sendable (Value) -> Void) { self.handler = LockedBox(handler) }
+    package init(_ handler: @escaping @Sendable (Value) -> Void) { self.handler = LockedBox(handler) }
 
     /// Calls the handler with `value` if it has not been called yet.
     /// - Returns: whether this call was the one that ran it.
     @discardableResult
-    public func complete(_ value: Value) -> Bool {
+    package func complete(_ value: Value) -> Bool {
         let handler = self.handler.withLock { stored -> (@Sendable (Value) -> Void)? in
             defer { stored = nil }
             return stored

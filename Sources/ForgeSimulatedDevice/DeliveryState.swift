@@ -89,7 +89,7 @@ public struct DeliveryRecord: Hashable, Sendable, CustomStringConvertible {
     public var date: Date
 
     /// Creates a record.
-    public init(apnsID: String, state: DeliveryState, reason: String?, date: Date) {
+    package init(apnsID: String, state: DeliveryState, reason: String?, date: Date) {
         self.apnsID = apnsID
         self.state = state
         self.reason = reason

@@ -4,16 +4,16 @@
 /// The device makes its Live Activity update tokens with one; tests and the loopback scenarios make
 /// device tokens with it. ``next()`` gives the tokens of a seed in order; ``token(seed:index:)`` gives
 /// the one at `index` directly (the same value).
-public struct DeviceTokenGenerator: Sendable {
+package struct DeviceTokenGenerator: Sendable {
     /// The golden-ratio increment of SplitMix64.
     private static let increment: UInt64 = 0x9E37_79B9_7F4A_7C15
     private var state: UInt64
 
     /// A generator whose first token is `token(seed: seed, index: 0)`.
-    public init(seed: UInt64) { self.state = seed }
+    package init(seed: UInt64) { self.state = seed }
 
     /// The next token.
-    public mutating func next() -> String {
+    package mutating func next() -> String {
         (0..<4).map { _ in
             let hex = String(self.nextWord(), radix: 16)
             return String(repeating: "0", count: 16 - hex.count) + hex
@@ -21,7 +21,7 @@ public struct DeviceTokenGenerator: Sendable {
     }
 
     /// The token at `index` of `seed`'s sequence.
-    public static func token(seed: UInt64, index: Int) -> String {
+    package static func token(seed: UInt64, index: Int) -> String {
         // Four words per token.
         var generator = DeviceTokenGenerator(seed: seed &+ UInt64(index) &* 4 &* Self.increment)
         return generator.next()

@@ -15,9 +15,9 @@ private struct Loopback {
         let key = try APNSSigningKey(contentsOfFile: KeysExample.path("AuthKey_FORGEKEY01.p8"))
         let keyID = try APNSKeyID("FORGEKEY01")
         let teamID = try APNSTeamID("FORGETEAM1")
-        let tls = HTTP2ServerTLSConfiguration(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
+        let tls = LocalAPNSServer.TLS(certificateChainFile: KeysExample.path("server.pem"), privateKeyFile: KeysExample.path("server.key"))
         self.server = try LocalAPNSServer.start(
-            http2: HTTP2ServerConfiguration(tls: tls),
+            listener: LocalAPNSServer.Listener(tls: tls),
             authenticator: TokenAuthenticator(
                 keys: [LocalAPNSKey(keyID: keyID, teamID: teamID, verificationKey: key.publicKey)], environment: LocalAPNSConfiguration().environment
             )

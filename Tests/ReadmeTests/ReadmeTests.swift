@@ -2,7 +2,6 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCampaign
 import ForgeCrypto
-import ForgeHTTP2
 import ForgeLoopback
 import ForgeSimulatedDevice
 import ForgeTestSupport
@@ -26,9 +25,9 @@ private func localServer() throws -> (LocalAPNSServer, APNSClient.Configuration)
     let keyID = try APNSKeyID("FORGEKEY01")
     let teamID = try APNSTeamID("FORGETEAM1")
     let local = LocalAPNSConfiguration()
-    let tls = HTTP2ServerTLSConfiguration(certificateChainFile: "\(keys)/server.pem", privateKeyFile: "\(keys)/server.key")
+    let tls = LocalAPNSServer.TLS(certificateChainFile: "\(keys)/server.pem", privateKeyFile: "\(keys)/server.key")
     let server = try LocalAPNSServer.start(
-        local, http2: HTTP2ServerConfiguration(tls: tls),
+        local, listener: LocalAPNSServer.Listener(tls: tls),
         tokens: [String(format: "%064x", 7): LocalAPNSTokenRecord(bundleID: "com.example.shop", environment: local.environment,
                                                                    state: .unregistered(Date()))],
         authenticator: TokenAuthenticator(

@@ -121,7 +121,7 @@ public struct APNSPreparedBroadcast: Hashable, Sendable {
     }
 
     /// The request for this broadcast.
-    public func request() -> APNSHTTPRequest {
+    package func request() -> APNSHTTPRequest {
         var headers = [
             APNSHeaderField("apns-channel-id", self.channelID.rawValue),
             APNSHeaderField("apns-push-type", APNSPushType.liveactivity.rawValue),

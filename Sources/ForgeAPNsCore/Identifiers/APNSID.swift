@@ -18,7 +18,7 @@ public struct APNSID: Hashable, Sendable, CustomStringConvertible {
     /// the same for the same campaign and index on every run, so a push sent twice carries one id
     /// in APNs' and the local server's records. The first 20 hex digits come from `campaign`, the
     /// last 12 are `index` (RFC 9562 version 8, the variant bits set); `index` must be below 2^48.
-    public init(campaign: UUID, index: Int) {
+    package init(campaign: UUID, index: Int) {
         precondition(index >= 0 && index < 1 << 48, "a campaign index must be 0 ..< 2^48")
         var bytes = campaign.uuid
         withUnsafeMutableBytes(of: &bytes) { raw in

@@ -30,11 +30,11 @@ enum APNSPayloadCheck {
 
 /// What a payload gets wrong that APNs would still accept (rule P3 of docs/local-server-rules.md): not one JSON
 /// object, or no `aps` key. For warnings only; nothing is refused because of it.
-public enum APNSPayloadLint {
+package enum APNSPayloadLint {
     /// Why a device could not read `body` as a payload: `not valid JSON: …`, `not UTF-8: …` or
     /// `not a JSON object: …`; `nil` for one JSON object. The rules are `JSONSerialization`'s, which
     /// is what a device parses a payload with.
-    public static func jsonProblem(in body: [UInt8]) -> String? {
+    package static func jsonProblem(in body: [UInt8]) -> String? {
         var scanner = JSONShapeScanner(body)
         guard let problem = scanner.validateObject() else { return nil }
         switch problem.kind {
@@ -46,13 +46,13 @@ public enum APNSPayloadLint {
 
     /// A description of the first problem, ``jsonProblem(in:)`` or ``apsProblem(in:)``; `nil` for a
     /// JSON object with an `aps` key.
-    public static func problem(in body: [UInt8]) -> String? {
+    package static func problem(in body: [UInt8]) -> String? {
         Self.jsonProblem(in: body) ?? Self.apsProblem(in: body)
     }
 
     /// `no "aps" key` when `body`, a JSON object, has no `aps` key; `nil` otherwise. Call it for a
     /// body ``jsonProblem(in:)`` found nothing wrong with.
-    public static func apsProblem(in body: [UInt8]) -> String? {
+    package static func apsProblem(in body: [UInt8]) -> String? {
         // A key "aps" at any depth is enough for a lint: the exact position needs a full parse.
         let key = #""aps""#.utf8
         guard body.count >= key.count else { return "no \"aps\" key" }

@@ -99,7 +99,7 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     ///
     /// - Parameter apnsID: an `apns-id` for this request only; it replaces the notification's own.
     /// - Returns: a request sharing this notification's headers and body.
-    public func request(to token: DeviceToken, apnsID: APNSID? = nil) -> APNSHTTPRequest {
+    package func request(to token: DeviceToken, apnsID: APNSID? = nil) -> APNSHTTPRequest {
         guard let apnsID else { return APNSHTTPRequest(shared: self.requestParts, pathSuffix: token.hexString) }
         if let index = self.headers.firstIndex(where: { $0.name == "apns-id" }) {
             // The notification's own apns-id replaced: headers of this request alone.
@@ -114,7 +114,7 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     }
 
     /// `:path` of a device push, before the token.
-    public static let devicePathPrefix = "/3/device/"
+    package static let devicePathPrefix = "/3/device/"
 
     static func check(priority: APNSPriority?, for pushType: APNSPushType) throws(APNSValidationError) {
         guard let priority, !pushType.allowedPriorities.contains(priority) else { return }

@@ -77,7 +77,7 @@ public struct APNSErrorResponse: Error, Hashable, Sendable, CustomStringConverti
     }
 
     /// The body APNs sends for this rejection: `{"reason":"X"}` or `{"reason":"X","timestamp":ms}`.
-    public func jsonBody() -> [UInt8] {
+    package func jsonBody() -> [UInt8] {
         var body = Array(#"{"reason":"#.utf8)
         let core = JSONWriterCore()
         core.writeString(self.reason.rawValue)

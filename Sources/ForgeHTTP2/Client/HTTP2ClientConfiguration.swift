@@ -1,31 +1,31 @@
 /// How a client connection is made and kept alive.
-public struct HTTP2ClientConfiguration: Sendable {
+package struct HTTP2ClientConfiguration: Sendable {
     /// The host name or IP address (IPv4 or IPv6) to connect to.
-    public var host: String
+    package var host: String
     /// The TCP port.
-    public var port: Int
+    package var port: Int
     /// TLS settings; `nil` speaks cleartext HTTP/2 with prior knowledge (h2c), for local tests and
     /// benchmarks only: APNs has no h2c.
-    public var tls: HTTP2TLSConfiguration?
+    package var tls: HTTP2TLSConfiguration?
     /// How long name resolution, TCP connect, the proxy's tunnel and the TLS handshake may take together.
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// An outbound proxy to tunnel through (TLS stays end to end with ``host``); `nil` connects directly.
-    public var proxy: HTTP2Proxy?
+    package var proxy: HTTP2Proxy?
     /// Send a PING after this long without any frame from the peer; `nil` never pings.
-    public var pingInterval: Duration?
+    package var pingInterval: Duration?
     /// While requests are out, send a PING after this long without any frame from the peer (a
     /// stalled peer is found in seconds, not after `pingInterval`); `nil` waits for `pingInterval`.
-    public var stallInterval: Duration?
+    package var stallInterval: Duration?
     /// A peer that does not acknowledge a PING within this long is declared dead: its open streams
     /// fail as possibly processed, its queued requests as not processed.
-    public var pingTimeout: Duration
+    package var pingTimeout: Duration
     /// The most streams this side opens at once, whatever the peer allows.
-    public var maximumConcurrentStreams: Int
+    package var maximumConcurrentStreams: Int
     /// The settings this side announces.
-    public var settings: HTTP2Settings
+    package var settings: HTTP2Settings
 
     /// Creates a configuration. TLS with the system trust store by default.
-    public init(
+    package init(
         host: String,
         port: Int = 443,
         tls: HTTP2TLSConfiguration? = HTTP2TLSConfiguration(),
@@ -51,7 +51,7 @@ public struct HTTP2ClientConfiguration: Sendable {
 }
 
 /// What a connection's owner can see of its state.
-public enum HTTP2ConnectionState: Hashable, Sendable {
+package enum HTTP2ConnectionState: Hashable, Sendable {
     /// Connecting, or open and usable.
     case active
     /// The peer sent GOAWAY: nothing new starts here; open streams up to `lastStreamID` may finish.

@@ -20,11 +20,11 @@ internal import Synchronization
 /// (``HTTP2ClientCore``); it resumes each caller's continuation once. When the connection ends, for
 /// whatever reason, every queued and open request fails with an error that says whether it may
 /// have been processed.
-public final class HTTP2Connection: Sendable {
+package final class HTTP2Connection: Sendable {
     private let inbox: LockedBox<Inbox>
     private let waker: WakePipe
     /// The host and port, for errors and logs.
-    public let endpoint: String
+    package let endpoint: String
     private let connectionExecutor: ConnectionExecutor
     /// The load the I/O thread publishes.
     private let gauges: ConnectionGauges
@@ -33,7 +33,7 @@ public final class HTTP2Connection: Sendable {
     /// Whether any request got a response on this connection: one that closes before that was
     /// never usable, whatever its handshake said. Set on the I/O thread as the first response
     /// arrives, so it is already true when that thread reports the close.
-    public var hasAnswered: Bool { self.gauges.answered.load(ordering: .acquiring) }
+    package var hasAnswered: Bool { self.gauges.answered.load(ordering: .acquiring) }
 
     /// The connection's I/O thread as a task executor.
     ///
@@ -41,16 +41,16 @@ public final class HTTP2Connection: Sendable {
     /// thread that owns the socket: their requests and their responses then cross no thread boundary,
     /// which roughly halves the CPU each request costs. Such tasks must not block: while one runs, the
     /// connection does no I/O. After the connection closes they move to the global executor.
-    public var executor: any TaskExecutor { self.connectionExecutor }
+    package var executor: any TaskExecutor { self.connectionExecutor }
 
     /// Whether the caller runs on this connection's I/O thread (in a job of its executor, or of
     /// an executor that runs jobs there through ``enqueue(_:as:)``).
-    public var ownsCurrentThread: Bool { self.connectionExecutor.isCurrent }
+    package var ownsCurrentThread: Bool { self.connectionExecutor.isCurrent }
 
     /// Queues `job` to run on this connection's I/O thread as `executor`: how an executor that
     /// spreads tasks over several connections (a pool's) runs them where their requests go.
     /// - Returns: `false` once the connection is closed; the caller runs the job elsewhere.
-    public func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
+    package func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
         self.connectionExecutor.enqueue(job, as: executor)
     }
 
@@ -61,7 +61,7 @@ public final class HTTP2Connection: Sendable {
     /// Queues `job` on the I/O thread the caller runs on, if it runs on a connection's I/O thread:
     /// a task resumed by a response then stays where its next request goes, with no thread hop.
     /// - Returns: `false` when the caller is on no open connection's I/O thread.
-    public static func enqueueOnCurrentThread(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
+    package static func enqueueOnCurrentThread(_ job: UnownedJob, as executor: UnownedTaskExecutor) -> Bool {
         CurrentConnectionExecutor.get()?.enqueue(job, as: executor) ?? false
     }
 
@@ -83,7 +83,7 @@ public final class HTTP2Connection: Sendable {
     ///   changes, when the peer sends GOAWAY and when the connection closes (not for a failed
     ///   connect, which throws). Keep it short: the connection does no I/O while it runs.
     /// - Throws: ``HTTP2ClientError`` with `connectFailed`, `tlsFailed` or `alpnMismatch`.
-    public static func connect(
+    package static func connect(
         _ configuration: HTTP2ClientConfiguration, events: (@Sendable (HTTP2ConnectionEvent) -> Void)? = nil
     ) async throws -> HTTP2Connection {
         if configuration.tls?.verification == .insecureLoopbackOnly, !isLoopbackHost(configuration.host) {
@@ -130,7 +130,7 @@ public final class HTTP2Connection: Sendable {
     /// Cancelling the calling task resets the stream (RST_STREAM CANCEL) and throws `cancelled`.
     /// - Parameter deadline: when to give up; the stream is reset then.
     /// - Throws: ``HTTP2ClientError``.
-    nonisolated(nonsending) public func send(_ request: consuming HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
+    nonisolated(nonsending) package func send(_ request: consuming HTTP2Request, deadline: ContinuousClock.Instant? = nil) async throws -> HTTP2Response {
         try await self.send(request, monotonicDeadline: deadline.map(MonotonicInstant.init))
     }
 
@@ -164,7 +164,7 @@ public final class HTTP2Connection: Sendable {
 
     /// Sends many requests with one wake-up of the I/O thread and one suspension of the caller.
     /// - Returns: one result per request, in order.
-    public func sendBatch(
+    package func sendBatch(
         _ requests: [HTTP2Request],
         deadline: ContinuousClock.Instant? = nil
     ) async -> [Result<HTTP2Response, HTTP2ClientError>] {
@@ -197,19 +197,19 @@ public final class HTTP2Connection: Sendable {
     }
 
     /// The connection's state as its owner sees it.
-    public var state: HTTP2ConnectionState { self.inbox.withLock { $0.state } }
+    package var state: HTTP2ConnectionState { self.inbox.withLock { $0.state } }
 
     /// Streams open plus requests queued on this connection, as of the I/O thread's last pass.
-    public var outstandingCount: Int { self.gauges.outstanding.load(ordering: .relaxed) }
+    package var outstandingCount: Int { self.gauges.outstanding.load(ordering: .relaxed) }
 
     /// The peer's current `SETTINGS_MAX_CONCURRENT_STREAMS`.
-    public var peerMaxConcurrentStreams: UInt32 { self.gauges.peerMaxConcurrentStreams.load(ordering: .relaxed) }
+    package var peerMaxConcurrentStreams: UInt32 { self.gauges.peerMaxConcurrentStreams.load(ordering: .relaxed) }
 
     // MARK: Shutdown
 
     /// Stops taking requests, lets open streams finish for up to `gracePeriod`, then closes; what is
     /// still open then fails with `shutdown`. Returns when the connection is closed.
-    public func shutdown(gracePeriod: Duration) async {
+    package func shutdown(gracePeriod: Duration) async {
         let deadline = monotonicNanoseconds() &+ UInt64(max(0, Self.nanoseconds(gracePeriod)))
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let alreadyClosed = self.inbox.withLock { inbox -> Bool in
@@ -223,7 +223,7 @@ public final class HTTP2Connection: Sendable {
     }
 
     /// Closes at once: everything open or queued fails with `shutdown`.
-    public func close() async {
+    package func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let alreadyClosed = self.inbox.withLock { inbox -> Bool in
                 if case .closed = inbox.state { return true }
@@ -298,7 +298,7 @@ public final class HTTP2Connection: Sendable {
 }
 
 /// What a connection tells its owner as it happens (``HTTP2Connection/connect(_:events:)``).
-public enum HTTP2ConnectionEvent: Hashable, Sendable {
+package enum HTTP2ConnectionEvent: Hashable, Sendable {
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS is now this (also reported once after connecting).
     case maximumConcurrentStreams(Int)
     /// The peer sent GOAWAY: nothing new starts on the connection. Sent before the requests it

@@ -11,9 +11,9 @@ import Foundation
 /// var configuration = HTTP2ClientConfiguration(host: "api.push.apple.com")
 /// configuration.proxy = proxy
 /// ```
-public struct HTTP2Proxy: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+package struct HTTP2Proxy: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// How the tunnel is asked for.
-    public enum Kind: String, Hashable, Sendable {
+    package enum Kind: String, Hashable, Sendable {
         /// `CONNECT host:port HTTP/1.1`, with `Proxy-Authorization: Basic` when credentials are given.
         case httpConnect = "http"
         /// SOCKS5 (RFC 1928), with user/password authentication (RFC 1929) when credentials are
@@ -22,18 +22,18 @@ public struct HTTP2Proxy: Hashable, Sendable, CustomStringConvertible, CustomDeb
     }
 
     /// How the tunnel is asked for.
-    public var kind: Kind
+    package var kind: Kind
     /// The proxy's host name or IP address.
-    public var host: String
+    package var host: String
     /// The proxy's TCP port.
-    public var port: Int
+    package var port: Int
     /// The user name, when the proxy asks for one.
-    public var username: String?
+    package var username: String?
     /// The password; shown nowhere (``description`` prints `***`).
-    public var password: String?
+    package var password: String?
 
     /// Creates a proxy setting.
-    public init(_ kind: Kind, host: String, port: Int, username: String? = nil, password: String? = nil) {
+    package init(_ kind: Kind, host: String, port: Int, username: String? = nil, password: String? = nil) {
         self.kind = kind
         self.host = host
         self.port = port
@@ -42,13 +42,13 @@ public struct HTTP2Proxy: Hashable, Sendable, CustomStringConvertible, CustomDeb
     }
 
     /// The port a proxy URL without one gets, as curl does.
-    public static let defaultPort = 1080
+    package static let defaultPort = 1080
 
     /// A proxy from a URL as curl and `HTTPS_PROXY` take it: `http://[user:password@]host[:port]`
     /// (HTTP CONNECT), `socks5://…` or `socks5h://…` (SOCKS5; both let the proxy resolve the
     /// target's name). Without a scheme, `http://`. User and password are percent-decoded.
     /// - Throws: ``HTTP2ProxyURLError`` naming the rule; its text shows the URL without its password.
-    public init(url text: String) throws(HTTP2ProxyURLError) {
+    package init(url text: String) throws(HTTP2ProxyURLError) {
         let full = text.contains("://") ? text : "http://" + text
         guard let components = URLComponents(string: full), let scheme = components.scheme?.lowercased() else {
             throw HTTP2ProxyURLError(url: text, rule: "is not a URL: give scheme://[user:password@]host[:port]")
@@ -77,13 +77,13 @@ public struct HTTP2Proxy: Hashable, Sendable, CustomStringConvertible, CustomDeb
     }
 
     /// `host:port` (IPv6 in brackets): how errors and logs name the proxy.
-    public var endpoint: String {
+    package var endpoint: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         return "\(host):\(self.port)"
     }
 
     /// The URL with the password replaced by `***`.
-    public var description: String {
+    package var description: String {
         var userInfo = ""
         if let username {
             let encoded = username.addingPercentEncoding(withAllowedCharacters: .urlUserAllowed) ?? username
@@ -94,10 +94,10 @@ public struct HTTP2Proxy: Hashable, Sendable, CustomStringConvertible, CustomDeb
         return "\(self.kind.rawValue)://\(userInfo)\(self.endpoint)"
     }
 
-    public var debugDescription: String { self.description }
+    package var debugDescription: String { self.description }
 
     /// Reflection (`dump`, default struct printing) shows the redacted URL only.
-    public var customMirror: Mirror { Mirror(self, children: ["url": self.description]) }
+    package var customMirror: Mirror { Mirror(self, children: ["url": self.description]) }
 
     /// The port after the host in `scheme://[user@]host[:port]`: `defaultPort` when none is given,
     /// `nil` when it is not 1-65535 (read from the text: URLComponents drops a port too large for an Int).
@@ -113,18 +113,18 @@ public struct HTTP2Proxy: Hashable, Sendable, CustomStringConvertible, CustomDeb
 }
 
 /// A proxy URL that cannot be used; the text shows the URL without its password.
-public struct HTTP2ProxyURLError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct HTTP2ProxyURLError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The URL as given, with any password replaced by `***`.
-    public let redactedURL: String
+    package let redactedURL: String
     /// What is wrong with it.
-    public let rule: String
+    package let rule: String
 
     init(url: String, rule: String) {
         self.redactedURL = redactingPassword(in: url)
         self.rule = rule
     }
 
-    public var description: String { "the proxy URL '\(self.redactedURL)' \(self.rule)" }
+    package var description: String { "the proxy URL '\(self.redactedURL)' \(self.rule)" }
 }
 
 /// `scheme://user:password@host…` with the password replaced by `***`; text without one unchanged.

@@ -2,20 +2,20 @@ import Foundation
 internal import ForgeSupport
 
 /// How a server listens.
-public struct HTTP2ServerConfiguration: Sendable {
+package struct HTTP2ServerConfiguration: Sendable {
     /// The address to listen on: `127.0.0.1` or `::1` (any IP literal).
-    public var host: String
+    package var host: String
     /// The port; 0 lets the system choose (read it back from ``HTTP2Server/port``).
-    public var port: Int
+    package var port: Int
     /// TLS settings; `nil` serves cleartext HTTP/2 with prior knowledge (h2c).
-    public var tls: HTTP2ServerTLSConfiguration?
+    package var tls: HTTP2ServerTLSConfiguration?
     /// The settings each connection announces first (`SETTINGS_MAX_CONCURRENT_STREAMS` above all).
-    public var settings: HTTP2Settings
+    package var settings: HTTP2Settings
     /// Whether PINGs are answered (turn off to test a client's dead-peer detection).
-    public var answersPings: Bool
+    package var answersPings: Bool
     /// How long a new connection may take, from accept, to finish the TLS handshake and send the
     /// client preface (its magic and first SETTINGS); a connection that has not is closed. Default 10 s.
-    public var handshakeTimeout: Duration
+    package var handshakeTimeout: Duration
     /// How long a request may take to arrive complete, from its HEADERS to the END_STREAM flag (on
     /// the headers or on its last DATA); a stream still incomplete then is reset with
     /// `REFUSED_STREAM`, and the connection goes on. Default 10 s; `nil` waits for ever.
@@ -25,7 +25,7 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// cannot deliver twice; APNs clients know no `408`, and a response sent while the client is
     /// still sending would need a reset after it anyway. The timer pauses while the server is told
     /// to stop reading (``HTTP2ServerConnection/setReading(_:)``): the client is not the slow side then.
-    public var requestTimeout: Duration?
+    package var requestTimeout: Duration?
     /// How long each response is held before it is sent, as if the server were that far away:
     /// APNs is 20-50 ms from most providers, loopback is not. Default `.zero`: sent at once.
     ///
@@ -35,17 +35,17 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// wait at the same time. RST_STREAM, GOAWAY and SETTINGS are not held. A stream the client
     /// resets while its response is held is skipped; responses still held when the connection
     /// closes (or the server shuts down) are dropped.
-    public var responseDelay: Duration
+    package var responseDelay: Duration
     /// Told when a client speaks the other protocol than the port: cleartext (HTTP/2 with prior
     /// knowledge, or HTTP/1.x) to a TLS port, or TLS to a cleartext port, with the peer's address
     /// and a sentence saying which; the connection is then closed. Called on the connection's
     /// thread; keep it short. `nil` (the default) does not look: such a connection fails in the
     /// TLS handshake or the preface, unexplained.
-    public var onWrongProtocol: (@Sendable (_ peerAddress: String, _ problem: String) -> Void)?
+    package var onWrongProtocol: (@Sendable (_ peerAddress: String, _ problem: String) -> Void)?
 
     /// Creates a configuration: loopback, a free port, h2c, 1000 streams, 10 s for the handshake
     /// and preface, 10 s for each request to arrive, responses sent at once.
-    public init(
+    package init(
         host: String = "127.0.0.1",
         port: Int = 0,
         tls: HTTP2ServerTLSConfiguration? = nil,
@@ -69,35 +69,35 @@ public struct HTTP2ServerConfiguration: Sendable {
 }
 
 /// Answers a request later, from any thread: for handlers that need to wait for something.
-public struct HTTP2Responder: Sendable {
+package struct HTTP2Responder: Sendable {
     /// The connection the request came on (to change its settings or end it).
-    public let connection: HTTP2ServerConnection
+    package let connection: HTTP2ServerConnection
     /// The stream of the request.
-    public let streamID: Int32
+    package let streamID: Int32
 
     /// Sends the response (ignored if the stream is gone), after
     /// ``HTTP2ServerConfiguration/responseDelay`` like every response.
-    public func respond(_ response: HTTP2Response) {
+    package func respond(_ response: HTTP2Response) {
         self.connection.post { $0.responses.append((self.streamID, response)) }
     }
 
     /// Sends the response `delay` from now, plus ``HTTP2ServerConfiguration/responseDelay`` like
     /// every response (ignored if the stream is gone by then): a server slow to answer one request.
     /// The connection's I/O thread holds it; no task or thread waits for it.
-    public func respond(_ response: HTTP2Response, after delay: Duration) {
+    package func respond(_ response: HTTP2Response, after delay: Duration) {
         let due = ServerLoop.adding(ServerLoop.nanoseconds(delay), to: monotonicNanoseconds())
         self.connection.post { $0.delayedResponses.append((due, self.streamID, response)) }
     }
 
     /// Resets the stream instead of answering.
-    public func reset(_ errorCode: HTTP2ErrorCode) {
+    package func reset(_ errorCode: HTTP2ErrorCode) {
         self.connection.post { $0.commands.append(.reset(streamID: self.streamID, errorCode: errorCode)) }
     }
 }
 
 /// Handles one request on the connection's I/O thread: return the response now, or `nil` and
 /// answer later through the responder. Keep it short; it runs between frames.
-public typealias HTTP2RequestHandler = @Sendable (HTTP2ServerRequest, HTTP2Responder) -> HTTP2Response?
+package typealias HTTP2RequestHandler = @Sendable (HTTP2ServerRequest, HTTP2Responder) -> HTTP2Response?
 
 /// An HTTP/2 server over nghttp2 and OpenSSL: loopback tests, the local APNs server, benchmarks.
 ///
@@ -107,13 +107,13 @@ public typealias HTTP2RequestHandler = @Sendable (HTTP2ServerRequest, HTTP2Respo
 /// ``HTTP2ServerConfiguration/handshakeTimeout``. ``connections`` yields every
 /// accepted connection, whose handle injects faults (GOAWAY, resets, settings, abrupt close,
 /// stopped reading, unanswered PINGs).
-public final class HTTP2Server: Sendable {
+package final class HTTP2Server: Sendable {
     /// The port the server listens on.
-    public let port: Int
+    package let port: Int
     /// The configuration it started with.
-    public let configuration: HTTP2ServerConfiguration
+    package let configuration: HTTP2ServerConfiguration
     /// Each accepted connection, as it is accepted.
-    public let connections: AsyncStream<HTTP2ServerConnection>
+    package let connections: AsyncStream<HTTP2ServerConnection>
     private let shared: LockedBox<Shared>
     private let waker: WakePipe
 
@@ -138,7 +138,7 @@ public final class HTTP2Server: Sendable {
 
     /// Binds, then accepts on a thread of its own until ``shutdown()``.
     /// - Throws: a description of what failed: binding, or loading the certificate or key.
-    public static func start(_ configuration: HTTP2ServerConfiguration, handler: @escaping HTTP2RequestHandler) throws -> HTTP2Server {
+    package static func start(_ configuration: HTTP2ServerConfiguration, handler: @escaping HTTP2RequestHandler) throws -> HTTP2Server {
         let context = try configuration.tls.map { try TLSContext.server($0) }
         let (listener, port) = try Socket.listen(host: configuration.host, port: configuration.port)
         let waker = try WakePipe()
@@ -155,10 +155,10 @@ public final class HTTP2Server: Sendable {
 
     /// How many connections the server has accepted so far, counted as each is accepted (before
     /// ``connections`` yields it and before it reads its first request).
-    public var acceptedConnections: Int { self.shared.withLock { $0.accepted } }
+    package var acceptedConnections: Int { self.shared.withLock { $0.accepted } }
 
     /// Announces new settings on every open connection and uses them for new ones.
-    public func updateSettings(_ settings: HTTP2Settings) {
+    package func updateSettings(_ settings: HTTP2Settings) {
         let open = self.shared.withLock { shared -> [HTTP2ServerConnection] in
             shared.settings = settings
             return Array(shared.open.values)
@@ -168,7 +168,7 @@ public final class HTTP2Server: Sendable {
 
     /// Stops accepting and closes every connection (GOAWAY first, carrying `goAwayDebugData`).
     /// Returns when all are closed.
-    public func shutdown(goAwayDebugData: [UInt8] = []) async {
+    package func shutdown(goAwayDebugData: [UInt8] = []) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let stopped = self.shared.withLock { shared -> Bool in
                 // Already stopped (a second call): nothing will run the waiters again.

@@ -5,11 +5,11 @@ internal import ForgeSupport
 ///
 /// The fault-injection hooks (an abrupt close, stalled reading, late PINGs, counters) are `package`:
 /// for the local server and this package's tests, not for users of the product.
-public final class HTTP2ServerConnection: Sendable {
+package final class HTTP2ServerConnection: Sendable {
     /// A number unique within the server.
-    public let id: UInt64
+    package let id: UInt64
     /// `address:port` of the client.
-    public let peerAddress: String
+    package let peerAddress: String
     let inbox = LockedBox(ServerInbox())
     let waker: WakePipe
     private let server: LockedBox<HTTP2Server.Shared>
@@ -23,17 +23,17 @@ public final class HTTP2ServerConnection: Sendable {
     }
 
     /// Sends GOAWAY; `lastStreamID` defaults to the last stream processed.
-    public func goAway(lastStreamID: Int32? = nil, errorCode: HTTP2ErrorCode = .noError, debugData: [UInt8] = []) {
+    package func goAway(lastStreamID: Int32? = nil, errorCode: HTTP2ErrorCode = .noError, debugData: [UInt8] = []) {
         self.post { $0.commands.append(.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)) }
     }
 
     /// Resets a stream.
-    public func reset(streamID: Int32, errorCode: HTTP2ErrorCode) {
+    package func reset(streamID: Int32, errorCode: HTTP2ErrorCode) {
         self.post { $0.commands.append(.reset(streamID: streamID, errorCode: errorCode)) }
     }
 
     /// Announces new settings (for example `maxConcurrentStreams`).
-    public func updateSettings(_ settings: HTTP2Settings) {
+    package func updateSettings(_ settings: HTTP2Settings) {
         self.post { $0.commands.append(.settings(settings)) }
     }
 
@@ -57,7 +57,7 @@ public final class HTTP2ServerConnection: Sendable {
     package var unansweredPingCount: Int { self.inbox.withLock { $0.unansweredPings } }
 
     /// Whether the connection has ended.
-    public var isClosed: Bool { self.inbox.withLock { $0.closed } }
+    package var isClosed: Bool { self.inbox.withLock { $0.closed } }
 
     /// Requests seen on this connection so far.
     package var requestCount: Int { self.inbox.withLock { $0.requestCount } }

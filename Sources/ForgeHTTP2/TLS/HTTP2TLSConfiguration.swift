@@ -1,8 +1,8 @@
 /// How a client sets up TLS. Secure by default: the system trust store, host name checks, TLS 1.2+,
 /// ALPN `h2` required.
-public struct HTTP2TLSConfiguration: Sendable {
+package struct HTTP2TLSConfiguration: Sendable {
     /// Which certificates the client trusts.
-    public struct TrustRoots: Hashable, Sendable {
+    package struct TrustRoots: Hashable, Sendable {
         enum Base: Hashable, Sendable {
             case system
             case file(String)
@@ -12,15 +12,15 @@ public struct HTTP2TLSConfiguration: Sendable {
         let base: Base
 
         /// The system's trust store.
-        public static let system = TrustRoots(base: .system)
+        package static let system = TrustRoots(base: .system)
         /// The PEM certificates in `path` (for example a test CA).
-        public static func file(_ path: String) -> TrustRoots { TrustRoots(base: .file(path)) }
+        package static func file(_ path: String) -> TrustRoots { TrustRoots(base: .file(path)) }
         /// The certificates in PEM text, held in memory (for example ``LoopbackTLSIdentity/caCertificatePEM``).
-        public static func pem(_ text: String) -> TrustRoots { TrustRoots(base: .pem(text)) }
+        package static func pem(_ text: String) -> TrustRoots { TrustRoots(base: .pem(text)) }
 
         /// Where these roots come from, for a person: the file, PEM text, or where OpenSSL finds the
         /// system store (`SSL_CERT_FILE` and `SSL_CERT_DIR` when set, else its built-in paths).
-        public var location: String {
+        package var location: String {
             switch self.base {
             case .file(let path): return path
             case .pem: return "PEM text in memory"
@@ -30,7 +30,7 @@ public struct HTTP2TLSConfiguration: Sendable {
     }
 
     /// How strictly the server certificate is checked.
-    public struct Verification: Hashable, Sendable {
+    package struct Verification: Hashable, Sendable {
         enum Base: Hashable, Sendable {
             case full
             case insecureLoopbackOnly
@@ -39,14 +39,14 @@ public struct HTTP2TLSConfiguration: Sendable {
         let base: Base
 
         /// Chain, validity and host name (or IP address) are checked. The default.
-        public static let full = Verification(base: .full)
+        package static let full = Verification(base: .full)
         /// No check at all, allowed only when connecting to a loopback address (`127.0.0.0/8`, `::1`,
         /// `localhost`); connecting anywhere else with it fails before a byte is sent.
-        public static let insecureLoopbackOnly = Verification(base: .insecureLoopbackOnly)
+        package static let insecureLoopbackOnly = Verification(base: .insecureLoopbackOnly)
     }
 
     /// A client certificate for APNs certificate authentication.
-    public struct ClientIdentity: Hashable, Sendable {
+    package struct ClientIdentity: Hashable, Sendable {
         enum Base: Hashable, Sendable {
             case pem(certificate: TLSSource, privateKey: TLSSource)
             case pkcs12(TLSSource, password: String)
@@ -55,40 +55,40 @@ public struct HTTP2TLSConfiguration: Sendable {
         let base: Base
 
         /// A PEM certificate (chain) file and its PEM private key file.
-        public static func pem(certificateFile: String, privateKeyFile: String) -> ClientIdentity {
+        package static func pem(certificateFile: String, privateKeyFile: String) -> ClientIdentity {
             ClientIdentity(base: .pem(certificate: .file(certificateFile), privateKey: .file(privateKeyFile)))
         }
 
         /// A PEM certificate (chain) and its PEM private key, from memory (a secret store, an
         /// environment variable) instead of files.
-        public static func pem(certificatePEM: [UInt8], privateKeyPEM: [UInt8]) -> ClientIdentity {
+        package static func pem(certificatePEM: [UInt8], privateKeyPEM: [UInt8]) -> ClientIdentity {
             ClientIdentity(base: .pem(certificate: .memory(certificatePEM), privateKey: .memory(privateKeyPEM)))
         }
 
         /// A PKCS#12 (`.p12`) file and its password.
-        public static func pkcs12(path: String, password: String) -> ClientIdentity {
+        package static func pkcs12(path: String, password: String) -> ClientIdentity {
             ClientIdentity(base: .pkcs12(.file(path), password: password))
         }
 
         /// PKCS#12 (`.p12`) bytes from memory and their password.
-        public static func pkcs12(bytes: [UInt8], password: String) -> ClientIdentity {
+        package static func pkcs12(bytes: [UInt8], password: String) -> ClientIdentity {
             ClientIdentity(base: .pkcs12(.memory(bytes), password: password))
         }
     }
 
     /// Whom to trust.
-    public var trustRoots: TrustRoots
+    package var trustRoots: TrustRoots
     /// How strictly to check.
-    public var verification: Verification
+    package var verification: Verification
     /// The certificate to present, if any.
-    public var clientIdentity: ClientIdentity?
+    package var clientIdentity: ClientIdentity?
     /// The name sent as SNI and checked against the certificate; the connect host when `nil`.
-    public var serverName: String?
+    package var serverName: String?
     /// The TLS context ``prepared()`` built, with the settings it was built from.
     private var kept: PreparedContext?
 
     /// Creates a configuration; the defaults are the secure ones.
-    public init(
+    package init(
         trustRoots: TrustRoots = .system,
         verification: Verification = .full,
         clientIdentity: ClientIdentity? = nil,
@@ -111,7 +111,7 @@ public struct HTTP2TLSConfiguration: Sendable {
     /// - Throws: ``HTTP2TLSConfigurationError`` naming the field, the file and the rule it breaks:
     ///   trust roots that are not PEM certificates, a certificate or key that cannot be read or do
     ///   not match, a PKCS#12 file that is not one, or a wrong password.
-    public func prepared() throws(HTTP2TLSConfigurationError) -> HTTP2TLSConfiguration {
+    package func prepared() throws(HTTP2TLSConfigurationError) -> HTTP2TLSConfiguration {
         var copy = self
         copy.kept = nil
         let context: TLSContext
@@ -128,7 +128,7 @@ public struct HTTP2TLSConfiguration: Sendable {
     }
 
     /// Whether ``prepared()`` built a context that still matches these settings.
-    public var isPrepared: Bool { self.preparedContext != nil }
+    package var isPrepared: Bool { self.preparedContext != nil }
 
     /// The context ``prepared()`` built, if the settings it depends on are unchanged.
     var preparedContext: TLSContext? {
@@ -161,21 +161,21 @@ public struct HTTP2TLSConfiguration: Sendable {
 
 /// How a server sets up TLS: its certificate (PEM files, or a ``LoopbackTLSIdentity`` in memory)
 /// and, optionally, a request for client certificates.
-public struct HTTP2ServerTLSConfiguration: Sendable {
+package struct HTTP2ServerTLSConfiguration: Sendable {
     /// The PEM certificate chain file (unused, and empty, when ``identity`` is set).
-    public var certificateChainFile: String
+    package var certificateChainFile: String
     /// The PEM private key file (unused, and empty, when ``identity`` is set).
-    public var privateKeyFile: String
+    package var privateKeyFile: String
     /// A certificate and key in memory, used instead of the files.
-    public var identity: LoopbackTLSIdentity?
+    package var identity: LoopbackTLSIdentity?
     /// Ask clients for a certificate. Any certificate is accepted by the handshake; whether it
     /// verified against ``clientCertificateTrustRoots`` is reported with the request.
-    public var requestsClientCertificate: Bool
+    package var requestsClientCertificate: Bool
     /// The CA that client certificates are checked against, when requested.
-    public var clientCertificateTrustRoots: String?
+    package var clientCertificateTrustRoots: String?
 
     /// Creates a configuration.
-    public init(
+    package init(
         certificateChainFile: String,
         privateKeyFile: String,
         requestsClientCertificate: Bool = false,
@@ -188,7 +188,7 @@ public struct HTTP2ServerTLSConfiguration: Sendable {
     }
 
     /// Creates a configuration that serves `identity`'s certificate, with no file on disk.
-    public init(
+    package init(
         identity: LoopbackTLSIdentity,
         requestsClientCertificate: Bool = false,
         clientCertificateTrustRoots: String? = nil

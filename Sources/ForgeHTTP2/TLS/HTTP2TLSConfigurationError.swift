@@ -4,9 +4,9 @@
 /// that is not PKCS#12, or a password that does not open it.
 ///
 /// Errors compare equal when their ``field`` is equal.
-public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Which setting is wrong.
-    public struct Field: Hashable, Sendable, CustomStringConvertible {
+    package struct Field: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case trustRoots, clientCertificate, clientPrivateKey, pkcs12, pkcs12Password, serverCertificate
         }
@@ -15,19 +15,19 @@ public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStrin
         private init(_ base: Base) { self.base = base }
 
         /// ``HTTP2TLSConfiguration/trustRoots``: the CA file (or the system store).
-        public static let trustRoots = Field(.trustRoots)
+        package static let trustRoots = Field(.trustRoots)
         /// The certificate file of a PEM ``HTTP2TLSConfiguration/ClientIdentity``.
-        public static let clientCertificate = Field(.clientCertificate)
+        package static let clientCertificate = Field(.clientCertificate)
         /// The private key file of a PEM ``HTTP2TLSConfiguration/ClientIdentity``.
-        public static let clientPrivateKey = Field(.clientPrivateKey)
+        package static let clientPrivateKey = Field(.clientPrivateKey)
         /// The file of a PKCS#12 ``HTTP2TLSConfiguration/ClientIdentity``.
-        public static let pkcs12 = Field(.pkcs12)
+        package static let pkcs12 = Field(.pkcs12)
         /// The password of a PKCS#12 ``HTTP2TLSConfiguration/ClientIdentity``.
-        public static let pkcs12Password = Field(.pkcs12Password)
+        package static let pkcs12Password = Field(.pkcs12Password)
         /// A server's certificate, such as a ``LoopbackTLSIdentity`` that could not be made.
-        public static let serverCertificate = Field(.serverCertificate)
+        package static let serverCertificate = Field(.serverCertificate)
 
-        public var description: String {
+        package var description: String {
             switch self.base {
             case .trustRoots: return "trustRoots"
             case .clientCertificate: return "clientIdentity certificate"
@@ -40,20 +40,20 @@ public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStrin
     }
 
     /// The setting at fault.
-    public var field: Field
+    package var field: Field
     /// The file concerned (empty for the system trust store).
-    public var path: String
+    package var path: String
     /// The rule it breaks, such as "must be a readable PEM file of CA certificates".
-    public var rule: String
+    package var rule: String
     /// OpenSSL's reasons.
-    public var detail: String
+    package var detail: String
     /// Where the error was made.
-    public var file: String
+    package var file: String
     /// The line it was made on.
-    public var line: Int
+    package var line: Int
 
     /// Creates an error.
-    public init(field: Field, path: String, rule: String, detail: String = "", file: String = #fileID, line: Int = #line) {
+    package init(field: Field, path: String, rule: String, detail: String = "", file: String = #fileID, line: Int = #line) {
         self.field = field
         self.path = path
         self.rule = rule
@@ -63,7 +63,7 @@ public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStrin
     }
 
     /// `<field> '<path>' <rule> (<OpenSSL's reasons>)`; never a password.
-    public var description: String {
+    package var description: String {
         var text = "\(self.field)"
         if !self.path.isEmpty { text += " '\(self.path)'" }
         text += " \(self.rule)"
@@ -71,6 +71,6 @@ public struct HTTP2TLSConfigurationError: Error, Hashable, Sendable, CustomStrin
         return text
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.field == rhs.field }
-    public func hash(into hasher: inout Hasher) { hasher.combine(self.field) }
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.field == rhs.field }
+    package func hash(into hasher: inout Hasher) { hasher.combine(self.field) }
 }

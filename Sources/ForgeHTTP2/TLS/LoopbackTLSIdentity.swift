@@ -13,25 +13,25 @@ internal import CForgeOpenSSL
 /// `@unchecked Sendable`: the certificate and key are made in `init` and only read afterwards
 /// (`SSL_CTX_use_certificate` and `SSL_CTX_use_PrivateKey` take their own references), which
 /// OpenSSL allows from several threads.
-public final class LoopbackTLSIdentity: @unchecked Sendable, CustomStringConvertible {
+package final class LoopbackTLSIdentity: @unchecked Sendable, CustomStringConvertible {
     /// The CA certificate (PEM, `CA:TRUE`): what a client trusts.
-    public let caCertificatePEM: String
+    package let caCertificatePEM: String
     /// The server certificate (PEM), issued by the CA, for `DNS:localhost`, `IP:127.0.0.1`, `IP:::1`.
-    public let certificatePEM: String
+    package let certificatePEM: String
     /// The server certificate (`X509*`), owned.
     let certificate: OpaquePointer
     /// The server's private key (`EVP_PKEY*`), owned.
     let privateKey: OpaquePointer
 
     /// The names the server certificate is valid for.
-    public static let subjectAlternativeNames = "DNS:localhost,IP:127.0.0.1,IP:::1"
+    package static let subjectAlternativeNames = "DNS:localhost,IP:127.0.0.1,IP:::1"
 
     /// Makes a CA and a server certificate valid from an hour ago (a client's clock may lag a
     /// little) for `validDays` days.
     /// - Parameter validDays: how long both certificates stay valid, 1...3650 days (default 7).
     /// - Throws: ``HTTP2TLSConfigurationError`` with field `serverCertificate` when OpenSSL cannot
     ///   make a key or a certificate.
-    public init(validDays: Int = 7) throws(HTTP2TLSConfigurationError) {
+    package init(validDays: Int = 7) throws(HTTP2TLSConfigurationError) {
         precondition((1...3650).contains(validDays), "validDays must be 1...3650")
         openSSLReady
         ERR_clear_error()
@@ -86,7 +86,7 @@ public final class LoopbackTLSIdentity: @unchecked Sendable, CustomStringConvert
     }
 
     /// Names the certificate, never the key.
-    public var description: String { "LoopbackTLSIdentity(\(Self.subjectAlternativeNames), private key not shown)" }
+    package var description: String { "LoopbackTLSIdentity(\(Self.subjectAlternativeNames), private key not shown)" }
 
     private static func failure(_ step: String) -> HTTP2TLSConfigurationError {
         HTTP2TLSConfigurationError(
@@ -128,7 +128,7 @@ public final class LoopbackTLSIdentity: @unchecked Sendable, CustomStringConvert
         guard X509_NAME_add_entry_by_txt(subject, "CN", CForgeOpenSSL_MBSTRING_ASC, name, Int32(name.count), -1, 0) == 1,
             X509_set_issuer_name(certificate, issuer.map { X509_get_subject_name($0.certificate) } ?? subject) == 1,
             X509_set_pubkey(certificate, key) == 1
-        else { throw Self.failure("names and public key") }
+        else { throw Self.failure("names and package key") }
         var context = X509V3_CTX()
         X509V3_set_ctx(&context, issuer?.certificate ?? certificate, certificate, nil, nil, 0)
         for (nid, value) in extensions {
