@@ -7,8 +7,8 @@ internal import GRDB
 /// handed to the sender and which have a committed verdict, so a run killed at any point can be
 /// re-run to the end with every token given exactly one final verdict.
 ///
-/// The protocol, per batch of tokens: ``markSending(_:)`` commits them as `sending` (and counts the
-/// send) *before* the sender gets them; ``commit(verdicts:)`` commits their verdicts in one
+/// The protocol, per batch of tokens: `markSending(_:)` commits them as `sending` (and counts the
+/// send) *before* the sender gets them; `commit(verdicts:)` commits their verdicts in one
 /// transaction. After a crash, a token still `sending` was perhaps delivered: a resumed run sends it
 /// again, and its second send marks it `may_have_been_delivered`.
 ///

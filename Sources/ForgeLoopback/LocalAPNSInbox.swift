@@ -20,7 +20,7 @@ public struct LocalAPNSInboxEntry: Sendable {
     public var body: [UInt8]
     /// The answer.
     public var verdict: APNSVerdict
-    /// Why it was rejected, in one sentence (``APNSJudge/explain(_:for:now:)``); `nil` when accepted.
+    /// Why it was rejected, in one sentence; `nil` when accepted.
     public var why: String?
     /// The injected fault, if one answered instead of the judge.
     public var fault: LocalAPNSFault?

@@ -42,7 +42,7 @@ public struct LocalAPNSJudgement: Sendable {
     /// How long the request waits for its answer at the server: the judging, plus the time the
     /// answer is held (`Listener.responseDelay` and a ``LocalAPNSFault/delay(_:)``).
     public var duration: Duration
-    /// Why it was rejected, in one sentence (``APNSJudge/explain(_:for:now:)``); `nil` when accepted.
+    /// Why it was rejected, in one sentence; `nil` when accepted.
     public var why: String?
     /// The request as it came: method, path, headers (authorization included: redact before
     /// showing) and body.
@@ -61,7 +61,7 @@ public struct LocalAPNSJudgement: Sendable {
 }
 
 /// A local APNs-compatible HTTP/2 server on loopback: it judges each request as APNs does
-/// (``APNSJudge``: device pushes, broadcasts, the channel API, token and certificate authentication),
+/// (device pushes, broadcasts, the channel API, token and certificate authentication),
 /// answers with Apple's statuses, reasons and headers, applies the connection rules (one stream
 /// until the first accepted push, GOAWAY `Shutdown` and `IdleTimeout`), records every accepted push
 /// so a test can await it, and injects scripted faults.

@@ -86,7 +86,7 @@ public final class LoopbackMode: Sendable {
     ///   - configuration: the server's judging rules (its `environment` is replaced by `environment`).
     ///   - inbox: where the server records every judged request (``LocalAPNSInbox``); none by default.
     ///   - observer: called with every judged request, accepted or not, on the connection's thread
-    ///     (see ``LocalAPNSServer/start(_:http2:tokens:apps:channels:certificates:authenticator:clock:inbox:observer:)``); keep it short.
+    ///     (see ``LocalAPNSServer/start(_:listener:tokens:apps:channels:certificates:authenticator:clock:inbox:observer:)``); keep it short.
     /// - Throws: when the key or the certificate cannot be generated or the server cannot start.
     public init(
         devices: [SimulatedDevice],
