@@ -4,21 +4,29 @@ extension ChildProcess {
     /// The TCP port the child listens on, read from /proc once its listening socket appears: for
     /// servers that do not print their port (nghttpd, `openssl s_server` on port 0).
     ///
-    /// Waits at most `timeout`, checking every few milliseconds without holding a thread of the
-    /// cooperative pool (a blocked pool thread stalls every other test on a 2-core machine).
+    /// Waits at most `timeout`, checking every few milliseconds on a thread of its own: neither
+    /// holding a thread of the cooperative pool (a blocked pool thread stalls every other test on a
+    /// 2-core machine) nor depending on one (tests that wait for child processes synchronously can
+    /// hold the whole pool for seconds under ThreadSanitizer, and a `Task.sleep` loop then lost its
+    /// timeout to that wait, not to the child).
     /// - Throws: ``ChildProcessError`` with the child's output when no socket appeared; the child is
     ///   killed first.
     public func listeningPort(timeout: Duration = .seconds(30)) async throws -> Int {
         let start = ContinuousClock.now
-        var exited = false
-        while ContinuousClock.now < start + timeout {
-            if let port = Self.listeningPort(pid: self.processIdentifier) { return port }
-            guard self.isRunning else {
-                exited = true
-                break
+        let pid = self.processIdentifier
+        let (found, exited) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int?, Bool), Never>) in
+            let thread = Thread {
+                while ContinuousClock.now < start + timeout {
+                    if let port = Self.listeningPort(pid: pid) { return continuation.resume(returning: (port, false)) }
+                    guard self.isRunning else { return continuation.resume(returning: (nil, true)) }
+                    usleep(5_000)
+                }
+                continuation.resume(returning: (nil, false))
             }
-            try await Task.sleep(for: .milliseconds(5))
+            thread.name = "listening-port:\(pid)"
+            thread.start()
         }
+        if let found { return found }
         let waited = ContinuousClock.now - start
         // Killed first, so that its output is complete.
         self.kill()
