@@ -14,7 +14,7 @@
 //                                  app-side routers and service-extension helper, portable to Linux
 //   ForgeSimulatedDevice, ForgeLoopback
 //                                  the simulated device; the local APNs server and loopback mode
-//   ForgeLoopbackScenarios         the demo's end-to-end scenarios, a template for users' tests
+//   ForgeLoopbackScenarios         the demo's end-to-end scenarios (inside the package, not a product)
 //   ForgeLoopbackUI                the local server's inbox over HTTP/1.1 (Hummingbird; SwiftNIO outside the push path)
 //   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends; the report shape
 //   ForgeCampaignPostgres          a campaign shared by workers on many machines, in PostgreSQL (postgres-nio;
@@ -44,7 +44,6 @@ let package = Package(
         .library(name: "ForgeNotificationService", targets: ["ForgeNotificationService"]),
         .library(name: "ForgeSimulatedDevice", targets: ["ForgeSimulatedDevice"]),
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
-        .library(name: "ForgeLoopbackScenarios", targets: ["ForgeLoopbackScenarios"]),
         .library(name: "ForgeCampaign", targets: ["ForgeCampaign"]),
         .library(name: "ForgeCampaignPostgres", targets: ["ForgeCampaignPostgres"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),

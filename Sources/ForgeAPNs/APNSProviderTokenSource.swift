@@ -5,7 +5,7 @@ public import ForgeCrypto
 /// (its `iat` is `APNSProviderToken.issuedAt`), and what to do when APNs rejects one.
 ///
 /// Apple accepts a new token for a key at most once every 20 minutes and refuses one older than an
-/// hour. A single process signing its own token (``signing(_:)``, what ``APNSClient/Authentication/jwt(key:keyID:teamID:refreshAge:)``
+/// hour. A single process signing its own token (what ``APNSClient/Authentication/jwt(key:keyID:teamID:refreshAge:)``
 /// does) keeps to that. Several processes sending with one key each sign their own and, together,
 /// update the key's token too often: APNs then answers `TooManyProviderTokenUpdates`. They share
 /// one token instead, from a source every replica reads, such as `ForgeCampaignPostgres`'s
@@ -55,7 +55,7 @@ public struct APNSProviderTokenSource: Sendable, CustomStringConvertible {
     }
 
     /// The local signer: tokens signed in this process by `manager`, renewed after its refresh age.
-    public static func signing(_ manager: APNSProviderTokenManager) -> APNSProviderTokenSource {
+    package static func signing(_ manager: APNSProviderTokenManager) -> APNSProviderTokenSource {
         APNSProviderTokenSource(manager: manager)
     }
 

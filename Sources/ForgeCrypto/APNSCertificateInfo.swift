@@ -4,21 +4,21 @@ public import struct Foundation.Date
 /// What APNs reads from a push certificate: its fingerprint, the bundle id in its subject, and
 /// its validity. Used by the local server to authenticate certificate connections (C7) and by
 /// the client to check a certificate before connecting.
-public struct APNSCertificateInfo: Hashable, Sendable {
+package struct APNSCertificateInfo: Hashable, Sendable {
     /// SHA-256 of the DER encoding, lower-case hex: a stable identity for registries.
-    public var sha256Fingerprint: String
+    package var sha256Fingerprint: String
     /// The subject's `UID`: the bundle id on Apple's push certificates.
-    public var subjectUserID: String?
+    package var subjectUserID: String?
     /// The subject's common name (`Apple Push Services: <bundle id>` on Apple's certificates).
-    public var subjectCommonName: String?
+    package var subjectCommonName: String?
     /// The start of the validity period.
-    public var notBefore: Date
+    package var notBefore: Date
     /// The end of the validity period.
-    public var notAfter: Date
+    package var notAfter: Date
 
     /// The bundle id the certificate is for: the subject `UID`, else what follows
     /// `Apple Push Services: ` in the common name, else the common name.
-    public var bundleID: String? {
+    package var bundleID: String? {
         if let uid = self.subjectUserID, !uid.isEmpty { return uid }
         guard let name = self.subjectCommonName else { return nil }
         let prefix = "Apple Push Services: "
@@ -27,7 +27,7 @@ public struct APNSCertificateInfo: Hashable, Sendable {
 
     /// Reads a DER-encoded certificate (what a TLS peer presented).
     /// - Throws: ``APNSKeyError`` with code `damaged` when the bytes are not a certificate.
-    public init(der: [UInt8]) throws(APNSKeyError) {
+    package init(der: [UInt8]) throws(APNSKeyError) {
         openSSLReady
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -42,7 +42,7 @@ public struct APNSCertificateInfo: Hashable, Sendable {
 
     /// Reads the first certificate of a PEM file.
     /// - Throws: ``APNSKeyError``: file missing or unreadable, not PEM, or not a certificate.
-    public init(pemFile path: String) throws(APNSKeyError) {
+    package init(pemFile path: String) throws(APNSKeyError) {
         var bytes = try PEMLoading.readFile(path)
         openSSLReady
         let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in

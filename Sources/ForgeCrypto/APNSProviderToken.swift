@@ -6,7 +6,7 @@ public import struct Foundation.Date
 /// Header `{"alg":"ES256","kid":"<key id>"}`, claims `{"iss":"<team id>","iat":<seconds>}`, each
 /// base64url without padding, and the raw 64-byte `r‖s` signature. APNs accepts a token for one
 /// hour and refuses a new one on the same connection more than once every 20 minutes, so make one
-/// and reuse it: ``APNSProviderTokenManager`` does that.
+/// and reuse it: a client authenticated with `.jwt(key:keyID:teamID:refreshAge:)` does that.
 ///
 /// - Important: ``description`` shows only the first characters of the JWT. Read ``jwt`` only to
 ///   put it on the wire.

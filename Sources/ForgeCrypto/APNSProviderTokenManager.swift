@@ -8,11 +8,11 @@ internal import ForgeSupport
 /// than 60 minutes and new tokens more often than every 20 minutes on one connection), then a new
 /// one is signed. Callers that ask while a refresh is being signed wait for it and share it, so one
 /// refresh signs once. Time comes from the injected clock only.
-public final class APNSProviderTokenManager: Sendable {
+package final class APNSProviderTokenManager: Sendable {
     /// The shortest allowed refresh age: APNs answers `TooManyProviderTokenUpdates` to faster churn.
-    public static let minimumRefreshAge: Duration = .seconds(20 * 60)
+    package static let minimumRefreshAge: Duration = .seconds(20 * 60)
     /// The longest allowed refresh age: five minutes of margin before APNs' one-hour limit.
-    public static let maximumRefreshAge: Duration = .seconds(55 * 60)
+    package static let maximumRefreshAge: Duration = .seconds(55 * 60)
 
     private struct State {
         var current: APNSProviderToken?
@@ -22,11 +22,11 @@ public final class APNSProviderTokenManager: Sendable {
 
     private let key: APNSSigningKey
     /// The key id in every token.
-    public let keyID: APNSKeyID
+    package let keyID: APNSKeyID
     /// The team id in every token.
-    public let teamID: APNSTeamID
+    package let teamID: APNSTeamID
     /// The age at which a token is replaced.
-    public let refreshAge: Duration
+    package let refreshAge: Duration
     /// ``refreshAge`` in seconds, converted once (each send compares a token's age with it).
     private let refreshSeconds: Double
     private let clock: any APNSWallClock
@@ -34,7 +34,7 @@ public final class APNSProviderTokenManager: Sendable {
 
     /// Creates a manager; nothing is signed until the first ``currentToken()``.
     /// - Throws: ``APNSValidationError/Code/badConfiguration`` unless `refreshAge` is 20 to 55 minutes.
-    public init(
+    package init(
         key: APNSSigningKey,
         keyID: APNSKeyID,
         teamID: APNSTeamID,
@@ -57,11 +57,11 @@ public final class APNSProviderTokenManager: Sendable {
     }
 
     /// How many tokens this manager has signed.
-    public var signingCount: Int { self.state.withLock { $0.signings } }
+    package var signingCount: Int { self.state.withLock { $0.signings } }
 
     /// The token to send now: the cached one while it is younger than ``refreshAge``, else a new one.
     /// - Throws: ``APNSKeyError/Code/signingFailed`` if OpenSSL fails.
-    public func currentToken() throws(APNSKeyError) -> APNSProviderToken {
+    package func currentToken() throws(APNSKeyError) -> APNSProviderToken {
         // Read before the lock: every send comes here, and the lock is held for a comparison only.
         let now = self.clock.now
         return try self.state.withLock { (state: inout State) throws(APNSKeyError) -> APNSProviderToken in
@@ -80,7 +80,7 @@ public final class APNSProviderTokenManager: Sendable {
     /// If a newer token already replaced `rejected`, that one. Otherwise a new token, but never more
     /// than one forced refresh per 20 minutes: within that window the current token is returned
     /// unchanged (and the caller should report the rejection rather than loop).
-    public func tokenAfterExpiredProviderToken(rejected: APNSProviderToken) throws(APNSKeyError) -> APNSProviderToken {
+    package func tokenAfterExpiredProviderToken(rejected: APNSProviderToken) throws(APNSKeyError) -> APNSProviderToken {
         try self.state.withLock { (state: inout State) throws(APNSKeyError) -> APNSProviderToken in
             let now = self.clock.now
             if let current = state.current, current != rejected { return current }

@@ -104,7 +104,7 @@ public struct APNSVerificationKey: Sendable, CustomStringConvertible {
 
     /// Whether `signature` is a valid ES256 signature of `message` by this key.
     /// - Parameter format: ``APNSSignatureFormat/raw`` (64 bytes, what JWS requires) or DER.
-    public func isValidSignature(_ signature: [UInt8], for message: [UInt8], format: APNSSignatureFormat = .raw) -> Bool {
+    package func isValidSignature(_ signature: [UInt8], for message: [UInt8], format: APNSSignatureFormat = .raw) -> Bool {
         ECDSA.verify(signature, format: format, message: message, with: self.key)
     }
 

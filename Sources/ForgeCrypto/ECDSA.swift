@@ -95,7 +95,7 @@ enum ECDSA {
 }
 
 /// How an ES256 signature is laid out.
-public enum APNSSignatureFormat: Hashable, Sendable {
+package enum APNSSignatureFormat: Hashable, Sendable {
     /// JWS form: 64 bytes, `r‖s`, each 32 bytes big-endian. What APNs documents.
     case raw
     /// ASN.1 DER `ECDSA-Sig-Value`, as OpenSSL and Java produce; some clients send it.

@@ -4,12 +4,12 @@ internal import CForgeOpenSSL
 ///
 /// One-shot with ``hex(_:)``; or incremental, for input read in pieces (a tokens file streamed
 /// once): ``init()``, ``update(_:)`` for each piece, then ``finalHex()``.
-public final class SHA256Digest {
+package final class SHA256Digest {
     /// OpenSSL's digest context; nil once finished (or if OpenSSL could not make one).
     private var context: OpaquePointer?
 
     /// A digest of nothing yet.
-    public init() {
+    package init() {
         openSSLReady
         let context = EVP_MD_CTX_new()
         if let context, EVP_DigestInit_ex(context, EVP_sha256(), nil) != 1 {
@@ -23,7 +23,7 @@ public final class SHA256Digest {
     deinit { EVP_MD_CTX_free(self.context) }
 
     /// Adds `bytes` to the digest.
-    public func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         guard let context = self.context, bytes.count > 0 else { return }
         if EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) != 1 {
             EVP_MD_CTX_free(context)
@@ -33,7 +33,7 @@ public final class SHA256Digest {
 
     /// The digest of every byte added, as 64 lowercase hex digits; `nil` if OpenSSL failed or it
     /// was already taken.
-    public func finalHex() -> String? {
+    package func finalHex() -> String? {
         guard let context = self.context else { return nil }
         defer {
             EVP_MD_CTX_free(context)
@@ -47,7 +47,7 @@ public final class SHA256Digest {
     }
 
     /// The digest of `bytes` as 64 lowercase hex digits; `nil` only if OpenSSL fails.
-    public static func hex(_ bytes: [UInt8]) -> String? {
+    package static func hex(_ bytes: [UInt8]) -> String? {
         openSSLReady
         var digest = [UInt8](repeating: 0, count: 32)
         var digestLength: UInt32 = 0

@@ -10,7 +10,7 @@ extension APNSJudge {
     /// rejections, so judging itself pays nothing for it. Where one reason has several causes
     /// (`BadDeviceToken`: not hex, another environment, not registered), the causes are checked
     /// again in the judge's order.
-    package func explain(_ verdict: APNSVerdict, for request: Request, now: Date = Date()) -> String? {
+    package func explain(_ verdict: APNSDecision, for request: Request, now: Date = Date()) -> String? {
         guard let reason = verdict.reason, !verdict.isAccepted else { return nil }
         let isDevice = !request.path.hasPrefix(Self.broadcastPrefix) && !request.path.hasPrefix(Self.channelsPrefix)
         let typeHeader = request.value("apns-push-type")
@@ -171,7 +171,7 @@ extension APNSJudge {
     }
 }
 
-extension APNSVerdict.Target {
+extension APNSDecision.Target {
     /// The device token a device push addressed.
     public var token: String? {
         if case .device(let token) = self { return token }

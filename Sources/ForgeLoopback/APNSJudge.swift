@@ -7,10 +7,10 @@ public import class Foundation.JSONSerialization
 internal import Glibc
 #endif
 
-/// A verdict on one request: Apple's status, reason and headers, or acceptance.
-public struct APNSVerdict: Hashable, Sendable {
+/// The judge's decision on one request: Apple's status, reason and headers, or acceptance.
+package struct APNSDecision: Hashable, Sendable {
     /// What a request addressed.
-    public enum Target: Hashable, Sendable {
+    package enum Target: Hashable, Sendable {
         /// `/3/device/<token>` (lower-case hex).
         case device(token: String)
         /// `/4/broadcasts/apps/<bundle>` with its `apns-channel-id`.
@@ -21,7 +21,7 @@ public struct APNSVerdict: Hashable, Sendable {
         case unknown
 
         /// Whether an accepted request of this target is a push (device or broadcast).
-        public var isPush: Bool {
+        package var isPush: Bool {
             switch self {
             case .device, .broadcast: return true
             case .channels, .unknown: return false
@@ -30,40 +30,40 @@ public struct APNSVerdict: Hashable, Sendable {
     }
 
     /// The status.
-    public var status: Int
+    package var status: Int
     /// The reason, for rejections.
-    public var reason: APNSErrorReason?
+    package var reason: APNSErrorReason?
     /// The 410 timestamp.
-    public var timestamp: Date?
+    package var timestamp: Date?
     /// The request id answered (echoed, or generated in upper case as APNs does).
-    public var apnsID: String
+    package var apnsID: String
     /// The header carrying ``apnsID``: `apns-id` on device pushes, `apns-request-id` on broadcasts and channels.
-    public var idHeader: String
+    package var idHeader: String
     /// The `apns-unique-id` (sandbox device pushes and every broadcast success).
-    public var apnsUniqueID: String?
+    package var apnsUniqueID: String?
     /// Other headers of a success (`apns-channel-id` on channel creation).
-    public var headers: [Header]
+    package var headers: [Header]
     /// The body of a success (channel read and list), else empty.
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// What the request addressed.
-    public var target: Target
+    package var target: Target
     /// The push type header's value (device pushes: `alert` when absent).
-    public var pushType: APNSPushType?
+    package var pushType: APNSPushType?
     /// A lint note on an accepted payload that a device can read: no `aps` key (P3).
-    public var lint: String?
+    package var lint: String?
     /// A warning on an accepted payload that a device cannot read, as `body is not valid JSON: …`,
     /// `body is not UTF-8: …` or `body is not a JSON object: …`. P3: APNs is not known to refuse
     /// such a body, so it is accepted; a device drops it.
-    public var warning: String? = nil
+    package var warning: String? = nil
 
     /// A response header.
-    public struct Header: Hashable, Sendable {
-        public var name: String
-        public var value: String
+    package struct Header: Hashable, Sendable {
+        package var name: String
+        package var value: String
     }
 
     /// Whether the request was accepted (200, or 201 / 204 on the channel API).
-    public var isAccepted: Bool { (200..<300).contains(self.status) }
+    package var isAccepted: Bool { (200..<300).contains(self.status) }
 }
 
 /// Judges requests as APNs does, rule by rule of docs/local-server-rules.md, whose codes label the
@@ -149,7 +149,7 @@ package struct APNSJudge: Sendable {
     static let channelsPrefix = "/1/apps/"
 
     /// Judges `request`, which came on `connectionID`, at `now`.
-    package mutating func judge(_ request: Request, connectionID: UInt64 = 0, now: Date = Date()) -> APNSVerdict {
+    package mutating func judge(_ request: Request, connectionID: UInt64 = 0, now: Date = Date()) -> APNSDecision {
         if request.path.hasPrefix(Self.broadcastPrefix) {
             return self.judgeBroadcast(request, connectionID: connectionID, now: now)
         }
@@ -161,13 +161,13 @@ package struct APNSJudge: Sendable {
 
     // MARK: Device pushes
 
-    private mutating func judgeDevicePush(_ request: Request, connectionID: UInt64, now: Date) -> APNSVerdict {
+    private mutating func judgeDevicePush(_ request: Request, connectionID: UInt64, now: Date) -> APNSDecision {
         let echoedID = request.value("apns-id")
-        var target = APNSVerdict.Target.unknown
+        var target = APNSDecision.Target.unknown
         var pushType: APNSPushType?
-        func reject(_ status: Int, _ reason: APNSErrorReason, timestamp: Date? = nil) -> APNSVerdict {
+        func reject(_ status: Int, _ reason: APNSErrorReason, timestamp: Date? = nil) -> APNSDecision {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
-            return APNSVerdict(
+            return APNSDecision(
                 status: status, reason: reason, timestamp: timestamp, apnsID: id, idHeader: "apns-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: pushType, lint: nil
             )
@@ -269,7 +269,7 @@ package struct APNSJudge: Sendable {
             findings = Self.payloadFindings(request.body)
             self.lastPayload = (request.body, findings)
         }
-        return APNSVerdict(
+        return APNSDecision(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-id",
             apnsUniqueID: unique, headers: [], body: [], target: target, pushType: claimedType,
             lint: findings.lint, warning: findings.warning
@@ -380,14 +380,14 @@ package struct APNSJudge: Sendable {
 
     // MARK: Broadcasts (B1-B7)
 
-    private mutating func judgeBroadcast(_ request: Request, connectionID: UInt64, now: Date) -> APNSVerdict {
+    private mutating func judgeBroadcast(_ request: Request, connectionID: UInt64, now: Date) -> APNSDecision {
         let bundle = String(request.path.dropFirst(Self.broadcastPrefix.count))
         let echoedID = request.value("apns-request-id")
         let channelHeader = request.value("apns-channel-id")
-        var target = APNSVerdict.Target.unknown
-        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNSVerdict {
+        var target = APNSDecision.Target.unknown
+        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNSDecision {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
-            return APNSVerdict(
+            return APNSDecision(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: .liveactivity, lint: nil
             )
@@ -416,7 +416,7 @@ package struct APNSJudge: Sendable {
         guard request.body.count <= APNSPayloadLimit.broadcast else { return reject(413, .payloadTooLarge) }
         // B7
         let findings = Self.payloadFindings(request.body)
-        return APNSVerdict(
+        return APNSDecision(
             status: 200, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
             apnsUniqueID: GeneratedID.lower(), headers: [], body: [], target: target, pushType: .liveactivity,
             lint: findings.lint, warning: findings.warning
@@ -446,19 +446,19 @@ package struct APNSJudge: Sendable {
 
     // MARK: Channel management (M1-M4)
 
-    private mutating func judgeChannelRequest(_ request: Request, connectionID: UInt64, now: Date) -> APNSVerdict {
+    private mutating func judgeChannelRequest(_ request: Request, connectionID: UInt64, now: Date) -> APNSDecision {
         let rest = request.path.dropFirst(Self.channelsPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
         let echoedID = request.value("apns-request-id")
-        var target = APNSVerdict.Target.unknown
-        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNSVerdict {
+        var target = APNSDecision.Target.unknown
+        func reject(_ status: Int, _ reason: APNSErrorReason) -> APNSDecision {
             let id = echoedID.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper()
-            return APNSVerdict(
+            return APNSDecision(
                 status: status, reason: reason, timestamp: nil, apnsID: id, idHeader: "apns-request-id", apnsUniqueID: nil,
                 headers: [], body: [], target: target, pushType: nil, lint: nil
             )
         }
-        func succeed(_ status: Int, headers: [APNSVerdict.Header] = [], body: [UInt8] = []) -> APNSVerdict {
-            APNSVerdict(
+        func succeed(_ status: Int, headers: [APNSDecision.Header] = [], body: [UInt8] = []) -> APNSDecision {
+            APNSDecision(
                 status: status, reason: nil, timestamp: nil, apnsID: echoedID ?? GeneratedID.upper(), idHeader: "apns-request-id",
                 apnsUniqueID: nil, headers: headers, body: body, target: target, pushType: nil, lint: nil
             )
@@ -495,7 +495,7 @@ package struct APNSJudge: Sendable {
             var id: String
             repeat { id = Self.newChannelID() } while self.channels[id] != nil
             self.channels[id] = LocalAPNSChannel(id: id, bundleID: bundle, messageStoragePolicy: policy)
-            return succeed(201, headers: [APNSVerdict.Header(name: "apns-channel-id", value: id)])
+            return succeed(201, headers: [APNSDecision.Header(name: "apns-channel-id", value: id)])
         }
         // Read, delete: B2's channel checks.
         guard let channelID = request.value("apns-channel-id") else { return reject(400, .missingChannelID) }

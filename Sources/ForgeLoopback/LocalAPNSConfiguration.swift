@@ -38,7 +38,7 @@ public struct LocalAPNSConfiguration: Sendable {
     public var channelLimit: Int
     /// Whether accepted pushes are kept for ``LocalAPNSServer/accepted`` (turn off for long benchmarks;
     /// subscribers of ``LocalAPNSServer/acceptedPushes()`` still see every push).
-    public var keepsHistory: Bool
+    package var keepsHistory: Bool
     /// The bundle ids the server serves, as an APNs account's apps: a device push whose topic names
     /// another bundle (after its push-type suffix is removed), or a broadcast or channel request for
     /// another bundle, gets ``unservedTopicReason``. Default `nil`: every bundle is served.

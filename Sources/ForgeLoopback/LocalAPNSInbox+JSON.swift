@@ -19,7 +19,7 @@ extension LocalAPNSInboxEntry {
         var writer = JSONObjectWriter()
         writer.field("seq", self.sequence)
         writer.field("apns_id", self.apnsID)
-        writer.field("apns_unique_id", self.verdict.apnsUniqueID)
+        writer.field("apns_unique_id", self.decision.apnsUniqueID)
         writer.field("received_at", ISODate.string(self.date))
         writer.field("kind", self.kind)
         writer.field("method", self.method)
@@ -32,7 +32,7 @@ extension LocalAPNSInboxEntry {
         writer.field("expiration", self.expiration.map { Int($0) })
         writer.field("collapse_id", self.collapseID)
         writer.field("status", self.status)
-        writer.field("reason", self.verdict.reason?.rawValue)
+        writer.field("reason", self.decision.reason?.rawValue)
         writer.field("why", self.why)
         let problem = self.body.isEmpty ? nil : APNSPayloadLint.jsonProblem(in: self.body)
         if self.body.isEmpty {
@@ -45,7 +45,7 @@ extension LocalAPNSInboxEntry {
             writer.field("payload", String(decoding: self.body, as: UTF8.self))
         }
         writer.field("payload_bytes", self.body.count)
-        writer.field("warning", self.verdict.warning ?? problem.map { "body is " + $0 })
+        writer.field("warning", self.decision.warning ?? problem.map { "body is " + $0 })
         var headers = JSONObjectWriter()
         for header in self.headersRedacted { headers.field(header.name, header.value) }
         writer.raw("headers", headers.finish())
@@ -58,16 +58,16 @@ extension LocalAPNSInboxEntry {
 
     /// ``lints`` and what `APNSLinter` finds in the push as it was judged (at ``date``), as
     /// `ID: message` lines. Computed when read: judging pays nothing for it.
-    public var allLints: [String] {
-        guard self.verdict.target.isPush, !self.body.isEmpty else { return self.lints }
+    package var allLints: [String] {
+        guard self.decision.target.isPush, !self.body.isEmpty else { return self.lints }
         let found = APNSLinter.lints(
-            body: self.body, pushType: self.verdict.pushType ?? .alert, priority: self.priority, collapseID: self.collapseID, now: self.date
+            body: self.body, pushType: self.decision.pushType ?? .alert, priority: self.priority, collapseID: self.collapseID, now: self.date
         )
         return self.lints + found.map(\.description)
     }
 
     /// `device`, `broadcast`, `channels` or `unknown`.
-    public var kind: String {
+    package var kind: String {
         if self.path.hasPrefix(APNSJudge.broadcastPrefix) { return "broadcast" }
         if self.path.hasPrefix(APNSJudge.channelsPrefix) { return "channels" }
         if self.path.hasPrefix(APNSJudge.devicePrefix) { return "device" }

@@ -1,10 +1,10 @@
-internal import ForgeAPNsCore
+public import ForgeAPNsCore
 package import ForgeHTTP2
 internal import ForgeSupport
 public import struct Foundation.Date
 
 /// One request the local server judged, as ``LocalAPNSInbox`` keeps it: the request as it came
-/// (method, path, headers, body), the verdict, and the judge's sentence on a rejection.
+/// (method, path, headers, body), the answer, and the judge's sentence on a rejection.
 public struct LocalAPNSInboxEntry: Sendable {
     /// Its place among everything the inbox recorded, from 1; never reused, not even after a clear.
     public var sequence: Int
@@ -19,7 +19,7 @@ public struct LocalAPNSInboxEntry: Sendable {
     /// The body as sent.
     public var body: [UInt8]
     /// The answer.
-    public var verdict: APNSVerdict
+    package var decision: APNSDecision
     /// Why it was rejected, in one sentence; `nil` when accepted.
     public var why: String?
     /// The injected fault, if one answered instead of the judge.
@@ -32,7 +32,7 @@ public struct LocalAPNSInboxEntry: Sendable {
     /// Creates an entry; ``LocalAPNSInbox/record(_:)`` sets its ``sequence``.
     package init(
         sequence: Int = 0, date: Date, method: String, path: String, headers: [HTTP2HeaderField], body: [UInt8],
-        verdict: APNSVerdict, why: String?, fault: LocalAPNSFault?, connectionID: UInt64, lints: [String]
+        decision: APNSDecision, why: String?, fault: LocalAPNSFault?, connectionID: UInt64, lints: [String]
     ) {
         self.sequence = sequence
         self.date = date
@@ -40,7 +40,7 @@ public struct LocalAPNSInboxEntry: Sendable {
         self.path = path
         self.headers = headers
         self.body = body
-        self.verdict = verdict
+        self.decision = decision
         self.why = why
         self.fault = fault
         self.connectionID = connectionID
@@ -48,32 +48,34 @@ public struct LocalAPNSInboxEntry: Sendable {
     }
 
     /// The `apns-id` (device pushes) or `apns-request-id` (broadcasts, channels) answered.
-    public var apnsID: String { self.verdict.apnsID }
+    public var apnsID: String { self.decision.apnsID }
     /// The HTTP status answered.
-    public var status: Int { self.verdict.status }
+    public var status: Int { self.decision.status }
     /// Whether it was accepted (2xx).
-    public var isAccepted: Bool { self.verdict.isAccepted }
+    public var isAccepted: Bool { self.decision.isAccepted }
+    /// The reason of a rejection, as answered; `nil` when accepted.
+    public var reason: APNSErrorReason? { self.decision.reason }
     /// The device token of a device push (lower-case hex).
     public var token: String? {
-        if let token = self.verdict.target.token { return token }
+        if let token = self.decision.target.token { return token }
         guard self.path.hasPrefix(APNSJudge.devicePrefix) else { return nil }
         let text = String(self.path.dropFirst(APNSJudge.devicePrefix.count))
         return text.isEmpty ? nil : text
     }
     /// The broadcast channel of a broadcast.
     public var channelID: String? {
-        if case .broadcast(_, let channel) = self.verdict.target { return channel }
+        if case .broadcast(_, let channel) = self.decision.target { return channel }
         return self.path.hasPrefix(APNSJudge.broadcastPrefix) ? self[header: "apns-channel-id"] : nil
     }
     /// `apns-topic`, or the bundle id of a broadcast or channel request.
     public var topic: String? {
-        switch self.verdict.target {
+        switch self.decision.target {
         case .broadcast(let bundle, _), .channels(let bundle): return bundle
         case .device, .unknown: return self[header: "apns-topic"]
         }
     }
     /// The push type: the judge's reading, else the header as sent.
-    public var pushType: String? { self.verdict.pushType?.rawValue ?? self[header: "apns-push-type"] }
+    public var pushType: String? { self.decision.pushType?.rawValue ?? self[header: "apns-push-type"] }
     /// `apns-priority`, when it is a number.
     public var priority: Int? { self[header: "apns-priority"].flatMap { Int($0) } }
     /// `apns-expiration`, when it is a number.
@@ -120,7 +122,7 @@ public struct LocalAPNSInboxQuery: Sendable, Hashable {
     public var limit: Int
 
     /// The largest ``limit``.
-    public static let maximumLimit = 10_000
+    package static let maximumLimit = 10_000
 
     /// Creates a query; without arguments it matches everything, 100 at a time.
     public init(
@@ -274,8 +276,8 @@ public final class LocalAPNSInbox: Sendable {
     /// The token of an accepted Live Activity update at priority 10 (the default), for LA007; `nil`
     /// for anything else. Reads only the push type and priority headers unless they match.
     private static func urgentUpdateToken(_ entry: LocalAPNSInboxEntry) -> String? {
-        guard entry.isAccepted, entry.verdict.pushType == .liveactivity, (entry.priority ?? 10) == 10,
-            let token = entry.verdict.target.token, entry.body.firstRange(of: Self.updateEvent) != nil
+        guard entry.isAccepted, entry.decision.pushType == .liveactivity, (entry.priority ?? 10) == 10,
+            let token = entry.decision.target.token, entry.body.firstRange(of: Self.updateEvent) != nil
         else { return nil }
         return token
     }
@@ -359,19 +361,19 @@ public final class LocalAPNSInbox: Sendable {
     }
 
     /// A batch of ``entries(after:limit:)``.
-    public struct Batch: Sendable {
+    package struct Batch: Sendable {
         /// The entries recorded after the sequence asked for, oldest first.
-        public var entries: [LocalAPNSInboxEntry]
+        package var entries: [LocalAPNSInboxEntry]
         /// How many entries after the sequence asked for are not in ``entries``: dropped for room
         /// before they were read, or left out for the limit (the newest are kept).
-        public var skipped: Int
+        package var skipped: Int
         /// How many clears the inbox has had: a reader that sees it change forgets what it derived.
-        public var clears: Int
+        package var clears: Int
     }
 
     /// The entries recorded after `sequence`, oldest first; when more than `limit` wait, the newest
     /// `limit` of them.
-    public func entries(after sequence: Int, limit: Int) -> Batch {
+    package func entries(after sequence: Int, limit: Int) -> Batch {
         self.state.withLock { state in
             state.rung = false
             var newest: [LocalAPNSInboxEntry] = []
@@ -391,19 +393,19 @@ public final class LocalAPNSInbox: Sendable {
     }
 
     /// The number of the newest entry recorded so far (0 before the first).
-    public var lastSequence: Int { self.state.withLock { $0.sequence } }
+    package var lastSequence: Int { self.state.withLock { $0.sequence } }
 
     /// A signal per record or clear, coalesced: at most one waits unread (see ``entries(after:limit:)``).
     /// Ends with ``close()``.
-    public func changes() -> AsyncStream<Void> {
+    package func changes() -> AsyncStream<Void> {
         self.doorbell.subscribeNewest()
     }
 
     /// Whether ``close()`` was called (the server shut down).
-    public var isClosed: Bool { self.subscribers.isFinished }
+    package var isClosed: Bool { self.subscribers.isFinished }
 
     /// Ends every subscription; later ones end at once.
-    public func close() {
+    package func close() {
         self.subscribers.finish()
         self.doorbell.finish()
     }

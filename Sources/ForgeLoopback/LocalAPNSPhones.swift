@@ -26,12 +26,12 @@ public import Metrics
 /// bounded timeline and notification list: a long-running server does not grow with its traffic.
 public final class LocalAPNSPhones: Sendable {
     /// One phone in ``phones``.
-    public struct Summary: Sendable, Hashable {
-        public var token: String
-        public var apps: [String]
-        public var notifications: Int
-        public var liveActivities: Int
-        public var updatedAt: Date
+    package struct Summary: Sendable, Hashable {
+        package var token: String
+        package var apps: [String]
+        package var notifications: Int
+        package var liveActivities: Int
+        package var updatedAt: Date
     }
 
     private struct Phone {
@@ -90,7 +90,7 @@ public final class LocalAPNSPhones: Sendable {
     /// What became of an accepted device push on its phone (its latest delivery state); `nil` for a
     /// rejected request, a broadcast, or a push the phones have not taken yet (or forgot).
     public func delivery(of entry: LocalAPNSInboxEntry) -> DeliveryRecord? {
-        guard entry.isAccepted, let token = entry.verdict.target.token?.lowercased() else { return nil }
+        guard entry.isAccepted, let token = entry.decision.target.token?.lowercased() else { return nil }
         let phone = self.state.withLock { state in state.phones[token] ?? state.issued[token].flatMap { state.phones[$0] } }
         return phone?.device.delivery(apnsID: entry.apnsID)
     }
@@ -131,13 +131,13 @@ public final class LocalAPNSPhones: Sendable {
     }
 
     /// How many judged requests the phones skipped because they fell behind (see ``run(_:batch:pause:)``).
-    public var skippedRequests: Int { self.state.withLock { $0.skipped } }
+    package var skippedRequests: Int { self.state.withLock { $0.skipped } }
 
     /// Delivers one judged request when it is an accepted push (device or broadcast).
     public func deliver(_ entry: LocalAPNSInboxEntry) async {
-        guard entry.isAccepted, entry.verdict.target.isPush else { return }
+        guard entry.isAccepted, entry.decision.target.isPush else { return }
         let date = entry.date
-        if case .broadcast(_, let channel) = entry.verdict.target {
+        if case .broadcast(_, let channel) = entry.decision.target {
             let push = DevicePush.broadcast(channelID: channel, payload: entry.body, apnsID: entry.apnsID, date: date)
             let phones = self.state.withLock { Array($0.phones.values) }
             for phone in phones where phone.device.liveActivities.contains(where: { $0.channelID == channel }) {
@@ -147,9 +147,9 @@ public final class LocalAPNSPhones: Sendable {
             }
             return
         }
-        guard let token = entry.verdict.target.token else { return }
+        guard let token = entry.decision.target.token else { return }
         let pushType = entry.pushType ?? "alert"
-        let bundleID = APNSJudge.bundleID(of: entry.topic ?? "", pushType: entry.verdict.pushType ?? .alert)
+        let bundleID = APNSJudge.bundleID(of: entry.topic ?? "", pushType: entry.decision.pushType ?? .alert)
         let (phone, isIssued) = self.phone(for: token, at: date)
         let device = phone.device
         let app = device.app(bundleID) ?? self.install(bundleID, token: phone.token, on: device)
@@ -184,14 +184,14 @@ public final class LocalAPNSPhones: Sendable {
 
     /// What the phone that `token` reaches shows now (the phone's own token, or an update token
     /// one of its Live Activities issued); `nil` when no push reached it.
-    public func view(token: String) -> DeviceView? {
+    package func view(token: String) -> DeviceView? {
         let token = token.lowercased()
         let phone = self.state.withLock { state in state.phones[token] ?? state.issued[token].flatMap { state.phones[$0] } }
         return phone.map { $0.device.view(token: $0.token) }
     }
 
     /// The phones, most recently changed first.
-    public var phones: [Summary] {
+    package var phones: [Summary] {
         let phones = self.state.withLock { Array($0.phones.values) }
         return phones.sorted { $0.updatedAt > $1.updatedAt }.map { phone in
             let view = phone.device.view(token: phone.token, events: 0)
@@ -212,12 +212,12 @@ public final class LocalAPNSPhones: Sendable {
 
     /// The tokens of the phones whose view changed, as they change (see ``LocalAPNSInbox/events(buffer:)``
     /// for the buffering rule); ends with ``finish()``.
-    public func updates(buffer: Int = 4_096) -> AsyncStream<String> {
+    package func updates(buffer: Int = 4_096) -> AsyncStream<String> {
         self.changes.subscribe(buffer: buffer)
     }
 
     /// Ends every stream of ``updates(buffer:)``.
-    public func finish() {
+    package func finish() {
         self.changes.finish()
     }
 

@@ -5,36 +5,36 @@ internal import ForgeSupport
 public import struct Foundation.UUID
 
 /// A push the local server accepted (a device push or a broadcast).
-public struct AcceptedPush: Sendable {
+package struct AcceptedPush: Sendable {
     /// When it was judged.
-    public var date: Date
+    package var date: Date
     /// The device token (lower-case hex); empty for a broadcast.
-    public var token: String
+    package var token: String
     /// The broadcast channel, for broadcasts.
-    public var channelID: String?
+    package var channelID: String?
     /// The topic (`apns-topic`, or the bundle id of a broadcast).
-    public var topic: String
+    package var topic: String
     /// The push type (alert when the header was absent).
-    public var pushType: APNSPushType
+    package var pushType: APNSPushType
     /// Every header, in order.
     package var headers: [HTTP2HeaderField]
     /// The payload.
-    public var payload: [UInt8]
+    package var payload: [UInt8]
     /// The `apns-id` (or broadcast `apns-request-id`) answered.
-    public var apnsID: String
+    package var apnsID: String
     /// The connection it came on.
-    public var connectionID: UInt64
+    package var connectionID: UInt64
 
     /// The first value of a header.
-    public subscript(header name: String) -> String? { self.headers.first { $0.name == name }?.value }
+    package subscript(header name: String) -> String? { self.headers.first { $0.name == name }?.value }
 }
 
 /// One judged request, as ``LocalAPNSServer`` reports it to an observer (`apnsctl serve --json`).
 public struct LocalAPNSJudgement: Sendable {
     /// When it was judged.
     public var date: Date
-    /// The verdict sent (for an injected fault, the fault's answer).
-    public var verdict: APNSVerdict
+    /// The judge's decision sent (for an injected fault, the fault's answer).
+    package var decision: APNSDecision
     /// The fault applied, if any.
     public var fault: LocalAPNSFault?
     /// The connection.
@@ -54,8 +54,8 @@ public struct LocalAPNSJudgement: Sendable {
     public var entry: LocalAPNSInboxEntry {
         LocalAPNSInboxEntry(
             sequence: self.sequence, date: self.date, method: self.request.method, path: self.request.path,
-            headers: self.request.headers, body: self.request.body, verdict: self.verdict, why: self.why, fault: self.fault,
-            connectionID: self.connectionID, lints: self.verdict.lint.map { [$0] } ?? []
+            headers: self.request.headers, body: self.request.body, decision: self.decision, why: self.why, fault: self.fault,
+            connectionID: self.connectionID, lints: self.decision.lint.map { [$0] } ?? []
         )
     }
 }
@@ -225,7 +225,7 @@ public final class LocalAPNSServer: Sendable {
         )
         let connection = responder.connection
         let explains = inbox != nil || observer != nil
-        let (fault, verdict, settings, why) = state.withLock { state -> (LocalAPNSFault?, APNSVerdict?, UInt32?, String?) in
+        let (fault, verdict, settings, why) = state.withLock { state -> (LocalAPNSFault?, APNSDecision?, UInt32?, String?) in
             var entry = state.connections[connection.id] ?? ConnectionState(handle: connection, lastActivity: .now)
             entry.lastActivity = .now
             defer { state.connections[connection.id] = entry }
@@ -279,14 +279,14 @@ public final class LocalAPNSServer: Sendable {
         if let inbox, let verdict {
             sequence = inbox.append(LocalAPNSInboxEntry(
                 sequence: 0, date: now, method: request.method, path: request.path, headers: request.headers, body: request.body,
-                verdict: verdict, why: why, fault: fault, connectionID: connection.id, lints: verdict.lint.map { [$0] } ?? []
+                decision: verdict, why: why, fault: fault, connectionID: connection.id, lints: verdict.lint.map { [$0] } ?? []
             ))
         }
         if let observer, let verdict, let arrived {
             var held = hold
             if case .delay(let extra) = fault { held += extra }
             observer(LocalAPNSJudgement(
-                date: now, verdict: verdict, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held,
+                date: now, decision: verdict, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held,
                 why: why, request: request, sequence: sequence
             ))
         }
@@ -313,11 +313,11 @@ public final class LocalAPNSServer: Sendable {
         }
     }
 
-    private static func injected(status: Int, reason: APNSErrorReason, for request: APNSJudge.Request) -> APNSVerdict {
+    private static func injected(status: Int, reason: APNSErrorReason, for request: APNSJudge.Request) -> APNSDecision {
         let device = request.path.hasPrefix(APNSJudge.devicePrefix)
         let header = device ? "apns-id" : "apns-request-id"
         let echoed = request.headers.first { $0.name == header }?.value
-        return APNSVerdict(
+        return APNSDecision(
             status: status, reason: reason, timestamp: nil,
             apnsID: echoed.flatMap { (try? APNSID($0)) != nil ? $0 : nil } ?? GeneratedID.upper(),
             idHeader: header, apnsUniqueID: nil, headers: [], body: [],
@@ -326,7 +326,7 @@ public final class LocalAPNSServer: Sendable {
         )
     }
 
-    private static func acceptedPush(_ request: HTTP2ServerRequest, verdict: APNSVerdict, date: Date) -> AcceptedPush? {
+    private static func acceptedPush(_ request: HTTP2ServerRequest, verdict: APNSDecision, date: Date) -> AcceptedPush? {
         switch verdict.target {
         case .device(let token):
             return AcceptedPush(
@@ -352,14 +352,14 @@ public final class LocalAPNSServer: Sendable {
     /// The HTTP/2 response APNs gives for `verdict`: the request id always; `apns-unique-id` on
     /// sandbox and broadcast successes; `content-type: application/json` and `{"reason":…}`
     /// (+ `timestamp` on 410) on errors.
-    static func response(for verdict: APNSVerdict, date: Date? = nil) -> HTTP2Response {
+    static func response(for verdict: APNSDecision, date: Date? = nil) -> HTTP2Response {
         var response = Self.response(for: verdict)
         // `date`, as HTTP servers send it: what `apnsctl doctor` measures clock skew against.
         if let date { response.headers.append(HTTP2HeaderField("date", HTTPDate.string(date))) }
         return response
     }
 
-    private static func response(for verdict: APNSVerdict) -> HTTP2Response {
+    private static func response(for verdict: APNSDecision) -> HTTP2Response {
         guard let reason = verdict.reason else {
             var headers = [HTTP2HeaderField(verdict.idHeader, verdict.apnsID)]
             if let unique = verdict.apnsUniqueID { headers.append(HTTP2HeaderField("apns-unique-id", unique)) }
@@ -404,7 +404,7 @@ public final class LocalAPNSServer: Sendable {
     // MARK: Tests and tools
 
     /// Every push accepted so far (with ``LocalAPNSConfiguration/keepsHistory``).
-    public var accepted: [AcceptedPush] { self.state.withLock { $0.history } }
+    package var accepted: [AcceptedPush] { self.state.withLock { $0.history } }
 
     /// How many pushes were accepted, history or not.
     public var acceptedCount: Int { self.state.withLock { $0.acceptedCount } }
@@ -414,7 +414,7 @@ public final class LocalAPNSServer: Sendable {
 
     /// The pushes accepted from now on, as they are accepted (each call makes a new subscription;
     /// the stream ends when the server shuts down).
-    public func acceptedPushes() -> AsyncStream<AcceptedPush> {
+    package func acceptedPushes() -> AsyncStream<AcceptedPush> {
         let (stream, continuation) = AsyncStream.makeStream(of: AcceptedPush.self)
         let id = self.state.withLock { state -> Int? in
             guard !state.stopping else { return nil }

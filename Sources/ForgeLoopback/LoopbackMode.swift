@@ -177,7 +177,7 @@ public final class LoopbackMode: Sendable {
 
     /// What the device that owns `token` shows now (a device token, push-to-start token or Live
     /// Activity update token of one of ``devices``); `nil` when no device owns it.
-    public func deviceView(token: String) -> DeviceView? {
+    package func deviceView(token: String) -> DeviceView? {
         let token = token.lowercased()
         guard let index = self.owners.withLock({ $0[token] }) else { return nil }
         return self.devices[index].view(token: token)

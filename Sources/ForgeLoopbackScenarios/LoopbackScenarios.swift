@@ -1,6 +1,6 @@
 internal import ForgeAPNs
 internal import ForgeAPNsCore
-public import ForgeLoopback
+package import ForgeLoopback
 internal import ForgeNotificationTypes
 internal import ForgeSilentPush
 internal import ForgeSimulatedDevice
@@ -24,33 +24,33 @@ internal import Logging
 /// the app's notes and the device's events merged by date. `apnsctl demo` runs them and prints the
 /// sections; tests run them and assert that every check passed. Read the source as a template for
 /// your own end-to-end tests.
-public struct LoopbackScenarios: Sendable {
+package struct LoopbackScenarios: Sendable {
     /// What the run started with, before the first scenario.
-    public struct Setup: Sendable {
+    package struct Setup: Sendable {
         /// The local server's port on localhost.
-        public var port: Int
+        package var port: Int
         /// `sandbox`.
-        public var environment: String
+        package var environment: String
         /// One line per installed app: its state, token, handlers, extension and Live Activity token.
-        public var apps: [String]
+        package var apps: [String]
     }
 
     /// Every 100th bulk token is unregistered on the server.
     static let unregisteredEvery = 100
 
     /// The server's certificate and the CA the client trusts.
-    public var tls: LoopbackMode.TLS
+    package var tls: LoopbackMode.TLS
     /// How many tokens the bulk send addresses.
-    public var bulkTokens: Int
+    package var bulkTokens: Int
     /// Where the server records every request it judges, if anywhere (``LocalAPNSInbox``).
-    public var inbox: LocalAPNSInbox?
+    package var inbox: LocalAPNSInbox?
 
     /// Creates the scenarios.
     /// - Parameters:
     ///   - tls: the server's certificate and CA: by default made in memory for the run.
     ///   - bulkTokens: how many tokens the bulk send addresses (every 100th is unregistered).
     ///   - inbox: where the server records every request it judges; none by default.
-    public init(tls: LoopbackMode.TLS = .ephemeral, bulkTokens: Int = 10_000, inbox: LocalAPNSInbox? = nil) {
+    package init(tls: LoopbackMode.TLS = .ephemeral, bulkTokens: Int = 10_000, inbox: LocalAPNSInbox? = nil) {
         self.tls = tls
         self.bulkTokens = bulkTokens
         self.inbox = inbox
@@ -62,7 +62,7 @@ public struct LoopbackScenarios: Sendable {
     ///   - finished: called with each scenario's section as it finishes.
     /// - Returns: every section, in order.
     /// - Throws: when the server cannot start.
-    public func run(
+    package func run(
         started: (Setup) -> Void = { _ in },
         finished: @escaping (ScenarioSection) -> Void = { _ in }
     ) async throws -> [ScenarioSection] {

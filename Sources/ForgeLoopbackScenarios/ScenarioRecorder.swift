@@ -11,7 +11,7 @@ final class ScenarioRecorder: Sendable {
     struct Entry: Sendable {
         enum Kind: Sendable {
             /// The server judged a request.
-            case verdict(APNSVerdict)
+            case verdict(APNSDecision)
             /// A handler of the app (or its service extension) ran.
             case note(handler: String, text: String)
         }
@@ -40,13 +40,13 @@ final class ScenarioRecorder: Sendable {
 
     /// The server's observer: keeps the verdict, or only counts it during a bulk send.
     func judged(_ judgement: LocalAPNSJudgement) {
-        let entry = Entry(date: judgement.date, kind: .verdict(judgement.verdict))
+        let entry = Entry(date: judgement.date, kind: .verdict(judgement.decision))
         self.state.withLock { state in
             guard state.counting else {
                 state.entries.append(entry)
                 return
             }
-            let verdict = judgement.verdict
+            let verdict = judgement.decision
             state.bulk.judged[verdict.reason.map { "\(verdict.status) \($0.rawValue)" } ?? "\(verdict.status)", default: 0] += 1
             if verdict.reason != nil, state.bulk.firstRejection == nil { state.bulk.firstRejection = entry }
         }

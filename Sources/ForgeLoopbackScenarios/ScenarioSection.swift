@@ -1,19 +1,19 @@
-public import Foundation
+package import Foundation
 internal import ForgeAPNsCore
 internal import ForgeLoopback
 internal import ForgeSimulatedDevice
 internal import ForgeSupport
 
 /// One line of a scenario's timeline: when, between whom, what, and how it ended.
-public struct ScenarioLine: Hashable, Sendable {
+package struct ScenarioLine: Hashable, Sendable {
     /// The parties of a push's way, left to right: the client sends to the server (the local APNs),
     /// which delivers to the device, which runs the app's handlers.
-    public enum Lane: String, Hashable, Sendable, CaseIterable {
+    package enum Lane: String, Hashable, Sendable, CaseIterable {
         case client, server, device, app
     }
 
     /// How a step ended, for the eye: what the HTML timeline colours.
-    public enum Outcome: String, Hashable, Sendable {
+    package enum Outcome: String, Hashable, Sendable {
         /// The server accepted a request (2xx).
         case accepted
         /// The server rejected a request, or the device refused a push.
@@ -33,21 +33,21 @@ public struct ScenarioLine: Hashable, Sendable {
     }
 
     /// Where the step starts: the sender of an arrow, or the lane of a step that stays on one.
-    public var from: Lane
+    package var from: Lane
     /// Who did it: the receiver of an arrow (the server for its verdict on a request, the device
     /// for a push it received, the app for a handler that ran), or the lane of a step that stays on one.
-    public var to: Lane
+    package var to: Lane
     /// Seconds since the run started.
-    public var offset: Double
+    package var offset: Double
     /// When it happened.
-    public var date: Date
+    package var date: Date
     /// What happened, one line.
-    public var text: String
+    package var text: String
     /// How it ended.
-    public var outcome: Outcome
+    package var outcome: Outcome
 
     /// Who did it: `client`, `server`, `device` or `app` (``to``'s name).
-    public var source: String { self.to.rawValue }
+    package var source: String { self.to.rawValue }
 
     /// A step from `from` to `to` (on one lane when they are equal); ``offset`` is set by the section.
     init(_ from: Lane, _ to: Lane, date: Date, text: String, outcome: Outcome) {
@@ -61,26 +61,26 @@ public struct ScenarioLine: Hashable, Sendable {
 }
 
 /// One check of a scenario: passed, or what was expected and what came.
-public struct ScenarioCheck: Hashable, Sendable {
+package struct ScenarioCheck: Hashable, Sendable {
     /// Whether it passed.
-    public var passed: Bool
+    package var passed: Bool
     /// What it checks, one line.
-    public var text: String
+    package var text: String
     /// For a failure: `expected …, got …`; empty when it passed or nothing more is known.
-    public var detail: String
+    package var detail: String
 }
 
 /// A finished scenario: its title, its timeline (the server's verdicts, the app's notes and the
 /// device's events merged by date) and its checks.
-public struct ScenarioSection: Hashable, Sendable {
+package struct ScenarioSection: Hashable, Sendable {
     /// `1. Alert -> shown -> …`.
-    public var title: String
+    package var title: String
     /// When the scenario started.
-    public var start: Date
+    package var start: Date
     /// The timeline, in date order.
-    public var lines: [ScenarioLine]
+    package var lines: [ScenarioLine]
     /// The checks, in the order made.
-    public var checks: [ScenarioCheck]
+    package var checks: [ScenarioCheck]
 }
 
 /// Collects a section: marks where its server, app and device records start, keeps its checks, and
@@ -165,7 +165,7 @@ final class SectionBuilder {
 
     /// The server's verdict on a request: an arrow from the client, accepted for any 2xx (the channel
     /// API answers 201 to a new channel).
-    static func line(_ verdict: APNSVerdict, date: Date, prefix: String = "") -> ScenarioLine {
+    static func line(_ verdict: APNSDecision, date: Date, prefix: String = "") -> ScenarioLine {
         let outcome: ScenarioLine.Outcome = (200..<300).contains(verdict.status) ? .accepted : .rejected
         return ScenarioLine(.client, .server, date: date, text: prefix + Self.describe(verdict), outcome: outcome)
     }
@@ -189,7 +189,7 @@ final class SectionBuilder {
     }
 
     /// `200 alert apns-id 1F2E3D4C token 7c1d…`, or with the reason (and 410 timestamp) of a rejection.
-    static func describe(_ verdict: APNSVerdict) -> String {
+    static func describe(_ verdict: APNSDecision) -> String {
         var text = "\(verdict.status)"
         if let reason = verdict.reason { text += " \(reason.rawValue)" }
         text += " \(verdict.pushType?.rawValue ?? "-") \(verdict.idHeader) \(Self.short(verdict.apnsID))"

@@ -14,12 +14,12 @@ internal import Foundation
 /// let sections = try await LoopbackScenarios().run()
 /// try TimelineHTML.render(sections: sections).write(to: url, atomically: true, encoding: .utf8)
 /// ```
-public enum TimelineHTML {
+package enum TimelineHTML {
     /// The page for `sections`, in their order.
     /// - Parameters:
     ///   - sections: what ``LoopbackScenarios/run(started:finished:)`` returned (or some of it).
     ///   - title: the page's title and heading.
-    public static func render(sections: [ScenarioSection], title: String = "ForgePush: the push path, step by step") -> String {
+    package static func render(sections: [ScenarioSection], title: String = "ForgePush: the push path, step by step") -> String {
         let checks = sections.flatMap(\.checks)
         let failed = checks.count { !$0.passed }
         let events = sections.reduce(0) { $0 + $1.lines.count }

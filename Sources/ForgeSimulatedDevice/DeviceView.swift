@@ -1,87 +1,87 @@
-public import ForgeNotificationTypes
-public import struct Foundation.Date
+package import ForgeNotificationTypes
+package import struct Foundation.Date
 internal import ForgeSupport
 
 /// What a phone shows now, as a person would read it off the screen: the notification list, the
 /// app badges, the Live Activities, the channels they listen to, and the quiet background pushes.
 /// ``SimulatedDevice/view(token:)`` makes one; `apnsctl serve`'s inbox serves it as JSON.
-public struct DeviceView: Sendable, Hashable {
+package struct DeviceView: Sendable, Hashable {
     /// A notification in the notification list.
-    public struct Notification: Sendable, Hashable {
-        public var apnsID: String
-        public var bundleID: String
-        public var title: String
-        public var subtitle: String
-        public var body: String
-        public var threadID: String
-        public var collapseID: String?
-        public var badge: Int?
-        public var deliveredAt: Date
+    package struct Notification: Sendable, Hashable {
+        package var apnsID: String
+        package var bundleID: String
+        package var title: String
+        package var subtitle: String
+        package var body: String
+        package var threadID: String
+        package var collapseID: String?
+        package var badge: Int?
+        package var deliveredAt: Date
         /// `aps.relevance-score` (0 when absent): the list puts the highest first.
-        public var relevanceScore: Double
+        package var relevanceScore: Double
     }
 
     /// A Live Activity on the Lock Screen.
-    public struct Activity: Sendable, Hashable {
-        public var id: String
-        public var bundleID: String
-        public var attributesType: String
-        public var attributes: JSONValue
-        public var contentState: JSONValue
-        public var staleDate: Date?
-        public var dismissalDate: Date?
+    package struct Activity: Sendable, Hashable {
+        package var id: String
+        package var bundleID: String
+        package var attributesType: String
+        package var attributes: JSONValue
+        package var contentState: JSONValue
+        package var staleDate: Date?
+        package var dismissalDate: Date?
         /// `active`, `stale`, `ended` or `dismissed`.
-        public var state: String
+        package var state: String
         /// When the last applied push (or the start) was sent: its `timestamp`.
-        public var updatedAt: Date
+        package var updatedAt: Date
         /// The token its updates go to.
-        public var pushToken: String
+        package var pushToken: String
         /// The broadcast channel it listens to.
-        public var channelID: String?
+        package var channelID: String?
         /// The alert that came with the last applied push.
-        public var alertTitle: String?
-        public var alertBody: String?
+        package var alertTitle: String?
+        package var alertBody: String?
         /// How many pushes were applied (the start included).
-        public var updates: Int
+        package var updates: Int
     }
 
     /// A background push that reached (or, for a force-quit app, did not reach) an app.
-    public struct SilentPush: Sendable, Hashable {
-        public var apnsID: String
-        public var bundleID: String
-        public var receivedAt: Date
-        public var payload: JSONValue?
+    package struct SilentPush: Sendable, Hashable {
+        package var apnsID: String
+        package var bundleID: String
+        package var receivedAt: Date
+        package var payload: JSONValue?
         /// Why it was not delivered, if it was not.
-        public var notDelivered: String?
+        package var notDelivered: String?
     }
 
     /// The token the view was asked for.
-    public var token: String
+    package var token: String
     /// The installed apps' bundle ids.
-    public var apps: [String]
+    package var apps: [String]
     /// Each app's icon badge, by bundle id.
-    public var badges: [String: Int]
+    package var badges: [String: Int]
     /// The notification list as iOS sorts it: by relevance score, highest first, then newest first.
-    public var notifications: [Notification]
+    package var notifications: [Notification]
     /// The Live Activities, newest first.
-    public var liveActivities: [Activity]
+    package var liveActivities: [Activity]
     /// The channels the Live Activities listen to.
-    public var channels: [String]
+    package var channels: [String]
     /// How many background pushes reached an app.
-    public var backgroundPushes: Int
+    package var backgroundPushes: Int
     /// The background pushes still in the timeline, newest first.
-    public var silentPushes: [SilentPush]
+    package var silentPushes: [SilentPush]
     /// The timeline's last events, newest first, as one line each.
-    public var events: [Event]
+    package var events: [Event]
     /// Whether the device is online (offline, APNs stores the last push per app).
-    public var isOnline: Bool
+    package var isOnline: Bool
     /// The delivery log's last records, newest first: what became of each push.
-    public var deliveries: [DeliveryRecord]
+    package var deliveries: [DeliveryRecord]
 
     /// One line of the timeline.
-    public struct Event: Sendable, Hashable {
-        public var date: Date
-        public var text: String
+    package struct Event: Sendable, Hashable {
+        package var date: Date
+        package var text: String
     }
 }
 
@@ -90,7 +90,7 @@ extension SimulatedDevice {
     /// - Parameters:
     ///   - token: the token to name in the view (any token of the device).
     ///   - events: how many of the timeline's last events to include.
-    public func view(token: String, events: Int = 200) -> DeviceView {
+    package func view(token: String, events: Int = 200) -> DeviceView {
         let activities = self.liveActivities
         let timeline = self.timeline
         let (apps, shown, badges, background) = self.state.withLock { state in

@@ -169,7 +169,7 @@ extension APNSBench {
                 )
                 let verdict = judge.judge(request)
                 let entry = LocalAPNSInboxEntry(
-                    sequence: 0, date: Date(), method: "POST", path: request.path, headers: [], body: request.body, verdict: verdict,
+                    sequence: 0, date: Date(), method: "POST", path: request.path, headers: [], body: request.body, decision: verdict,
                     why: nil, fault: nil, connectionID: 0, lints: []
                 )
                 async let waited: ContinuousClock.Instant? = {

@@ -25,7 +25,7 @@ private func replacing(_ name: String, with value: String?) -> [(String, String)
 struct APNSJudgeTests {
     let judge = APNSJudge()
 
-    func judged(_ request: APNSJudge.Request) -> APNSVerdict {
+    func judged(_ request: APNSJudge.Request) -> APNSDecision {
         var judge = self.judge
         return judge.judge(request)
     }

@@ -23,7 +23,7 @@ private func judged(
     let verdict = judge.judge(request, now: date)
     return LocalAPNSInboxEntry(
         sequence: 0, date: date, method: "POST", path: request.path, headers: headers.map { HTTP2HeaderField($0.0, $0.1) },
-        body: request.body, verdict: verdict, why: judge.explain(verdict, for: request, now: date), fault: nil, connectionID: 1,
+        body: request.body, decision: verdict, why: judge.explain(verdict, for: request, now: date), fault: nil, connectionID: 1,
         lints: []
     )
 }
@@ -50,7 +50,7 @@ struct FrequentUpdateLintTests {
         let other = inbox.record(Self.update(&judge, token: tokenB, priority: "10", at: t0 + 21))
         let quiet = inbox.record(Self.update(&judge, priority: "5", at: t0 + 22))
         let later = inbox.record(Self.update(&judge, priority: "10", at: t0 + 90))
-        for entry in [first, soon, other, quiet, later] { #expect(entry.isAccepted, "\(entry.verdict)") }
+        for entry in [first, soon, other, quiet, later] { #expect(entry.isAccepted, "\(entry.decision)") }
         func la007(_ entry: LocalAPNSInboxEntry) -> [String] { entry.allLints.filter { $0.hasPrefix("LA007") } }
         #expect(la007(first).isEmpty && la007(other).isEmpty && la007(quiet).isEmpty && la007(later).isEmpty)
         #expect(la007(soon) == ["LA007: a priority-10 update 20.0 s after the previous one to this activity: priority-10 updates spend a "
@@ -176,7 +176,7 @@ struct InboxTests {
             let verdict = judge.judge(request)
             inbox.record(LocalAPNSInboxEntry(
                 date: Date(), method: method, path: path, headers: headers.map { HTTP2HeaderField($0.0, $0.1) }, body: request.body,
-                verdict: verdict, why: nil, fault: nil, connectionID: 1, lints: []
+                decision: verdict, why: nil, fault: nil, connectionID: 1, lints: []
             ))
         }
         let entries = inbox.pushes().entries
@@ -237,7 +237,7 @@ struct JudgeWhyTests {
                 .authorizationHeaderValue
         }
         let unknown = judged(&judge, headers: [("authorization", try header("WRONGKEY99", "FORGETEAM1", other))])
-        #expect(unknown.verdict.reason == .invalidProviderToken)
+        #expect(unknown.reason == .invalidProviderToken)
         #expect(unknown.why == "kid WRONGKEY99 is not registered; registered: FORGEKEY01 (team FORGETEAM1)")
         let team = judged(&judge, headers: [("authorization", try header("FORGEKEY01", "OTHERTEAM9", key))])
         #expect(team.why == "iss 'OTHERTEAM9' is not the team of kid FORGEKEY01 (FORGETEAM1)")

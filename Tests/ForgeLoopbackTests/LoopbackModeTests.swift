@@ -164,7 +164,7 @@ struct LoopbackModeTests {
         device.install(makeApp())
         let warnings = Seen()
         try await withLoopbackMode(devices: [device], tls: loopbackTLS(), observer: { judgement in
-            if let warning = judgement.verdict.warning { warnings.append(warning) }
+            if let warning = judgement.decision.warning { warnings.append(warning) }
         }) { loopback in
             // The bare transport sends what it is given: the body issue 14 found apnsctl sending.
             let connection = try await HTTP2Connection.connect(loopback.http2Configuration)

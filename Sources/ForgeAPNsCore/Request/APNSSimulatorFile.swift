@@ -4,29 +4,29 @@ internal import Foundation
 /// object with a top-level `aps`, and optionally the app it is for under `"Simulator Target Bundle"`
 /// (Xcode's "Testing notifications using the Simulator" documentation and `xcrun simctl push --help`).
 /// One fixture then drives the Simulator on a Mac and ForgePush on Linux.
-public struct APNSSimulatorFile: Sendable, Hashable {
+package struct APNSSimulatorFile: Sendable, Hashable {
     /// The key naming the app's bundle id.
-    public static let targetBundleKey = "Simulator Target Bundle"
+    package static let targetBundleKey = "Simulator Target Bundle"
     /// The most bytes a file may have: a remote notification's payload limit.
-    public static let maximumSize = 4096
+    package static let maximumSize = 4096
     /// The push types a `.apns` file stands for: notifications to an app, as simctl delivers them.
-    public static let pushTypes: [APNSPushType] = [.alert, .background, .liveactivity]
+    package static let pushTypes: [APNSPushType] = [.alert, .background, .liveactivity]
 
     /// The bundle id under ``targetBundleKey``, if the file names one.
-    public var targetBundle: String?
+    package var targetBundle: String?
     /// The payload as APNs gets it: the file's object without ``targetBundleKey``.
-    public var payload: [UInt8]
+    package var payload: [UInt8]
 
     /// Why a file is not a `.apns` file: the rule it breaks.
-    public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
-        public var rule: String
-        public var description: String { self.rule }
+    package struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
+        package var rule: String
+        package var description: String { self.rule }
     }
 
     /// Reads a `.apns` file's bytes.
     /// - Throws: ``Problem`` when it is larger than 4096 bytes, not one JSON object, has no `aps`
     ///   object, or names its bundle with something other than a string.
-    public init(contents: [UInt8]) throws(Problem) {
+    package init(contents: [UInt8]) throws(Problem) {
         guard contents.count <= Self.maximumSize else {
             throw Problem(rule: "must be at most \(Self.maximumSize) bytes, as simctl allows (it is \(contents.count))")
         }
@@ -52,7 +52,7 @@ public struct APNSSimulatorFile: Sendable, Hashable {
 
     /// A `.apns` file for `payload` (a JSON object) and the app `bundleID`: the payload with
     /// ``targetBundleKey`` added, pretty-printed with sorted keys, ending in a newline.
-    public static func render(payload: [UInt8], bundleID: String) -> [UInt8]? {
+    package static func render(payload: [UInt8], bundleID: String) -> [UInt8]? {
         guard var object = (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any] else { return nil }
         object[Self.targetBundleKey] = bundleID
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])

@@ -325,7 +325,7 @@ private struct JudgementPrinter: Sendable {
     var printsRequests: Bool
 
     func print(_ judgement: LocalAPNSJudgement) {
-        let verdict = judgement.verdict
+        let verdict = judgement.decision
         let target: String
         switch verdict.target {
         case .device(let token): target = token

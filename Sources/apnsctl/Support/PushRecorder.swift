@@ -40,7 +40,7 @@ final class PushRecorder: Sendable {
 
     /// Called by the server for every judged request.
     func record(_ judgement: LocalAPNSJudgement) {
-        if self.acceptedOnly, !(judgement.verdict.isAccepted && judgement.verdict.target.isPush) { return }
+        if self.acceptedOnly, !(judgement.decision.isAccepted && judgement.decision.target.isPush) { return }
         var line = judgement.entry.json
         line.append(UInt8(ascii: "\n"))
         self.file.withLock { descriptor in self.write(&line, to: descriptor) }

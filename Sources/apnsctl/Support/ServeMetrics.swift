@@ -28,7 +28,7 @@ final class ServeMetrics: Sendable {
 
     /// Counts one judged request.
     func record(_ judgement: LocalAPNSJudgement) {
-        let verdict = judgement.verdict
+        let verdict = judgement.decision
         let status = String(verdict.status)
         self.registry.makeCounter(
             descriptor: MetricNameDescriptor(
