@@ -52,7 +52,7 @@ public final class CampaignJournal: Sendable {
 
         /// The names of the fields that differ from `other`'s. A fingerprint whose tokens are not
         /// all read yet (``isComplete`` false on either side) is compared without the file's size and hash.
-        public func changes(from other: Fingerprint) -> [String] {
+        package func changes(from other: Fingerprint) -> [String] {
             let complete = self.isComplete && other.isComplete
             return zip(self.fields, other.fields)
                 .filter { $0.value != $1.value && (complete || ($0.name != "tokens_size" && $0.name != "tokens_sha256")) }
@@ -61,10 +61,10 @@ public final class CampaignJournal: Sendable {
 
         /// Whether the tokens file's size and hash are known: false for a campaign begun with
         /// ``CampaignJournal/begin(_:)`` whose send has not read the file's end yet.
-        public var isComplete: Bool { self.tokensSize >= 0 && !self.tokensSHA256.isEmpty }
+        package var isComplete: Bool { self.tokensSize >= 0 && !self.tokensSHA256.isEmpty }
 
         /// The fingerprint before its tokens file is read: size and hash left open.
-        public var withTokensOpen: Fingerprint {
+        package var withTokensOpen: Fingerprint {
             var open = self
             open.tokensSize = -1
             open.tokensSHA256 = ""
@@ -94,7 +94,7 @@ public final class CampaignJournal: Sendable {
         /// Names the journal file and what failed.
         public var description: String
 
-        public init(kind: Kind, changed: [String] = [], description: String) {
+        package init(kind: Kind, changed: [String] = [], description: String) {
             self.kind = kind
             self.changed = changed
             self.description = description
@@ -205,7 +205,7 @@ public final class CampaignJournal: Sendable {
     /// The inputs of the campaign in the file; `nil` while no campaign is registered in it.
     public var fingerprint: Fingerprint? { self.stored.withLock { $0 } }
     /// Whether the file held a campaign when it was opened: a resumed run registers nothing, it
-    /// only ``verify(_:)``s its inputs.
+    /// only checks that its inputs are the same (``register(_:fingerprint:)`` does).
     public let isResumed: Bool
     private let database: DatabaseQueue
     private let stored: LockedBox<Fingerprint?>
@@ -262,7 +262,7 @@ public final class CampaignJournal: Sendable {
 
     /// Checks that `fingerprint` is the campaign's: run it before anything is sent on resume.
     /// - Throws: ``Failure`` (`changedInputs`) naming every field that differs.
-    public func verify(_ fingerprint: Fingerprint) throws(Failure) {
+    package func verify(_ fingerprint: Fingerprint) throws(Failure) {
         guard let stored = self.fingerprint else {
             throw Failure(kind: .unusable, description: "journal '\(self.path)': no campaign registered in it")
         }
@@ -297,14 +297,14 @@ public final class CampaignJournal: Sendable {
     /// itself (its fingerprint) is written last, by ``finish(fingerprint:)``, so a registration cut
     /// short is started over by the next run. Memory holds two batches, whatever the file's size:
     /// one being written while the next is read (the reading and the writing run side by side).
-    public final class Registration {
+    package final class Registration {
         private let journal: CampaignJournal
         private let batch: Int
         private var buffer: [Entry] = []
         /// The batch being written, if any.
         private var writing: BackgroundWrite<Void>?
         /// Tokens registered so far.
-        public private(set) var count = 0
+        package private(set) var count = 0
 
         fileprivate init(journal: CampaignJournal, batch: Int) {
             self.journal = journal
@@ -316,7 +316,7 @@ public final class CampaignJournal: Sendable {
         /// - Throws: ``Failure`` (`invalidArgument`) when `entry.index` is not the next index (tokens
         ///   are registered in order, from 0, with no gap); (`storage`) when writing the batch before
         ///   failed.
-        public func add(_ entry: Entry) async throws(Failure) {
+        package func add(_ entry: Entry) async throws(Failure) {
             guard entry.index == self.count else {
                 throw Failure(kind: .invalidArgument, description: "registering tokens: index \(entry.index) given, \(self.count) expected (in order, from 0)")
             }
@@ -326,7 +326,7 @@ public final class CampaignJournal: Sendable {
         }
 
         /// Commits the last batch and the campaign's fingerprint: from now on the journal resumes.
-        public func finish(fingerprint: Fingerprint) async throws(Failure) {
+        package func finish(fingerprint: Fingerprint) async throws(Failure) {
             try await self.flush()
             try await self.writing?.result()
             self.writing = nil
@@ -356,7 +356,7 @@ public final class CampaignJournal: Sendable {
     /// Starts registering a new campaign's tokens (rows an unfinished registration left are removed).
     /// - Parameter batch: tokens committed in one transaction (rounded up to whole chunks of 1024).
     /// - Throws: ``Failure`` (`unusable`) when the journal already holds a campaign: resume it instead.
-    public func registration(batch: Int = 20_000) async throws(Failure) -> Registration {
+    package func registration(batch: Int = 20_000) async throws(Failure) -> Registration {
         guard self.fingerprint == nil else {
             throw Failure(kind: .unusable, description: "journal '\(self.path)': its campaign is registered already; resume it")
         }
@@ -559,7 +559,7 @@ public final class CampaignJournal: Sendable {
         /// What the next run sends.
         public var remaining: Int { self.total - self.final }
 
-        public init(total: Int, final: Int, unsettled: Int) {
+        package init(total: Int, final: Int, unsettled: Int) {
             self.total = total
             self.final = final
             self.unsettled = unsettled

@@ -10,13 +10,13 @@ import PostgresNIO
 /// - **Claim**: one batch that is not done and whose lease is free or expired, `FOR UPDATE SKIP
 ///   LOCKED` (workers never wait for each other), bumping `lease_epoch`: the epoch is this worker's
 ///   fence. The lease is renewed every third of its length while the worker works.
-/// - **Mark before send**: ``markChunk`` tokens at a time are committed `sending` (`sends + 1`)
+/// - **Mark before send**: 512 tokens at a time are committed `sending` (`sends + 1`)
 ///   before the sender gets them, by an UPDATE that holds the batch row (`FOR SHARE`) only while
 ///   its epoch is still this worker's. A token that was already sent (`sends` ≥ 1: an earlier owner
 ///   sent it without a committed verdict, or had no answer) is flagged `may_have_been_delivered`.
 /// - **Window**: the sender never gets more than ``window`` tokens ahead of the last committed
 ///   verdict.
-/// - **Commit, fenced**: verdicts are committed ``commitChunk`` at a time by an UPDATE fenced the
+/// - **Commit, fenced**: verdicts are committed 512 at a time by an UPDATE fenced the
 ///   same way. 0 rows means the lease is lost (the worker stalled past its expiry and another
 ///   took the batch): sending stops at once, the verdicts not committed are dropped, and the
 ///   worker claims another batch. The sender also stops getting tokens once the local lease
@@ -32,10 +32,10 @@ public final class PostgresCampaignWorker: Sendable {
     public static let window = 1024
     /// Tokens marked `sending` by one UPDATE (half the window: the sender goes on with one chunk
     /// while the verdicts of the other are committed).
-    public static let markChunk = 512
+    package static let markChunk = 512
     /// Verdicts committed by one UPDATE: each statement costs PostgreSQL a plan and a commit
     /// (a WAL flush), so fewer, larger ones cost it less a token.
-    public static let commitChunk = 512
+    package static let commitChunk = 512
 
     /// What a worker reports as it goes, in order, from the task running ``run(client:events:)``.
     public enum Event: Sendable {

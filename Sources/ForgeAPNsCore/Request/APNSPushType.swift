@@ -104,11 +104,11 @@ public struct APNSPushType: Hashable, Sendable, CustomStringConvertible, CaseIte
 }
 
 /// Payload size limits, in bytes of the encoded JSON body.
-public enum APNSPayloadLimit {
+package enum APNSPayloadLimit {
     /// Every push type but VoIP, on `/3/device/`.
-    public static let standard = 4096
+    package static let standard = 4096
     /// VoIP pushes.
-    public static let voip = 5120
+    package static let voip = 5120
     /// Broadcast pushes on `/4/broadcasts/`.
-    public static let broadcast = 5120
+    package static let broadcast = 5120
 }
