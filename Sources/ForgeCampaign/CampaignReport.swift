@@ -22,7 +22,7 @@ public enum CampaignReport {
 
         /// A token's stored row as the report shows it: `state` is `sending` (handed to a sender, no
         /// committed verdict) or an ``CampaignJournal/Outcome``'s raw value.
-        public init(
+        package init(
             token: String, index: Int, line: Int, state: String, status: Int?, reason: String?, apnsID: String?, sends: Int,
             mayHaveBeenDelivered: Bool, campaign: UUID
         ) {
@@ -41,7 +41,7 @@ public enum CampaignReport {
         }
 
         /// A journal's row.
-        public init(_ row: CampaignJournal.Row, campaign: UUID) {
+        package init(_ row: CampaignJournal.Row, campaign: UUID) {
             self.init(
                 token: row.token, index: row.index, line: row.line, state: row.state, status: row.status, reason: row.reason,
                 apnsID: row.apnsID, sends: row.sends, mayHaveBeenDelivered: row.mayHaveBeenDelivered, campaign: campaign
@@ -49,7 +49,7 @@ public enum CampaignReport {
         }
 
         /// The human report's line for a token not accepted.
-        public var text: String {
+        package var text: String {
             var text = "line \(self.line): \(self.token) \(self.outcome)"
             if let reason = self.reason { text += " (\(reason))" }
             if self.mayHaveBeenDelivered { text += ", may have been delivered" }
@@ -79,7 +79,7 @@ public enum CampaignReport {
 
     /// The counts of a report.
     public struct Summary: Encodable, Sendable, Equatable {
-        public var summary = true
+        package var summary = true
         public var total = 0
         public var accepted = 0
         public var rejected = 0
@@ -87,9 +87,9 @@ public enum CampaignReport {
         public var notSent = 0
         public var mayHaveBeenDelivered = 0
 
-        public init() {}
+        package init() {}
 
-        public mutating func add(_ line: Line) {
+        package mutating func add(_ line: Line) {
             self.total += 1
             switch line.outcome {
             case "accepted": self.accepted += 1
@@ -100,7 +100,7 @@ public enum CampaignReport {
             if line.mayHaveBeenDelivered { self.mayHaveBeenDelivered += 1 }
         }
 
-        public var text: String {
+        package var text: String {
             "campaign: \(self.total) tokens: \(self.accepted) accepted, \(self.rejected) rejected, \(self.failed) failed, "
                 + "\(self.notSent) not sent; \(self.mayHaveBeenDelivered) may have been delivered (sent again, or no answer)"
         }

@@ -29,26 +29,27 @@ package struct AcceptedPush: Sendable {
     package subscript(header name: String) -> String? { self.headers.first { $0.name == name }?.value }
 }
 
-/// One judged request, as ``LocalAPNSServer`` reports it to an observer (`apnsctl serve --json`).
+/// One judged request, as ``LocalAPNSServer`` reports it to an observer (`apnsctl serve --json`):
+/// the request and its answer as the inbox keeps them (``entry``), and how long its answer took.
 public struct LocalAPNSJudgement: Sendable {
     /// When it was judged.
-    public var date: Date
+    package var date: Date
     /// The judge's decision sent (for an injected fault, the fault's answer).
     package var decision: APNSDecision
     /// The fault applied, if any.
-    public var fault: LocalAPNSFault?
+    package var fault: LocalAPNSFault?
     /// The connection.
-    public var connectionID: UInt64
+    package var connectionID: UInt64
     /// How long the request waits for its answer at the server: the judging, plus the time the
     /// answer is held (`Listener.responseDelay` and a ``LocalAPNSFault/delay(_:)``).
     public var duration: Duration
     /// Why it was rejected, in one sentence; `nil` when accepted.
-    public var why: String?
+    package var why: String?
     /// The request as it came: method, path, headers (authorization included: redact before
     /// showing) and body.
     package var request: HTTP2ServerRequest
     /// Its ``LocalAPNSInboxEntry/sequence`` in the server's inbox; 0 without one.
-    public var sequence: Int = 0
+    package var sequence: Int = 0
 
     /// The judgement as an inbox entry (the shape of the inbox API and of `apnsctl serve --record`).
     public var entry: LocalAPNSInboxEntry {
