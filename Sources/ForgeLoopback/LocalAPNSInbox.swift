@@ -355,7 +355,7 @@ public final class LocalAPNSInbox: Sendable {
 
     /// Every event from now on, as it happens. A subscriber that falls `buffer` events behind is
     /// dropped (its stream ends), so a reader that stops reading cannot grow the server's memory.
-    /// The stream also ends when the server shuts down (``close()``).
+    /// The stream also ends when the server shuts down.
     public func events(buffer: Int = 4_096) -> AsyncStream<Event> {
         self.subscribers.subscribe(buffer: buffer)
     }

@@ -96,7 +96,7 @@ public final class LocalAPNSPhones: Sendable {
     }
 
     /// Delivers every accepted push the inbox records to its phone, in order, until the inbox is
-    /// closed; a clear of the inbox clears the phones.
+    /// closed (the server's shutdown closes it); a clear of the inbox clears the phones.
     ///
     /// The phones read the inbox in batches of at most `batch` requests, woken once per batch rather
     /// than once per request. A full batch means a flood: the phones then pause for `pause` before the
@@ -131,7 +131,7 @@ public final class LocalAPNSPhones: Sendable {
     }
 
     /// How many judged requests the phones skipped because they fell behind (see ``run(_:batch:pause:)``).
-    package var skippedRequests: Int { self.state.withLock { $0.skipped } }
+    public var skippedRequests: Int { self.state.withLock { $0.skipped } }
 
     /// Delivers one judged request when it is an accepted push (device or broadcast).
     public func deliver(_ entry: LocalAPNSInboxEntry) async {
