@@ -25,7 +25,7 @@ final class ConnectionPool: Sendable {
     private enum Job: Sendable {
         case connect(PoolStateMachine.ConnectionID)
         case close(HTTP2Connection)
-        case timer(ContinuousClock.Instant)
+        case timer(MonotonicInstant)
     }
 
     private let state: LockedBox<State>
@@ -102,7 +102,7 @@ final class ConnectionPool: Sendable {
             if let ready = self.acquireIfFree(count: requests.count) {
                 (id, connection) = ready
             } else {
-                (id, connection) = try await self.acquire(count: requests.count, deadline: deadline.continuousInstant)
+                (id, connection) = try await self.acquire(count: requests.count, deadline: deadline)
             }
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
@@ -135,7 +135,7 @@ final class ConnectionPool: Sendable {
             (id, connection) = ready
         } else {
             do {
-                (id, connection) = try await self.acquire(count: 1, deadline: deadline.continuousInstant)
+                (id, connection) = try await self.acquire(count: 1, deadline: deadline)
             } catch {
                 return .failure(Self.transportError(error, connection: nil))
             }
@@ -153,8 +153,7 @@ final class ConnectionPool: Sendable {
     }
 
     /// Gives back `count` streams of connection `id`, and does what the machine says then. Not
-    /// inlined into the async senders: the machine's `ContinuousClock.Instant`s (resilient values)
-    /// stay on this function's stack instead of costing task allocations in their frames.
+    /// inlined into the async senders: one frame fewer for them.
     @inline(never)
     private func release(_ id: PoolStateMachine.ConnectionID, count: Int, answered: Bool) {
         self.perform(self.state.withLock { $0.machine.release(id, count: count, answered: answered, now: .now) })
@@ -162,7 +161,7 @@ final class ConnectionPool: Sendable {
 
     /// One connection ready, opening one if none is open: the machine's own connect and wait, as for a
     /// request (its backoff and failures included), holding a stream only until the connection is there.
-    func connect(deadline: ContinuousClock.Instant) async -> APNSTransportError? {
+    func connect(deadline: MonotonicInstant) async -> APNSTransportError? {
         guard self.openConnections == 0 else { return nil }
         do {
             let (id, _) = try await self.acquire(count: 1, deadline: deadline)
@@ -315,7 +314,7 @@ final class ConnectionPool: Sendable {
     /// The slow path, after ``acquireIfFree(count:)`` found no room: a connection with room for
     /// `count` requests once the machine dispatches this request (a connect, a released stream),
     /// counted against it until released. (The machine still takes a stream freed meanwhile.)
-    private func acquire(count: Int, deadline: ContinuousClock.Instant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
+    private func acquire(count: Int, deadline: MonotonicInstant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
         let waiterBox = LockedBox<PoolStateMachine.WaiterID?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>) in
@@ -442,7 +441,7 @@ final class ConnectionPool: Sendable {
                 case .timer(let instant):
                     group.addTask {
                         // Cancelled at shutdown: a timer then has nothing left to do.
-                        guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
+                        guard (try? await MonotonicInstant.sleep(for: MonotonicInstant.now.duration(to: instant))) != nil else { return }
                         self.perform(self.state.withLock { $0.machine.tick(instant, now: .now) })
                     }
                 }

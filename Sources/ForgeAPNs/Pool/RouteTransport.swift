@@ -52,10 +52,10 @@ enum RouteTransport: Sendable {
         }
     }
 
-    func connect(deadline: ContinuousClock.Instant) async -> APNSTransportError? {
+    func connect(deadline: MonotonicInstant) async -> APNSTransportError? {
         switch self {
         case .pool(let pool): return await pool.connect(deadline: deadline)
-        case .other(let transport): return await transport.connect(deadline: deadline)
+        case .other(let transport): return await transport.connect(deadline: deadline.continuousInstant)
         }
     }
 
