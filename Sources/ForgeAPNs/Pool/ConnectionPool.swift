@@ -108,7 +108,7 @@ final class ConnectionPool: Sendable {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
         let results = await connection.sendBatch(http2, monotonicDeadline: deadline)
-        self.release(id, count: requests.count, answered: results.contains { if case .success = $0 { true } else { false } })
+        self.release(id, count: requests.count, on: connection)
         return results.map { result in
             result.map(APNSTransportResponse.init).mapError { Self.transportError($0, connection: connection) }
         }
@@ -128,7 +128,7 @@ final class ConnectionPool: Sendable {
         do {
             http2 = try self.http2Request(request, authorization: authorization, checked: &checked)
         } catch {
-            if let (id, _) = ready { self.release(id, count: 1, answered: false) }
+            if let (id, connection) = ready { self.release(id, count: 1, on: connection) }
             return .failure(Self.transportError(error, connection: nil))
         }
         if let ready {
@@ -147,15 +147,19 @@ final class ConnectionPool: Sendable {
         } catch {
             result = .failure(Self.transportError(error, connection: connection))
         }
-        let answered = if case .success = result { true } else { false }
-        self.release(id, count: 1, answered: answered)
+        self.release(id, count: 1, on: connection)
         return result
     }
 
-    /// Gives back `count` streams of connection `id`, and does what the machine says then. Not
-    /// inlined into the async senders: one frame fewer for them.
+    /// Gives back `count` streams of `connection` (`id`), and does what the machine says then.
+    ///
+    /// Whether the connection has answered is the connection's to know (`hasAnswered`, written on
+    /// its I/O thread as the first response arrives, so before it can report its close): the
+    /// machine's copy is fed from it here and at the close, never from a request's own result, so
+    /// the two cannot disagree. Not inlined into the async senders: one frame fewer for them.
     @inline(never)
-    private func release(_ id: PoolStateMachine.ConnectionID, count: Int, answered: Bool) {
+    private func release(_ id: PoolStateMachine.ConnectionID, count: Int, on connection: HTTP2Connection) {
+        let answered = connection.hasAnswered
         self.perform(self.state.withLock { $0.machine.release(id, count: count, answered: answered, now: .now) })
     }
 
@@ -164,8 +168,8 @@ final class ConnectionPool: Sendable {
     func connect(deadline: MonotonicInstant) async -> APNSTransportError? {
         guard self.openConnections == 0 else { return nil }
         do {
-            let (id, _) = try await self.acquire(count: 1, deadline: deadline)
-            self.release(id, count: 1, answered: false)
+            let (id, connection) = try await self.acquire(count: 1, deadline: deadline)
+            self.release(id, count: 1, on: connection)
             return nil
         } catch {
             return Self.transportError(error, connection: nil)
@@ -488,8 +492,9 @@ final class ConnectionPool: Sendable {
             case .goAway:
                 return state.machine.goAway(id, now: .now)
             case .closed(let error):
-                // The connection's own record of an answer, written on its I/O thread before this
-                // event: the machine hears of answers only as their requests are released.
+                // The connection's own record of an answer (the owner of the fact, see
+                // `release(_:count:on:)`), written on its I/O thread before this event: an answer
+                // whose request is not released yet counts.
                 let answered = state.connections.removeValue(forKey: id)?.hasAnswered ?? false
                 return state.machine.closed(id, goAway: error.code == .goingAway, answered: answered, error: error, now: .now,
                                             random: .random(in: 0...1))

@@ -96,7 +96,10 @@ struct PoolStateMachine {
         var limit = 1
         /// Requests handed over and not released.
         var inFlight = 0
-        /// Whether a request got an answer on it: only then is it healthy.
+        /// Whether a request got an answer on it: only then is it healthy. A copy of the connection's
+        /// own record (`HTTP2Connection.hasAnswered`, which owns the fact): the pool hands it in at
+        /// every release and at the close, and the machine keeps it to decide under the pool's lock
+        /// without reading each connection's atomic. Never set here from anything else.
         var answered = false
         /// Since when it has had nothing in flight.
         var idleSince: MonotonicInstant
@@ -220,7 +223,9 @@ struct PoolStateMachine {
         return (.wait(waiter.id), actions)
     }
 
-    /// `count` requests on `id` are done; `answered` if one of them got an answer.
+    /// `count` requests on `id` are done.
+    /// - Parameter answered: the connection's own record of an answer (`HTTP2Connection.hasAnswered`),
+    ///   read as the requests are released.
     /// - Parameter clock: read only when the time matters (the connection goes idle, or requests
     ///   wait), at most once: a busy connection's release, once per push, reads no clock.
     mutating func release(_ id: ConnectionID, count: Int, answered: Bool, now clock: @autoclosure () -> MonotonicInstant) -> Actions {
@@ -314,8 +319,9 @@ struct PoolStateMachine {
     /// `id` closed. One that never answered and was not sent away with GOAWAY counts as a failed
     /// connect: a server that drops every connection after the handshake backs the pool off.
     /// - Parameters:
-    ///   - answered: whether the connection itself saw an answer (one whose request is not yet
-    ///     released counts: the machine hears of answers only through releases).
+    ///   - answered: the connection's own record of an answer (`HTTP2Connection.hasAnswered`), which
+    ///     it writes on its I/O thread before it reports the close: an answer whose request is not
+    ///     yet released counts, so a close racing the last releases is not taken for a failed connect.
     ///   - error: why it closed; one that cannot heal (the server speaks another protocol) is the
     ///     failure recorded, else a close before any answer is.
     mutating func closed(
