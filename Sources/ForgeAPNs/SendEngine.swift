@@ -111,8 +111,8 @@ extension APNSClient {
     }
 
     /// The transport form of each of `requests` with `authorization`: one per run of requests that
-    /// share their notification's parts (a bulk batch is one run, unless each push replaces the
-    /// notification's own `apns-id`).
+    /// share their notification's parts (a bulk batch is one run: its pushes share one parts
+    /// object, with or without an `apns-id` of their own each).
     private static func prepare(
         _ requests: [APNSHTTPRequest], authorization: String?, route: CredentialRoute, channelAPI: Bool
     ) -> [PreparedRequest] {
