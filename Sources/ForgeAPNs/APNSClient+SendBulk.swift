@@ -146,6 +146,8 @@ extension APNSClient {
         let span = self.tracer?.startSpan(ClientTracing.bulkSpan, context: context, ofKind: .client)
         defer { span?.end() }
         if let span, span.isRecording { ClientTracing.describe(pushType: prepared.pushType, topic: prepared.topic.rawValue, on: span) }
+        // Converted once, here: below the public API the send path keeps the I/O threads' clock.
+        let deadline = deadline.map(MonotonicInstant.init)
         // Workers, not a task per token: each worker takes a few tokens at a time from the shared
         // feed, sends them one by one and hands each verdict over, so a token costs no task
         // creation and no wake-up of a coordinator. More workers start as the pool's open streams
@@ -159,7 +161,7 @@ extension APNSClient {
             route = .failure(error)
         }
         let tally = LockedBox(APNSBulkSummary())
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         // Workers are only ever added; each sizes its next batch by how many there are now.
         let workers = LockedBox(0)
         await withTaskGroup(of: Void.self) { group in
@@ -184,7 +186,7 @@ extension APNSClient {
         summary.total = feed.taken
         summary.inputError = feed.inputError
         summary.stoppedReading = feed.stoppedReading
-        summary.duration = .now - started
+        summary.duration = started.duration(to: .now)
         ((try? route.get())?.logger ?? self.logger).info("bulk send finished", metadata: [
             "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
             "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
@@ -197,7 +199,7 @@ extension APNSClient {
     /// which owns retries, replays and provider-token renewal: a bulk send is batching, nothing more.
     private func bulkWorker(
         _ prepared: APNSPreparedNotification, route: Result<CredentialRoute, APNSError>, feed: TokenFeed, workers: LockedBox<Int>,
-        deadline: ContinuousClock.Instant?, apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel,
+        deadline: MonotonicInstant?, apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel,
         tally: LockedBox<APNSBulkSummary>
     ) async {
         func batchSize() -> Int {
@@ -229,7 +231,7 @@ extension APNSClient {
                 case .success(let route):
                     results = await self.execute(
                         requests, pushType: prepared.pushType, route: route,
-                        deadline: MonotonicInstant.deadline(deadline, orAfter: self.configuration.timeouts.request, from: .now)
+                        deadline: deadline ?? MonotonicInstant.now + self.configuration.timeouts.request
                     )
                 case .failure(let error):
                     results = Array(repeating: .failure(error), count: requests.count)

@@ -359,7 +359,8 @@ public final class APNSClient: Sendable {
     ///   `cancelled` or `shutdown`; with several credentials, the first credential's that failed.
     public func connect(deadline: ContinuousClock.Instant? = nil) async throws(APNSError) {
         guard !self.isShutDown else { throw APNSError(kind: .shutdown, detail: "the client is shut down") }
-        let deadline = deadline ?? .now + self.configuration.timeouts.request
+        // Converted once, here: everything below the public API keeps the I/O threads' clock.
+        let deadline = MonotonicInstant.deadline(deadline, orAfter: self.configuration.timeouts.request, from: .now)
         let failures = await withTaskGroup(of: (Int, APNSTransportError?).self) { group in
             for (index, transport) in self.pushTransports.enumerated() {
                 group.addTask { (index, await transport.connect(deadline: deadline)) }

@@ -1,4 +1,5 @@
 internal import ForgeHTTP2
+internal import ForgeSupport
 public import ForgeAPNsCore
 internal import ForgeCrypto
 internal import Logging
@@ -69,6 +70,13 @@ final class CredentialRoute: Sendable {
     private let signer: APNSProviderTokenManager?
     let metrics: ClientMetrics
     let logger: Logger
+    /// The form of the notification `send` sent last through ``transport``, with the provider token
+    /// then: tasks that call `send` with one prepared notification share it, so its headers are
+    /// converted and checked once, not per push. Kept here, where requests are prepared from the
+    /// notifications the client is given, and matched by what it was made from (its parts' values
+    /// and the token, ``PreparedRequest/serves(_:authorization:)``): the transport below keeps
+    /// nothing of the requests it sends.
+    private let lastPrepared = LockedBox<PreparedRequest?>(nil)
 
     init(
         label: String, transport: RouteTransport, channelTransport: RouteTransport, tokens: APNSProviderTokenSource?,
@@ -100,18 +108,34 @@ final class CredentialRoute: Sendable {
     /// the local signer (its key is wrong, and a new token would be as invalid).
     var renewsInvalidProviderToken: Bool { self.tokens != nil && self.signer == nil }
 
-    /// Sends one request through the push transport (or the channel API's).
-    nonisolated(nonsending) func send(
-        _ request: APNSHTTPRequest, authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
-    ) async -> Result<APNSTransportResponse, APNSTransportError> {
-        await (channelAPI ? self.channelTransport : self.transport).send(request, authorization: authorization, deadline: deadline)
+    /// The form `request`'s notification is sent in through the push transport (or the channel
+    /// API's) with `authorization`: for the push transport, the one `send` made last when `request`
+    /// shares its notification's parts and the provider token is the same.
+    /// - Parameter remember: whether a new form replaces ``lastPrepared`` (a `send`'s; a batch keeps
+    ///   its own for its rounds).
+    func prepare(_ request: APNSHTTPRequest, authorization: String?, channelAPI: Bool, remember: Bool = true) -> PreparedRequest {
+        guard !channelAPI else { return self.channelTransport.prepare(request, authorization: authorization) }
+        guard remember else { return self.transport.prepare(request, authorization: authorization) }
+        if let last = self.lastPrepared.withLock({ $0 }), last.serves(request, authorization: authorization) { return last }
+        let prepared = self.transport.prepare(request, authorization: authorization)
+        self.lastPrepared.withLock { $0 = prepared }
+        return prepared
     }
 
-    /// Sends requests together through the push transport (or the channel API's).
+    /// Sends one request through the push transport (or the channel API's), in its notification's
+    /// `prepared` form.
+    nonisolated(nonsending) func send(
+        _ request: APNSHTTPRequest, prepared: PreparedRequest, deadline: MonotonicInstant, channelAPI: Bool
+    ) async -> Result<APNSTransportResponse, APNSTransportError> {
+        await (channelAPI ? self.channelTransport : self.transport).send(request, prepared: prepared, deadline: deadline)
+    }
+
+    /// Sends requests together through the push transport (or the channel API's), each in the form
+    /// `prepared` holds at its index.
     func send(
-        _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant, channelAPI: Bool
+        _ requests: [APNSHTTPRequest], prepared: [PreparedRequest], deadline: MonotonicInstant, channelAPI: Bool
     ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
-        await (channelAPI ? self.channelTransport : self.transport).send(requests, authorization: authorization, deadline: deadline)
+        await (channelAPI ? self.channelTransport : self.transport).send(requests, prepared: prepared, deadline: deadline)
     }
 }
 

@@ -30,6 +30,9 @@ extension APNSClient {
         var outcomes = [Result<APNSSendResult, APNSError>](repeating: Self.noOutcome, count: requests.count)
         var states = [Scheduled](repeating: Scheduled(due: started), count: requests.count)
         var pending = Array(requests.indices)
+        // The requests' transport form (``PreparedRequest``), made once per provider token: requests
+        // of one notification share it, so a batch converts and checks its headers once.
+        var prepared: [PreparedRequest] = []
         route.metrics.started(requests.count)
         defer { route.metrics.ended(requests.count) }
 
@@ -69,9 +72,14 @@ extension APNSClient {
                 fail(pending, .credentials, error.detail)
                 break
             }
+            let authorization = providerToken?.authorizationHeaderValue
+            if prepared.isEmpty || prepared[0].authorization != authorization {
+                prepared = Self.prepare(requests, authorization: authorization, route: route, channelAPI: channelAPI)
+            }
+            let all = ready.elementsEqual(requests.indices)
             let results = await route.send(
-                ready.elementsEqual(requests.indices) ? requests : ready.map { requests[$0] },
-                authorization: providerToken?.authorizationHeaderValue, deadline: deadline, channelAPI: channelAPI
+                all ? requests : ready.map { requests[$0] }, prepared: all ? prepared : ready.map { prepared[$0] },
+                deadline: deadline, channelAPI: channelAPI
             )
             // One batch's answers arrive together: one clock reading and one metrics update for all.
             let answered = MonotonicInstant.now
@@ -100,6 +108,24 @@ extension APNSClient {
             now = answered
         }
         return outcomes
+    }
+
+    /// The transport form of each of `requests` with `authorization`: one per run of requests that
+    /// share their notification's parts (a bulk batch is one run: its pushes share one parts
+    /// object, with or without an `apns-id` of their own each).
+    private static func prepare(
+        _ requests: [APNSHTTPRequest], authorization: String?, route: CredentialRoute, channelAPI: Bool
+    ) -> [PreparedRequest] {
+        var prepared: [PreparedRequest] = []
+        prepared.reserveCapacity(requests.count)
+        for request in requests {
+            if let last = prepared.last, last.serves(request, authorization: authorization) {
+                prepared.append(last)
+            } else {
+                prepared.append(route.prepare(request, authorization: authorization, channelAPI: channelAPI, remember: false))
+            }
+        }
+        return prepared
     }
 
     /// What follows one try of a push.
@@ -188,9 +214,8 @@ extension APNSClient {
             } catch {
                 return failure(.credentials, error.detail)
             }
-            let result = await route.send(
-                request, authorization: providerToken?.authorizationHeaderValue, deadline: deadline, channelAPI: channelAPI
-            )
+            let prepared = route.prepare(request, authorization: providerToken?.authorizationHeaderValue, channelAPI: channelAPI)
+            let result = await route.send(request, prepared: prepared, deadline: deadline, channelAPI: channelAPI)
             let answered = MonotonicInstant.now
             switch Self.step(
                 result, state: &state, pushType: pushType, route: route, policy: policy, renewableToken: providerToken != nil,

@@ -158,6 +158,11 @@ struct PayloadEncodingTests {
         let withID = try APNSAlertNotification(alert: APNSAlert(body: "Hi"), topic: bundle, apnsID: id).prepared()
         let replaced = withID.request(to: token, apnsID: try APNSID("00000000-0000-0000-0000-000000000002"))
         #expect(replaced[header: "apns-id"] == "00000000-0000-0000-0000-000000000002")
+        #expect(replaced.headers.filter { $0.name == "apns-id" }.count == 1)
+        // Those pushes share one parts object too (the notification's headers without its apns-id).
+        let replacedToo = withID.request(to: other, apnsID: try APNSID("00000000-0000-0000-0000-000000000003"))
+        #expect(replacedToo.shared === replaced.shared && replaced.shared !== withID.request(to: token).shared)
+        #expect(replaced.headers.dropLast() == withID.headers.dropLast())
         #expect(withID.request(to: token)[header: "apns-id"] == id.description)
         // Value semantics: a changed copy leaves the others and the notification as they were.
         var changed = first

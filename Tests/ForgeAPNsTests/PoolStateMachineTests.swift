@@ -7,8 +7,9 @@ import Testing
 @Suite("Pool state machine: events in, actions out")
 struct PoolStateMachineTests {
     typealias Machine = PoolStateMachine
-    let t0 = ContinuousClock.now
-    var later: ContinuousClock.Instant { self.t0 + .seconds(30) }
+    /// A manual "now" on the I/O threads' clock (the machine's time type): an hour after its start.
+    let t0 = MonotonicInstant(nanoseconds: 3_600_000_000_000)
+    var later: MonotonicInstant { self.t0 + .seconds(30) }
 
     func machine(connections: Int = 4, streams: Int = 1000, surplusIdle: Duration = .seconds(60), idle: Duration? = .seconds(600)) -> Machine {
         Machine(limits: .init(maximumConnections: connections, maximumStreams: streams, surplusIdleTimeout: surplusIdle, idleTimeout: idle))
@@ -288,7 +289,7 @@ struct PoolStateMachineTests {
     /// as a server that drops each connection after TLS does. A second request waits meanwhile
     /// (the new connection offers one stream); returns how that waiter ends.
     @discardableResult
-    func dropAfterHandshake(_ machine: inout Machine, now: ContinuousClock.Instant) -> Machine.Failure? {
+    func dropAfterHandshake(_ machine: inout Machine, now: MonotonicInstant) -> Machine.Failure? {
         let (_, actions) = machine.acquire(count: 1, deadline: now + .seconds(30), now: now)
         guard let id = actions.connect else {
             Issue.record("no connect at \(now)")

@@ -1,4 +1,3 @@
-internal import ForgeAPNsCore
 internal import ForgeHTTP2
 internal import ForgeSupport
 internal import Logging
@@ -15,17 +14,13 @@ final class ConnectionPool: Sendable {
         var machine: PoolStateMachine
         var connections: [PoolStateMachine.ConnectionID: HTTP2Connection] = [:]
         var waiters: [PoolStateMachine.WaiterID: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>] = [:]
-        /// The header list last converted and checked, keyed by what it was made from: tasks calling
-        /// `send` with one prepared notification share it, so its bytes are checked once, not per
-        /// push. Under the pool's lock: a send reads it with its stream, in one critical section.
-        var lastHeaders: CheckedHeaders?
     }
 
     /// Background work ``run()`` does as child tasks.
     private enum Job: Sendable {
         case connect(PoolStateMachine.ConnectionID)
         case close(HTTP2Connection)
-        case timer(ContinuousClock.Instant)
+        case timer(MonotonicInstant)
     }
 
     private let state: LockedBox<State>
@@ -34,27 +29,9 @@ final class ConnectionPool: Sendable {
     private let connectionsGauge: Gauge
     private let jobs: AsyncStream<Job>
     private let jobsInput: AsyncStream<Job>.Continuation
-    /// The authority of every request (the endpoint's host).
-    private let authority: String
-
-    /// The headers of the requests last sent, converted and checked, and the request parts made of
-    /// them: a class, read once per send (one retain, not one per field).
-    private final class CheckedHeaders: Sendable {
-        let authorization: String?
-        /// The parts of the notification these were made from (its requests share this object).
-        let source: APNSHTTPRequest.Shared
-        let converted: [HTTP2HeaderField]
-        /// Method, authority, path prefix, these headers and a body: what every request made from
-        /// the same notification shares, its header block laid out once.
-        let parts: HTTP2Request.Parts
-
-        init(authorization: String?, source: APNSHTTPRequest.Shared, converted: [HTTP2HeaderField], parts: HTTP2Request.Parts) {
-            self.authorization = authorization
-            self.source = source
-            self.converted = converted
-            self.parts = parts
-        }
-    }
+    /// The authority of every request (the endpoint's host): what ``PreparedRequest``s for this
+    /// pool are made with.
+    let authority: String
 
     /// - Parameter dimensions: the `apns_pool_connections` gauge's, naming the credential (and the
     ///   channel endpoint) when a client has several pools.
@@ -81,34 +58,22 @@ final class ConnectionPool: Sendable {
 
     // MARK: Sending with the I/O threads' clock
 
-    func send(
-        _ requests: [APNSHTTPRequest], authorization: String?, deadline: MonotonicInstant
-    ) async -> [Result<APNSTransportResponse, APNSTransportError>] {
-        guard requests.count > 1 else {
-            // A batch of one (a bulk's last token, a retry): the single path, then an array.
-            return requests.isEmpty ? [] : [await self.send(requests[0], authorization: authorization, deadline: deadline)]
-        }
-        var http2: [HTTP2Request] = []
-        http2.reserveCapacity(requests.count)
-        var checked = self.state.withLock { $0.lastHeaders }
-        do {
-            for request in requests { http2.append(try self.http2Request(request, authorization: authorization, checked: &checked)) }
-        } catch {
-            return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
-        }
+    /// HTTP/2 requests made by ``RouteTransport`` from prepared parts (``PreparedRequest``): the
+    /// pool only finds them a connection.
+    func send(_ requests: [HTTP2Request], deadline: MonotonicInstant) async -> [Result<APNSTransportResponse, APNSTransportError>] {
         let id: PoolStateMachine.ConnectionID
         let connection: HTTP2Connection
         do {
             if let ready = self.acquireIfFree(count: requests.count) {
                 (id, connection) = ready
             } else {
-                (id, connection) = try await self.acquire(count: requests.count, deadline: deadline.continuousInstant)
+                (id, connection) = try await self.acquire(count: requests.count, deadline: deadline)
             }
         } catch {
             return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
         }
-        let results = await connection.sendBatch(http2, monotonicDeadline: deadline)
-        self.release(id, count: requests.count, answered: results.contains { if case .success = $0 { true } else { false } })
+        let results = await connection.sendBatch(requests, monotonicDeadline: deadline)
+        self.release(id, count: requests.count, on: connection)
         return results.map { result in
             result.map(APNSTransportResponse.init).mapError { Self.transportError($0, connection: connection) }
         }
@@ -116,26 +81,15 @@ final class ConnectionPool: Sendable {
 
     /// One request (a `send`): as the batch, with no array on the way.
     nonisolated(nonsending) func send(
-        _ request: APNSHTTPRequest, authorization: String?, deadline: MonotonicInstant
+        _ request: consuming HTTP2Request, deadline: MonotonicInstant
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
-        let http2: HTTP2Request
         let id: PoolStateMachine.ConnectionID
         let connection: HTTP2Connection
-        // One critical section: the header list last checked, and a stream if one is free.
-        var (checked, ready) = self.state.withLock { state in
-            (state.lastHeaders, Self.acquireIfFree(count: 1, in: &state))
-        }
-        do {
-            http2 = try self.http2Request(request, authorization: authorization, checked: &checked)
-        } catch {
-            if let (id, _) = ready { self.release(id, count: 1, answered: false) }
-            return .failure(Self.transportError(error, connection: nil))
-        }
-        if let ready {
+        if let ready = self.acquireIfFree(count: 1) {
             (id, connection) = ready
         } else {
             do {
-                (id, connection) = try await self.acquire(count: 1, deadline: deadline.continuousInstant)
+                (id, connection) = try await self.acquire(count: 1, deadline: deadline)
             } catch {
                 return .failure(Self.transportError(error, connection: nil))
             }
@@ -143,127 +97,37 @@ final class ConnectionPool: Sendable {
         let result: Result<APNSTransportResponse, APNSTransportError>
         do {
             // Consumed: the connection moves it into its pending request, with no copy of its fields.
-            result = .success(APNSTransportResponse(try await connection.send(consume http2, monotonicDeadline: deadline)))
+            result = .success(APNSTransportResponse(try await connection.send(request, monotonicDeadline: deadline)))
         } catch {
             result = .failure(Self.transportError(error, connection: connection))
         }
-        let answered = if case .success = result { true } else { false }
-        self.release(id, count: 1, answered: answered)
+        self.release(id, count: 1, on: connection)
         return result
     }
 
-    /// Gives back `count` streams of connection `id`, and does what the machine says then. Not
-    /// inlined into the async senders: the machine's `ContinuousClock.Instant`s (resilient values)
-    /// stay on this function's stack instead of costing task allocations in their frames.
+    /// Gives back `count` streams of `connection` (`id`), and does what the machine says then.
+    ///
+    /// Whether the connection has answered is the connection's to know (`hasAnswered`, written on
+    /// its I/O thread as the first response arrives, so before it can report its close): the
+    /// machine's copy is fed from it here and at the close, never from a request's own result, so
+    /// the two cannot disagree. Not inlined into the async senders: one frame fewer for them.
     @inline(never)
-    private func release(_ id: PoolStateMachine.ConnectionID, count: Int, answered: Bool) {
+    private func release(_ id: PoolStateMachine.ConnectionID, count: Int, on connection: HTTP2Connection) {
+        let answered = connection.hasAnswered
         self.perform(self.state.withLock { $0.machine.release(id, count: count, answered: answered, now: .now) })
     }
 
     /// One connection ready, opening one if none is open: the machine's own connect and wait, as for a
     /// request (its backoff and failures included), holding a stream only until the connection is there.
-    func connect(deadline: ContinuousClock.Instant) async -> APNSTransportError? {
+    func connect(deadline: MonotonicInstant) async -> APNSTransportError? {
         guard self.openConnections == 0 else { return nil }
         do {
-            let (id, _) = try await self.acquire(count: 1, deadline: deadline)
-            self.release(id, count: 1, answered: false)
+            let (id, connection) = try await self.acquire(count: 1, deadline: deadline)
+            self.release(id, count: 1, on: connection)
             return nil
         } catch {
             return Self.transportError(error, connection: nil)
         }
-    }
-
-    /// The HTTP/2 request: headers converted and checked, and the request's shared parts made, once
-    /// per distinct notification (a bulk batch shares them, and so do sends in a row with the same
-    /// notification), the authorization first; each request adds its token and its own apns-id.
-    /// - Parameter current: what was made last (``State/lastHeaders``, read once per batch);
-    ///   replaced there and here when this request's differs.
-    private func http2Request(
-        _ request: APNSHTTPRequest, authorization: String?, checked current: inout CheckedHeaders?
-    ) throws(HTTP2ClientError) -> HTTP2Request {
-        // The notification converted last (its requests share one parts object): no comparison of
-        // headers or body.
-        if let current, current.source === request.shared, current.authorization == authorization {
-            return Self.http2Request(request, parts: current.parts)
-        }
-        // The headers converted last serve when the authorization and the header list are the same.
-        let base = current.flatMap { $0.authorization == authorization ? $0 : nil }
-        let sameHeaders = base.map { $0.source.headers == request.sharedHeaders } ?? false
-        // The same notification prepared again (or requests built one by one): the parts serve, and
-        // are kept under this request's object, which the requests after it share.
-        if let base, sameHeaders, base.parts.matches(method: request.method, pathPrefix: request.pathPrefix, body: request.body) {
-            let adopted = CheckedHeaders(authorization: authorization, source: request.shared, converted: base.converted, parts: base.parts)
-            current = adopted
-            self.state.withLock { $0.lastHeaders = adopted }
-            return Self.http2Request(request, parts: adopted.parts)
-        }
-        // Sends of one notification, each with its own apns-id among its headers: the list checked
-        // before serves, with only that value checked and put in.
-        if let base, !sameHeaders, let converted = try Self.replacingAPNSID(in: base, for: request.sharedHeaders) {
-            return Self.http2Request(request, parts: self.parts(of: request, headers: converted))
-        }
-        let converted: [HTTP2HeaderField]
-        if let base, sameHeaders {
-            converted = base.converted
-        } else {
-            var fields: [HTTP2HeaderField] = []
-            fields.reserveCapacity(request.sharedHeaders.count + 1)
-            if let authorization { fields.append(try HTTP2HeaderField("authorization", authorization).checked()) }
-            for header in request.sharedHeaders { fields.append(try Self.field(header.name, header.value).checked()) }
-            converted = fields
-        }
-        let made = CheckedHeaders(
-            authorization: authorization, source: request.shared, converted: converted,
-            parts: self.parts(of: request, headers: converted)
-        )
-        current = made
-        self.state.withLock { $0.lastHeaders = made }
-        return Self.http2Request(request, parts: made.parts)
-    }
-
-    private func parts(of request: APNSHTTPRequest, headers: [HTTP2HeaderField]) -> HTTP2Request.Parts {
-        HTTP2Request.Parts(
-            method: request.method, scheme: "https", authority: self.authority, pathPrefix: request.pathPrefix, headers: headers,
-            body: request.body
-        )
-    }
-
-    /// A request of `parts` with `request`'s token and its own apns-id (a campaign's push carries
-    /// one apart from the shared headers, formatted from its UUID straight into the header block).
-    private static func http2Request(_ request: APNSHTTPRequest, parts: HTTP2Request.Parts) -> HTTP2Request {
-        var http2 = HTTP2Request(parts: parts, pathSuffix: request.pathSuffix)
-        http2.pushHeader = request.pushAPNSID.map { HTTP2UUIDHeader("apns-id", bytes: $0.bytes) }
-        return http2
-    }
-
-    /// `base`'s converted headers with the apns-id of `headers`, when that is all that differs
-    /// (same names in the same order, every other value the same); nil otherwise.
-    private static func replacingAPNSID(
-        in base: CheckedHeaders, for headers: [APNSHeaderField]
-    ) throws(HTTP2ClientError) -> [HTTP2HeaderField]? {
-        guard base.source.headers.count == headers.count else { return nil }
-        var changed: Int?
-        for index in headers.indices {
-            let old = base.source.headers[index]
-            let new = headers[index]
-            guard old.name == new.name else { return nil }
-            if old.value != new.value {
-                guard new.name == "apns-id", changed == nil else { return nil }
-                changed = index
-            }
-        }
-        guard let changed else { return nil }
-        var converted = base.converted
-        // The authorization header, when there is one, comes first.
-        converted[changed + (base.authorization == nil ? 0 : 1)] = try Self.field("apns-id", headers[changed].value).checked()
-        return converted
-    }
-
-    /// A header as HPACK sends it. An `apns-id` is new with every push: entered in the dynamic
-    /// tables it would only push out the entries that do repeat (the provider token above all,
-    /// which then travels again in full), at both ends, so it is sent without indexing.
-    private static func field(_ name: String, _ value: String) -> HTTP2HeaderField {
-        HTTP2HeaderField(name, value, indexing: name == "apns-id" ? .neverIndexed : .indexable)
     }
 
     /// The one place an HTTP/2 failure becomes an APNs transport error. A request on a connection
@@ -315,7 +179,7 @@ final class ConnectionPool: Sendable {
     /// The slow path, after ``acquireIfFree(count:)`` found no room: a connection with room for
     /// `count` requests once the machine dispatches this request (a connect, a released stream),
     /// counted against it until released. (The machine still takes a stream freed meanwhile.)
-    private func acquire(count: Int, deadline: ContinuousClock.Instant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
+    private func acquire(count: Int, deadline: MonotonicInstant) async throws -> (PoolStateMachine.ConnectionID, HTTP2Connection) {
         let waiterBox = LockedBox<PoolStateMachine.WaiterID?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(PoolStateMachine.ConnectionID, HTTP2Connection), any Error>) in
@@ -442,7 +306,7 @@ final class ConnectionPool: Sendable {
                 case .timer(let instant):
                     group.addTask {
                         // Cancelled at shutdown: a timer then has nothing left to do.
-                        guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
+                        guard (try? await MonotonicInstant.sleep(for: MonotonicInstant.now.duration(to: instant))) != nil else { return }
                         self.perform(self.state.withLock { $0.machine.tick(instant, now: .now) })
                     }
                 }
@@ -489,8 +353,9 @@ final class ConnectionPool: Sendable {
             case .goAway:
                 return state.machine.goAway(id, now: .now)
             case .closed(let error):
-                // The connection's own record of an answer, written on its I/O thread before this
-                // event: the machine hears of answers only as their requests are released.
+                // The connection's own record of an answer (the owner of the fact, see
+                // `release(_:count:on:)`), written on its I/O thread before this event: an answer
+                // whose request is not released yet counts.
                 let answered = state.connections.removeValue(forKey: id)?.hasAnswered ?? false
                 return state.machine.closed(id, goAway: error.code == .goingAway, answered: answered, error: error, now: .now,
                                             random: .random(in: 0...1))

@@ -11,6 +11,10 @@ internal import ForgeHTTP2
 /// open connection already answered once (a new APNs connection offers one stream until then), and
 /// no backoff. Connections beyond the first that stay idle for ``Limits/surplusIdleTimeout`` close;
 /// the last one after ``Limits/idleTimeout``.
+///
+/// Time is `MonotonicInstant`, the I/O threads' clock: the client converts a caller's
+/// `ContinuousClock.Instant` deadline once, at its public API, and everything below it (sends,
+/// waits, timers, this machine) keeps that one type.
 struct PoolStateMachine {
     struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
         let raw: Int
@@ -63,7 +67,7 @@ struct PoolStateMachine {
         /// Close these connections (idle, or surplus at shutdown); their requests are done.
         var close: [ConnectionID] = []
         /// Report ``tick(_:now:random:)`` at this instant.
-        var timer: ContinuousClock.Instant?
+        var timer: MonotonicInstant?
 
         var isEmpty: Bool { self.connect == nil && self.dispatch.isEmpty && self.fail.isEmpty && self.close.isEmpty && self.timer == nil }
     }
@@ -92,16 +96,19 @@ struct PoolStateMachine {
         var limit = 1
         /// Requests handed over and not released.
         var inFlight = 0
-        /// Whether a request got an answer on it: only then is it healthy.
+        /// Whether a request got an answer on it: only then is it healthy. A copy of the connection's
+        /// own record (`HTTP2Connection.hasAnswered`, which owns the fact): the pool hands it in at
+        /// every release and at the close, and the machine keeps it to decide under the pool's lock
+        /// without reading each connection's atomic. Never set here from anything else.
         var answered = false
         /// Since when it has had nothing in flight.
-        var idleSince: ContinuousClock.Instant
+        var idleSince: MonotonicInstant
     }
 
     struct Waiter: Sendable {
         let id: WaiterID
         let count: Int
-        let deadline: ContinuousClock.Instant
+        let deadline: MonotonicInstant
     }
 
     let limits: Limits
@@ -110,12 +117,12 @@ struct PoolStateMachine {
     /// Connects in a row that failed, and connections that closed before any answer; reset by an answer.
     private(set) var failures = 0
     /// No connect before this (the backoff after a failure).
-    private(set) var retryAt: ContinuousClock.Instant?
+    private(set) var retryAt: MonotonicInstant?
     /// Why the last connect failed.
     private(set) var lastFailure: HTTP2ClientError?
     private(set) var isShutDown = false
     /// Timers set and not yet reported: a new one is asked for only when it is earlier than all.
-    private var timers: [ContinuousClock.Instant] = []
+    private var timers: [MonotonicInstant] = []
     private var nextConnectionID = 0
     private var nextWaiterID = 0
     /// The least wait before connecting again after a failure that cannot heal by retrying.
@@ -162,7 +169,7 @@ struct PoolStateMachine {
     /// a row, no open connection that has answered, no connect under way, and the backoff not over.
     /// A server that answered before and then fails the same way meets the rule once its failures
     /// in a row reach the limit (an answer resets them).
-    func unreachable(now: ContinuousClock.Instant) -> Failure? {
+    func unreachable(now: MonotonicInstant) -> Failure? {
         guard self.failures >= self.limits.unreachableAfter, let last = self.lastFailure, let retryAt = self.retryAt, retryAt > now,
             !self.connections.contains(where: { $0.answered || $0.phase == .connecting })
         else { return nil }
@@ -188,7 +195,7 @@ struct PoolStateMachine {
     }
 
     /// A request for room for `count` requests.
-    mutating func acquire(count: Int, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> (Acquisition, Actions) {
+    mutating func acquire(count: Int, deadline: MonotonicInstant, now: MonotonicInstant) -> (Acquisition, Actions) {
         if self.isShutDown { return (.fail(.shutdown), Actions()) }
         if self.waiters.isEmpty, let index = self.leastLoadedWithRoom() {
             self.connections[index].inFlight += count
@@ -216,13 +223,15 @@ struct PoolStateMachine {
         return (.wait(waiter.id), actions)
     }
 
-    /// `count` requests on `id` are done; `answered` if one of them got an answer.
+    /// `count` requests on `id` are done.
+    /// - Parameter answered: the connection's own record of an answer (`HTTP2Connection.hasAnswered`),
+    ///   read as the requests are released.
     /// - Parameter clock: read only when the time matters (the connection goes idle, or requests
     ///   wait), at most once: a busy connection's release, once per push, reads no clock.
-    mutating func release(_ id: ConnectionID, count: Int, answered: Bool, now clock: @autoclosure () -> ContinuousClock.Instant) -> Actions {
+    mutating func release(_ id: ConnectionID, count: Int, answered: Bool, now clock: @autoclosure () -> MonotonicInstant) -> Actions {
         guard let index = self.index(of: id) else { return Actions() }
-        var reading: ContinuousClock.Instant?
-        func now() -> ContinuousClock.Instant {
+        var reading: MonotonicInstant?
+        func now() -> MonotonicInstant {
             if let reading { return reading }
             let instant = clock()
             reading = instant
@@ -257,7 +266,7 @@ struct PoolStateMachine {
     // MARK: Connection events
 
     /// The connect under `id` succeeded; the server allows `maximumStreams` streams.
-    mutating func connected(_ id: ConnectionID, maximumStreams: Int, now: ContinuousClock.Instant) -> Actions {
+    mutating func connected(_ id: ConnectionID, maximumStreams: Int, now: MonotonicInstant) -> Actions {
         guard let index = self.index(of: id) else { return Actions() }
         if self.isShutDown {
             self.connections.remove(at: index)
@@ -275,7 +284,7 @@ struct PoolStateMachine {
     }
 
     /// The connect under `id` failed. `random` in `0...1` picks the backoff's jitter.
-    mutating func connectFailed(_ id: ConnectionID, _ error: HTTP2ClientError, now: ContinuousClock.Instant, random: Double) -> Actions {
+    mutating func connectFailed(_ id: ConnectionID, _ error: HTTP2ClientError, now: MonotonicInstant, random: Double) -> Actions {
         guard let index = self.index(of: id) else { return Actions() }
         self.connections.remove(at: index)
         guard !self.isShutDown else { return Actions() }
@@ -284,7 +293,7 @@ struct PoolStateMachine {
     }
 
     /// The server announced a new stream limit.
-    mutating func settingsChanged(_ id: ConnectionID, maximumStreams: Int, now: ContinuousClock.Instant) -> Actions {
+    mutating func settingsChanged(_ id: ConnectionID, maximumStreams: Int, now: MonotonicInstant) -> Actions {
         guard let index = self.index(of: id) else { return Actions() }
         self.connections[index].limit = self.clamp(maximumStreams)
         var actions = self.dispatchWaiters()
@@ -296,7 +305,7 @@ struct PoolStateMachine {
     }
 
     /// The server sent GOAWAY on `id`: nothing new goes there; a replacement opens if work waits.
-    mutating func goAway(_ id: ConnectionID, now: ContinuousClock.Instant) -> Actions {
+    mutating func goAway(_ id: ConnectionID, now: MonotonicInstant) -> Actions {
         guard let index = self.index(of: id), self.connections[index].phase != .draining else { return Actions() }
         self.connections[index].phase = .draining
         var actions = Actions()
@@ -310,12 +319,13 @@ struct PoolStateMachine {
     /// `id` closed. One that never answered and was not sent away with GOAWAY counts as a failed
     /// connect: a server that drops every connection after the handshake backs the pool off.
     /// - Parameters:
-    ///   - answered: whether the connection itself saw an answer (one whose request is not yet
-    ///     released counts: the machine hears of answers only through releases).
+    ///   - answered: the connection's own record of an answer (`HTTP2Connection.hasAnswered`), which
+    ///     it writes on its I/O thread before it reports the close: an answer whose request is not
+    ///     yet released counts, so a close racing the last releases is not taken for a failed connect.
     ///   - error: why it closed; one that cannot heal (the server speaks another protocol) is the
     ///     failure recorded, else a close before any answer is.
     mutating func closed(
-        _ id: ConnectionID, goAway: Bool, answered: Bool = false, error: HTTP2ClientError? = nil, now: ContinuousClock.Instant, random: Double
+        _ id: ConnectionID, goAway: Bool, answered: Bool = false, error: HTTP2ClientError? = nil, now: MonotonicInstant, random: Double
     ) -> Actions {
         guard let index = self.index(of: id) else { return Actions() }
         let connection = self.connections.remove(at: index)
@@ -343,7 +353,7 @@ struct PoolStateMachine {
     }
 
     /// A timer set by an earlier action fired: expire waiters, connect after a backoff, close idle connections.
-    mutating func tick(_ scheduled: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Actions {
+    mutating func tick(_ scheduled: MonotonicInstant, now: MonotonicInstant) -> Actions {
         if let index = self.timers.firstIndex(of: scheduled) { self.timers.remove(at: index) }
         var actions = Actions()
         guard !self.isShutDown else { return actions }
@@ -355,7 +365,7 @@ struct PoolStateMachine {
         }
         if !self.waiters.isEmpty { actions.connect = self.grow(now: now) }
         // Idle connections: surplus ones first, the last one only after the (longer) idle timeout.
-        var next: ContinuousClock.Instant?
+        var next: MonotonicInstant?
         for connection in self.connections where connection.phase == .ready && connection.inFlight == 0 {
             let surplus = self.readyConnections > 1
             let timeout = surplus ? self.limits.surplusIdleTimeout : self.limits.idleTimeout
@@ -416,7 +426,7 @@ struct PoolStateMachine {
 
     /// One more connection, if the pool may open one now (see the type's comment); during a backoff
     /// none (``scheduleWaiting(now:into:)`` sets the timer for its end).
-    private mutating func grow(now: ContinuousClock.Instant) -> ConnectionID? {
+    private mutating func grow(now: MonotonicInstant) -> ConnectionID? {
         guard !self.isShutDown, self.countsTowardsMaximum < self.limits.maximumConnections,
             !self.connections.contains(where: { $0.phase == .connecting }),
             !self.connections.contains(where: { $0.phase == .ready && !$0.answered })
@@ -430,7 +440,7 @@ struct PoolStateMachine {
 
     /// One more failure in a row: the next connect waits `100 ms × 2^(failures-1)`, at most 30 s,
     /// less up to half of it; at least 10 s after a failure that cannot heal by retrying.
-    private mutating func recordFailure(_ error: HTTP2ClientError, now: ContinuousClock.Instant, random: Double) {
+    private mutating func recordFailure(_ error: HTTP2ClientError, now: MonotonicInstant, random: Double) {
         self.failures += 1
         self.lastFailure = error
         let full = Double(min(100 << min(self.failures - 1, 9), 30_000))
@@ -441,7 +451,7 @@ struct PoolStateMachine {
 
     /// After a failed connect: waiters that have no connection to go to take its failure (they
     /// waited for that connect); with other connections open they keep waiting for room.
-    private mutating func afterFailure(_ error: HTTP2ClientError, now: ContinuousClock.Instant) -> Actions {
+    private mutating func afterFailure(_ error: HTTP2ClientError, now: MonotonicInstant) -> Actions {
         var actions = Actions()
         if let unreachable = self.unreachable(now: now) {
             // Every waiter, even one that a ready but silent connection could still take: that
@@ -459,20 +469,20 @@ struct PoolStateMachine {
     }
 
     /// A timer for the earliest waiter deadline, and for the end of the backoff while work waits.
-    private mutating func scheduleWaiting(now: ContinuousClock.Instant, into actions: inout Actions) {
+    private mutating func scheduleWaiting(now: MonotonicInstant, into actions: inout Actions) {
         guard !self.waiters.isEmpty else { return }
         if let earliest = self.waiters.lazy.map(\.deadline).min() { self.schedule(earliest, into: &actions) }
         if let retryAt = self.retryAt, retryAt > now { self.schedule(retryAt, into: &actions) }
     }
 
-    private mutating func scheduleIdle(from now: ContinuousClock.Instant, into actions: inout Actions) {
+    private mutating func scheduleIdle(from now: MonotonicInstant, into actions: inout Actions) {
         let timeout = self.readyConnections > 1 ? self.limits.surplusIdleTimeout : self.limits.idleTimeout
         guard let timeout else { return }
         self.schedule(now + timeout, into: &actions)
     }
 
     /// Asks for a timer at `instant` unless one at or before it is already set.
-    private mutating func schedule(_ instant: ContinuousClock.Instant, into actions: inout Actions) {
+    private mutating func schedule(_ instant: MonotonicInstant, into actions: inout Actions) {
         if let earliest = self.timers.min(), earliest <= instant { return }
         if let current = actions.timer, current <= instant { return }
         if let current = actions.timer, let index = self.timers.firstIndex(of: current) { self.timers.remove(at: index) }

@@ -30,6 +30,10 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     /// The method, path prefix, headers and body every request made from this notification shares,
     /// in one object (``APNSHTTPRequest/shared``).
     let requestParts: APNSHTTPRequest.Shared
+    /// The parts of the requests that carry an `apns-id` of their own: ``requestParts`` without the
+    /// notification's `apns-id` (the same object when it has none), so that a campaign's pushes,
+    /// each with its own, share one object too (and the transport's form made of it).
+    let requestPartsForOwnAPNSID: APNSHTTPRequest.Shared
 
     /// Validates a notification given as headers and an already-encoded body.
     ///
@@ -93,6 +97,10 @@ public struct APNSPreparedNotification: Hashable, Sendable {
         if let apnsID { headers.append(APNSHeaderField("apns-id", apnsID.description)) }
         self.headers = headers
         self.requestParts = APNSHTTPRequest.Shared(method: "POST", pathPrefix: Self.devicePathPrefix, headers: headers, body: body)
+        // The notification's apns-id is its last header.
+        self.requestPartsForOwnAPNSID = apnsID == nil
+            ? self.requestParts
+            : APNSHTTPRequest.Shared(method: "POST", pathPrefix: Self.devicePathPrefix, headers: Array(headers.dropLast()), body: body)
     }
 
     /// The request that sends this notification to `token`.
@@ -101,16 +109,9 @@ public struct APNSPreparedNotification: Hashable, Sendable {
     /// - Returns: a request sharing this notification's headers and body.
     package func request(to token: DeviceToken, apnsID: APNSID? = nil) -> APNSHTTPRequest {
         guard let apnsID else { return APNSHTTPRequest(shared: self.requestParts, pathSuffix: token.hexString) }
-        if let index = self.headers.firstIndex(where: { $0.name == "apns-id" }) {
-            // The notification's own apns-id replaced: headers of this request alone.
-            var headers = self.headers
-            headers[index].value = apnsID.description
-            return APNSHTTPRequest(
-                method: "POST", pathPrefix: Self.devicePathPrefix, pathSuffix: token.hexString, headers: headers, body: self.body
-            )
-        }
-        // The push's own header: the shared parts stay one object for every token.
-        return APNSHTTPRequest(shared: self.requestParts, pathSuffix: token.hexString, pushAPNSID: apnsID)
+        // The push's own header, after the shared ones (in place of the notification's own, if it
+        // has one): the shared parts stay one object for every token.
+        return APNSHTTPRequest(shared: self.requestPartsForOwnAPNSID, pathSuffix: token.hexString, pushAPNSID: apnsID)
     }
 
     /// `:path` of a device push, before the token.
