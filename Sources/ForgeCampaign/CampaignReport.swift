@@ -1,4 +1,4 @@
-public import struct Foundation.UUID
+package import struct Foundation.UUID
 internal import ForgeAPNsCore
 
 /// What `apnsctl campaign report --json` prints, the same for a SQLite journal and a PostgreSQL

@@ -1,5 +1,5 @@
 internal import CForgeOpenSSL
-public import struct Foundation.Date
+package import struct Foundation.Date
 
 /// What APNs reads from a push certificate: its fingerprint, the bundle id in its subject, and
 /// its validity. Used by the local server to authenticate certificate connections (C7) and by

@@ -1,4 +1,4 @@
-public import ForgeAPNsCore
+package import ForgeAPNsCore
 internal import struct Foundation.Date
 internal import ForgeSupport
 

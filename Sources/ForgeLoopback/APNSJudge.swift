@@ -1,8 +1,8 @@
-public import ForgeAPNsCore
+package import ForgeAPNsCore
 internal import ForgeCrypto
-public import struct Foundation.Date
-public import struct Foundation.Data
-public import class Foundation.JSONSerialization
+package import struct Foundation.Date
+package import struct Foundation.Data
+package import class Foundation.JSONSerialization
 #if canImport(Glibc)
 internal import Glibc
 #endif

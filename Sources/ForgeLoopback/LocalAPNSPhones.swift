@@ -3,7 +3,7 @@ internal import ForgeNotificationTypes
 internal import ForgeAPNsCore
 internal import ForgeHTTP2
 internal import ForgeSupport
-public import struct Foundation.Date
+package import struct Foundation.Date
 public import Metrics
 
 /// A simulated phone for every device token that an accepted push reaches, for a server that has no

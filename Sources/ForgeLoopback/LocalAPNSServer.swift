@@ -1,8 +1,8 @@
 public import ForgeAPNsCore
 package import ForgeHTTP2
-public import struct Foundation.Date
+package import struct Foundation.Date
 internal import ForgeSupport
-public import struct Foundation.UUID
+package import struct Foundation.UUID
 
 /// A push the local server accepted (a device push or a broadcast).
 package struct AcceptedPush: Sendable {
