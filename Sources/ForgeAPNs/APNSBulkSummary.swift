@@ -30,6 +30,31 @@ public struct APNSBulkSummary: Sendable, CustomStringConvertible {
     /// Rejections of every reason.
     public var rejectedCount: Int { self.rejected.values.reduce(0, +) }
 
+    /// Counts one token's verdict: the rule a bulk send counts its own verdicts by, for callers that
+    /// add verdicts of their own (pushes sent one by one beside a bulk send) to one summary. A
+    /// rejection counts under its reason, or `InvalidToken` when the token was refused before
+    /// anything was sent.
+    public mutating func add(_ outcome: APNSBulkVerdict.Outcome) {
+        self.total += 1
+        if outcome.mayHaveBeenDelivered { self.mayHaveBeenDelivered += 1 }
+        switch outcome {
+        case .accepted: self.accepted += 1
+        case .rejected(let error): self.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
+        case .failed: self.failed += 1
+        case .notSent: self.notSent += 1
+        }
+    }
+
+    /// Adds the verdict counts of `other` (its duration, input error and stop are not merged).
+    mutating func addCounts(of other: APNSBulkSummary) {
+        self.total += other.total
+        self.accepted += other.accepted
+        self.failed += other.failed
+        self.notSent += other.notSent
+        self.mayHaveBeenDelivered += other.mayHaveBeenDelivered
+        self.rejected.merge(other.rejected, uniquingKeysWith: +)
+    }
+
     public var description: String {
         var text = "\(self.total) tokens: \(self.accepted) accepted, \(self.rejectedCount) rejected"
         if !self.rejected.isEmpty {

@@ -249,26 +249,10 @@ extension APNSClient {
             var counts = APNSBulkSummary()
             for (slot, item) in batch.enumerated() {
                 let outcome = outcomes[slot].take() ?? .failed(APNSError(kind: .transport, mayHaveBeenDelivered: true, detail: "no outcome"))
-                if outcome.mayHaveBeenDelivered { counts.mayHaveBeenDelivered += 1 }
-                switch outcome {
-                case .accepted:
-                    counts.accepted += 1
-                case .rejected(let error):
-                    counts.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
-                case .failed:
-                    counts.failed += 1
-                case .notSent:
-                    counts.notSent += 1
-                }
+                counts.add(outcome)
                 verdicts.append(APNSBulkVerdict(token: item.1.text, index: item.0, outcome: outcome))
             }
-            tally.withLock { summary in
-                summary.accepted += counts.accepted
-                summary.mayHaveBeenDelivered += counts.mayHaveBeenDelivered
-                summary.failed += counts.failed
-                summary.notSent += counts.notSent
-                summary.rejected.merge(counts.rejected, uniquingKeysWith: +)
-            }
+            tally.withLock { $0.addCounts(of: counts) }
             await channel.send(verdicts)
         }
     }

@@ -91,6 +91,29 @@ struct ServeTests {
         #expect(unregistered.count == 2 && unregistered.allSatisfy { $0.contains("\"timestamp\":") })
     }
 
+    @Test("--environment: development is the sandbox's other name (apns-unique-id answered), production answers none")
+    func environmentNames() throws {
+        let token = try self.jwt()
+        for (name, played, unique) in [("development", "sandbox", true), ("sandbox", "sandbox", true), ("production", "production", false)] {
+            let server = try ServerProcess([
+                "--register-key", "\(self.keyFile):FORGEKEY01:FORGETEAM1", "--topic", bundle, "--environment", name, "--quiet",
+            ])
+            let result = try runTool([
+                "curl", "-s", "--http2", "--cacert", self.ca, "-D", "-", "-o", "/dev/null", "-H", "apns-topic: \(bundle)",
+                "-H", "apns-push-type: alert", "-H", "authorization: bearer \(token)", "-d", payload,
+                "https://localhost:\(server.port)/3/device/\(good)",
+            ])
+            let stopped = server.stop(signal: SIGTERM)
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.hasPrefix("HTTP/2 200"), "\(name): \(result.output)")
+            #expect(result.output.lowercased().contains("apns-unique-id:") == unique, "\(name): \(result.output)")
+            #expect(stopped.stderr.contains("\(played) APNs on"), "\(name): \(stopped.stderr)")
+        }
+        let bad = try CommandRunner.run(["serve", "--environment", "prod"])
+        #expect(bad.exitCode == 64)
+        #expect(bad.stderr.contains("production") && bad.stderr.contains("development"), "\(bad.stderr)")
+    }
+
     @Test("nghttp (h2c and TLS) gets Apple's answers; SIGINT stops")
     func nghttp() throws {
         for h2c in [true, false] {

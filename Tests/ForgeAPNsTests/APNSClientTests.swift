@@ -91,8 +91,17 @@ struct APNSClientTests {
         texts.insert("abc", at: 20)
         try await withAPNSClient(configuration: loopback.configuration) { client in
             var verdicts: [APNSBulkVerdict] = []
-            for await verdict in try client.sendBulk(alert(), to: StringTokens(texts: texts)) { verdicts.append(verdict) }
+            let bulk = try client.sendBulk(alert(), to: StringTokens(texts: texts))
+            for await verdict in bulk { verdicts.append(verdict) }
             #expect(verdicts.map(\.index).sorted() == Array(0..<texts.count), "one verdict per string")
+            // The bulk's summary counts by the rule a caller's own tally uses.
+            let summary = try #require(bulk.summary)
+            var tally = APNSBulkSummary()
+            for verdict in verdicts { tally.add(verdict.outcome) }
+            #expect(summary.rejected == ["InvalidToken": 2] && summary.accepted == good.count && summary.total == texts.count)
+            #expect(tally.total == summary.total && tally.accepted == summary.accepted && tally.rejected == summary.rejected)
+            #expect(tally.failed == summary.failed && tally.notSent == summary.notSent)
+            #expect(tally.mayHaveBeenDelivered == summary.mayHaveBeenDelivered)
             let rejected = verdicts.filter { !$0.isAccepted }
             #expect(rejected.map(\.index).sorted() == [10, 20])
             #expect(rejected.allSatisfy { verdict in
@@ -101,8 +110,8 @@ struct APNSClientTests {
             })
             #expect(verdicts.first { $0.index == 7 }?.token == good[7].hexString, "named by the parsed, lowered token")
 
-            let summary = try await client.sendBulk(alert(), to: TokenSequence(tokens: good)).summary()
-            #expect(summary.accepted == good.count && summary.total == good.count)
+            let again = try await client.sendBulk(alert(), to: TokenSequence(tokens: good)).summary()
+            #expect(again.accepted == good.count && again.total == good.count)
         }
         let sent = loopback.server.accepted.map(\.token)
         #expect(sent.count == 2 * good.count && Set(sent) == Set(good.map(\.hexString)), "the bad strings never reached the server")

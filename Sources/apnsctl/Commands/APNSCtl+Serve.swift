@@ -122,7 +122,7 @@ extension APNSCtl {
                     if let endpoint { Output.result(String(endpoint.port)) }
                     let scheme = self.tls.h2c ? "h2c" : "TLS"
                     let latency = self.behaviour.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
-                    Output.diagnostic("apnsctl serve: \(self.behaviour.environment.rawValue) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
+                    Output.diagnostic("apnsctl serve: \(self.behaviour.environment.canonical) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
                     if let ui { Output.diagnostic("apnsctl serve: inbox on http://\(Self.urlHost(self.inbox.uiHost)):\(ui)/") }
                     if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
                     let signal = await signals.first()
@@ -309,13 +309,6 @@ extension APNSCtl {
             return (token.hexString, bundle)
         }
     }
-}
-
-/// `--environment` of `serve`.
-enum ServedEnvironment: String, CaseIterable, ExpressibleByArgument {
-    case sandbox, production
-
-    var local: LocalAPNSConfiguration.Environment { self == .sandbox ? .sandbox : .production }
 }
 
 /// Prints judged requests, one line each (one block each with --print-requests), from the

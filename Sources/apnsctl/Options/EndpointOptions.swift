@@ -7,24 +7,11 @@ import Foundation
 /// Where requests go: Apple's environment, or any APNs-compatible server by URL, and how its
 /// certificate is checked.
 struct EndpointOptions: ParsableArguments {
-    enum Environment: String, CaseIterable, ExpressibleByArgument {
-        /// `development` is Apple's (and APNSwift's, gorush's) name for the sandbox.
-        case production, sandbox, development
-
-        /// `text` as an environment, or an error that suggests the one meant (`prod`: `production`).
-        static func parse(_ text: String) throws -> Environment {
-            if let environment = Environment(rawValue: text) { return environment }
-            let names = Self.allCases.map(\.rawValue)
-            let hint = DidYouMean.suggestion(for: text, among: names).map { "did you mean '\($0)'? " } ?? ""
-            throw ValidationError("\(hint)(production, sandbox or development)")
-        }
-    }
-
     @Option(
         name: .long, help: "production, sandbox or development (the sandbox's other name) (or APNS_ENVIRONMENT); production when unset.",
-        transform: { try Environment.parse($0) }
+        transform: { try EnvironmentName.parse($0) }
     )
-    var environment: Environment?
+    var environment: EnvironmentName?
 
     @Option(name: .long, help: "Apple's port: 443 (default) or 2197, for networks that block 443 outbound (or APNS_PORT).")
     var port: Int?
@@ -92,12 +79,8 @@ struct EndpointOptions: ParsableArguments {
             return try Self.parse(url: url).environment
         }
         let text = EnvironmentFallback.value(self.environment?.rawValue, "APNS_ENVIRONMENT") ?? "production"
-        let environment: APNSEnvironment
-        switch Environment(rawValue: text) {
-        case .production: environment = .production
-        case .sandbox, .development: environment = .sandbox
-        case nil:
-            let hint = DidYouMean.suggestion(for: text, among: Environment.allCases.map(\.rawValue)).map { "; did you mean '\($0)'?" } ?? ""
+        guard let environment = EnvironmentName(rawValue: text)?.endpoint else {
+            let hint = DidYouMean.suggestion(for: text, among: EnvironmentName.allCases.map(\.rawValue)).map { "; did you mean '\($0)'?" } ?? ""
             throw ValidationError("APNS_ENVIRONMENT must be production, sandbox or development (got '\(text)')\(hint).")
         }
         guard let portText else { return environment }

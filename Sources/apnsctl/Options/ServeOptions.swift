@@ -80,8 +80,8 @@ struct ServeTokenOptions: ParsableArguments {
 
 /// How the server plays APNs: its environment, limits, timeouts and latency.
 struct ServeBehaviourOptions: ParsableArguments {
-    @Option(help: "The environment the server plays: sandbox (adds apns-unique-id) or production.")
-    var environment: ServedEnvironment = .sandbox
+    @Option(help: "The environment the server plays: sandbox (adds apns-unique-id; development is its other name) or production.")
+    var environment: EnvironmentName = .sandbox
 
     @Option(name: .customLong("max-streams"), help: "MAX_CONCURRENT_STREAMS after a connection's first accepted push.")
     var maxStreams: UInt32 = 1000

@@ -24,35 +24,29 @@ struct TokenResult: Sendable {
     }
 }
 
-/// The counts of a send, as the summary line reports them.
+/// The counts of a send, as the summary line reports them: the verdicts counted by the library's
+/// own rule into its ``APNSBulkSummary`` (a send mixes a bulk send's verdicts with pushes sent one by
+/// one, and its progress bar needs them as they come), and what only this command knows.
 struct SendCounts: Sendable {
-    var total = 0
-    var accepted = 0
-    var rejected: [String: Int] = [:]
-    var failed = 0
-    var notSent = 0
-    /// Pushes whose answer was still awaited when a second Ctrl-C stopped the wait (may have been delivered).
+    /// Every verdict, counted as a bulk send counts its own.
+    var verdicts = APNSBulkSummary()
+    /// Of the failed verdicts, the pushes whose answer was still awaited when a second Ctrl-C
+    /// stopped the wait (may have been delivered): reported as in flight, not as failures.
     var inFlight = 0
-    /// Verdicts whose push may have been delivered without its answer being known.
-    var mayHaveBeenDelivered = 0
     /// Lines of the tokens file that were reported and skipped.
     var badLines = 0
     /// Set when Ctrl-C stopped reading the tokens file: every line after this one was never read
     /// (so never sent; resume from the next line).
     var unreadAfterLine: Int?
 
-    var rejectedCount: Int { self.rejected.values.reduce(0, +) }
-    var problems: Int { self.rejectedCount + self.failed + self.notSent + self.inFlight }
+    /// Failures other than the pushes in flight at the stop.
+    var failed: Int { self.verdicts.failed - self.inFlight }
+    /// Verdicts other than acceptances.
+    var problems: Int { self.verdicts.rejectedCount + self.verdicts.failed + self.verdicts.notSent }
 
     mutating func add(_ result: TokenResult) {
-        self.total += 1
-        if result.outcome.mayHaveBeenDelivered { self.mayHaveBeenDelivered += 1 }
-        switch result.outcome {
-        case .accepted: self.accepted += 1
-        case .rejected(let error): self.rejected[error.reason?.rawValue ?? "InvalidToken", default: 0] += 1
-        case .failed: if result.wasInFlightAtStop { self.inFlight += 1 } else { self.failed += 1 }
-        case .notSent: self.notSent += 1
-        }
+        self.verdicts.add(result.outcome)
+        if result.wasInFlightAtStop { self.inFlight += 1 }
     }
 }
 
@@ -201,24 +195,25 @@ struct ResultRenderer: Sendable {
     /// `sent N: A accepted, R rejected (Unregistered 3), F failed, S not sent in X.XX s (Y/s)`, or
     /// the same counts as one JSON object with `"summary":true`.
     func summary(_ counts: SendCounts, seconds: Double) -> String {
-        let rate = seconds > 0 ? Double(counts.total) / seconds : 0
-        let reasons = counts.rejected.sorted { $0.key < $1.key }
+        let verdicts = counts.verdicts
+        let rate = seconds > 0 ? Double(verdicts.total) / seconds : 0
+        let reasons = verdicts.rejected.sorted { $0.key < $1.key }
         if self.json {
             let byReason = reasons.map { "\(JSONText.quote($0.key)):\($0.value)" }.joined(separator: ",")
-            return "{\"summary\":true,\"total\":\(counts.total),\"accepted\":\(counts.accepted),"
-                + "\"rejected\":\(counts.rejectedCount),\"rejected_by_reason\":{\(byReason)},\"failed\":\(counts.failed),"
-                + "\"not_sent\":\(counts.notSent),\"in_flight\":\(counts.inFlight),\"may_have_been_delivered\":\(counts.mayHaveBeenDelivered),"
+            return "{\"summary\":true,\"total\":\(verdicts.total),\"accepted\":\(verdicts.accepted),"
+                + "\"rejected\":\(verdicts.rejectedCount),\"rejected_by_reason\":{\(byReason)},\"failed\":\(counts.failed),"
+                + "\"not_sent\":\(verdicts.notSent),\"in_flight\":\(counts.inFlight),\"may_have_been_delivered\":\(verdicts.mayHaveBeenDelivered),"
                 + "\"bad_lines\":\(counts.badLines),"
                 + (counts.unreadAfterLine.map { "\"unread_after_line\":\($0)," } ?? "")
                 + "\"seconds\":\(String(format: "%.3f", seconds)),\"rate\":\(String(format: "%.1f", rate))}"
         }
-        var text = "sent \(counts.total): \(counts.accepted) accepted, \(counts.rejectedCount) rejected"
+        var text = "sent \(verdicts.total): \(verdicts.accepted) accepted, \(verdicts.rejectedCount) rejected"
         if !reasons.isEmpty { text += " (" + reasons.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")" }
-        text += ", \(counts.failed) failed, \(counts.notSent) not sent"
+        text += ", \(counts.failed) failed, \(verdicts.notSent) not sent"
         if counts.inFlight > 0 { text += ", \(counts.inFlight) in flight at the stop" }
         text += " in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate))/s)"
-        if counts.mayHaveBeenDelivered > 0 {
-            text += "; \(counts.mayHaveBeenDelivered) may have been delivered without an answer (a resend may duplicate them)"
+        if verdicts.mayHaveBeenDelivered > 0 {
+            text += "; \(verdicts.mayHaveBeenDelivered) may have been delivered without an answer (a resend may duplicate them)"
         }
         if counts.badLines > 0 { text += "; \(counts.badLines) bad input lines skipped" }
         if let line = counts.unreadAfterLine { text += "; input after line \(line) not read" }

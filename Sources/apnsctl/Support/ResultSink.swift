@@ -100,7 +100,7 @@ final class ResultSink: Sendable {
                 self.flush(&state)
                 state.lastFlush = now
             }
-            state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines)
+            state.progress?.update(done: state.counts.verdicts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines)
             // A push that failed as unreachable: the client found no connection for as many
             // connects in a row as a push may try (or the pool already counts the endpoint as
             // unreachable), whether or not earlier pushes got answers. Sending more only adds
@@ -119,7 +119,7 @@ final class ResultSink: Sendable {
         self.state.withLock { state in
             self.flush(&state)
             state.lastFlush = ContinuousClock.now
-            state.progress?.update(done: state.counts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines, force: true)
+            state.progress?.update(done: state.counts.verdicts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines, force: true)
         }
     }
 

@@ -71,18 +71,18 @@ struct SendSession {
         let resume = self.isFromFile ? sink.resumePoint() : nil
         switch stopper.reason {
         case .interrupted:
-            var note = "interrupted: \(counts.total - counts.notSent - counts.inFlight) answered, \(counts.inFlight) in flight at the stop, "
-                + "\(counts.notSent) not sent"
+            var note = "interrupted: \(counts.verdicts.total - counts.verdicts.notSent - counts.inFlight) answered, \(counts.inFlight) in flight at the stop, "
+                + "\(counts.verdicts.notSent) not sent"
             if let resume { note += "; " + Self.resumeAdvice(resume) + "\n" + ResumeCommand.line(resumeFrom: resume.line) }
             if self.isJournal { note += "; resume by running the same command again (the journal sends only what has no final verdict)" }
             Output.diagnostic(note)
             return CLIExit.interrupted
         case .unreachable(let detail):
-            let answered = counts.accepted + counts.rejectedCount
+            let answered = counts.verdicts.accepted + counts.verdicts.rejectedCount
             var note = answered == 0
                 ? "error: cannot reach \(self.endpoint): \(detail)"
                 : "error: \(self.endpoint) became unreachable after \(answered) answered: \(detail)"
-            if let resume { note += "\n\(counts.notSent) not sent; " + Self.resumeAdvice(resume) + "\n" + ResumeCommand.line(resumeFrom: resume.line) }
+            if let resume { note += "\n\(counts.verdicts.notSent) not sent; " + Self.resumeAdvice(resume) + "\n" + ResumeCommand.line(resumeFrom: resume.line) }
             Output.diagnostic(note)
             return CLIExit.unavailable
         default:
