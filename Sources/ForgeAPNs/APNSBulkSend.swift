@@ -30,9 +30,7 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
             }
         }
         if !started {
-            var summary = APNSBulkSummary()
-            summary.inputError = "the client is shut down: no token was read"
-            channel.finish(summary)
+            channel.finish { $0.inputError = "the client is shut down: no token was read" }
         }
     }
 
@@ -54,6 +52,12 @@ public final class APNSBulkSend: AsyncSequence, Sendable {
 
     /// The counts, once the last verdict is out (nil before).
     public var summary: APNSBulkSummary? { self.channel.finishedSummary }
+
+    /// The counts so far, for a progress display: every verdict the bulk send has handed out,
+    /// including those still waiting to be read, counted by ``APNSBulkSummary/add(_:)``. Once the
+    /// last verdict is out, this is ``summary``; before, `duration` is zero and `total` counts the
+    /// verdicts so far, not the tokens read.
+    public var counts: APNSBulkSummary { self.channel.counts }
 
     /// Waits for the end, discarding verdicts not read, and returns the counts.
     /// Cancelling the waiting task cancels the bulk send (the summary then counts what was not sent).

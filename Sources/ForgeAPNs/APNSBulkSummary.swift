@@ -46,13 +46,23 @@ public struct APNSBulkSummary: Sendable, CustomStringConvertible {
     }
 
     /// Adds the verdict counts of `other` (its duration, input error and stop are not merged).
-    mutating func addCounts(of other: APNSBulkSummary) {
+    package mutating func addCounts(of other: APNSBulkSummary) {
         self.total += other.total
         self.accepted += other.accepted
         self.failed += other.failed
         self.notSent += other.notSent
         self.mayHaveBeenDelivered += other.mayHaveBeenDelivered
         self.rejected.merge(other.rejected, uniquingKeysWith: +)
+    }
+
+    /// Takes the verdict counts of `other` in place of these (duration, input error and stop stay).
+    package mutating func setCounts(from other: APNSBulkSummary) {
+        self.total = other.total
+        self.accepted = other.accepted
+        self.rejected = other.rejected
+        self.failed = other.failed
+        self.notSent = other.notSent
+        self.mayHaveBeenDelivered = other.mayHaveBeenDelivered
     }
 
     public var description: String {

@@ -160,7 +160,6 @@ extension APNSClient {
         } catch {
             route = .failure(error)
         }
-        let tally = LockedBox(APNSBulkSummary())
         let started = MonotonicInstant.now
         // Workers are only ever added; each sizes its next batch by how many there are now.
         let workers = LockedBox(0)
@@ -169,8 +168,7 @@ extension APNSClient {
                 workers.withLock { $0 += 1 }
                 group.addTask {
                     await self.bulkWorker(
-                        prepared, route: route, feed: feed, workers: workers, deadline: deadline, apnsIDs: apnsIDs, channel: channel,
-                        tally: tally
+                        prepared, route: route, feed: feed, workers: workers, deadline: deadline, apnsIDs: apnsIDs, channel: channel
                     )
                 }
             }
@@ -182,25 +180,25 @@ extension APNSClient {
                 while workers.withLock({ $0 }) < wanted { spawn() }
             }
         }
-        var summary = tally.withLock { $0 }
-        summary.total = feed.taken
-        summary.inputError = feed.inputError
-        summary.stoppedReading = feed.stoppedReading
-        summary.duration = started.duration(to: .now)
+        // Every token read has had its verdict counted by the channel: its tally's total is the tokens read.
+        let summary = channel.finish { summary in
+            assert(summary.total == feed.taken, "every token read has exactly one verdict")
+            summary.inputError = feed.inputError
+            summary.stoppedReading = feed.stoppedReading
+            summary.duration = started.duration(to: .now)
+        }
         ((try? route.get())?.logger ?? self.logger).info("bulk send finished", metadata: [
             "apns.push_type": "\(prepared.pushType)", "apns.total": "\(summary.total)", "apns.accepted": "\(summary.accepted)",
             "apns.rejected": "\(summary.rejectedCount)", "apns.failed": "\(summary.failed)", "apns.not_sent": "\(summary.notSent)",
         ])
         if let span, span.isRecording { ClientTracing.record(summary, on: span) }
-        channel.finish(summary)
     }
 
     /// Sends the feed's tokens in batches (``bulkBatch(workers:capacity:)``) through the send engine,
     /// which owns retries, replays and provider-token renewal: a bulk send is batching, nothing more.
     private func bulkWorker(
         _ prepared: APNSPreparedNotification, route: Result<CredentialRoute, APNSError>, feed: TokenFeed, workers: LockedBox<Int>,
-        deadline: MonotonicInstant?, apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel,
-        tally: LockedBox<APNSBulkSummary>
+        deadline: MonotonicInstant?, apnsIDs: (@Sendable (Int) -> APNSID)?, channel: VerdictChannel
     ) async {
         func batchSize() -> Int {
             guard case .success(let route) = route else { return Self.maximumBulkBatch }
@@ -243,7 +241,7 @@ extension APNSClient {
                     }
                 }
             }
-            // Counted and handed over once per batch: one lock each, not one per token.
+            // Counted and handed over once per batch, under one lock, not one per token.
             var verdicts: [APNSBulkVerdict?] = []
             verdicts.reserveCapacity(batch.count)
             var counts = APNSBulkSummary()
@@ -252,8 +250,7 @@ extension APNSClient {
                 counts.add(outcome)
                 verdicts.append(APNSBulkVerdict(token: item.1.text, index: item.0, outcome: outcome))
             }
-            tally.withLock { $0.addCounts(of: counts) }
-            await channel.send(verdicts)
+            await channel.send(verdicts, counts: counts)
         }
     }
 }

@@ -7,11 +7,18 @@ internal import ForgeSupport
 /// empty), and the reader takes the whole buffer. No verdict is copied one by one on the way.
 /// Neither side gives up when its task is cancelled: a cancelled bulk send still hands every
 /// token its verdict, and only ``abandon()`` (nobody reads any more) releases the workers.
+///
+/// The channel also keeps the bulk send's counts: a batch's counts are added under the lock that
+/// hands the batch over, so every verdict is counted exactly once, when it leaves its worker, and a
+/// caller can read the counts so far while the bulk runs (``counts``).
 final class VerdictChannel: Sendable {
     private enum Party: Sendable { case writer, reader }
 
     private struct State: WaitingState {
         var buffer: [APNSBulkVerdict?] = []
+        /// The verdicts handed over so far (dropped ones included), counted.
+        var tally = APNSBulkSummary()
+        /// Set at the end: the tally with what only the producer knows (tokens read, duration, why reading stopped).
         var summary: APNSBulkSummary?
         /// The reader is gone (the bulk send was released): verdicts are dropped, nobody waits.
         var abandoned = false
@@ -27,15 +34,24 @@ final class VerdictChannel: Sendable {
 
     var finishedSummary: APNSBulkSummary? { self.state.withLock { $0.summary } }
 
+    /// The summary once finished, else the counts of the verdicts handed over so far.
+    var counts: APNSBulkSummary { self.state.withLock { $0.summary ?? $0.tally } }
+
     /// Hands verdicts to the reader, waiting while the buffer is full (a batch may overfill it by
-    /// less than one batch: the bound is the capacity plus one batch per worker).
-    func send(_ verdicts: [APNSBulkVerdict?]) async {
+    /// less than one batch: the bound is the capacity plus one batch per worker). `counts` are the
+    /// batch's own (``APNSBulkSummary/add(_:)`` over its outcomes), added as the batch goes in.
+    func send(_ verdicts: [APNSBulkVerdict?], counts: APNSBulkSummary) async {
         guard !verdicts.isEmpty else { return }
+        var counted = false
         var handed = false
         var reader: [WaitList<Party, Bool>.Continuation] = []
         while !handed {
             // Woken when the reader took the buffer (or went away): then look again.
             _ = await self.state.wait(key: .writer, onCancel: nil) { state in
+                if !counted {
+                    state.tally.addCounts(of: counts)
+                    counted = true
+                }
                 if state.abandoned {
                     handed = true
                     return true
@@ -60,13 +76,18 @@ final class VerdictChannel: Sendable {
         for writer in writers { writer.resume(returning: true) }
     }
 
-    /// Ends the stream with the counts.
-    func finish(_ summary: APNSBulkSummary) {
-        let reader = self.state.withLock { state in
+    /// Ends the stream: its summary is the tally of every verdict handed over, completed by
+    /// `complete` (tokens read, duration, why reading stopped). Returns that summary.
+    @discardableResult
+    func finish(_ complete: (inout APNSBulkSummary) -> Void) -> APNSBulkSummary {
+        let (summary, reader) = self.state.withLock { state in
+            var summary = state.tally
+            complete(&summary)
             state.summary = summary
-            return state.waiters.removeAll { $0 == .reader }
+            return (summary, state.waiters.removeAll { $0 == .reader })
         }
         for waiting in reader { waiting.resume(returning: true) }
+        return summary
     }
 
     /// Every verdict buffered now (at least one), or `nil` at the end: a reader woken once takes

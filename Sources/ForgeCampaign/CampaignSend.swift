@@ -94,8 +94,16 @@ public final class CampaignSend: AsyncSequence, Sendable {
         }
     }
 
+    private struct Tally {
+        var counts = APNSBulkSummary()
+        /// Every verdict of the run is committed (and counted).
+        var isComplete = false
+    }
+
     private let journal: CampaignJournal
     private let bulk: APNSBulkSend
+    /// The committed verdicts, counted once a batch, after its commit.
+    private let tally = LockedBox(Tally())
     private let gate: ProgressGate
     private let ledger: Ledger
     private let commitBatch: Int
@@ -145,8 +153,20 @@ public final class CampaignSend: AsyncSequence, Sendable {
         self.bulk.cancel()
     }
 
-    /// The bulk send's counts for this run, once the last verdict is out (nil before).
-    public var summary: APNSBulkSummary? { self.bulk.summary }
+    /// The counts of this run's verdicts, as delivered (the bulk send's, with the tokens it never
+    /// read, and the doubt carried over from an earlier run), once the last verdict is out (nil
+    /// before, and after a failed commit).
+    public var summary: APNSBulkSummary? {
+        guard var summary = self.bulk.summary else { return nil }
+        let tally = self.tally.withLock { $0 }
+        guard tally.isComplete else { return nil }
+        summary.setCounts(from: tally.counts)
+        return summary
+    }
+
+    /// The counts so far, for a progress display: every verdict committed, counted by
+    /// `APNSBulkSummary.add(_:)` (each is delivered right after its commit).
+    public var counts: APNSBulkSummary { self.tally.withLock { $0.counts } }
 
     public func makeAsyncIterator() -> Iterator { Iterator(owner: self) }
 
@@ -236,6 +256,9 @@ public final class CampaignSend: AsyncSequence, Sendable {
                 self.owner.cancel()
                 throw error
             }
+            var counts = APNSBulkSummary()
+            for offset in self.pending.indices { counts.add(self.pending[offset]!.outcome) }
+            self.owner.tally.withLock { $0.counts.addCounts(of: counts) }
             self.owner.ledger.remove(self.positions)
             self.owner.gate.advance(by: self.pending.count)
             // The committed verdicts become the ready ones without a copy; the buffer of those
@@ -281,10 +304,17 @@ public final class CampaignSend: AsyncSequence, Sendable {
             let unread = drained.map { claimed in
                 Verdict(entry: claimed.entry, outcome: .notSent(APNSError(kind: .cancelled, detail: Self.unreadReason)))
             }
-            guard !unread.isEmpty else { return }
+            guard !unread.isEmpty else {
+                self.owner.tally.withLock { $0.isComplete = true }
+                return
+            }
             try await self.owner.journal.commit(
                 verdicts: unread.map { CampaignJournal.Verdict(index: $0.entry.index, outcome: .notSent, reason: Self.unreadReason) }
             )
+            self.owner.tally.withLock { tally in
+                for verdict in unread { tally.counts.add(verdict.outcome) }
+                tally.isComplete = true
+            }
             // After the last batch's verdicts, which the commit above made ready.
             self.ready += unread.map(Optional.some)
         }

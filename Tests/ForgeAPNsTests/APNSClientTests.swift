@@ -91,17 +91,24 @@ struct APNSClientTests {
         texts.insert("abc", at: 20)
         try await withAPNSClient(configuration: loopback.configuration) { client in
             var verdicts: [APNSBulkVerdict] = []
-            let bulk = try client.sendBulk(alert(), to: StringTokens(texts: texts))
-            for await verdict in bulk { verdicts.append(verdict) }
-            #expect(verdicts.map(\.index).sorted() == Array(0..<texts.count), "one verdict per string")
-            // The bulk's summary counts by the rule a caller's own tally uses.
-            let summary = try #require(bulk.summary)
+            // Two verdicts buffered at most: the counts so far run ahead of the reader by a batch or two, never behind.
+            let bulk = try client.sendBulk(alert(), to: StringTokens(texts: texts), bufferedVerdicts: 2)
             var tally = APNSBulkSummary()
-            for verdict in verdicts { tally.add(verdict.outcome) }
+            #expect(bulk.summary == nil && bulk.counts.total <= texts.count)
+            for await verdict in bulk {
+                verdicts.append(verdict)
+                tally.add(verdict.outcome)
+                let counts = bulk.counts
+                #expect(counts.total >= tally.total && counts.accepted >= tally.accepted && counts.total <= texts.count)
+            }
+            #expect(verdicts.map(\.index).sorted() == Array(0..<texts.count), "one verdict per string")
+            // The bulk's summary counts by the rule a caller's own tally uses, and the counts so far end there.
+            let summary = try #require(bulk.summary)
             #expect(summary.rejected == ["InvalidToken": 2] && summary.accepted == good.count && summary.total == texts.count)
             #expect(tally.total == summary.total && tally.accepted == summary.accepted && tally.rejected == summary.rejected)
             #expect(tally.failed == summary.failed && tally.notSent == summary.notSent)
             #expect(tally.mayHaveBeenDelivered == summary.mayHaveBeenDelivered)
+            #expect(bulk.counts.description == summary.description && summary.duration > .zero)
             let rejected = verdicts.filter { !$0.isAccepted }
             #expect(rejected.map(\.index).sorted() == [10, 20])
             #expect(rejected.allSatisfy { verdict in

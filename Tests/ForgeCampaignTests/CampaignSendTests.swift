@@ -65,9 +65,12 @@ struct CampaignSendTests {
         let journal = try CampaignJournal.open(path: path)
         #expect(journal.isResumed && journal.campaign == crashed.campaign)
         try journal.verify(fingerprint)
-        let verdicts = try await withAPNSClient(configuration: loopback.configuration) { client in
-            try await collect(try journal.send(try alert(), client: client, window: 128))
+        let (verdicts, summary) = try await withAPNSClient(configuration: loopback.configuration) { client in
+            let send = try journal.send(try alert(), client: client, window: 128)
+            return (try await collect(send), send.summary)
         }
+        // The run's summary counts what it delivered: the doubt carried over from the crashed run included.
+        #expect(summary?.total == 950 && summary?.accepted == 950 && summary?.mayHaveBeenDelivered == 50, "\(String(describing: summary))")
         // Each token without a final verdict exactly once, and only those.
         #expect(verdicts.map(\.entry.index).sorted() == Array(50..<1000))
         #expect(verdicts.allSatisfy { $0.entry == all[$0.entry.index] })
@@ -169,10 +172,20 @@ struct CampaignSendTests {
         let (first, rows, second) = try await withAPNSClient(configuration: loopback.configuration) { client in
             let send = try journal.send(try alert(), client: client, window: 1024)
             var first: [CampaignSend.Verdict] = []
+            var tally = APNSBulkSummary()
             for try await verdict in send {
                 first.append(verdict)
+                tally.add(verdict.outcome)
+                #expect(send.counts.total >= tally.total)
                 if first.count == 300 { send.stop() }
             }
+            // The summary counts every verdict delivered, the tokens the bulk never read (not sent) included.
+            let summary = try #require(send.summary)
+            #expect(summary.inputError == nil && summary.duration > .zero)
+            var expected = tally
+            expected.stoppedReading = summary.stoppedReading
+            #expect(summary.description == expected.description && send.counts.description == tally.description, "\(summary) | \(tally) | \(send.counts)")
+            #expect(summary.notSent == first.count - summary.accepted, "\(summary)")
             let rows = try await journal.report()
             let second = try await collect(try CampaignJournal.open(path: path).send(try alert(), client: client))
             return (first, rows, second)

@@ -222,9 +222,10 @@ struct JournalCampaign {
             return Self.exitCode(error)
         }
         stopper.onStop({ send.stop() }, abandon: { send.cancel() })
+        sink.follow { send.counts }
         do {
             for try await verdict in send {
-                sink.record(TokenResult(token: verdict.entry.token, outcome: verdict.outcome, line: verdict.entry.line))
+                sink.record(TokenResult(token: verdict.entry.token, outcome: verdict.outcome, line: verdict.entry.line), countedBySender: true)
             }
         } catch {
             // What was committed is printed; nothing after it, and no summary: the tokens without a

@@ -24,9 +24,9 @@ struct TokenResult: Sendable {
     }
 }
 
-/// The counts of a send, as the summary line reports them: the verdicts counted by the library's
-/// own rule into its ``APNSBulkSummary`` (a send mixes a bulk send's verdicts with pushes sent one by
-/// one, and its progress bar needs them as they come), and what only this command knows.
+/// The counts of a send, as the summary line reports them: the verdicts as the library counts them
+/// (a bulk send's own summary, merged with the pushes sent one by one, counted by the same rule),
+/// and what only this command knows.
 struct SendCounts: Sendable {
     /// Every verdict, counted as a bulk send counts its own.
     var verdicts = APNSBulkSummary()
@@ -46,6 +46,11 @@ struct SendCounts: Sendable {
 
     mutating func add(_ result: TokenResult) {
         self.verdicts.add(result.outcome)
+        self.noteInFlight(result)
+    }
+
+    /// Counts what only the command knows of a verdict counted elsewhere: whether it was in flight at the stop.
+    mutating func noteInFlight(_ result: TokenResult) {
         if result.wasInFlightAtStop { self.inFlight += 1 }
     }
 }

@@ -11,11 +11,17 @@ import Darwin
 #endif
 
 /// Collects the results of a send from every sender (the bulk's verdicts and per-line sends):
-/// counts them, writes their lines to stdout in batches, keeps the progress bar up to date,
-/// remembers where a stopped run can resume, and notices an endpoint that nothing reaches.
+/// writes their lines to stdout in batches, keeps the progress bar up to date, remembers where a
+/// stopped run can resume, and notices an endpoint that nothing reaches.
+///
+/// A verdict is counted once: a bulk or campaign send counts its own (``follow(_:)`` reads those
+/// counts), and the sink counts only the pushes sent one by one, plus what only the command knows.
 final class ResultSink: Sendable {
     private struct State {
+        /// The pushes sent one by one, and what only the command knows (bad lines, in flight at a stop).
         var counts = SendCounts()
+        /// The counts of the bulk and campaign sends whose verdicts come here, each as its sender keeps them.
+        var followed: [@Sendable () -> APNSBulkSummary] = []
         var buffer: [UInt8] = []
         var lastFlush = ContinuousClock.now
         var progress: ProgressBar?
@@ -45,7 +51,28 @@ final class ResultSink: Sendable {
         self.state = LockedBox(State(progress: progress))
     }
 
-    var counts: SendCounts { self.state.withLock { $0.counts } }
+    var counts: SendCounts { self.state.withLock { Self.merged($0.counts, $0.followed) } }
+
+    /// Counts `sender`'s verdicts as it counts them itself: their ``record(_:countedBySender:)`` does not count them again.
+    func follow(_ sender: @escaping @Sendable () -> APNSBulkSummary) {
+        self.state.withLock { $0.followed.append(sender) }
+    }
+
+    /// Every verdict: the followed senders' counts merged into the sink's own.
+    private static func merged(_ own: SendCounts, _ followed: [@Sendable () -> APNSBulkSummary]) -> SendCounts {
+        var counts = own
+        for sender in followed { counts.verdicts.addCounts(of: sender()) }
+        return counts
+    }
+
+    /// Redraws the bar when it is due, the counts merged only then.
+    private static func updateProgress(_ state: inout State, force: Bool = false) {
+        let (own, followed) = (state.counts, state.followed)
+        state.progress?.update(force: force) {
+            let counts = Self.merged(own, followed)
+            return (counts.verdicts.total + counts.badLines, counts.problems + counts.badLines)
+        }
+    }
 
     /// Counts a line of the tokens file that is no token (its problem went to stderr); with JSON
     /// output it also gets a record, `{"line":21,"outcome":"bad_line","error":"…"}`, so a program
@@ -76,10 +103,12 @@ final class ResultSink: Sendable {
         self.state.withLock { $0.counts.unreadAfterLine = line }
     }
 
-    func record(_ result: TokenResult) {
+    /// Prints and remembers one token's result. `countedBySender`: its verdict is in the counts of
+    /// a sender this sink follows (``follow(_:)``), so only what the command alone knows is counted.
+    func record(_ result: TokenResult, countedBySender: Bool = false) {
         let extraLints = self.frequentUpdates?.lints(line: result.line) ?? []
         let unreachable = self.state.withLock { state -> String? in
-            state.counts.add(result)
+            if countedBySender { state.counts.noteInFlight(result) } else { state.counts.add(result) }
             if let line = result.line {
                 switch result.outcome {
                 case .accepted, .rejected: state.settled.insert(line)
@@ -100,7 +129,7 @@ final class ResultSink: Sendable {
                 self.flush(&state)
                 state.lastFlush = now
             }
-            state.progress?.update(done: state.counts.verdicts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines)
+            Self.updateProgress(&state)
             // A push that failed as unreachable: the client found no connection for as many
             // connects in a row as a push may try (or the pool already counts the endpoint as
             // unreachable), whether or not earlier pushes got answers. Sending more only adds
@@ -119,7 +148,7 @@ final class ResultSink: Sendable {
         self.state.withLock { state in
             self.flush(&state)
             state.lastFlush = ContinuousClock.now
-            state.progress?.update(done: state.counts.verdicts.total + state.counts.badLines, errors: state.counts.problems + state.counts.badLines, force: true)
+            Self.updateProgress(&state, force: true)
         }
     }
 
@@ -131,11 +160,12 @@ final class ResultSink: Sendable {
             let barShown = state.progress != nil
             state.progress?.clear()
             state.progress = nil
-            Output.result(self.renderer.summary(state.counts, seconds: seconds))
+            let counts = Self.merged(state.counts, state.followed)
+            Output.result(self.renderer.summary(counts, seconds: seconds))
             if barShown, !self.stdoutIsTerminal {
-                Output.diagnostic(ResultRenderer(format: .human).summary(state.counts, seconds: seconds))
+                Output.diagnostic(ResultRenderer(format: .human).summary(counts, seconds: seconds))
             }
-            return state.counts
+            return counts
         }
     }
 

@@ -119,7 +119,8 @@ struct SendSession {
             }
             let bulk = self.client.sendBulk(shared, to: list)
             stopper.onStop({ bulk.stop() }, abandon: { bulk.cancel() })
-            for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome)) }
+            sink.follow { bulk.counts }
+            for await verdict in bulk { sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome), countedBySender: true) }
         case .journal(let campaign):
             guard let shared = self.shared else {
                 Output.diagnostic("error: internal: --journal without a shared payload")
@@ -137,8 +138,11 @@ struct SendSession {
                 if let shared = self.shared {
                     let bulk = self.client.sendBulk(shared, to: source)
                     stopper.onStop({ bulk.stop() }, abandon: { bulk.cancel() })
+                    sink.follow { bulk.counts }
                     for await verdict in bulk {
-                        sink.record(TokenResult(token: verdict.token, outcome: verdict.outcome, line: lines.line(of: verdict.index)))
+                        sink.record(
+                            TokenResult(token: verdict.token, outcome: verdict.outcome, line: lines.line(of: verdict.index)), countedBySender: true
+                        )
                     }
                     if let error = bulk.summary?.inputError { Output.diagnostic("error: reading tokens stopped: \(error)") }
                     // Stopped: the bulk stops reading, so what follows in the file was never read.
