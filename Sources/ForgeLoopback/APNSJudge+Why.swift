@@ -3,21 +3,21 @@ internal import ForgeSupport
 package import struct Foundation.Date
 
 extension APNSJudge {
-    /// One sentence that says why `verdict` rejected `request`: what the judge saw and what it
+    /// One sentence that says why `decision` rejected `request`: what the judge saw and what it
     /// expected ("payload is 4,127 bytes; the limit for alert is 4,096"); `nil` for an acceptance.
     ///
     /// Called after ``judge(_:connectionID:now:)`` with the state it judged against, and only for
     /// rejections, so judging itself pays nothing for it. Where one reason has several causes
     /// (`BadDeviceToken`: not hex, another environment, not registered), the causes are checked
     /// again in the judge's order.
-    package func explain(_ verdict: APNSDecision, for request: Request, now: Date = Date()) -> String? {
-        guard let reason = verdict.reason, !verdict.isAccepted else { return nil }
+    package func explain(_ decision: APNSDecision, for request: Request, now: Date = Date()) -> String? {
+        guard let reason = decision.reason, !decision.isAccepted else { return nil }
         let isDevice = !request.path.hasPrefix(Self.broadcastPrefix) && !request.path.hasPrefix(Self.channelsPrefix)
         let typeHeader = request.value("apns-push-type")
-        let pushType = verdict.pushType ?? typeHeader.flatMap(APNSPushType.init(rawValue:)) ?? .alert
+        let pushType = decision.pushType ?? typeHeader.flatMap(APNSPushType.init(rawValue:)) ?? .alert
         let topic = request.value("apns-topic") ?? ""
         let bundle: String
-        switch verdict.target {
+        switch decision.target {
         case .broadcast(let bundleID, _), .channels(let bundleID): bundle = bundleID
         default: bundle = Self.bundleID(of: topic, pushType: pushType)
         }
@@ -47,7 +47,7 @@ extension APNSJudge {
         case .topicDisallowed:
             return self.explainUnserved(bundle: bundle, topic: topic) ?? "topic \(topic) is not covered by the client certificate"
         case .deviceTokenNotForTopic:
-            if let token = verdict.target.token, let record = self.tokens[token], record.bundleID != bundle {
+            if let token = decision.target.token, let record = self.tokens[token], record.bundleID != bundle {
                 return "token \(Self.short(token)) is registered for \(record.bundleID), not \(bundle)"
             }
             if let suffix = pushType.topicSuffix, !suffix.isEmpty {
@@ -81,10 +81,10 @@ extension APNSJudge {
             let what = isDevice ? pushType.rawValue : "broadcasts"
             return "payload is \(Self.grouped(request.body.count)) bytes; the limit for \(what) is \(Self.grouped(limit))"
         case .unregistered:
-            let when = verdict.timestamp.map { " at \(ISODate.string($0))" } ?? ""
-            return "token \(Self.short(verdict.target.token ?? "")) was unregistered\(when): the app was removed or the token is no longer valid"
+            let when = decision.timestamp.map { " at \(ISODate.string($0))" } ?? ""
+            return "token \(Self.short(decision.target.token ?? "")) was unregistered\(when): the app was removed or the token is no longer valid"
         case .expiredToken:
-            return "token \(Self.short(verdict.target.token ?? "")) has expired"
+            return "token \(Self.short(decision.target.token ?? "")) has expired"
         case .tooManyRequests:
             let limit = self.configuration.perTokenRateLimit
             return limit.map { "more than \($0.pushes) pushes to this token within \(Self.seconds($0.seconds)) s" }
@@ -117,7 +117,7 @@ extension APNSJudge {
             return self.authenticator?.explain(reason, authorization: request.value("authorization"), bundleID: bundle, now: now)
                 ?? "\(reason.rawValue) for \(bundle)"
         default:
-            return "\(reason.rawValue) (status \(verdict.status))"
+            return "\(reason.rawValue) (status \(decision.status))"
         }
     }
 

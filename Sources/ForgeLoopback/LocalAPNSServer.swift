@@ -226,7 +226,7 @@ public final class LocalAPNSServer: Sendable {
         )
         let connection = responder.connection
         let explains = inbox != nil || observer != nil
-        let (fault, verdict, settings, why) = state.withLock { state -> (LocalAPNSFault?, APNSDecision?, UInt32?, String?) in
+        let (fault, decision, settings, why) = state.withLock { state -> (LocalAPNSFault?, APNSDecision?, UInt32?, String?) in
             var entry = state.connections[connection.id] ?? ConnectionState(handle: connection, lastActivity: .now)
             entry.lastActivity = .now
             defer { state.connections[connection.id] = entry }
@@ -245,49 +245,49 @@ public final class LocalAPNSServer: Sendable {
             default:
                 break
             }
-            let verdict = state.judge.judge(judged, connectionID: connection.id, now: now)
+            let decision = state.judge.judge(judged, connectionID: connection.id, now: now)
             var settings: UInt32?
             if case .maxConcurrentStreams(let limit) = fault { settings = limit }
             // C2: the first accepted push opens the connection to N streams; C3: a rejection other
             // than 410 narrows it to one until the next success.
-            if verdict.isAccepted {
+            if decision.isAccepted {
                 if (configuration.oneStreamUntilFirstPush && !entry.streamsRaised) || entry.narrowed {
                     settings = settings ?? configuration.maxConcurrentStreams
                 }
                 entry.streamsRaised = true
                 entry.narrowed = false
-            } else if configuration.oneStreamAfterRejection, verdict.status != 410, (400..<500).contains(verdict.status),
+            } else if configuration.oneStreamAfterRejection, decision.status != 410, (400..<500).contains(decision.status),
                 !entry.narrowed
             {
                 entry.narrowed = true
                 settings = settings ?? 1
             }
-            if verdict.isAccepted, verdict.target.isPush {
+            if decision.isAccepted, decision.target.isPush {
                 state.acceptedCount += 1
                 if configuration.keepsHistory || !state.subscribers.isEmpty,
-                    let push = Self.acceptedPush(request, verdict: verdict, date: now)
+                    let push = Self.acceptedPush(request, decision: decision, date: now)
                 {
                     if configuration.keepsHistory { state.history.append(push) }
                     for subscriber in state.subscribers.values { subscriber.yield(push) }
                 }
             }
             // Only rejections are explained, and only when someone reads the sentence.
-            let why = explains && !verdict.isAccepted ? state.judge.explain(verdict, for: judged, now: now) : nil
-            return (fault, verdict, settings, why)
+            let why = explains && !decision.isAccepted ? state.judge.explain(decision, for: judged, now: now) : nil
+            return (fault, decision, settings, why)
         }
         if let settings { connection.updateSettings(Self.apnsSettings(maxConcurrentStreams: settings)) }
         var sequence = 0
-        if let inbox, let verdict {
+        if let inbox, let decision {
             sequence = inbox.append(LocalAPNSInboxEntry(
                 sequence: 0, date: now, method: request.method, path: request.path, headers: request.headers, body: request.body,
-                decision: verdict, why: why, fault: fault, connectionID: connection.id, lints: verdict.lint.map { [$0] } ?? []
+                decision: decision, why: why, fault: fault, connectionID: connection.id, lints: decision.lint.map { [$0] } ?? []
             ))
         }
-        if let observer, let verdict, let arrived {
+        if let observer, let decision, let arrived {
             var held = hold
             if case .delay(let extra) = fault { held += extra }
             observer(LocalAPNSJudgement(
-                date: now, decision: verdict, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held,
+                date: now, decision: decision, fault: fault, connectionID: connection.id, duration: ContinuousClock.now - arrived + held,
                 why: why, request: request, sequence: sequence
             ))
         }
@@ -303,14 +303,14 @@ public final class LocalAPNSServer: Sendable {
             return nil
         case .delay(let duration):
             // Held by the connection's I/O thread, like the configured response delay (and on top of it).
-            responder.respond(Self.response(for: verdict!, date: now), after: duration)
+            responder.respond(Self.response(for: decision!, date: now), after: duration)
             return nil
         case .goAway(let code, let reason):
-            responder.respond(Self.response(for: verdict!, date: now))
+            responder.respond(Self.response(for: decision!, date: now))
             connection.goAway(lastStreamID: request.streamID, errorCode: HTTP2ErrorCode(code.rawValue), debugData: Self.reasonJSON(reason))
             return nil
         default:
-            return Self.response(for: verdict!, date: now)
+            return Self.response(for: decision!, date: now)
         }
     }
 
@@ -327,18 +327,18 @@ public final class LocalAPNSServer: Sendable {
         )
     }
 
-    private static func acceptedPush(_ request: HTTP2ServerRequest, verdict: APNSDecision, date: Date) -> AcceptedPush? {
-        switch verdict.target {
+    private static func acceptedPush(_ request: HTTP2ServerRequest, decision: APNSDecision, date: Date) -> AcceptedPush? {
+        switch decision.target {
         case .device(let token):
             return AcceptedPush(
                 date: date, token: token, channelID: nil, topic: request[header: "apns-topic"] ?? "",
-                pushType: verdict.pushType ?? .alert, headers: request.headers, payload: request.body,
-                apnsID: verdict.apnsID, connectionID: request.connectionID
+                pushType: decision.pushType ?? .alert, headers: request.headers, payload: request.body,
+                apnsID: decision.apnsID, connectionID: request.connectionID
             )
         case .broadcast(let bundle, let channel):
             return AcceptedPush(
                 date: date, token: "", channelID: channel, topic: bundle, pushType: .liveactivity, headers: request.headers,
-                payload: request.body, apnsID: verdict.apnsID, connectionID: request.connectionID
+                payload: request.body, apnsID: decision.apnsID, connectionID: request.connectionID
             )
         case .channels, .unknown:
             return nil
@@ -350,28 +350,28 @@ public final class LocalAPNSServer: Sendable {
         Array(#"{"reason":"\#(reason.rawValue)"}"#.utf8)
     }
 
-    /// The HTTP/2 response APNs gives for `verdict`: the request id always; `apns-unique-id` on
+    /// The HTTP/2 response APNs gives for `decision`: the request id always; `apns-unique-id` on
     /// sandbox and broadcast successes; `content-type: application/json` and `{"reason":…}`
     /// (+ `timestamp` on 410) on errors.
-    static func response(for verdict: APNSDecision, date: Date? = nil) -> HTTP2Response {
-        var response = Self.response(for: verdict)
+    static func response(for decision: APNSDecision, date: Date? = nil) -> HTTP2Response {
+        var response = Self.response(for: decision)
         // `date`, as HTTP servers send it: what `apnsctl doctor` measures clock skew against.
         if let date { response.headers.append(HTTP2HeaderField("date", HTTPDate.string(date))) }
         return response
     }
 
-    private static func response(for verdict: APNSDecision) -> HTTP2Response {
-        guard let reason = verdict.reason else {
-            var headers = [HTTP2HeaderField(verdict.idHeader, verdict.apnsID)]
-            if let unique = verdict.apnsUniqueID { headers.append(HTTP2HeaderField("apns-unique-id", unique)) }
-            for header in verdict.headers { headers.append(HTTP2HeaderField(header.name, header.value)) }
-            if !verdict.body.isEmpty { headers.append(HTTP2HeaderField("content-type", "application/json")) }
-            return HTTP2Response(status: verdict.status, headers: headers, body: verdict.body)
+    private static func response(for decision: APNSDecision) -> HTTP2Response {
+        guard let reason = decision.reason else {
+            var headers = [HTTP2HeaderField(decision.idHeader, decision.apnsID)]
+            if let unique = decision.apnsUniqueID { headers.append(HTTP2HeaderField("apns-unique-id", unique)) }
+            for header in decision.headers { headers.append(HTTP2HeaderField(header.name, header.value)) }
+            if !decision.body.isEmpty { headers.append(HTTP2HeaderField("content-type", "application/json")) }
+            return HTTP2Response(status: decision.status, headers: headers, body: decision.body)
         }
-        let error = APNSErrorResponse(status: verdict.status, reason: reason, timestamp: verdict.timestamp)
+        let error = APNSErrorResponse(status: decision.status, reason: reason, timestamp: decision.timestamp)
         return HTTP2Response(
-            status: verdict.status,
-            headers: [HTTP2HeaderField("content-type", "application/json"), HTTP2HeaderField(verdict.idHeader, verdict.apnsID)],
+            status: decision.status,
+            headers: [HTTP2HeaderField("content-type", "application/json"), HTTP2HeaderField(decision.idHeader, decision.apnsID)],
             body: error.jsonBody()
         )
     }

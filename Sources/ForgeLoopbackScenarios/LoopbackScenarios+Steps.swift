@@ -297,8 +297,8 @@ struct ScenarioSteps {
     func finishBulk(_ outcome: BulkOutcome) {
         var extra: [ScenarioLine] = []
         let tally = self.sections.recorder.bulkTally
-        if let first = tally.firstRejection, case .verdict(let verdict) = first.kind {
-            extra.append(SectionBuilder.line(verdict, date: first.date, prefix: "first rejection: "))
+        if let first = tally.firstRejection, case .decision(let decision) = first.kind {
+            extra.append(SectionBuilder.line(decision, date: first.date, prefix: "first rejection: "))
         }
         let judged = tally.judged.sorted { $0.key < $1.key }.map { "\($0.value) x \($0.key)" }.joined(separator: ", ")
         extra.append(ScenarioLine(.server, .server, date: outcome.finished, text: "judged \(tally.judged.values.reduce(0, +)) requests: \(judged)", outcome: .info))

@@ -7,11 +7,11 @@ internal import Foundation
 /// notes the app's handlers leave when they run. Written from the server's I/O threads and the
 /// routers' tasks, read by the scenarios between steps.
 final class ScenarioRecorder: Sendable {
-    /// A verdict or a handler's note, with when it happened.
+    /// A decision or a handler's note, with when it happened.
     struct Entry: Sendable {
         enum Kind: Sendable {
             /// The server judged a request.
-            case verdict(APNSDecision)
+            case decision(APNSDecision)
             /// A handler of the app (or its service extension) ran.
             case note(handler: String, text: String)
         }
@@ -38,17 +38,17 @@ final class ScenarioRecorder: Sendable {
 
     init() {}
 
-    /// The server's observer: keeps the verdict, or only counts it during a bulk send.
+    /// The server's observer: keeps the decision, or only counts it during a bulk send.
     func judged(_ judgement: LocalAPNSJudgement) {
-        let entry = Entry(date: judgement.date, kind: .verdict(judgement.decision))
+        let entry = Entry(date: judgement.date, kind: .decision(judgement.decision))
         self.state.withLock { state in
             guard state.counting else {
                 state.entries.append(entry)
                 return
             }
-            let verdict = judgement.decision
-            state.bulk.judged[verdict.reason.map { "\(verdict.status) \($0.rawValue)" } ?? "\(verdict.status)", default: 0] += 1
-            if verdict.reason != nil, state.bulk.firstRejection == nil { state.bulk.firstRejection = entry }
+            let decision = judgement.decision
+            state.bulk.judged[decision.reason.map { "\(decision.status) \($0.rawValue)" } ?? "\(decision.status)", default: 0] += 1
+            if decision.reason != nil, state.bulk.firstRejection == nil { state.bulk.firstRejection = entry }
         }
     }
 

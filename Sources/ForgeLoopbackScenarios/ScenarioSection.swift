@@ -34,7 +34,7 @@ package struct ScenarioLine: Hashable, Sendable {
 
     /// Where the step starts: the sender of an arrow, or the lane of a step that stays on one.
     package var from: Lane
-    /// Who did it: the receiver of an arrow (the server for its verdict on a request, the device
+    /// Who did it: the receiver of an arrow (the server for its decision on a request, the device
     /// for a push it received, the app for a handler that ran), or the lane of a step that stays on one.
     package var to: Lane
     /// Seconds since the run started.
@@ -118,14 +118,14 @@ final class SectionBuilder {
     func finish(_ mark: Mark, deviceEvents: Bool = true, extra: [ScenarioLine] = []) {
         var lines = self.recorder.entries(since: mark.recorder).map { entry -> ScenarioLine in
             switch entry.kind {
-            case .verdict(let verdict): return Self.line(verdict, date: entry.date)
+            case .decision(let decision): return Self.line(decision, date: entry.date)
             case .note(let handler, let text): return ScenarioLine(.device, .app, date: entry.date, text: "\(handler): \(text)", outcome: .handled)
             }
         }
         if deviceEvents {
             // The device names pushes by their full apns-id; the server lines' short form reads better.
             let ids = self.recorder.entries(since: mark.recorder).compactMap { entry -> String? in
-                if case .verdict(let verdict) = entry.kind { return verdict.apnsID }
+                if case .decision(let decision) = entry.kind { return decision.apnsID }
                 return nil
             }
             // A push simply delivered says so by what follows it; the other delivery states (stored,
@@ -163,11 +163,11 @@ final class SectionBuilder {
         self.pendingChecks.append(ScenarioCheck(passed: passed, text: text, detail: detail))
     }
 
-    /// The server's verdict on a request: an arrow from the client, accepted for any 2xx (the channel
+    /// The server's decision on a request: an arrow from the client, accepted for any 2xx (the channel
     /// API answers 201 to a new channel).
-    static func line(_ verdict: APNSDecision, date: Date, prefix: String = "") -> ScenarioLine {
-        let outcome: ScenarioLine.Outcome = (200..<300).contains(verdict.status) ? .accepted : .rejected
-        return ScenarioLine(.client, .server, date: date, text: prefix + Self.describe(verdict), outcome: outcome)
+    static func line(_ decision: APNSDecision, date: Date, prefix: String = "") -> ScenarioLine {
+        let outcome: ScenarioLine.Outcome = (200..<300).contains(decision.status) ? .accepted : .rejected
+        return ScenarioLine(.client, .server, date: date, text: prefix + Self.describe(decision), outcome: outcome)
     }
 
     /// How a device event ended: refused, dropped or ignored (nothing failed, nothing happened), or delivered.
@@ -189,17 +189,17 @@ final class SectionBuilder {
     }
 
     /// `200 alert apns-id 1F2E3D4C token 7c1d…`, or with the reason (and 410 timestamp) of a rejection.
-    static func describe(_ verdict: APNSDecision) -> String {
-        var text = "\(verdict.status)"
-        if let reason = verdict.reason { text += " \(reason.rawValue)" }
-        text += " \(verdict.pushType?.rawValue ?? "-") \(verdict.idHeader) \(Self.short(verdict.apnsID))"
-        switch verdict.target {
+    static func describe(_ decision: APNSDecision) -> String {
+        var text = "\(decision.status)"
+        if let reason = decision.reason { text += " \(reason.rawValue)" }
+        text += " \(decision.pushType?.rawValue ?? "-") \(decision.idHeader) \(Self.short(decision.apnsID))"
+        switch decision.target {
         case .device(let token): text += " token \(token.prefix(8))…"
         case .broadcast(_, let channel): text += " channel \(channel)"
         case .channels: text += " channel API"
         case .unknown: break
         }
-        if let timestamp = verdict.timestamp { text += " (unregistered at \(ISODate.string(timestamp)))" }
+        if let timestamp = decision.timestamp { text += " (unregistered at \(ISODate.string(timestamp)))" }
         return text
     }
 

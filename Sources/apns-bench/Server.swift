@@ -167,9 +167,9 @@ extension APNSBench {
                     method: "POST", path: "/3/device/\(token)", headers: [(name: "apns-topic", value: "com.example.bench")],
                     body: Array(#"{"aps":{"alert":"hi"}}"#.utf8)
                 )
-                let verdict = judge.judge(request)
+                let decision = judge.judge(request)
                 let entry = LocalAPNSInboxEntry(
-                    sequence: 0, date: Date(), method: "POST", path: request.path, headers: [], body: request.body, decision: verdict,
+                    sequence: 0, date: Date(), method: "POST", path: request.path, headers: [], body: request.body, decision: decision,
                     why: nil, fault: nil, connectionID: 0, lints: []
                 )
                 async let waited: ContinuousClock.Instant? = {

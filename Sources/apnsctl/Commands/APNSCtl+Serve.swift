@@ -318,9 +318,9 @@ private struct JudgementPrinter: Sendable {
     var printsRequests: Bool
 
     func print(_ judgement: LocalAPNSJudgement) {
-        let verdict = judgement.decision
+        let decision = judgement.decision
         let target: String
-        switch verdict.target {
+        switch decision.target {
         case .device(let token): target = token
         case .broadcast(let bundle, let channel): target = "broadcast \(bundle) \(channel)"
         case .channels(let bundle): target = "channels \(bundle)"
@@ -328,25 +328,25 @@ private struct JudgementPrinter: Sendable {
         }
         if self.json {
             var fields: [String] = []
-            if case .device(let token) = verdict.target { fields.append(#""token":"\#(token)""#) }
-            if case .broadcast(_, let channel) = verdict.target { fields.append(#""channel_id":\#(JSONText.quote(channel))"#) }
+            if case .device(let token) = decision.target { fields.append(#""token":"\#(token)""#) }
+            if case .broadcast(_, let channel) = decision.target { fields.append(#""channel_id":\#(JSONText.quote(channel))"#) }
             if let topic = judgement.request[header: "apns-topic"] { fields.append(#""topic":\#(JSONText.quote(topic))"#) }
-            fields.append(#""push_type":\#(verdict.pushType.map { "\"\($0.rawValue)\"" } ?? "null")"#)
-            fields.append(#""status":\#(verdict.status)"#)
-            fields.append(#""reason":\#(verdict.reason.map { "\"\($0.rawValue)\"" } ?? "null")"#)
-            fields.append(#""apns_id":\#(JSONText.quote(verdict.apnsID))"#)
+            fields.append(#""push_type":\#(decision.pushType.map { "\"\($0.rawValue)\"" } ?? "null")"#)
+            fields.append(#""status":\#(decision.status)"#)
+            fields.append(#""reason":\#(decision.reason.map { "\"\($0.rawValue)\"" } ?? "null")"#)
+            fields.append(#""apns_id":\#(JSONText.quote(decision.apnsID))"#)
             if let why = judgement.why { fields.append(#""why":\#(JSONText.quote(why))"#) }
-            if let timestamp = verdict.timestamp { fields.append(#""timestamp":\#(Int64((timestamp.timeIntervalSince1970 * 1000).rounded()))"#) }
-            if let warning = verdict.warning { fields.append(#""warning":\#(JSONText.quote(warning))"#) }
-            if let lint = verdict.lint { fields.append(#""lint":\#(JSONText.quote(lint))"#) }
+            if let timestamp = decision.timestamp { fields.append(#""timestamp":\#(Int64((timestamp.timeIntervalSince1970 * 1000).rounded()))"#) }
+            if let warning = decision.warning { fields.append(#""warning":\#(JSONText.quote(warning))"#) }
+            if let lint = decision.lint { fields.append(#""lint":\#(JSONText.quote(lint))"#) }
             if let fault = judgement.fault { fields.append(#""fault":\#(JSONText.quote(String(describing: fault)))"#) }
             if self.printsRequests { fields.append(#""request":\#(Self.requestJSON(judgement.request))"#) }
             Output.result("{" + fields.joined(separator: ",") + "}")
         } else {
-            let reason = verdict.reason.map { " \($0.rawValue)" } ?? ""
-            let lint = (verdict.warning.map { " (warning: \($0))" } ?? "") + (verdict.lint.map { " (lint: \($0))" } ?? "")
+            let reason = decision.reason.map { " \($0.rawValue)" } ?? ""
+            let lint = (decision.warning.map { " (warning: \($0))" } ?? "") + (decision.lint.map { " (lint: \($0))" } ?? "")
             let why = judgement.why.map { ": \($0)" } ?? ""
-            let line = "\(verdict.status)\(reason) \(verdict.pushType?.rawValue ?? "-") \(target) \(verdict.idHeader)=\(verdict.apnsID)\(lint)\(why)"
+            let line = "\(decision.status)\(reason) \(decision.pushType?.rawValue ?? "-") \(target) \(decision.idHeader)=\(decision.apnsID)\(lint)\(why)"
             if self.printsRequests {
                 // One write for the whole block: blocks of concurrent requests do not interleave.
                 Output.result(Self.requestBlock(judgement.request) + "→ " + line + "\n")

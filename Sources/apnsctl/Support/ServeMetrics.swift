@@ -28,14 +28,14 @@ final class ServeMetrics: Sendable {
 
     /// Counts one judged request.
     func record(_ judgement: LocalAPNSJudgement) {
-        let verdict = judgement.decision
-        let status = String(verdict.status)
+        let decision = judgement.decision
+        let status = String(decision.status)
         self.registry.makeCounter(
             descriptor: MetricNameDescriptor(
                 metricName: "apns_local_requests", unitName: "total",
                 helpText: "Requests the local APNs server judged, by status, reason and push type."
             ),
-            labels: [("status", status), ("reason", verdict.reason?.rawValue ?? ""), ("push_type", verdict.pushType?.rawValue ?? "")]
+            labels: [("status", status), ("reason", decision.reason?.rawValue ?? ""), ("push_type", decision.pushType?.rawValue ?? "")]
         ).increment()
         self.registry.makeDurationHistogram(
             descriptor: MetricNameDescriptor(
