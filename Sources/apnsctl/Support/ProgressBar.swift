@@ -21,12 +21,17 @@ struct ProgressBar {
     /// Whether stderr is a terminal (no bar into files and pipes).
     static var isAvailable: Bool { isatty(STDERR_FILENO) == 1 }
 
-    /// Redraws if 100 ms passed since the last drawing (or `force`); `counts` is asked only then.
-    mutating func update(force: Bool = false, _ counts: () -> (done: Int, errors: Int)) {
+    /// Whether ``update(done:errors:force:)`` would redraw now: 100 ms passed since the last drawing.
+    var isDue: Bool {
+        guard let lastDraw = self.lastDraw else { return true }
+        return ContinuousClock.now - lastDraw >= .milliseconds(100)
+    }
+
+    /// Redraws if 100 ms passed since the last drawing (or `force`).
+    mutating func update(done: Int, errors: Int, force: Bool = false) {
         let now = ContinuousClock.now
         if !force, let lastDraw = self.lastDraw, now - lastDraw < .milliseconds(100) { return }
         self.lastDraw = now
-        let (done, errors) = counts()
         let elapsed = Self.seconds(now - self.started)
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         var text = "\r"

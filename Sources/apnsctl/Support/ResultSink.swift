@@ -65,13 +65,12 @@ final class ResultSink: Sendable {
         return counts
     }
 
-    /// Redraws the bar when it is due, the counts merged only then.
+    /// Redraws the bar when it is due (or `force`), the counts merged only then: a bulk's counts are
+    /// read under its lock ten times a second, not once a verdict.
     private static func updateProgress(_ state: inout State, force: Bool = false) {
-        let (own, followed) = (state.counts, state.followed)
-        state.progress?.update(force: force) {
-            let counts = Self.merged(own, followed)
-            return (counts.verdicts.total + counts.badLines, counts.problems + counts.badLines)
-        }
+        guard let bar = state.progress, force || bar.isDue else { return }
+        let counts = Self.merged(state.counts, state.followed)
+        state.progress?.update(done: counts.verdicts.total + counts.badLines, errors: counts.problems + counts.badLines, force: true)
     }
 
     /// Counts a line of the tokens file that is no token (its problem went to stderr); with JSON
