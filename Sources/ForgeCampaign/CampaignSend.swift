@@ -155,12 +155,14 @@ public final class CampaignSend: AsyncSequence, Sendable {
 
     /// The counts of this run's verdicts, as delivered (the bulk send's, with the tokens it never
     /// read, and the doubt carried over from an earlier run), once the last verdict is out (nil
-    /// before, and after a failed commit).
+    /// before, and after a failed commit). `stoppedReading` is set when ``stop()`` or ``cancel()``
+    /// ended the send with tokens of the campaign left unread.
     public var summary: APNSBulkSummary? {
         guard var summary = self.bulk.summary else { return nil }
         let tally = self.tally.withLock { $0 }
         guard tally.isComplete else { return nil }
         summary.setCounts(from: tally.counts)
+        if self.ledger.stoppedReading { summary.stoppedReading = true }
         return summary
     }
 
@@ -371,6 +373,8 @@ private final class Ledger: Sendable {
         /// The first slot not committed yet: the slots before it are dropped in bulk.
         var head = 0
         var failure: CampaignJournal.Failure?
+        /// The feed ended because the send was stopped, with tokens of the campaign left unread.
+        var stoppedReading = false
         /// The page after the feed's current one, being taken (marked `sending`) before the feed needs it.
         var upcoming: BackgroundWrite<CampaignJournal.Page>?
 
@@ -442,6 +446,11 @@ private final class Ledger: Sendable {
         set { self.state.withLock { $0.failure = newValue } }
     }
 
+    var stoppedReading: Bool {
+        get { self.state.withLock { $0.stoppedReading } }
+        set { self.state.withLock { $0.stoppedReading = newValue } }
+    }
+
     /// Holds the page being taken after the feed's current one; it is taken once, by the feed or,
     /// after the bulk send is over, by the send's end (its tokens were never handed out).
     func hold(upcoming fetch: BackgroundWrite<CampaignJournal.Page>) {
@@ -493,7 +502,7 @@ private struct Feed: AsyncSequence, Sendable {
                 guard !self.exhausted else { return nil }
                 if !self.fetching {
                     _ = await self.feed.gate.wait(untilReached: self.position + self.feed.page - self.feed.window)
-                    guard !self.feed.gate.isReleased else { return nil }
+                    guard !self.feed.gate.isReleased else { return self.stopped() }
                     self.startFetching()
                 }
                 guard try await self.takeFetched() else { return nil }
@@ -501,7 +510,7 @@ private struct Feed: AsyncSequence, Sendable {
             // The next page is taken while this one is sent, once the window has room for it: the
             // sender then never waits for the file to be read or a page to be committed. Two atomic
             // loads a token at most, no lock.
-            guard !self.feed.gate.isReleased else { return nil }
+            guard !self.feed.gate.isReleased else { return self.stopped() }
             if !self.fetching, !self.exhausted,
                self.feed.gate.hasReached(self.position + (self.claimed.count - self.cursor) + self.feed.page - self.feed.window) {
                 self.startFetching()
@@ -511,6 +520,12 @@ private struct Feed: AsyncSequence, Sendable {
                 self.position += 1
             }
             return self.claimed[self.cursor].entry.token
+        }
+
+        /// The send was stopped with tokens left (a page, or the rest of the campaign): the end, marked as a stop.
+        private func stopped() -> String? {
+            self.feed.ledger.stoppedReading = true
+            return nil
         }
 
         /// Starts taking the page after the current one; the ledger holds it until it is taken.

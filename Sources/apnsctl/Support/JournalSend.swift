@@ -234,7 +234,8 @@ struct JournalCampaign {
             Output.diagnostic("error: \(Self.message(error)); stopped (the tokens without a committed verdict are sent again by the next run)")
             return CLIExit.ioError
         }
-        if send.summary?.stoppedReading == true { sink.markInputStopped() }
+        // Lines of the file not read yet exist only while the campaign's registration is not complete.
+        if send.summary?.stoppedReading == true, self.journal.fingerprint?.isComplete == false { sink.markInputStopped() }
         // Stopped early (Ctrl-C, an unreachable endpoint) or tokens without a final verdict (failed):
         // say what the journal holds for the next run; the verdicts printed cover only this run's tokens.
         if let progress = try? await self.journal.progress() {
