@@ -55,16 +55,6 @@ public struct APNSBulkSummary: Sendable, CustomStringConvertible {
         self.rejected.merge(other.rejected, uniquingKeysWith: +)
     }
 
-    /// Takes the verdict counts of `other` in place of these (duration, input error and stop stay).
-    package mutating func setCounts(from other: APNSBulkSummary) {
-        self.total = other.total
-        self.accepted = other.accepted
-        self.rejected = other.rejected
-        self.failed = other.failed
-        self.notSent = other.notSent
-        self.mayHaveBeenDelivered = other.mayHaveBeenDelivered
-    }
-
     public var description: String {
         var text = "\(self.total) tokens: \(self.accepted) accepted, \(self.rejectedCount) rejected"
         if !self.rejected.isEmpty {

@@ -158,11 +158,14 @@ public final class CampaignSend: AsyncSequence, Sendable {
     /// before, and after a failed commit). `stoppedReading` is set when ``stop()`` or ``cancel()``
     /// ended the send with tokens of the campaign left unread.
     public var summary: APNSBulkSummary? {
-        guard var summary = self.bulk.summary else { return nil }
+        guard let bulk = self.bulk.summary else { return nil }
         let tally = self.tally.withLock { $0 }
         guard tally.isComplete else { return nil }
-        summary.setCounts(from: tally.counts)
-        if self.ledger.stoppedReading { summary.stoppedReading = true }
+        // The campaign's own counts; what only the bulk send knows, from its summary.
+        var summary = tally.counts
+        summary.duration = bulk.duration
+        summary.inputError = bulk.inputError
+        summary.stoppedReading = bulk.stoppedReading || self.ledger.stoppedReading
         return summary
     }
 

@@ -21,16 +21,16 @@ struct ProgressBar {
     /// Whether stderr is a terminal (no bar into files and pipes).
     static var isAvailable: Bool { isatty(STDERR_FILENO) == 1 }
 
-    /// Whether ``update(done:errors:force:)`` would redraw now: 100 ms passed since the last drawing.
+    /// Whether a redraw is due: 100 ms passed since the last drawing (the caller asks before it
+    /// gathers the counts, and draws only then).
     var isDue: Bool {
         guard let lastDraw = self.lastDraw else { return true }
         return ContinuousClock.now - lastDraw >= .milliseconds(100)
     }
 
-    /// Redraws if 100 ms passed since the last drawing (or `force`).
-    mutating func update(done: Int, errors: Int, force: Bool = false) {
+    /// Redraws the bar now.
+    mutating func update(done: Int, errors: Int) {
         let now = ContinuousClock.now
-        if !force, let lastDraw = self.lastDraw, now - lastDraw < .milliseconds(100) { return }
         self.lastDraw = now
         let elapsed = Self.seconds(now - self.started)
         let rate = elapsed > 0 ? Double(done) / elapsed : 0

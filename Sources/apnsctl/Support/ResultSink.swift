@@ -51,8 +51,6 @@ final class ResultSink: Sendable {
         self.state = LockedBox(State(progress: progress))
     }
 
-    var counts: SendCounts { self.state.withLock { Self.merged($0.counts, $0.followed) } }
-
     /// Counts `sender`'s verdicts as it counts them itself: their ``record(_:countedBySender:)`` does not count them again.
     func follow(_ sender: @escaping @Sendable () -> APNSBulkSummary) {
         self.state.withLock { $0.followed.append(sender) }
@@ -70,7 +68,7 @@ final class ResultSink: Sendable {
     private static func updateProgress(_ state: inout State, force: Bool = false) {
         guard let bar = state.progress, force || bar.isDue else { return }
         let counts = Self.merged(state.counts, state.followed)
-        state.progress?.update(done: counts.verdicts.total + counts.badLines, errors: counts.problems + counts.badLines, force: true)
+        state.progress?.update(done: counts.verdicts.total + counts.badLines, errors: counts.problems + counts.badLines)
     }
 
     /// Counts a line of the tokens file that is no token (its problem went to stderr); with JSON
