@@ -175,6 +175,8 @@ let package = Package(
                 "ForgeAPNsCore", "ForgeCrypto", "ForgeHTTP2", "ForgeSupport", "ForgeSimulatedDevice", "ForgeAPNs",
                 "ForgeNotificationTypes", "ForgeSilentPush", "ForgeVisiblePush", "ForgeNotificationService",
                 .product(name: "Metrics", package: "swift-metrics"),
+                // The phones' watchdog: a push stuck in delivery is logged with its apns-id.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -5,6 +5,7 @@ internal import ForgeHTTP2
 internal import ForgeSupport
 package import struct Foundation.Date
 public import Metrics
+public import Logging
 
 /// A simulated phone for every device token that an accepted push reaches, for a server that has no
 /// devices of its own (`apnsctl serve`): what each push would do on an iPhone, with the rules the
@@ -103,9 +104,36 @@ public final class LocalAPNSPhones: Sendable {
     /// next one and take its newest `batch` requests, skipping (and counting, ``skippedRequests``)
     /// the rest, so a flood of pushes costs the server a bounded share of the CPU and no memory; the
     /// inbox keeps every request all the same.
-    public func run(_ inbox: LocalAPNSInbox, batch: Int = 250, pause: Duration = .milliseconds(100)) async {
+    ///
+    /// A push whose delivery takes longer than `slowDelivery` is logged at `warning` with its
+    /// apns-id (once, while it lasts), so a phone never stays stuck unseen.
+    public func run(
+        _ inbox: LocalAPNSInbox, batch: Int = 250, pause: Duration = .milliseconds(100), slowDelivery: Duration = .seconds(5),
+        logger: Logger = Logger(label: "forgepush.phones")
+    ) async {
+        let watch = DeliveryWatch(limit: slowDelivery)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                // One look a second (at most a fifth of the limit): cheap, and late by at most that.
+                let period = min(.seconds(1), slowDelivery / 5)
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: period)
+                    if let slow = watch.overdue(now: .now) {
+                        logger.warning(
+                            "a phone has been delivering one push for over \(slow.elapsed)", metadata: ["apns-id": "\(slow.apnsID)"]
+                        )
+                    }
+                }
+            }
+            await self.follow(inbox, batch: batch, pause: pause, watch: watch)
+            group.cancelAll()
+        }
+    }
+
+    /// ``run(_:batch:pause:slowDelivery:logger:)``'s loop: reads the inbox as its doorbell rings.
+    private func follow(_ inbox: LocalAPNSInbox, batch: Int, pause: Duration, watch: DeliveryWatch) async {
         // Subscribed first: a record after the reading below rings it. What the inbox holds already
-        // is delivered first.
+        // is delivered first. The doorbell keeps one unread ring, never ends before the inbox closes.
         var changes = inbox.changes().makeAsyncIterator()
         var last = 0
         var clears = inbox.entries(after: .max, limit: 0).clears
@@ -122,7 +150,11 @@ public final class LocalAPNSPhones: Sendable {
                     self.state.withLock { $0.skipped += next.skipped }
                 }
                 guard let newest = next.entries.last else { break }
-                for entry in next.entries { await self.deliver(entry) }
+                for entry in next.entries {
+                    watch.begin(entry.apnsID, at: .now)
+                    await self.deliver(entry)
+                }
+                watch.end()
                 last = newest.sequence
                 guard next.entries.count == batch else { continue }
                 try? await Task.sleep(for: pause)
@@ -380,5 +412,43 @@ extension LocalAPNSPhones.Summary {
         writer.field("live_activities", self.liveActivities)
         writer.field("updated_at", date: self.updatedAt)
         return writer.finish()
+    }
+}
+
+/// The push the phones are delivering and since when: the run loop's watchdog reads it to log a
+/// delivery that takes too long. A value behind one lock, with the instant passed in (tested without
+/// waiting).
+struct DeliveryWatch: Sendable {
+    private struct Current {
+        var apnsID: String
+        var since: ContinuousClock.Instant
+        var reported = false
+    }
+
+    let limit: Duration
+    private let current = LockedBox<Current?>(nil)
+
+    init(limit: Duration) {
+        self.limit = limit
+    }
+
+    /// A delivery of `apnsID` starts.
+    func begin(_ apnsID: String, at now: ContinuousClock.Instant) {
+        self.current.withLock { $0 = Current(apnsID: apnsID, since: now) }
+    }
+
+    /// No delivery is under way.
+    func end() {
+        self.current.withLock { $0 = nil }
+    }
+
+    /// The delivery under way when it has lasted longer than the limit and was not reported yet
+    /// (then it counts as reported).
+    func overdue(now: ContinuousClock.Instant) -> (apnsID: String, elapsed: Duration)? {
+        self.current.withLock { current in
+            guard let started = current, !started.reported, now - started.since > self.limit else { return nil }
+            current?.reported = true
+            return (started.apnsID, now - started.since)
+        }
     }
 }

@@ -12,6 +12,10 @@ package final class Fanout<Element: Sendable>: Sendable {
         var continuation: AsyncStream<Element>.Continuation
         /// Only elements it selects are yielded; `nil` yields everything.
         var filter: (@Sendable (Element) -> Bool)?
+        /// Whether a full buffer ends the stream (a reader that fell behind). A doorbell's buffer
+        /// keeps the newest element: its stream reports the older one as `.dropped` on every ring
+        /// the reader has not read yet, which is its normal working, never a reason to end it.
+        var endsWhenFull: Bool
     }
 
     private struct State {
@@ -33,23 +37,23 @@ package final class Fanout<Element: Sendable>: Sendable {
     /// A stream of the elements yielded from now on that `filter` selects (all without one),
     /// buffering at most `buffer` of them.
     package func subscribe(buffer: Int, filter: (@Sendable (Element) -> Bool)? = nil) -> AsyncStream<Element> {
-        self.subscribe(policy: .bufferingOldest(max(1, buffer)), filter: filter)
+        self.subscribe(policy: .bufferingOldest(max(1, buffer)), filter: filter, endsWhenFull: true)
     }
 
     /// A stream that holds only the newest element not yet read, and is never dropped: a reader that
     /// wants to know that something happened, not each thing (a doorbell), and reads the rest elsewhere.
     package func subscribeNewest() -> AsyncStream<Element> {
-        self.subscribe(policy: .bufferingNewest(1), filter: nil)
+        self.subscribe(policy: .bufferingNewest(1), filter: nil, endsWhenFull: false)
     }
 
     private func subscribe(
-        policy: AsyncStream<Element>.Continuation.BufferingPolicy, filter: (@Sendable (Element) -> Bool)?
+        policy: AsyncStream<Element>.Continuation.BufferingPolicy, filter: (@Sendable (Element) -> Bool)?, endsWhenFull: Bool
     ) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: policy)
         let id = self.state.withLock { state -> Int? in
             guard !state.finished else { return nil }
             state.next += 1
-            state.subscribers[state.next] = Subscriber(continuation: continuation, filter: filter)
+            state.subscribers[state.next] = Subscriber(continuation: continuation, filter: filter, endsWhenFull: endsWhenFull)
             return state.next
         }
         guard let id else {
@@ -62,13 +66,14 @@ package final class Fanout<Element: Sendable>: Sendable {
         return stream
     }
 
-    /// Yields `element` to every subscriber that selects it; drops those whose buffer is full.
+    /// Yields `element` to every subscriber that selects it; drops those whose buffer is full (not a
+    /// ``subscribeNewest()`` reader, whose buffer replaces its unread element).
     package func yield(_ element: Element) {
         let overflowed = self.state.withLock { state -> [AsyncStream<Element>.Continuation] in
             var overflowed: [AsyncStream<Element>.Continuation] = []
             for (id, subscriber) in state.subscribers {
                 if let filter = subscriber.filter, !filter(element) { continue }
-                if case .dropped = subscriber.continuation.yield(element) {
+                if case .dropped = subscriber.continuation.yield(element), subscriber.endsWhenFull {
                     state.subscribers[id] = nil
                     overflowed.append(subscriber.continuation)
                 }

@@ -33,6 +33,23 @@ struct FanoutTests {
         #expect(fastSeen == Array(1...10))
     }
 
+    @Test("A doorbell keeps its newest unread ring and is never dropped: rings faster than its reader reads lose nothing that matters")
+    func doorbell() async {
+        let fanout = Fanout<Int>()
+        let bell = fanout.subscribeNewest()
+        // Three rings before any read: the stream holds the newest, and stays subscribed.
+        for value in 1...3 { fanout.yield(value) }
+        #expect(!fanout.isEmpty)
+        var iterator = bell.makeAsyncIterator()
+        #expect(await iterator.next() == 3)
+        for value in 4...10 { fanout.yield(value) }
+        #expect(await iterator.next() == 10)
+        fanout.yield(11)
+        fanout.finish()
+        #expect(await iterator.next() == 11)
+        #expect(await iterator.next() == nil)
+    }
+
     @Test("After finish, a new subscription ends at once; a reader that goes away unsubscribes")
     func lifecycle() async {
         let fanout = Fanout<Int>()

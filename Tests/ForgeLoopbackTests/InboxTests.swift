@@ -8,11 +8,11 @@ import MetricsTestKit
 import Foundation
 import Testing
 
-private let tokenA = String(repeating: "ab", count: 32)
-private let tokenB = String(repeating: "cd", count: 32)
+let tokenA = String(repeating: "ab", count: 32)
+let tokenB = String(repeating: "cd", count: 32)
 
 /// A judged request as the server records it, judged by a real ``APNSJudge``.
-private func judged(
+func judged(
     _ judge: inout APNSJudge, token: String = tokenA, topic: String = "com.example.shop", pushType: String = "alert",
     headers extra: [(String, String)] = [], body: String = #"{"aps":{"alert":{"title":"Hi"}}}"#, date: Date = Date()
 ) -> LocalAPNSInboxEntry {
