@@ -45,6 +45,12 @@ Connection faults (flags, for every connection):
                               the first connection answers N requests, then closes; every later
                               connection is closed as with --drop-after-handshake (a middlebox
                               or a revoked certificate after a good start)
+    --abort-plan N1,N2,...    connection i (counting from 1) answers its first Ni requests, then
+                              closes at the next one, with the streams still in flight unanswered
+                              (that request and later ones are recorded closed-unprocessed);
+                              connections after the plan's last serve normally. 600,0,0 is a server
+                              that served, then aborted three connections in a row after their
+                              HTTP/2 preface (a deploy, a load balancer recycling connections)
     --max-concurrent-streams K
 
 "Close" here shuts down the sending side only and keeps reading, so every request that reaches the
@@ -304,6 +310,11 @@ class Connection:
             actions = {"closed": "closed-unprocessed", "before-preface": "closed-before-preface", "stalled": "stalled"}
             self.record(stream_id, actions[self.closed_for])
             return
+        plan = options.abort_plan
+        if plan is not None and self.number <= len(plan) and self.requests == plan[self.number - 1]:
+            self.hang_up("closed")
+            self.record(stream_id, "closed-unprocessed")
+            return
         self.requests += 1
         if options.stall_after is not None and self.requests > options.stall_after:
             self.flush()  # the answers so far leave; nothing after them does
@@ -397,6 +408,7 @@ def main():
     parser.add_argument("--drop-after-handshake", action="store_true")
     parser.add_argument("--first-connection-serves", type=int)
     parser.add_argument("--max-concurrent-streams", type=int)
+    parser.add_argument("--abort-plan", type=lambda text: [int(n) for n in text.split(",")])
     options = parser.parse_args()
 
     server = Server(options)

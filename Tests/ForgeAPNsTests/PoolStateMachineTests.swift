@@ -288,8 +288,9 @@ struct PoolStateMachineTests {
     /// One connection that completes its handshake, takes a request and closes before any answer,
     /// as a server that drops each connection after TLS does. A second request waits meanwhile
     /// (the new connection offers one stream); returns how that waiter ends.
+    /// With `spoke`, the server sent its SETTINGS before it closed (the close's error says so).
     @discardableResult
-    func dropAfterHandshake(_ machine: inout Machine, now: MonotonicInstant) -> Machine.Failure? {
+    func dropAfterHandshake(_ machine: inout Machine, now: MonotonicInstant, spoke: Bool = false) -> Machine.Failure? {
         let (_, actions) = machine.acquire(count: 1, deadline: now + .seconds(30), now: now)
         guard let id = actions.connect else {
             Issue.record("no connect at \(now)")
@@ -301,7 +302,10 @@ struct PoolStateMachineTests {
             Issue.record("the second request: \(second)")
             return nil
         }
-        let closed = machine.closed(id, goAway: false, now: now, random: 0)
+        let error = spoke
+            ? HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true, detail: "the server closed the connection")
+            : HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "the server closed the connection before its HTTP/2 preface")
+        let closed = machine.closed(id, goAway: false, error: error, now: now, random: 0)
         return closed.fail.first { $0.waiter == waiter }?.failure
     }
 
@@ -319,14 +323,14 @@ struct PoolStateMachineTests {
             #expect(machine.unreachable(now: now) == nil, "\(drop) failure(s) are not yet the rule")
             now = machine.retryAt!
         }
-        guard case .unreachable(let failures, _)? = self.dropAfterHandshake(&machine, now: now) else {
+        guard case .unreachable(let failures, _, _)? = self.dropAfterHandshake(&machine, now: now) else {
             Issue.record("the third drop fails its waiter as unreachable")
             return
         }
         #expect(failures == 3)
         let retryAt = machine.retryAt!
         let (during, none) = machine.acquire(count: 1, deadline: now + .seconds(30), now: now)
-        #expect(during == .fail(.unreachable(failures: 3, last: machine.lastFailure!)), "a new send fails at once: \(during)")
+        #expect(during == .fail(.unreachable(failures: 3, silence: self.t0.duration(to: now), last: machine.lastFailure!)), "a new send fails at once: \(during)")
         #expect(none.connect == nil, "and opens nothing")
         let (after, retry) = machine.acquire(count: 1, deadline: retryAt + .seconds(30), now: retryAt)
         guard case .wait = after, retry.connect != nil else {
@@ -335,7 +339,7 @@ struct PoolStateMachineTests {
         }
     }
 
-    @Test("An answer resets the rule; a server that answered and then drops meets it after as many drops in a row")
+    @Test("A server that answered and then drops is ridden out: waiters wait, and only failures in a row lasting the window are the rule")
     func answeredThenDrops() {
         var machine = Machine(limits: .init(maximumConnections: 4, maximumStreams: 1000, surplusIdleTimeout: .seconds(60),
                                             idleTimeout: nil, unreachableAfter: 3))
@@ -343,13 +347,20 @@ struct PoolStateMachineTests {
         _ = machine.closed(served, goAway: false, now: self.t0, random: 0)
         #expect(machine.failures == 0, "a connection that answered and then closed is no failure")
         var now = self.t0
-        for _ in 1...2 {
-            _ = self.dropAfterHandshake(&machine, now: now)
-            #expect(machine.unreachable(now: now) == nil)
+        var drops = 0
+        while self.t0.duration(to: now) < .seconds(10) {
+            let failure = self.dropAfterHandshake(&machine, now: now)
+            drops += 1
+            #expect(failure == nil, "drop \(drops) at +\(self.t0.duration(to: now)): the waiter waits for the next connection, got \(String(describing: failure))")
+            #expect(machine.unreachable(now: now) == nil, "drop \(drops) at +\(self.t0.duration(to: now)) is within the window")
             now = machine.retryAt!
         }
-        _ = self.dropAfterHandshake(&machine, now: now)
-        #expect(machine.unreachable(now: now) != nil)
+        #expect(drops >= 3, "more drops in a row than the count rule's \(drops)")
+        guard case .unreachable(let failures, let silence, _)? = self.dropAfterHandshake(&machine, now: now) else {
+            Issue.record("the first drop past the window fails its waiter as unreachable")
+            return
+        }
+        #expect(failures == drops + 1 && silence >= .seconds(10))
 
         // With a connection open that has answered, failing connects for growth are not the rule.
         var growing = Machine(limits: .init(maximumConnections: 4, maximumStreams: 1, surplusIdleTimeout: .seconds(60),
@@ -359,6 +370,35 @@ struct PoolStateMachineTests {
         let (_, grow) = growing.acquire(count: 1, deadline: self.later, now: self.t0)
         _ = growing.connectFailed(grow.connect!, Self.refused, now: self.t0, random: 0)
         #expect(growing.failures == 1 && growing.unreachable(now: self.t0) == nil, "\(healthy) still answers")
+    }
+
+    @Test("Connections that spoke HTTP/2 and then closed before answering: never the count rule, waiters wait, the window ends it")
+    func spokeThenClosed() {
+        var machine = Machine(limits: .init(maximumConnections: 4, maximumStreams: 1000, surplusIdleTimeout: .seconds(60),
+                                            idleTimeout: nil, unreachableAfter: 3))
+        var now = self.t0
+        for drop in 1...6 {
+            let failure = self.dropAfterHandshake(&machine, now: now, spoke: true)
+            #expect(failure == nil, "drop \(drop): the waiter waits, got \(String(describing: failure))")
+            #expect(machine.unreachable(now: now) == nil && machine.silentFailures == 0)
+            now = machine.retryAt!
+        }
+        #expect(machine.failures == 6 && self.t0.duration(to: now) < .seconds(10), "backed off: \(self.t0.duration(to: now))")
+        while self.t0.duration(to: now) < .seconds(10) {
+            _ = self.dropAfterHandshake(&machine, now: now, spoke: true)
+            now = machine.retryAt!
+        }
+        let last = self.dropAfterHandshake(&machine, now: now, spoke: true)
+        guard case .unreachable? = last else {
+            Issue.record("no answer for the window: unreachable, got \(String(describing: last))")
+            return
+        }
+        // One answer ends it: the failures, the window and the backoff start again.
+        let retryAt = machine.retryAt!
+        let (_, actions) = machine.acquire(count: 1, deadline: retryAt + .seconds(30), now: retryAt)
+        _ = machine.connected(actions.connect!, maximumStreams: 100, now: retryAt)
+        _ = machine.release(actions.connect!, count: 1, answered: true, now: retryAt)
+        #expect(machine.failures == 0 && machine.failingSince == nil && machine.hasBeenAnswered)
     }
 
     @Test("A connection closed for a failure that cannot heal (the wrong protocol) records that failure")

@@ -151,13 +151,15 @@ struct SendDecisionTests {
 
     @Test("The pool reads HTTP/2 failures as transport errors, in one place")
     func http2Failures() {
-        func kind(_ error: HTTP2ClientError) -> SendTry { SendTry(ConnectionPool.transportError(error, connection: nil)) }
+        func kind(_ error: HTTP2ClientError) -> SendTry { SendTry(ConnectionPool.transportError(error)) }
         #expect(kind(HTTP2ClientError(.refusedStream, mayHaveBeenProcessed: false)) == .notProcessed)
         #expect(kind(HTTP2ClientError(.goingAway, mayHaveBeenProcessed: false)) == .notProcessed)
         #expect(kind(HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false)) == .unreachable(permanent: false))
         #expect(kind(HTTP2ClientError(.tlsFailed, mayHaveBeenProcessed: false)) == .unreachable(permanent: false))
         #expect(kind(HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "no such host", permanent: true)) == .unreachable(permanent: true))
         #expect(kind(HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: true)) == .lost)
+        // Queued on a connection that spoke HTTP/2 and then closed: never left, replayed (not a connect failure).
+        #expect(kind(HTTP2ClientError(.connectionClosed, mayHaveBeenProcessed: false)) == .notProcessed)
         #expect(kind(HTTP2ClientError(.peerUnresponsive, mayHaveBeenProcessed: true)) == .lost)
         #expect(kind(HTTP2ClientError(.deadlineExceeded, mayHaveBeenProcessed: false)) == .deadlineExceeded(processed: false))
         #expect(kind(HTTP2ClientError(.cancelled, mayHaveBeenProcessed: true)) == .cancelled(processed: true))

@@ -70,12 +70,12 @@ final class ConnectionPool: Sendable {
                 (id, connection) = try await self.acquire(count: requests.count, deadline: deadline)
             }
         } catch {
-            return Array(repeating: .failure(Self.transportError(error, connection: nil)), count: requests.count)
+            return Array(repeating: .failure(Self.transportError(error)), count: requests.count)
         }
         let results = await connection.sendBatch(requests, monotonicDeadline: deadline)
         self.release(id, count: requests.count, on: connection)
         return results.map { result in
-            result.map(APNSTransportResponse.init).mapError { Self.transportError($0, connection: connection) }
+            result.map(APNSTransportResponse.init).mapError { Self.transportError($0) }
         }
     }
 
@@ -91,7 +91,7 @@ final class ConnectionPool: Sendable {
             do {
                 (id, connection) = try await self.acquire(count: 1, deadline: deadline)
             } catch {
-                return .failure(Self.transportError(error, connection: nil))
+                return .failure(Self.transportError(error))
             }
         }
         let result: Result<APNSTransportResponse, APNSTransportError>
@@ -99,7 +99,7 @@ final class ConnectionPool: Sendable {
             // Consumed: the connection moves it into its pending request, with no copy of its fields.
             result = .success(APNSTransportResponse(try await connection.send(request, monotonicDeadline: deadline)))
         } catch {
-            result = .failure(Self.transportError(error, connection: connection))
+            result = .failure(Self.transportError(error))
         }
         self.release(id, count: 1, on: connection)
         return result
@@ -126,14 +126,15 @@ final class ConnectionPool: Sendable {
             self.release(id, count: 1, on: connection)
             return nil
         } catch {
-            return Self.transportError(error, connection: nil)
+            return Self.transportError(error)
         }
     }
 
-    /// The one place an HTTP/2 failure becomes an APNs transport error. A request on a connection
-    /// that ended without GOAWAY before any answer counts as a failed connect: the endpoint failed
-    /// as much as a refused connect did (the send's connect budget, not its replays).
-    static func transportError(_ error: any Error, connection: HTTP2Connection?) -> APNSTransportError {
+    /// The one place an HTTP/2 failure becomes an APNs transport error. A connection that ended
+    /// before the server spoke HTTP/2 fails its requests as a failed connect (`connectFailed`: the
+    /// send's connect budget); one that spoke and then ended fails those that never left as not
+    /// processed (their replay budget) and those that left as lost (their attempts).
+    static func transportError(_ error: any Error) -> APNSTransportError {
         guard let error = error as? HTTP2ClientError else {
             return APNSTransportError(.lost, detail: "\(error)")
         }
@@ -145,20 +146,7 @@ final class ConnectionPool: Sendable {
         case .invalidRequest: return APNSTransportError(.invalidRequest, detail: detail)
         case _ where error.mayHaveBeenProcessed: return APNSTransportError(.lost, detail: detail)
         case .connectFailed, .tlsFailed, .alpnMismatch: return APNSTransportError(.unreachable, isPermanent: error.isPermanent, detail: detail)
-        case .connectionClosed, .peerUnresponsive:
-            if let connection, !connection.hasAnswered, !Self.endedWithGoAway(connection) {
-                return APNSTransportError(.unreachable, detail: "\(connection.endpoint) ended the connection before any answer: \(error.detail)")
-            }
-            return APNSTransportError(.notProcessed, detail: detail)
         default: return APNSTransportError(.notProcessed, detail: detail)
-        }
-    }
-
-    private static func endedWithGoAway(_ connection: HTTP2Connection) -> Bool {
-        switch connection.state {
-        case .goingAway: return true
-        case .closed(let error): return error.code == .goingAway
-        case .active: return false
         }
     }
 
@@ -244,12 +232,13 @@ final class ConnectionPool: Sendable {
             return HTTP2ClientError(.shutdown, mayHaveBeenProcessed: false, detail: "the client is shut down")
         case .connectFailed(let error):
             return error
-        case .unreachable(let failures, let last):
+        case .unreachable(let failures, let silence, let last):
             // Permanent for this push: nothing is tried before the backoff ends, so waiting on it
             // would only hold the push while the endpoint stays down.
+            let seconds = (silence / .milliseconds(100)).rounded(.down) / 10
             return HTTP2ClientError(
                 [.tlsFailed, .alpnMismatch].contains(last.code) ? last.code : .connectFailed, mayHaveBeenProcessed: false,
-                detail: "unreachable: \(failures) connections in a row failed before any answer (the last: \(last.detail))",
+                detail: "unreachable: \(failures) connections in a row failed before any answer, over \(seconds) s (the last: \(last.detail))",
                 permanent: true
             )
         case .cancelled:

@@ -34,10 +34,15 @@ struct PoolStateMachine {
         var surplusIdleTimeout: Duration
         /// The last connection idle this long closes; `nil`: it stays.
         var idleTimeout: Duration?
-        /// Failures in a row (see ``PoolStateMachine/failures``) after which, while no open
-        /// connection has answered, the endpoint counts as unreachable until the backoff ends: the
-        /// retry policy's attempts.
+        /// Failures in a row after which, while no open connection has answered, the endpoint
+        /// counts as unreachable until the backoff ends (the retry policy's attempts): connects that
+        /// never spoke HTTP/2 (see ``PoolStateMachine/silentFailures``) while the pool has had no
+        /// answer yet; any failures in a row once they span ``unreachableWindow``.
         var unreachableAfter: Int = 3
+        /// How long failures in a row must last, with no answer, before an endpoint that answered
+        /// before (or that speaks HTTP/2 and then drops its connections) counts as unreachable: a
+        /// server restarting or a load balancer recycling connections is ridden out, not given up on.
+        var unreachableWindow: Duration = .seconds(10)
     }
 
     /// Why a waiter failed.
@@ -49,10 +54,10 @@ struct PoolStateMachine {
         /// The connect it waited for failed, or the endpoint is backing off after a failure that
         /// cannot heal now (the error of that connect).
         case connectFailed(HTTP2ClientError)
-        /// ``Limits/unreachableAfter`` connects in a row failed (connect, TLS, ALPN, or closed before
-        /// any answer) and no open connection has answered: nothing is tried before the backoff
-        /// ends. `failures` in a row, the last with `last`.
-        case unreachable(failures: Int, last: HTTP2ClientError)
+        /// The endpoint is unreachable (see ``PoolStateMachine/unreachable(now:)``): nothing is tried
+        /// before the backoff ends. `failures` in a row over `silence` (the time since the first of
+        /// them), the last with `last`.
+        case unreachable(failures: Int, silence: Duration, last: HTTP2ClientError)
         /// The waiting task was cancelled.
         case cancelled
     }
@@ -116,6 +121,13 @@ struct PoolStateMachine {
     private(set) var waiters: [Waiter] = []
     /// Connects in a row that failed, and connections that closed before any answer; reset by an answer.
     private(set) var failures = 0
+    /// Those of ``failures`` that never spoke HTTP/2: the connect, TLS or ALPN failed, or the server
+    /// closed the connection before its SETTINGS.
+    private(set) var silentFailures = 0
+    /// When the first of ``failures`` happened.
+    private(set) var failingSince: MonotonicInstant?
+    /// Whether any connection of this pool has answered a request: the endpoint is known to work.
+    private(set) var hasBeenAnswered = false
     /// No connect before this (the backoff after a failure).
     private(set) var retryAt: MonotonicInstant?
     /// Why the last connect failed.
@@ -165,15 +177,23 @@ struct PoolStateMachine {
 
     private var countsTowardsMaximum: Int { self.connections.count { $0.phase != .draining } }
 
-    /// Whether the endpoint counts as unreachable at `now`: ``Limits/unreachableAfter`` failures in
-    /// a row, no open connection that has answered, no connect under way, and the backoff not over.
-    /// A server that answered before and then fails the same way meets the rule once its failures
-    /// in a row reach the limit (an answer resets them).
+    /// Whether the endpoint counts as unreachable at `now`: no open connection that has answered, no
+    /// connect under way, the backoff not over, and either
+    /// - ``Limits/unreachableAfter`` connects in a row never spoke HTTP/2 and the pool has had no
+    ///   answer yet (a wrong port or host, a server that is not up: said within a second), or
+    /// - ``Limits/unreachableAfter`` failures in a row of any kind have lasted
+    ///   ``Limits/unreachableWindow`` without an answer.
+    ///
+    /// A connection that spoke HTTP/2 and then closed before answering is a failure (it backs the
+    /// pool off) but never ends the send by count: its requests retry within their own budgets.
     func unreachable(now: MonotonicInstant) -> Failure? {
         guard self.failures >= self.limits.unreachableAfter, let last = self.lastFailure, let retryAt = self.retryAt, retryAt > now,
-            !self.connections.contains(where: { $0.answered || $0.phase == .connecting })
+            let since = self.failingSince, !self.connections.contains(where: { $0.answered || $0.phase == .connecting })
         else { return nil }
-        return .unreachable(failures: self.failures, last: last)
+        let silence = since.duration(to: now)
+        let atFirstContact = !self.hasBeenAnswered && self.silentFailures >= self.limits.unreachableAfter
+        guard atFirstContact || silence >= self.limits.unreachableWindow else { return nil }
+        return .unreachable(failures: self.failures, silence: silence, last: last)
     }
 
     // MARK: Requests
@@ -241,9 +261,7 @@ struct PoolStateMachine {
         if self.connections[index].inFlight == 0 { self.connections[index].idleSince = now() }
         if answered, !self.connections[index].answered {
             self.connections[index].answered = true
-            self.failures = 0
-            self.retryAt = nil
-            self.lastFailure = nil
+            self.recordAnswer()
         }
         var actions = self.dispatchWaiters()
         if !self.waiters.isEmpty {
@@ -288,8 +306,8 @@ struct PoolStateMachine {
         guard let index = self.index(of: id) else { return Actions() }
         self.connections.remove(at: index)
         guard !self.isShutDown else { return Actions() }
-        self.recordFailure(error, now: now, random: random)
-        return self.afterFailure(error, now: now)
+        self.recordFailure(error, spoke: false, now: now, random: random)
+        return self.afterFailure(error, spoke: false, now: now)
     }
 
     /// The server announced a new stream limit.
@@ -316,8 +334,10 @@ struct PoolStateMachine {
         return actions
     }
 
-    /// `id` closed. One that never answered and was not sent away with GOAWAY counts as a failed
-    /// connect: a server that drops every connection after the handshake backs the pool off.
+    /// `id` closed. One that never answered and was not sent away with GOAWAY counts as a failure: a
+    /// server that drops every connection after the handshake backs the pool off. When it closed
+    /// before the server's SETTINGS (`error` says so: a `connectFailed`, TLS or ALPN error) it never
+    /// spoke HTTP/2, as a failed connect; otherwise its waiters wait for the next connection.
     /// - Parameters:
     ///   - answered: the connection's own record of an answer (`HTTP2Connection.hasAnswered`), which
     ///     it writes on its I/O thread before it reports the close: an answer whose request is not
@@ -330,20 +350,24 @@ struct PoolStateMachine {
         guard let index = self.index(of: id) else { return Actions() }
         let connection = self.connections.remove(at: index)
         guard !self.isShutDown else { return Actions() }
-        if answered, !connection.answered {
-            self.failures = 0
-            self.retryAt = nil
-            self.lastFailure = nil
-        }
+        if answered, !connection.answered { self.recordAnswer() }
         if !connection.answered && !answered {
             if goAway {
                 // The server spoke HTTP/2 properly ("not on this connection"): no failure, but no
                 // answer either, so the backoff stays as it was.
             } else {
-                let failure = error.flatMap { $0.isPermanent ? $0 : nil }
-                    ?? HTTP2ClientError(.connectFailed, mayHaveBeenProcessed: false, detail: "the server closed the connection before any answer")
-                self.recordFailure(failure, now: now, random: random)
-                return self.afterFailure(failure, now: now)
+                // Without an error to tell, the close counts as one before the server spoke.
+                let spoke = error.map { ![.connectFailed, .tlsFailed, .alpnMismatch].contains($0.code) } ?? false
+                // A failure that cannot heal, or the connection's own words for a close before the
+                // preface, is the failure recorded; else what happened, in the pool's words.
+                let failure = error.flatMap { $0.isPermanent || !spoke ? $0 : nil }
+                    ?? HTTP2ClientError(
+                        .connectFailed, mayHaveBeenProcessed: false,
+                        detail: spoke ? "the server spoke HTTP/2, then closed the connection before any answer"
+                            : "the server closed the connection before any answer"
+                    )
+                self.recordFailure(failure, spoke: spoke, now: now, random: random)
+                return self.afterFailure(failure, spoke: spoke, now: now)
             }
         }
         var actions = self.dispatchWaiters()
@@ -438,10 +462,23 @@ struct PoolStateMachine {
         return id
     }
 
-    /// One more failure in a row: the next connect waits `100 ms × 2^(failures-1)`, at most 30 s,
-    /// less up to half of it; at least 10 s after a failure that cannot heal by retrying.
-    private mutating func recordFailure(_ error: HTTP2ClientError, now: MonotonicInstant, random: Double) {
+    /// An answer: the endpoint works; the failures in a row and the backoff are over.
+    private mutating func recordAnswer() {
+        self.hasBeenAnswered = true
+        self.failures = 0
+        self.silentFailures = 0
+        self.failingSince = nil
+        self.retryAt = nil
+        self.lastFailure = nil
+    }
+
+    /// One more failure in a row (`spoke`: the connection spoke HTTP/2 first): the next connect waits
+    /// `100 ms × 2^(failures-1)`, at most 30 s, less up to half of it; at least 10 s after a failure
+    /// that cannot heal by retrying.
+    private mutating func recordFailure(_ error: HTTP2ClientError, spoke: Bool, now: MonotonicInstant, random: Double) {
         self.failures += 1
+        if !spoke { self.silentFailures += 1 }
+        if self.failingSince == nil { self.failingSince = now }
         self.lastFailure = error
         let full = Double(min(100 << min(self.failures - 1, 9), 30_000))
         var retryAt = now + .milliseconds(Int64(full * (0.5 + 0.5 * min(max(random, 0), 1))))
@@ -449,16 +486,18 @@ struct PoolStateMachine {
         self.retryAt = retryAt
     }
 
-    /// After a failed connect: waiters that have no connection to go to take its failure (they
-    /// waited for that connect); with other connections open they keep waiting for room.
-    private mutating func afterFailure(_ error: HTTP2ClientError, now: MonotonicInstant) -> Actions {
+    /// After a failed connect or a connection closed before any answer: at first contact (no answer
+    /// yet) waiters that have no connection to go to take a silent failure (they waited for that
+    /// connect, and spend their own connect budget); otherwise they wait for room, on a connection
+    /// open now or on the next one the backoff allows.
+    private mutating func afterFailure(_ error: HTTP2ClientError, spoke: Bool, now: MonotonicInstant) -> Actions {
         var actions = Actions()
         if let unreachable = self.unreachable(now: now) {
             // Every waiter, even one that a ready but silent connection could still take: that
             // connection is as likely to be dropped as the ones before it.
             actions.fail = self.waiters.map { ($0.id, unreachable) }
             self.waiters.removeAll()
-        } else if self.readyConnections == 0 {
+        } else if self.readyConnections == 0, !spoke, !self.hasBeenAnswered || error.isPermanent {
             actions.fail = self.waiters.map { ($0.id, .connectFailed(error)) }
             self.waiters.removeAll()
         } else {

@@ -57,7 +57,7 @@ enum RouteTransport: Sendable {
         case (.pool(let pool), .http2(.success(let parts))):
             return await pool.send(PreparedRequest.http2Request(request, parts: parts), deadline: deadline)
         case (.pool, .http2(.failure(let error))):
-            return .failure(ConnectionPool.transportError(error, connection: nil))
+            return .failure(ConnectionPool.transportError(error))
         case (.other(let transport), _):
             return await transport.send(request, authorization: prepared.authorization, deadline: deadline.continuousInstant)
         case (.pool, .other):
@@ -84,7 +84,7 @@ enum RouteTransport: Sendable {
                     http2.append(PreparedRequest.http2Request(requests[index], parts: parts))
                 case .failure(let error):
                     // One bad header list fails the batch before anything is sent, as one request would.
-                    return Array(repeating: .failure(ConnectionPool.transportError(error, connection: nil)), count: requests.count)
+                    return Array(repeating: .failure(ConnectionPool.transportError(error)), count: requests.count)
                 }
             }
             return await pool.send(http2, deadline: deadline)

@@ -28,6 +28,11 @@ enum RejectionHints {
             return "hint: the server's certificate is signed by a CA this machine does not trust: pass it with --ca-file "
                 + "(`apnsctl serve --write-ca FILE` writes the local server's); `apnsctl doctor` checks the TLS step"
         }
+        if detail.contains("spoke HTTP/2, then closed") {
+            return "hint: the server spoke HTTP/2, then closed each connection before answering, for longer than a restart "
+                + "takes: a server or load balancer that drops this client's requests, or one that is overloaded; "
+                + "`apnsctl doctor` checks each step"
+        }
         if detail.contains("before its HTTP/2 preface") || detail.contains("closed the connection before any answer") {
             return "hint: the server closed each connection before it spoke HTTP/2: a TLS port reached with http:// (use "
                 + "https://), a server that refuses this client (a revoked certificate, a firewall, a proxy), or one that is "
