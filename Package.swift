@@ -45,6 +45,7 @@ let package = Package(
         .library(name: "ForgeSimulatedDevice", targets: ["ForgeSimulatedDevice"]),
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
         .library(name: "ForgeCampaign", targets: ["ForgeCampaign"]),
+        .library(name: "ForgeLiveActivities", targets: ["ForgeLiveActivities"]),
         .library(name: "ForgeCampaignPostgres", targets: ["ForgeCampaignPostgres"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
@@ -217,6 +218,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Managed Live Activities: the registry of activities and tokens, their lifecycle, and the pushes
+        // that follow from the app's reports and the backend's updates.
+        .target(
+            name: "ForgeLiveActivities",
+            dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
+
         // Workers on many machines share one campaign in PostgreSQL: leased batches, epoch-fenced verdicts.
         .target(
             name: "ForgeCampaignPostgres",
@@ -357,6 +366,15 @@ let package = Package(
             name: "ForgeCryptoTests",
             dependencies: ["ForgeCrypto", "ForgeAPNsCore", "ForgeTestSupport"],
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeLiveActivitiesTests",
+            // The local server and a simulated phone (ForgeLoopback) judge and apply every push end to end.
+            dependencies: [
+                "ForgeLiveActivities", "ForgeAPNs", "ForgeAPNsCore", "ForgeAPNsTesting", "ForgeCrypto", "ForgeLoopback", "ForgeSupport",
+                "ForgeTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,484 @@
+public import ForgeAPNs
+public import ForgeAPNsCore
+public import struct Foundation.Date
+
+/// Managed Live Activities: a registry of activities keyed by the backend's own id, the tokens the
+/// app reports, and the pushes that follow from them, so a backend says "update order 17" and the
+/// manager sends the right push to the right token, or says why it cannot.
+///
+/// - Reports from the app (``report(_:)``, or ``handleReport(body:)`` for an HTTP route) are
+///   applied in order: one older than a report already applied (by its `sequence`) changes nothing,
+///   and an ended activity is never revived by a late update-token report.
+/// - ``start(activity:installation:bundleID:attributesType:attributes:contentState:alert:staleDate:relevanceScore:)``
+///   sends through the installation's push-to-start token, with the activity id as
+///   `apns-collapse-id`; starting an id that is already live sends nothing.
+/// - ``update(activity:contentState:staleDate:alert:relevanceScore:priority:)`` and
+///   ``end(activity:contentState:dismissalDate:)`` go to the current update token, with a
+///   `timestamp` never older than the last one sent; before the token arrives the latest of them is
+///   held and sent when it does.
+/// - A verdict that says a token is dead (`Unregistered`, `ExpiredToken`, `BadDeviceToken`,
+///   `DeviceTokenNotForTopic`) kills it: nothing is sent to it again.
+/// - ``sweep()`` applies time: an activity past ``Configuration/maximumAge`` has ended (iOS ends it),
+///   one ended past ``Configuration/removalAge`` is removed, one past its stale date is stale.
+///
+/// Every change is a compare-and-set on the store's record, so managers in several processes may
+/// share one store.
+public final class LiveActivityManager: Sendable {
+    /// Ages and limits.
+    public struct Configuration: Sendable {
+        /// iOS ends a Live Activity this long after it started (8 hours, Apple's "Displaying live
+        /// data with Live Activities").
+        public var maximumAge: Duration = .seconds(8 * 3600)
+        /// An activity is removed from the registry this long after it started, once it is not live
+        /// (iOS keeps an ended one on the Lock Screen up to 4 hours more: 12 hours in all).
+        public var removalAge: Duration = .seconds(12 * 3600)
+        /// A push-to-start token not confirmed by the app for this long counts as stale: a start to
+        /// it fails with a clear error instead of a 200 that starts nothing (a rotated token).
+        public var pushToStartConfirmationAge: Duration = .seconds(7 * 86_400)
+
+        public init() {}
+    }
+
+    /// What became of a report.
+    public struct ReportOutcome: Hashable, Sendable {
+        /// Whether it changed the registry.
+        public var applied: Bool
+        /// Why it changed nothing, when it did not.
+        public var why: String?
+        /// The held push sent because the report brought its update token, when one was.
+        public var sentHeld: APNSSendResult?
+    }
+
+    /// What became of an update or an end.
+    public enum SendOutcome: Hashable, Sendable {
+        /// Sent and accepted.
+        case sent(APNSSendResult)
+        /// Held until the activity's update token arrives (the latest one held replaces the older).
+        case held
+    }
+
+    private let client: APNSClient
+    private let store: any LiveActivityStore
+    private let clock: any APNSWallClock
+    public let configuration: Configuration
+
+    /// - Parameters:
+    ///   - client: the client pushes go through.
+    ///   - store: where the registry lives.
+    ///   - clock: the time for timestamps, ages and reports; a manual one in tests.
+    public init(client: APNSClient, store: any LiveActivityStore, clock: any APNSWallClock = .system, configuration: Configuration = Configuration()) {
+        self.client = client
+        self.store = store
+        self.clock = clock
+        self.configuration = configuration
+    }
+
+    // MARK: Reading
+
+    /// The activity with `id`, if the registry has it.
+    public func activity(_ id: LiveActivityID) async throws(LiveActivityError) -> ManagedActivity? {
+        try await self.storing { try await self.store.activity(id) }
+    }
+
+    /// Every activity in the registry, in id order.
+    public func activities() async throws(LiveActivityError) -> [ManagedActivity] {
+        try await self.storing { try await self.store.activities() }
+    }
+
+    /// The push-to-start token for `key`, if the app reported one.
+    public func pushToStartToken(for key: PushToStartKey) async throws(LiveActivityError) -> PushToStartRecord? {
+        try await self.storing { try await self.store.pushToStart(key) }
+    }
+
+    // MARK: Reports
+
+    /// Applies a report from the app.
+    /// - Throws: ``LiveActivityError/Code/unknownActivity`` for an update token or end of an id the
+    ///   registry does not have (an update token with a registration registers it instead).
+    @discardableResult
+    public func report(_ report: ActivityReport) async throws(LiveActivityError) -> ReportOutcome {
+        let now = self.clock.now
+        switch report {
+        case .pushToStartToken(let key, let token, let sequence, let environment):
+            return try await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
+                if let current, let why = Self.older(sequence, than: current.sequence) { return (nil, why) }
+                var record = current ?? PushToStartRecord(key: key, token: token, environment: environment, confirmedAt: now, sequence: sequence)
+                if record.token != token { record.deadReason = nil }
+                record.token = token
+                record.environment = environment
+                record.confirmedAt = now
+                record.sequence = sequence ?? record.sequence
+                return (record, nil)
+            }
+        case .updateToken(let id, let token, let sequence, let registration):
+            var held: HeldPush?
+            let outcome = try await self.changeActivity(id, creating: registration.map { registration in
+                ManagedActivity(
+                    id: id, bundleID: registration.bundleID, attributesType: registration.attributesType,
+                    installation: registration.installation, state: .active, startedAt: now
+                )
+            }) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                guard activity.state.isLive else {
+                    return "\(id) is \(activity.state): a late update token does not revive it"
+                }
+                if let why = Self.older(sequence, than: activity.reportSequence) { return why }
+                activity.updateToken = token
+                activity.reportSequence = sequence ?? activity.reportSequence
+                if activity.state == .starting { activity.state = .active }
+                held = activity.held
+                activity.held = nil
+                if held?.event == "end" { activity.state = .ended }
+                return nil
+            }
+            guard outcome.applied, let held else { return outcome }
+            var sent = outcome
+            sent.sentHeld = try await self.sendHeld(held, activity: id, token: token)
+            return sent
+        case .ended(let id, let sequence):
+            return try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                if let why = Self.older(sequence, than: activity.reportSequence) { return why }
+                activity.reportSequence = sequence ?? activity.reportSequence
+                guard activity.state.isLive else { return "\(id) is already \(activity.state)" }
+                activity.state = .ended
+                activity.held = nil
+                activity.why = "ended on the device"
+                return nil
+            }
+        }
+    }
+
+    /// A report posted as JSON (``ActivityReportJSON``), applied; the HTTP answer for a route:
+    /// 200 `{"applied": true}` or `{"applied": false, "why": "…"}`; 400 (a malformed report), 404
+    /// (an unknown activity) or 500 (the store failed) with `{"error": {"code", "field", "rule"}}`.
+    /// The registry is unchanged by any answer but 200 with `"applied": true`.
+    public func handleReport(body: some Collection<UInt8>) async -> (status: Int, body: [UInt8]) {
+        do {
+            let outcome = try await self.report(try ActivityReport(json: body))
+            return (200, ReportAnswer(applied: outcome.applied, why: outcome.why, error: nil).json)
+        } catch {
+            let status = switch error.code {
+            case .invalidInput: 400
+            case .unknownActivity: 404
+            default: 500
+            }
+            return (status, ReportAnswer(applied: false, why: nil, error: .init(code: error.code.rawValue, field: error.field, rule: error.rule)).json)
+        }
+    }
+
+    // MARK: Sending
+
+    /// Starts a Live Activity on an installation, through the push-to-start token its app reported
+    /// for `attributesType`, with `activity`'s id as `apns-collapse-id` (a retried start never makes
+    /// two). The activity is `starting` until the app reports its update token.
+    ///
+    /// Starting an id that is already live sends nothing and returns it.
+    /// - Throws: ``LiveActivityError/Code/noPushToStartToken`` (none reported, stale, or dead);
+    ///   ``LiveActivityError/Code/invalidInput`` for an id that ended and is still in the registry;
+    ///   ``LiveActivityError/Code/sendFailed`` with APNs' answer (a dead token is then marked dead).
+    @discardableResult
+    public func start<Attributes: Encodable & Sendable, ContentState: Encodable & Sendable>(
+        activity id: LiveActivityID, installation: InstallationID, bundleID: APNSBundleID, attributesType: String,
+        attributes: Attributes, contentState: ContentState, alert: APNSLiveActivityAlert, staleDate: Date? = nil,
+        relevanceScore: Double? = nil
+    ) async throws(LiveActivityError) -> ManagedActivity {
+        try checkAttributesType(attributesType)
+        let now = self.clock.now
+        let key = PushToStartKey(installation: installation, bundleID: bundleID, attributesType: attributesType)
+        guard let record = try await self.pushToStartToken(for: key) else {
+            throw LiveActivityError(.noPushToStartToken, rule: "no push-to-start token was reported for \(key)")
+        }
+        if let reason = record.deadReason {
+            throw LiveActivityError(.noPushToStartToken, rule: "the push-to-start token for \(key) is dead (\(reason)): the app must report a new one")
+        }
+        let age = Date.durationBetween(record.confirmedAt, now)
+        if age > self.configuration.pushToStartConfirmationAge {
+            throw LiveActivityError(
+                .noPushToStartToken,
+                rule: "the push-to-start token for \(key) is stale: last confirmed \(Self.hours(age)) ago, more than "
+                    + "\(Self.hours(self.configuration.pushToStartConfirmationAge)); it may have rotated, and a start to it would be "
+                    + "accepted and start nothing"
+            )
+        }
+        let state = try StoredJSON.encode(contentState, field: "content_state")
+        var activity = ManagedActivity(id: id, bundleID: bundleID, attributesType: attributesType, installation: installation, state: .starting, startedAt: now)
+        activity.lastContentState = state
+        activity.lastTimestamp = now
+        activity.staleDate = staleDate
+        if let existing = try await self.activity(id) {
+            guard existing.state.isLive else {
+                throw LiveActivityError(.invalidInput, field: "activity", rule: "\(id) already exists and is \(existing.state): start a new id")
+            }
+            return existing
+        }
+        guard try await self.storing({ try await self.store.save(activity, replacing: nil) }) else {
+            // Another manager created it between the reading and the write: its start is the one.
+            return try await self.activity(id) ?? activity
+        }
+        activity.version = 1
+        let collapseID: APNSCollapseID
+        do {
+            collapseID = try APNSCollapseID(id.rawValue)
+        } catch {
+            throw LiveActivityError(.invalidInput, field: "activity", rule: error.rule)
+        }
+        let notification = APNSLiveActivityStartNotification(
+            attributesType: attributesType, attributes: attributes, contentState: contentState, alert: alert, timestamp: now,
+            topic: bundleID, staleDate: staleDate, relevanceScore: relevanceScore, collapseID: collapseID
+        )
+        do {
+            _ = try await self.client.send(notification, to: record.token)
+            return activity
+        } catch {
+            if error.disposition == .dropToken, let reason = error.reason {
+                _ = try? await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
+                    guard var current, current.token == record.token else { return (nil, "the token changed meanwhile") }
+                    current.deadReason = reason.rawValue
+                    return (current, nil)
+                }
+            }
+            // Nothing started for sure, or maybe: either way a later start of the same id may try
+            // again (the collapse id keeps a second delivery from making a second activity).
+            try? await self.store.removeActivity(id)
+            throw LiveActivityError(.sendFailed, field: nil, rule: "the start of \(id) was not accepted: \(error)", apnsError: error)
+        }
+    }
+
+    /// Sends a new content state to a live activity (or holds it until its update token arrives).
+    /// - Throws: ``LiveActivityError/Code/unknownActivity``; ``LiveActivityError/Code/notLive`` for
+    ///   an ended, ending or dead activity (nothing is sent); ``LiveActivityError/Code/sendFailed``.
+    @discardableResult
+    public func update<ContentState: Encodable & Sendable>(
+        activity id: LiveActivityID, contentState: ContentState, staleDate: Date? = nil, alert: APNSLiveActivityAlert? = nil,
+        relevanceScore: Double? = nil, priority: APNSPriority? = nil
+    ) async throws(LiveActivityError) -> SendOutcome {
+        let encoded = try StoredJSON.encode(contentState, field: "content_state")
+        let now = self.clock.now
+        var target: (token: DeviceToken, bundleID: APNSBundleID, timestamp: Date)?
+        try await self.modifyLive(id, refusing: ["ending"]) { activity throws(LiveActivityError) in
+            let timestamp = max(now, activity.lastTimestamp ?? now)
+            activity.lastContentState = encoded
+            activity.lastTimestamp = timestamp
+            if let staleDate { activity.staleDate = staleDate }
+            if activity.state == .stale, (activity.staleDate ?? .distantPast) > now { activity.state = .active }
+            if let token = activity.updateToken {
+                target = (token, activity.bundleID, timestamp)
+            } else {
+                activity.held = HeldPush(event: "update", contentState: encoded, dismissalDate: nil, requestedAt: timestamp)
+            }
+        }
+        guard let target else { return .held }
+        let notification = APNSLiveActivityNotification(
+            event: .update, contentState: contentState, timestamp: target.timestamp, topic: target.bundleID, staleDate: staleDate,
+            relevanceScore: relevanceScore, alert: alert, priority: priority
+        )
+        return .sent(try await self.send(notification, activity: id, token: target.token))
+    }
+
+    /// Ends a live activity, with a final content state (the last one sent when `nil`); held until
+    /// its update token arrives when it has none yet.
+    /// - Throws: as ``update(activity:contentState:staleDate:alert:relevanceScore:priority:)``.
+    @discardableResult
+    public func end<ContentState: Encodable & Sendable>(
+        activity id: LiveActivityID, contentState: ContentState?, dismissalDate: Date? = nil
+    ) async throws(LiveActivityError) -> SendOutcome {
+        let encoded = try contentState.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "content_state") }
+        let now = self.clock.now
+        var target: (token: DeviceToken, bundleID: APNSBundleID, timestamp: Date, state: [UInt8])?
+        try await self.modifyLive(id, refusing: []) { activity throws(LiveActivityError) in
+            let timestamp = max(now, activity.lastTimestamp ?? now)
+            guard let state = encoded ?? activity.held?.contentState ?? activity.lastContentState else {
+                throw LiveActivityError(.invalidInput, field: "content_state", rule: "is required: \(id) has no content state sent yet")
+            }
+            activity.lastContentState = state
+            activity.lastTimestamp = timestamp
+            if let token = activity.updateToken {
+                activity.state = .ended
+                activity.why = "ended by the backend"
+                target = (token, activity.bundleID, timestamp, state)
+            } else {
+                activity.state = .ending
+                activity.held = HeldPush(event: "end", contentState: state, dismissalDate: dismissalDate, requestedAt: timestamp)
+            }
+        }
+        guard let target else { return .held }
+        let notification = APNSLiveActivityNotification(
+            event: .end(dismissalDate: dismissalDate), contentState: try StoredJSON(bytes: target.state), timestamp: target.timestamp,
+            topic: target.bundleID
+        )
+        return .sent(try await self.send(notification, activity: id, token: target.token))
+    }
+
+    // MARK: Time
+
+    /// What ``sweep()`` changed.
+    public struct SweepSummary: Hashable, Sendable {
+        /// Activities that reached ``Configuration/maximumAge`` and are now ended.
+        public var ended = 0
+        /// Activities past their stale date, now stale.
+        public var stale = 0
+        /// Activities past ``Configuration/removalAge`` and not live, removed.
+        public var removed = 0
+    }
+
+    /// Applies the clock to every activity (see the type's discussion). Run it every few minutes.
+    @discardableResult
+    public func sweep() async throws(LiveActivityError) -> SweepSummary {
+        let now = self.clock.now
+        var summary = SweepSummary()
+        for activity in try await self.activities() {
+            let age = Date.durationBetween(activity.startedAt, now)
+            if !activity.state.isLive, age >= self.configuration.removalAge {
+                try await self.storing { try await self.store.removeActivity(activity.id) }
+                summary.removed += 1
+                continue
+            }
+            guard activity.state.isLive else { continue }
+            let ended = age >= self.configuration.maximumAge
+            let stale = !ended && activity.state == .active && (activity.staleDate.map { $0 <= now } ?? false)
+            guard ended || stale else { continue }
+            let changed = try? await self.changeActivity(activity.id, creating: nil) { (current: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                guard current.state.isLive else { return "no longer live" }
+                if ended {
+                    current.state = .ended
+                    current.held = nil
+                    current.why = "iOS ended it \(Self.hours(self.configuration.maximumAge)) after it started"
+                } else if current.state == .active {
+                    current.state = .stale
+                }
+                return nil
+            }
+            if changed?.applied == true {
+                if ended { summary.ended += 1 } else { summary.stale += 1 }
+            }
+        }
+        return summary
+    }
+
+    // MARK: Private
+
+    /// Sends an update or end to `token`; a dead token's verdict kills the activity.
+    private func send(_ notification: some APNSNotification, activity id: LiveActivityID, token: DeviceToken) async throws(LiveActivityError) -> APNSSendResult {
+        do {
+            return try await self.client.send(notification, to: token)
+        } catch {
+            if error.disposition == .dropToken, let reason = error.reason {
+                _ = try? await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                    guard activity.updateToken == token, activity.state.isLive || activity.state == .ended else { return "the token changed" }
+                    activity.state = .dead(reason: reason.rawValue)
+                    activity.held = nil
+                    activity.why = "APNs answered \(reason.rawValue) for its update token"
+                    return nil
+                }
+            }
+            throw LiveActivityError(.sendFailed, rule: "the push to \(id) was not accepted: \(error)", apnsError: error)
+        }
+    }
+
+    private func sendHeld(_ held: HeldPush, activity id: LiveActivityID, token: DeviceToken) async throws(LiveActivityError) -> APNSSendResult {
+        guard let activity = try await self.activity(id) else { throw LiveActivityError(.unknownActivity, field: "activity", rule: "\(id) is gone") }
+        let state = try StoredJSON(bytes: held.contentState)
+        let event: APNSLiveActivityEvent = held.event == "end" ? .end(dismissalDate: held.dismissalDate) : .update
+        let notification = APNSLiveActivityNotification(
+            event: event, contentState: state, timestamp: held.requestedAt, topic: activity.bundleID, staleDate: activity.staleDate
+        )
+        return try await self.send(notification, activity: id, token: token)
+    }
+
+    /// Changes a live activity with `body` (compare-and-set, read again on a conflict).
+    private func modifyLive(
+        _ id: LiveActivityID, refusing: Set<String>, _ body: (inout ManagedActivity) throws(LiveActivityError) -> Void
+    ) async throws(LiveActivityError) {
+        for _ in 0..<Self.conflictLimit {
+            guard var activity = try await self.activity(id) else {
+                throw LiveActivityError(.unknownActivity, field: "activity", rule: "no activity has the id \(id)")
+            }
+            guard activity.state.isLive, !refusing.contains(activity.state.name) else {
+                throw LiveActivityError(.notLive, field: "activity", rule: "\(id) is \(activity.state)\(activity.why.map { ": \($0)" } ?? ""); nothing was sent")
+            }
+            let expected = activity.version
+            try body(&activity)
+            if try await self.storing({ try await self.store.save(activity, replacing: expected) }) { return }
+        }
+        throw LiveActivityError(.store, rule: "\(id) kept changing under \(Self.conflictLimit) writes in a row")
+    }
+
+    /// Applies `body` to the activity `id` (or to `creating`, when there is none and one is given):
+    /// `body` returns why it changed nothing, or `nil` after changing it.
+    private func changeActivity(
+        _ id: LiveActivityID, creating: ManagedActivity?, _ body: (inout ManagedActivity) throws(LiveActivityError) -> String?
+    ) async throws(LiveActivityError) -> ReportOutcome {
+        for _ in 0..<Self.conflictLimit {
+            let stored = try await self.activity(id)
+            guard var activity = stored ?? creating else {
+                throw LiveActivityError(.unknownActivity, field: "activity", rule: "no activity has the id \(id)")
+            }
+            if let why = try body(&activity) { return ReportOutcome(applied: false, why: why) }
+            if try await self.storing({ try await self.store.save(activity, replacing: stored?.version) }) {
+                return ReportOutcome(applied: true)
+            }
+        }
+        throw LiveActivityError(.store, rule: "\(id) kept changing under \(Self.conflictLimit) writes in a row")
+    }
+
+    private func changePushToStart(
+        _ key: PushToStartKey, _ body: (PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?)
+    ) async throws(LiveActivityError) -> ReportOutcome {
+        for _ in 0..<Self.conflictLimit {
+            let stored = try await self.pushToStartToken(for: key)
+            let (changed, why) = try body(stored)
+            guard let changed else { return ReportOutcome(applied: false, why: why) }
+            if try await self.storing({ try await self.store.save(changed, replacing: stored?.version) }) {
+                return ReportOutcome(applied: true)
+            }
+        }
+        throw LiveActivityError(.store, rule: "the push-to-start token of \(key) kept changing under \(Self.conflictLimit) writes in a row")
+    }
+
+    private static let conflictLimit = 64
+
+    /// Why a report with `sequence` is older than one applied with `applied`, if it is.
+    private static func older(_ sequence: Int64?, than applied: Int64?) -> String? {
+        guard let sequence, let applied, sequence < applied else { return nil }
+        return "sequence \(sequence) is older than \(applied), already applied"
+    }
+
+    private static func hours(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        return seconds % 3600 == 0 ? "\(seconds / 3600) h" : "\(seconds / 60) min"
+    }
+
+    /// Runs a store call, its failure as a ``LiveActivityError/Code/store`` error.
+    private func storing<T>(_ body: () async throws -> T) async throws(LiveActivityError) -> T {
+        do {
+            return try await body()
+        } catch let error as LiveActivityError {
+            throw error
+        } catch {
+            throw LiveActivityError(.store, rule: "the store failed: \(error)")
+        }
+    }
+}
+
+extension Date {
+    /// The time from `start` to `end`, as a duration.
+    fileprivate static func durationBetween(_ start: Date, _ end: Date) -> Duration {
+        .milliseconds(Int64((end.timeIntervalSince(start) * 1000).rounded()))
+    }
+}
+
+/// The JSON answer of ``LiveActivityManager/handleReport(body:)``.
+private struct ReportAnswer: Encodable {
+    struct Failure: Encodable {
+        var code: String
+        var field: String?
+        var rule: String
+    }
+
+    var applied: Bool
+    var why: String?
+    var error: Failure?
+
+    var json: [UInt8] {
+        (try? StoredJSON.encode(self, field: "answer")) ?? Array(#"{"applied":false}"#.utf8)
+    }
+}

@@ -1,0 +1,151 @@
+public import ForgeAPNsCore
+public import struct Foundation.Date
+
+/// The APNs environment a token belongs to (a build from Xcode: sandbox; TestFlight and the App
+/// Store: production).
+public enum ActivityEnvironment: String, Hashable, Sendable, Codable {
+    case sandbox
+    case production
+}
+
+/// Where a managed Live Activity is in its life.
+public enum ActivityState: Hashable, Sendable, CustomStringConvertible {
+    /// The start was sent through the push-to-start token; the update token has not come yet.
+    case starting
+    /// Running: updates go to its update token.
+    case active
+    /// Its last `stale-date` has passed (it still takes updates).
+    case stale
+    /// An end waits for the update token.
+    case ending
+    /// Ended (by the backend, on the device, or by iOS after its maximum age): nothing more is sent.
+    case ended
+    /// Its token is dead (`Unregistered`, `ExpiredToken`, `BadDeviceToken`, `DeviceTokenNotForTopic`):
+    /// nothing more is sent. `reason` says which.
+    case dead(reason: String)
+
+    /// The state's name: `starting`, `active`, `stale`, `ending`, `ended`, `dead`.
+    public var name: String {
+        switch self {
+        case .starting: "starting"
+        case .active: "active"
+        case .stale: "stale"
+        case .ending: "ending"
+        case .ended: "ended"
+        case .dead: "dead"
+        }
+    }
+
+    /// Whether pushes still go to it.
+    public var isLive: Bool {
+        switch self {
+        case .starting, .active, .stale, .ending: true
+        case .ended, .dead: false
+        }
+    }
+
+    public var description: String {
+        if case .dead(let reason) = self { return "dead (\(reason))" }
+        return self.name
+    }
+}
+
+/// A push the manager holds for an activity until its update token arrives: only the latest is
+/// kept, and an end replaces any update.
+public struct HeldPush: Hashable, Sendable {
+    /// `update` or `end`.
+    public var event: String
+    /// The content state, as JSON.
+    public var contentState: [UInt8]
+    /// For an end: when the activity leaves the Lock Screen.
+    public var dismissalDate: Date?
+    /// When the backend asked for it: its `timestamp`.
+    public var requestedAt: Date
+}
+
+/// One Live Activity in the registry, keyed by the backend's id.
+public struct ManagedActivity: Hashable, Sendable {
+    public var id: LiveActivityID
+    public var bundleID: APNSBundleID
+    /// The Swift type of its attributes (`aps.attributes-type`).
+    public var attributesType: String
+    /// The installation it runs on, when known.
+    public var installation: InstallationID?
+    /// Its update token (the latest reported wins); `nil` until the app reports one.
+    public var updateToken: DeviceToken?
+    /// The broadcast channel it listens to, if any.
+    public var channelID: APNSChannelID?
+    public var state: ActivityState
+    /// When it was started (or registered, for one the app started itself).
+    public var startedAt: Date
+    /// The last content state sent, as JSON.
+    public var lastContentState: [UInt8]?
+    /// The `timestamp` of the last push sent: later pushes never carry an older one.
+    public var lastTimestamp: Date?
+    /// The last `stale-date` sent.
+    public var staleDate: Date?
+    /// The push waiting for the update token.
+    public var held: HeldPush?
+    /// The highest report sequence applied to it.
+    public var reportSequence: Int64?
+    /// Why it ended or died, in words.
+    public var why: String?
+    /// The store's version of this record: each write increases it (compare-and-set).
+    public var version: Int
+
+    public init(
+        id: LiveActivityID, bundleID: APNSBundleID, attributesType: String, installation: InstallationID?, state: ActivityState,
+        startedAt: Date, version: Int = 0
+    ) {
+        self.id = id
+        self.bundleID = bundleID
+        self.attributesType = attributesType
+        self.installation = installation
+        self.state = state
+        self.startedAt = startedAt
+        self.version = version
+    }
+}
+
+/// What a push-to-start token is for: an app install and an attributes type.
+public struct PushToStartKey: Hashable, Sendable, CustomStringConvertible {
+    public var installation: InstallationID
+    public var bundleID: APNSBundleID
+    public var attributesType: String
+
+    public init(installation: InstallationID, bundleID: APNSBundleID, attributesType: String) {
+        self.installation = installation
+        self.bundleID = bundleID
+        self.attributesType = attributesType
+    }
+
+    public var description: String { "\(self.installation)/\(self.bundleID)/\(self.attributesType)" }
+}
+
+/// A push-to-start token, as the app last reported it.
+public struct PushToStartRecord: Hashable, Sendable {
+    public var key: PushToStartKey
+    public var token: DeviceToken
+    public var environment: ActivityEnvironment
+    /// When the app last reported (confirmed) it.
+    public var confirmedAt: Date
+    /// The highest report sequence applied.
+    public var sequence: Int64?
+    /// Why APNs refused it for good (the reason), if it did: no start goes to it again.
+    public var deadReason: String?
+    /// The store's version of this record (compare-and-set).
+    public var version: Int
+
+    public init(
+        key: PushToStartKey, token: DeviceToken, environment: ActivityEnvironment, confirmedAt: Date, sequence: Int64?,
+        deadReason: String? = nil, version: Int = 0
+    ) {
+        self.key = key
+        self.token = token
+        self.environment = environment
+        self.confirmedAt = confirmedAt
+        self.sequence = sequence
+        self.deadReason = deadReason
+        self.version = version
+    }
+}
