@@ -283,11 +283,12 @@ let package = Package(
         // MARK: Test support
         // One target for what the test targets share, instead of a copy in each: package and
         // keys-example paths, a manual wall clock, child processes with bounded waits, captured logs
-        // (swift-log's InMemoryLogging). A plain target, not a product, and no test framework in it.
+        // (swift-log's InMemoryLogging), provider tokens signed with the example key. A plain target,
+        // not a product, and no test framework in it.
         .target(
             name: "ForgeTestSupport",
             dependencies: [
-                "ForgeAPNsCore", "ForgeSupport",
+                "ForgeAPNsCore", "ForgeCrypto", "ForgeSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],

@@ -10,8 +10,38 @@ extension APNSJudge {
     /// rejections, so judging itself pays nothing for it. Where one reason has several causes
     /// (`BadDeviceToken`: not hex, another environment, not registered), the causes are checked
     /// again in the judge's order.
+    ///
+    /// A provider token where another value belongs (a client that swapped the authorization with
+    /// the topic, the collapse id or the device token) is named as such, and no sentence quotes a
+    /// provider token (``ProviderTokenRedaction``).
     package func explain(_ decision: APNSDecision, for request: Request, now: Date = Date()) -> String? {
         guard let reason = decision.reason, !decision.isAccepted else { return nil }
+        if let misplaced = Self.explainMisplacedProviderToken(reason, in: request) { return misplaced }
+        return ProviderTokenRedaction.redacting(self.sentence(reason, decision: decision, request: request, now: now))
+    }
+
+    /// Where a provider token holds the place of the value a rejection is about: the sentence that
+    /// asks whether it was swapped with the authorization; `nil` otherwise. (A value swapped with
+    /// the authorization leaves the authorization wrong too, so the provider token rejections look
+    /// at the topic and the collapse id as well.)
+    private static func explainMisplacedProviderToken(_ reason: APNSErrorReason, in request: Request) -> String? {
+        func holdsProviderToken(_ value: String?) -> Bool { value.map(ProviderTokenRedaction.containsProviderToken) ?? false }
+        let authentication = reason == .missingProviderToken || reason == .invalidProviderToken || reason == .topicMismatch
+        if reason == .badDeviceToken, request.path.hasPrefix(Self.devicePrefix),
+            holdsProviderToken(String(request.path.dropFirst(Self.devicePrefix.count)))
+        {
+            return "the device token in the path holds a provider token: were the device token and the authorization swapped?"
+        }
+        if authentication || reason == .topicDisallowed || reason == .deviceTokenNotForTopic, holdsProviderToken(request.value("apns-topic")) {
+            return "the apns-topic header holds a provider token: were the topic and the authorization swapped?"
+        }
+        if authentication || reason == .badCollapseID, holdsProviderToken(request.value("apns-collapse-id")) {
+            return "the apns-collapse-id header holds a provider token: were the collapse id and the authorization swapped?"
+        }
+        return nil
+    }
+
+    private func sentence(_ reason: APNSErrorReason, decision: APNSDecision, request: Request, now: Date) -> String {
         let isDevice = !request.path.hasPrefix(Self.broadcastPrefix) && !request.path.hasPrefix(Self.channelsPrefix)
         let typeHeader = request.value("apns-push-type")
         let pushType = decision.pushType ?? typeHeader.flatMap(APNSPushType.init(rawValue:)) ?? .alert
@@ -150,9 +180,11 @@ extension APNSJudge {
         token.utf8.count <= 16 ? token : "\(token.prefix(8))…\(token.suffix(4))"
     }
 
-    /// A header value quoted in a sentence: at most 64 characters.
-    static func clip(_ text: String) -> String {
-        text.count <= 64 ? text : String(text.prefix(61)) + "…"
+    /// A value quoted in a sentence: at most 64 characters, a provider token redacted first (cut
+    /// short, it would no longer be recognised).
+    package static func clip(_ text: String) -> String {
+        let text = ProviderTokenRedaction.redacting(text)
+        return text.count <= 64 ? text : String(text.prefix(61)) + "…"
     }
 
     /// `4127` as `4,127`.

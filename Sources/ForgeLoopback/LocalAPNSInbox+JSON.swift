@@ -11,11 +11,19 @@ extension LocalAPNSInboxEntry {
     /// `reason`, `why`, `payload` (the JSON object as sent; the text when it is not one, with a
     /// `warning`), `payload_bytes`, `warning`, `headers` (authorization redacted), `connection`,
     /// `lints`, `fault`, `delivery` (`null`).
+    ///
+    /// A provider token anywhere in it (a topic, a path, the payload, a header) is shown as
+    /// `eyJhbGci…(a provider token, redacted)` (``ProviderTokenRedaction``): the API, its event
+    /// stream and `apnsctl serve --record` all write this JSON, and none of them shows one.
     package var json: [UInt8] { self.json(delivery: nil) }
 
     /// The entry as ``json`` gives it, with `delivery`: what became of the push on its phone
     /// (`DeliveryRecord.json`, from ``LocalAPNSPhones/delivery(of:)``), `null` when not known.
     package func json(delivery: DeliveryRecord?) -> [UInt8] {
+        ProviderTokenRedaction.redacting(self.unredactedJSON(delivery: delivery))
+    }
+
+    private func unredactedJSON(delivery: DeliveryRecord?) -> [UInt8] {
         var writer = JSONObjectWriter()
         writer.field("seq", self.sequence)
         writer.field("apns_id", self.apnsID)

@@ -21,8 +21,10 @@ public struct LocalAPNSInboxAPI: Sendable {
         public var contentType: String
         public var body: [UInt8]
 
+        /// Every answer of the API (entries, phones, errors quoting a path or a parameter): a
+        /// provider token in it is redacted (``ProviderTokenRedaction``).
         static func json(_ status: Int, _ body: [UInt8]) -> Response {
-            Response(status: status, contentType: "application/json; charset=utf-8", body: body)
+            Response(status: status, contentType: "application/json; charset=utf-8", body: ProviderTokenRedaction.redacting(body))
         }
 
         static func error(_ status: Int, _ message: String) -> Response {
@@ -73,7 +75,7 @@ public struct LocalAPNSInboxAPI: Sendable {
                 try Self.allow([], in: parameters, for: "GET /api/v1/pushes/{apns_id}")
                 let id = segments[3]
                 guard (try? APNSID(id)) != nil else {
-                    throw APIError("apns_id: must be a UUID, 8-4-4-4-12 hex digits (got '\(Self.clip(id))')")
+                    throw APIError("apns_id: must be a UUID, 8-4-4-4-12 hex digits (got '\(APNSJudge.clip(id))')")
                 }
                 guard let entry = self.inbox.entry(apnsID: id) else { return .error(404, "apns_id: no push \(id) in the inbox") }
                 return .json(200, self.json(entry))
@@ -113,7 +115,7 @@ public struct LocalAPNSInboxAPI: Sendable {
         var query = try Self.query(parameters)
         if let text = Self.value("limit", parameters) {
             guard let limit = Int(text), (1...LocalAPNSInboxQuery.maximumLimit).contains(limit) else {
-                throw APIError("limit: must be 1…\(LocalAPNSInboxQuery.maximumLimit) (got \(Self.clip(text)))")
+                throw APIError("limit: must be 1…\(LocalAPNSInboxQuery.maximumLimit) (got \(APNSJudge.clip(text)))")
             }
             query.limit = limit
         }
@@ -135,7 +137,7 @@ public struct LocalAPNSInboxAPI: Sendable {
         if let text = Self.value("timeout", parameters) {
             let parsed = Double(text).map { Duration.milliseconds(Int64($0 * 1000)) } ?? (try? CommandLineDuration.parse(text))
             guard let parsed, parsed > .zero, parsed <= Self.maximumWait else {
-                throw APIError("timeout: must be a duration above 0 and at most 60s, such as 5s or 500ms (got \(Self.clip(text)))")
+                throw APIError("timeout: must be a duration above 0 and at most 60s, such as 5s or 500ms (got \(APNSJudge.clip(text)))")
             }
             timeout = parsed
         }
@@ -164,7 +166,7 @@ public struct LocalAPNSInboxAPI: Sendable {
     private static func allow(_ names: Set<String>, in parameters: [(name: String, value: String)], for route: String) throws {
         for parameter in parameters where !names.contains(parameter.name) {
             let known = names.isEmpty ? "none" : names.sorted().joined(separator: ", ")
-            throw APIError("\(Self.clip(parameter.name)): unknown parameter for \(route) (known: \(known))")
+            throw APIError("\(APNSJudge.clip(parameter.name)): unknown parameter for \(route) (known: \(known))")
         }
         var seen: Set<String> = []
         for parameter in parameters where !seen.insert(parameter.name).inserted {
@@ -187,7 +189,7 @@ public struct LocalAPNSInboxAPI: Sendable {
         if let type = Self.value("push_type", parameters) {
             let names = APNSPushType.allCases.map(\.rawValue)
             guard names.contains(type.lowercased()) else {
-                throw APIError("push_type: must be one of \(names.joined(separator: ", ")) (got \(Self.clip(type)))")
+                throw APIError("push_type: must be one of \(names.joined(separator: ", ")) (got \(APNSJudge.clip(type)))")
             }
             query.pushType = type.lowercased()
         }
@@ -197,7 +199,7 @@ public struct LocalAPNSInboxAPI: Sendable {
             case "rejected": query.status = .rejected
             default:
                 guard let code = Int(status), (100...599).contains(code) else {
-                    throw APIError("status: must be a status 100…599, accepted or rejected (got \(Self.clip(status)))")
+                    throw APIError("status: must be a status 100…599, accepted or rejected (got \(APNSJudge.clip(status)))")
                 }
                 query.status = .code(code)
             }
@@ -205,7 +207,7 @@ public struct LocalAPNSInboxAPI: Sendable {
         if let text = Self.value("q", parameters), !text.isEmpty { query.text = text }
         if let since = Self.value("since", parameters) {
             guard let date = Self.date(since) else {
-                throw APIError("since: must be an ISO 8601 time such as 2026-11-27T20:41:02.123Z (got \(Self.clip(since)))")
+                throw APIError("since: must be an ISO 8601 time such as 2026-11-27T20:41:02.123Z (got \(APNSJudge.clip(since)))")
             }
             query.since = date
         }
@@ -216,7 +218,7 @@ public struct LocalAPNSInboxAPI: Sendable {
         guard !text.isEmpty, text.utf8.count <= 200,
             text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) })
         else {
-            throw APIError("\(name): must be hex digits, at most 200 (got '\(Self.clip(text))')")
+            throw APIError("\(name): must be hex digits, at most 200 (got '\(APNSJudge.clip(text))')")
         }
         return text.lowercased()
     }
@@ -230,10 +232,6 @@ public struct LocalAPNSInboxAPI: Sendable {
         return nil
     }
 
-    private static func clip(_ text: String) -> String {
-        text.count <= 64 ? text : String(text.prefix(61)) + "…"
-    }
-
     /// `a=1&b=x%20y` as pairs, percent-decoded (`+` is a space, as forms send it).
     static func parse(query: String?) -> Result<[(name: String, value: String)], APIError> {
         guard let query, !query.isEmpty else { return .success([]) }
@@ -242,7 +240,7 @@ public struct LocalAPNSInboxAPI: Sendable {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let decoded = pieces.map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
             guard let name = decoded[0], let value = decoded.count > 1 ? decoded[1] : "" else {
-                return .failure(APIError("query: '\(Self.clip(String(part)))' is not percent-encoded correctly"))
+                return .failure(APIError("query: '\(APNSJudge.clip(String(part)))' is not percent-encoded correctly"))
             }
             pairs.append((name, value))
         }

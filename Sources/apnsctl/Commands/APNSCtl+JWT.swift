@@ -72,7 +72,7 @@ extension APNSCtl {
                     }
                 }
                 guard let path = self.write else {
-                    Output.result(try sign().jwt)
+                    Output.providerToken(try sign().jwt)
                     return
                 }
                 let interval = self.refreshInterval ?? Self.refreshInterval

@@ -120,7 +120,7 @@ struct ServeOutputOptions: ParsableArguments {
     var quiet = false
 
     @Flag(name: .customLong("print-requests"),
-          help: "Print each request with its verdict: request line, headers (authorization redacted) and the pretty-printed body (one JSON object with --json).")
+          help: "Print each request with its verdict: request line, headers and the pretty-printed body, provider tokens redacted (one JSON object with --json).")
     var printRequests = false
 
 

@@ -34,8 +34,11 @@ struct CLIFailure: Error, CustomStringConvertible {
         return CLIFailure(message: "\(flag)\(shown): \(error.field) \(error.rule)", exitCode: CLIExit.dataError)
     }
 
+    /// `value` as an error quotes it: at most 80 characters, a provider token redacted first (cut
+    /// short, it would no longer be recognised).
     static func abbreviate(_ value: String) -> String {
-        value.count > 80 ? String(value.prefix(77)) + "…" : value
+        let value = ProviderTokenRedaction.redacting(value)
+        return value.count > 80 ? String(value.prefix(77)) + "…" : value
     }
 }
 

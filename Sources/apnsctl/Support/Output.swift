@@ -1,3 +1,4 @@
+import ForgeAPNsCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -8,6 +9,11 @@ import Darwin
 #endif
 
 /// Results go to stdout, diagnostics to stderr, unbuffered by line so pipes see them in order.
+///
+/// Every byte written passes through ``ProviderTokenRedaction``: a provider token in a value
+/// (a topic, a device token, a payload, an error quoting an input) is printed as
+/// `eyJhbGci…(a provider token, redacted)`, whichever command and format printed it. Only
+/// ``providerToken(_:)`` (`apnsctl jwt`, whose result is the token) writes one whole.
 enum Output {
     /// `--color`: `auto` (on a terminal, unless `NO_COLOR` is set), `always` or `never`.
     enum ColorChoice: String, CaseIterable {
@@ -68,11 +74,20 @@ enum Output {
         Self.write(bytes, to: STDOUT_FILENO)
     }
 
+    /// A provider token as the result, not redacted: `apnsctl jwt` prints the token it signed.
+    static func providerToken(_ jwt: String) {
+        Self.writeAsIs(Array((jwt + "\n").utf8), to: STDOUT_FILENO)
+    }
+
     private static func write(_ text: String, to descriptor: Int32) {
         Self.write(Array(text.utf8), to: descriptor)
     }
 
     private static func write(_ bytes: [UInt8], to descriptor: Int32) {
+        Self.writeAsIs(ProviderTokenRedaction.redacting(bytes), to: descriptor)
+    }
+
+    private static func writeAsIs(_ bytes: [UInt8], to descriptor: Int32) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { buffer in

@@ -12,7 +12,7 @@ import Darwin
 /// `apnsctl serve --record FILE`: every request the server judges, one NDJSON line each in the
 /// shape of the inbox API's entries (``LocalAPNSInboxEntry/json``: token or channel_id, apns_id,
 /// received_at, topic, push_type, priority, expiration, collapse_id, status, reason, why, payload,
-/// headers with authorization redacted), accepted and rejected (only accepted with
+/// headers; authorization and any provider token redacted), accepted and rejected (only accepted with
 /// `--record-accepted-only`): the ground truth a test compares a sender's verdicts with.
 ///
 /// Each line is written when its request is judged, with one `write(2)` (so `tail -f` shows it at

@@ -188,15 +188,7 @@ final class ResultSink: Sendable {
     private func flush(_ state: inout State) {
         guard !state.buffer.isEmpty else { return }
         if self.stdoutIsTerminal { state.progress?.clear() }
-        var offset = 0
-        while offset < state.buffer.count {
-            let written = state.buffer.withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                break
-            }
-            offset += written
-        }
+        Output.results(state.buffer)
         state.buffer.removeAll(keepingCapacity: true)
     }
 }

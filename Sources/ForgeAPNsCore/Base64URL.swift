@@ -1,5 +1,6 @@
-/// base64url without padding (RFC 4648 §5), as JWTs use it.
-enum Base64URL {
+/// base64url without padding (RFC 4648 §5), as JWTs use it: ForgeCrypto signs and verifies
+/// provider tokens with it, ``ProviderTokenRedaction`` recognises them with it.
+package enum Base64URL {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     private static let decodeTable: [UInt8] = {
@@ -8,7 +9,7 @@ enum Base64URL {
         return table
     }()
 
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         var output = [UInt8]()
         output.reserveCapacity((bytes.count * 4 + 2) / 3)
         var iterator = bytes.makeIterator()
@@ -26,8 +27,12 @@ enum Base64URL {
     }
 
     /// Decodes strictly: no padding, no other characters, no impossible lengths or stray bits.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        let input = Array(text.utf8)
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        Self.decode(bytes: text.utf8)
+    }
+
+    /// ``decode(_:)`` of text already in bytes.
+    package static func decode(bytes input: some Collection<UInt8>) -> [UInt8]? {
         guard input.count % 4 != 1 else { return nil }
         var output = [UInt8]()
         output.reserveCapacity(input.count * 3 / 4)
