@@ -15,7 +15,7 @@ public protocol LiveActivityStore: Sendable {
     func activities() async throws -> [ManagedActivity]
     /// The push-to-start token for `key`, if any.
     func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord?
-    /// Writes `record` under the same rule as ``save(_:replacing:)-(ManagedActivity,_)``.
+    /// Writes `record` under the same rule as the activity's `save(_:replacing:)`.
     func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool
 }
 
