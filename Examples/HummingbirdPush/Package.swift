@@ -2,8 +2,9 @@
 //
 // ForgePush inside a Hummingbird 2 app: `POST /notify/:token` sends an alert through an
 // APNSClient that runs in the same ServiceGroup as the HTTP server, and `GET /metrics` serves the
-// client's swift-metrics as Prometheus text. `make example` (in the repository root) builds it and
-// runs one request through it against `apnsctl serve`.
+// client's swift-metrics as Prometheus text; `POST /activities/reports` takes the app's Live Activity
+// token reports and `POST /activities/:id/start|update|end` drives managed Live Activities. `make
+// example` (in the repository root) builds it and runs requests through it against `apnsctl serve`.
 import PackageDescription
 
 let package = Package(
@@ -26,6 +27,7 @@ let package = Package(
                 .product(name: "ForgeAPNs", package: "ForgePush"),
                 .product(name: "ForgeAPNsCore", package: "ForgePush"),
                 .product(name: "ForgeCrypto", package: "ForgePush"),
+                .product(name: "ForgeLiveActivities", package: "ForgePush"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -11,6 +11,8 @@ keys=$root/keys-example
 topic=com.example.forgepush
 good=$(printf 'ab%.0s' $(seq 32))
 unknown=$(printf 'cd%.0s' $(seq 32))
+push_to_start=$(printf '5a%.0s' $(seq 32))
+update_token=$(printf '7b%.0s' $(seq 32))
 work=$(mktemp -d)
 server_pid=""
 app_pid=""
@@ -46,7 +48,7 @@ port_of() {
 
 "$apnsctl" serve --port 0 --cert "$keys/server.pem" --key "$keys/server.key" \
   --register-key "$keys/AuthKey_FORGEKEY01.p8:FORGEKEY01:FORGETEAM1" \
-  --topic "$topic" --token "$good" --reject-unknown-tokens --json >"$work/server.out" 2>"$work/server.err" &
+  --topic "$topic" --token "$good" --token "$push_to_start" --token "$update_token" --reject-unknown-tokens --json >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 server_port=$(port_of "$work/server.out" "$server_pid") || fail "apnsctl serve printed no port"
 
@@ -73,14 +75,41 @@ answer=$(curl -s --max-time 30 -w '\n%{http_code}' -H 'content-type: application
 [ "$(tail -n 1 <<<"$answer")" = 400 ] && grep -q '"reason":"BadDeviceToken"' <<<"$answer" \
   || fail "POST /notify/<unknown token>: expected 400 BadDeviceToken, got $answer"
 
+# Managed Live Activities. post PATH BODY: prints the status, then the body.
+post() {
+  curl -s --max-time 30 -w '\n%{http_code}' -H 'content-type: application/json' -d "$2" "http://127.0.0.1:$app_port$1"
+}
+# A malformed report: 400 naming the field, nothing applied.
+answer=$(post /activities/reports '{"kind":"push_to_start_token","installation":"phone-1","bundle_id":"'$topic'","attributes_type":"OrderAttributes","token":"xyz"}')
+[ "$(tail -n 1 <<<"$answer")" = 400 ] && grep -q '"field":"token"' <<<"$answer" || fail "a report with a bad token: $answer"
+# No push-to-start token yet: the start is refused and nothing is sent.
+answer=$(post /activities/order-17/start '{"installation":"phone-1","order":"17","status":"packing"}')
+[ "$(tail -n 1 <<<"$answer")" = 400 ] && grep -q '"code":"no_push_to_start_token"' <<<"$answer" || fail "a start before any report: $answer"
+# The app reports its push-to-start token; the start goes to it (the local server accepts it).
+answer=$(post /activities/reports '{"kind":"push_to_start_token","installation":"phone-1","bundle_id":"'$topic'","attributes_type":"OrderAttributes","token":"'$push_to_start'","sequence":1,"environment":"sandbox"}')
+[ "$(tail -n 1 <<<"$answer")" = 200 ] && grep -q '"applied":true' <<<"$answer" || fail "the push-to-start report: $answer"
+answer=$(post /activities/order-17/start '{"installation":"phone-1","order":"17","status":"packing"}')
+[ "$(tail -n 1 <<<"$answer")" = 200 ] && grep -q '"state":"starting"' <<<"$answer" || fail "the start: $answer"
+grep -q "\"token\":\"$push_to_start\".*\"status\":200" "$work/server.out" || fail "no accepted start to the push-to-start token: $(cat "$work/server.out")"
+# An update before the update token is held; the token's report sends it.
+answer=$(post /activities/order-17/update '{"status":"shipped"}')
+grep -q '"state":"held"' <<<"$answer" || fail "the update before the token: $answer"
+answer=$(post /activities/reports '{"kind":"update_token","activity":"order-17","token":"'$update_token'","sequence":2}')
+[ "$(tail -n 1 <<<"$answer")" = 200 ] || fail "the update-token report: $answer"
+grep -q "\"token\":\"$update_token\".*\"status\":200" "$work/server.out" || fail "the held update was not sent: $(cat "$work/server.out")"
+answer=$(post /activities/order-17/end '{}')
+grep -q '"state":"ended"' <<<"$answer" || fail "the end: $answer"
+answer=$(post /activities/order-17/update '{"status":"late"}')
+[ "$(tail -n 1 <<<"$answer")" = 400 ] && grep -q '"code":"not_live"' <<<"$answer" || fail "an update after the end: $answer"
+
 # The client's metrics, as Prometheus text.
 metrics=$(curl -s --max-time 30 "http://127.0.0.1:$app_port/metrics")
-grep -Eq '^apns_notifications_total\{[^}]*result="accepted"[^}]*\} 1$' <<<"$metrics" \
-  || fail "GET /metrics: no accepted count of 1 in: $metrics"
+grep -Eq '^apns_notifications_total\{[^}]*push_type="alert"[^}]*result="accepted"[^}]*\} 1$|^apns_notifications_total\{[^}]*result="accepted"[^}]*push_type="alert"[^}]*\} 1$' <<<"$metrics" \
+  || fail "GET /metrics: no accepted alert count of 1 in: $metrics"
 grep -Eq '^apns_notifications_total\{[^}]*reason="BadDeviceToken"[^}]*\} 1$' <<<"$metrics" \
   || fail "GET /metrics: no BadDeviceToken count of 1 in: $metrics"
 
 # SIGTERM: the ServiceGroup stops the server, then the client; both exit 0.
 kill -TERM "$app_pid"; wait "$app_pid" || fail "the app exited with $? after SIGTERM"; app_pid=""
 kill -TERM "$server_pid"; wait "$server_pid" || fail "apnsctl serve exited with $? after SIGTERM"; server_pid=""
-echo "example: POST /notify accepted (apns-id $apns_id) and rejected (400 BadDeviceToken); /metrics counted both"
+echo "example: POST /notify accepted (apns-id $apns_id) and rejected (400 BadDeviceToken); /metrics counted both; a Live Activity reported, started, held, updated and ended"

@@ -1,6 +1,7 @@
 import ForgeAPNs
 import ForgeAPNsCore
 import ForgeCrypto
+import ForgeLiveActivities
 import Foundation
 import Hummingbird
 import Logging
@@ -15,6 +16,11 @@ import UnixSignals
 /// - `POST /notify/:token` with `{"title": …, "body": …}` sends an alert to the device token and
 ///   answers `{"apns_id": …}`, or APNs' status with `{"reason": …}` (502 when nothing was accepted
 ///   for another reason: unreachable, deadline, …).
+/// - `POST /activities/reports`: what the app posts about its Live Activities (its push-to-start
+///   token, an activity's update token, an activity that ended), applied to the registry.
+/// - `POST /activities/:id/start` with `{"installation", "order", "status"}`, `POST /activities/:id/update`
+///   with `{"status"}`, `POST /activities/:id/end`: managed Live Activities of `OrderAttributes`,
+///   answered `{"state": …}` or the manager's error (`{"code", "field", "rule"}`).
 /// - `GET /metrics`: the client's swift-metrics (`apns_notifications_total`, `apns_send_duration`, …)
 ///   as Prometheus text.
 ///
@@ -31,6 +37,21 @@ struct HummingbirdPush {
     struct Notify: Decodable {
         var title: String
         var body: String
+    }
+
+    /// The app's Live Activity: an order, its id in the attributes, its status as the content state.
+    struct OrderAttributes: Codable, Sendable {
+        var order: String
+    }
+
+    struct OrderState: Codable, Sendable {
+        var status: String
+    }
+
+    struct StartOrder: Decodable {
+        var installation: String
+        var order: String
+        var status: String
     }
 
     static func main() async throws {
@@ -62,6 +83,49 @@ struct HummingbirdPush {
             } catch let error as APNSError {
                 let status = error.status.map { HTTPResponse.Status(code: $0) } ?? .badGateway
                 return Self.json(status, ["reason": error.reason?.rawValue ?? error.kind.rawValue])
+            }
+        }
+        // Managed Live Activities: the registry in memory (a `PostgresLiveActivityStore` or
+        // `SQLiteLiveActivityStore` keeps it across restarts and replicas).
+        let activities = LiveActivityManager(client: client, store: InMemoryLiveActivityStore())
+        router.post("/activities/reports") { request, context -> Response in
+            let body = try await request.body.collect(upTo: 4096)
+            let answer = await activities.handleReport(body: body.readableBytesView)
+            return Response(
+                status: HTTPResponse.Status(code: answer.status), headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
+            )
+        }
+        router.post("/activities/:id/:action") { request, context -> Response in
+            do {
+                let id = try LiveActivityID(try context.parameters.require("id"))
+                switch try context.parameters.require("action") {
+                case "start":
+                    let start = try await request.decode(as: StartOrder.self, context: context)
+                    let activity = try await activities.start(
+                        activity: id, installation: try InstallationID(start.installation), bundleID: topic,
+                        attributesType: "OrderAttributes", attributes: OrderAttributes(order: start.order),
+                        contentState: OrderState(status: start.status),
+                        alert: APNSLiveActivityAlert(title: .plain("Order \(start.order)"), body: .plain(start.status))
+                    )
+                    return Self.json(.ok, ["state": activity.state.name])
+                case "update":
+                    let state = try await request.decode(as: OrderState.self, context: context)
+                    let outcome = try await activities.update(activity: id, contentState: state)
+                    return Self.json(.ok, ["state": outcome == .held ? "held" : "sent"])
+                case "end":
+                    try await activities.end(activity: id, contentState: nil as OrderState?)
+                    return Self.json(.ok, ["state": "ended"])
+                default:
+                    return Self.json(.notFound, ["reason": "unknown action"])
+                }
+            } catch let error as LiveActivityError {
+                let status: HTTPResponse.Status = switch error.code {
+                case .invalidInput, .notLive, .noPushToStartToken: .badRequest
+                case .unknownActivity: .notFound
+                default: .badGateway
+                }
+                return Self.json(status, ["code": error.code.rawValue, "field": error.field ?? "", "rule": error.rule])
             }
         }
         router.get("/metrics") { _, _ -> String in
