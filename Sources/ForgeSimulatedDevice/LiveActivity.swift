@@ -143,6 +143,9 @@ public struct LiveActivity: Hashable, Sendable {
     public var dismissalDate: Date?
     /// Every applied state, oldest first; the last is the current one.
     public var history: [LiveActivityState]
+    /// When it started on the device (the device clock): iOS ends it
+    /// ``SimulatedDevice/maximumActivityDuration`` later.
+    public var startedAt: Date
 
     /// The state now.
     public var current: LiveActivityState? { self.history.last }

@@ -23,6 +23,8 @@ public final class SimulatedApp: Sendable {
         var foregroundPresentation: PresentationOptions
         var delegate: (any SimulatedAppDelegate)?
         var supportsFrequentUpdates: Bool
+        var activityReporting: ActivityReporting?
+        var reportSequence: Int64 = 0
     }
 
     /// The routers' view of ``SimulatedApp/applicationState``.
@@ -171,6 +173,26 @@ public final class SimulatedApp: Sendable {
     public var supportsFrequentUpdates: Bool {
         get { self.storage.withLock { $0.supportsFrequentUpdates } }
         set { self.storage.withLock { $0.supportsFrequentUpdates = newValue } }
+    }
+
+    /// How the app reports its Live Activity tokens and ends to its backend (``ActivityTokenReport``);
+    /// `nil` (the default): it does not. Set it before installing the app: the install reports its
+    /// push-to-start token.
+    public var activityReporting: ActivityReporting? {
+        get { self.storage.withLock { $0.activityReporting } }
+        set { self.storage.withLock { $0.activityReporting = newValue } }
+    }
+
+    /// The attributes types the app registered, sorted.
+    var activityTypeNames: [String] { self.storage.withLock { $0.activityTypes.keys.sorted() } }
+
+    /// The reporting and the next report's sequence number, when the app reports.
+    func nextReport() -> (ActivityReporting, Int64)? {
+        self.storage.withLock { state in
+            guard let reporting = state.activityReporting else { return nil }
+            state.reportSequence += 1
+            return (reporting, state.reportSequence)
+        }
     }
 
     /// Registers a Live Activity type (replacing one with the same `attributesType`).

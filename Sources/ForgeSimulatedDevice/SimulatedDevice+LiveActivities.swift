@@ -31,14 +31,24 @@ extension SimulatedDevice {
         self.record(.liveActivitySubscribed(activityID: activityID, channelID: channelID))
     }
 
-    /// Checks the activities against the device clock: an active activity whose stale date has
-    /// passed becomes stale, an ended one whose dismissal date has passed is dismissed. The device
-    /// does this on every push and every read; a test that moved its clock may call it directly.
+    /// Checks the activities against the device clock: one that has run for
+    /// ``maximumActivityDuration`` (eight hours) since its start is ended by iOS (and its app reports
+    /// the end), an active activity whose stale date has passed becomes stale, an ended one whose
+    /// dismissal date has passed is dismissed. The device does this on every push and every read; a
+    /// test that moved its clock may call it directly.
     public func refreshLiveActivities() {
         let now = self.clock.now
+        var endedByIOS: [LiveActivity] = []
         let events = self.state.withLock { state -> [DeviceEvent] in
             var events: [DeviceEvent] = []
             for index in state.activities.indices {
+                if state.activities[index].phase == .active || state.activities[index].phase == .stale,
+                    now.timeIntervalSince(state.activities[index].startedAt) >= Self.maximumActivityDuration
+                {
+                    state.activities[index].phase = .ended
+                    endedByIOS.append(state.activities[index])
+                    events.append(.liveActivityEnded(activityID: state.activities[index].id, dismissalDate: nil))
+                }
                 let activity = state.activities[index]
                 if activity.phase == .active, let stale = activity.current?.staleDate, now >= stale {
                     state.activities[index].phase = .stale
@@ -52,6 +62,7 @@ extension SimulatedDevice {
             return events
         }
         events.forEach { self.record($0) }
+        endedByIOS.forEach { self.reportEnded($0) }
     }
 
     /// A `liveactivity` push: start by push-to-start token (subscribing the activity to
@@ -154,7 +165,7 @@ extension SimulatedDevice {
             let (id, token) = ("activity-\(deviceState.activityCount)", deviceState.activityTokens.next())
             let activity = LiveActivity(
                 id: id, bundleID: app.bundleID, attributesType: typeName, attributes: attributes, updateToken: token,
-                channelID: channelID, phase: .active, dismissalDate: nil, history: [state]
+                channelID: channelID, phase: .active, dismissalDate: nil, history: [state], startedAt: self.clock.now
             )
             deviceState.activities.append(activity)
             return (activity, Array(deviceState.tokenObservers.values))
@@ -166,6 +177,7 @@ extension SimulatedDevice {
             )
         )
         if let channelID { self.record(.liveActivitySubscribed(activityID: activity.id, channelID: channelID)) }
+        self.reportUpdateToken(of: activity)
     }
 
     private func apply(_ push: DevicePush, event: String, aps: JSONValue?, timestamp: Date, to activity: LiveActivity) {
@@ -209,6 +221,8 @@ extension SimulatedDevice {
         }
         if event == "end" {
             self.record(.liveActivityEnded(activityID: activity.id, dismissalDate: dismissalDate))
+            // The app sees the end in `activityStateUpdates`, as with any end.
+            self.reportEnded(activity)
         } else {
             self.record(.liveActivityUpdated(activityID: activity.id, timestamp: timestamp))
         }
@@ -277,7 +291,8 @@ extension SimulatedDevice {
             let token = updateToken?.lowercased() ?? deviceState.activityTokens.next()
             let activity = LiveActivity(
                 id: "activity-\(deviceState.activityCount)", bundleID: bundleID, attributesType: attributesType,
-                attributes: attributes, updateToken: token, channelID: nil, phase: .active, dismissalDate: nil, history: [state]
+                attributes: attributes, updateToken: token, channelID: nil, phase: .active, dismissalDate: nil, history: [state],
+                startedAt: self.clock.now
             )
             deviceState.activities.append(activity)
             return (activity, Array(deviceState.tokenObservers.values))
@@ -286,6 +301,7 @@ extension SimulatedDevice {
         self.record(
             .liveActivityStarted(activityID: activity.id, bundleID: bundleID, attributesType: attributesType, updateToken: activity.updateToken)
         )
+        self.reportUpdateToken(of: activity)
         return activity
     }
 }

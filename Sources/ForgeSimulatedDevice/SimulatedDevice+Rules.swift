@@ -165,6 +165,7 @@ extension SimulatedDevice {
         }
         app.pushToStartToken = token
         for observer in observers { observer(token, bundleID) }
+        self.reportPushToStartTokens(of: app)
         return token
     }
 

@@ -135,13 +135,19 @@ public final class SimulatedDevice: Sendable {
     ///   - backgroundBudget: the time to call the background completion handler; 30 s as on iOS;
     ///     `nil` for a manual trigger only.
     ///   - rules: the budgets and limits iOS and APNs apply (``DeviceRules``); the defaults by default.
+    ///   - activityTokenSeed: seeds the update tokens of the Live Activities it starts: the same
+    ///     tokens on every run. Devices side by side (several in one loopback) need different seeds,
+    ///     or their activities get the same update tokens; by default every device has the same one.
     public init(
-        clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30), rules: DeviceRules = DeviceRules()
+        clock: any DeviceClock = SystemDeviceClock(), backgroundBudget: Duration? = .seconds(30), rules: DeviceRules = DeviceRules(),
+        activityTokenSeed: UInt64? = nil
     ) {
         self.clock = clock
         self.backgroundBudget = backgroundBudget
         self.recorder = Timeline()
-        self.state = LockedBox(State(rules: rules))
+        var state = State(rules: rules)
+        if let activityTokenSeed { state.activityTokens = DeviceTokenGenerator(seed: activityTokenSeed) }
+        self.state = LockedBox(state)
         self.notificationRetention = nil
     }
 
@@ -172,6 +178,7 @@ public final class SimulatedDevice: Sendable {
             state.apps.removeAll { $0.bundleID == app.bundleID }
             state.apps.append(app)
         }
+        self.reportPushToStartTokens(of: app)
     }
 
     /// The installed app with `bundleID`.
