@@ -356,8 +356,8 @@ let package = Package(
         .testTarget(
             name: "ReadmeTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeLoopback", "ForgeSimulatedDevice",
-                "ForgeNotificationTypes", "ForgeTestSupport",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeLiveActivities", "ForgeLoopback",
+                "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeTestSupport",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],

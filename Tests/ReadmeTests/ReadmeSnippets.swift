@@ -1,4 +1,5 @@
 import ForgeCampaign
+import ForgeLiveActivities
 import ForgeLoopback
 import Foundation
 import Tracing
@@ -249,5 +250,54 @@ func sendCampaign(
         // Committed before it arrives here: a crash after this line never sends this token again.
         let duplicate = verdict.mayHaveBeenDelivered ? " (an earlier copy may have been delivered)" : ""
         print("token \(verdict.entry.index): \(verdict.outcome)\(duplicate)")
+    }
+}
+
+func makeActivityManager(client: APNSClient) -> LiveActivityManager {
+    LiveActivityManager(client: client, store: InMemoryLiveActivityStore())
+}
+
+/// The handler of `POST /activities/reports`.
+func activityReport(_ manager: LiveActivityManager, body: [UInt8]) async -> (status: Int, json: [UInt8]) {
+    let answer = await manager.handleReport(body: body)
+    return (answer.status, answer.body)
+}
+
+struct OrderAttributes: Codable, Sendable {
+    var order: String
+}
+
+struct OrderState: Codable, Sendable {
+    var status: String
+    var etaMinutes: Int
+}
+
+func followOrder(_ manager: LiveActivityManager, order: String, installation: String) async throws {
+    let id = try LiveActivityID("order-\(order)")
+    try await manager.start(
+        activity: id, installation: try InstallationID(installation), bundleID: try APNSBundleID("com.example.shop"),
+        attributesType: "OrderAttributes", attributes: OrderAttributes(order: order),
+        contentState: OrderState(status: "Packing", etaMinutes: 45),
+        alert: APNSLiveActivityAlert(title: .plain("Order \(order)"), body: "Packing")
+    )
+    // Before the app reports the activity's update token, the latest update waits for it.
+    let outcome = try await manager.update(activity: id, contentState: OrderState(status: "On its way", etaMinutes: 12))
+    switch outcome {
+    case .sent(let result): print("sent, apns-id \(result.apnsID)")
+    case .held: print("held until the app reports the update token")
+    }
+    do {
+        try await manager.end(activity: id, contentState: OrderState(status: "Delivered", etaMinutes: 0))
+    } catch {
+        guard error.code == .notLive else { throw error }
+        print("nothing sent: \(error)")  // dismissed on the phone, or its token is dead
+    }
+}
+
+func sweepActivities(_ manager: LiveActivityManager) async throws {
+    while !Task.isCancelled {
+        let summary = try await manager.sweep()
+        print("ended \(summary.ended), stale \(summary.stale), removed \(summary.removed)")
+        try await Task.sleep(for: .seconds(300))
     }
 }
