@@ -162,7 +162,7 @@ public final class LocalAPNSPhones: Sendable {
         }
     }
 
-    /// How many judged requests the phones skipped because they fell behind (see ``run(_:batch:pause:)``).
+    /// How many judged requests the phones skipped because they fell behind (see ``run(_:batch:pause:slowDelivery:logger:)``).
     public var skippedRequests: Int { self.state.withLock { $0.skipped } }
 
     /// Delivers one judged request when it is an accepted push (device or broadcast).
