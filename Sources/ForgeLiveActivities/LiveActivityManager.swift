@@ -66,6 +66,7 @@ public final class LiveActivityManager: Sendable {
     ///   - client: the client pushes go through.
     ///   - store: where the registry lives.
     ///   - clock: the time for timestamps, ages and reports; a manual one in tests.
+    ///   - configuration: the ages after which activities end and leave, and tokens go stale.
     public init(client: APNSClient, store: any LiveActivityStore, clock: any APNSWallClock = .system, configuration: Configuration = Configuration()) {
         self.client = client
         self.store = store
