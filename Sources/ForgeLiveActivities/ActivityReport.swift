@@ -13,7 +13,7 @@ internal import Foundation
 /// `push_to_start_token` needs `installation`, `bundle_id`, `attributes_type` and `token`;
 /// `update_token` needs `activity` and `token` (and `bundle_id` and `attributes_type` for an
 /// activity the app started itself, which the manager then registers; `installation` optionally);
-/// `ended` needs `activity`. `sequence` (a number the app increases with each report, or its
+/// `ended` needs `activity` (and takes the ended activity's update token as `token`). `sequence` (a number the app increases with each report, or its
 /// timestamp in milliseconds) orders reports: one older than a report already applied changes
 /// nothing. `environment` is `sandbox` or `production` (the default).
 public struct ActivityReportJSON: Codable, Hashable, Sendable {
@@ -54,8 +54,10 @@ public enum ActivityReport: Hashable, Sendable {
     /// An activity's update token (it may change while the activity runs). `registration` is given
     /// for an activity the app started itself: the manager registers it when it does not know it.
     case updateToken(LiveActivityID, token: DeviceToken, sequence: Int64?, registration: Registration?)
-    /// The activity ended on the device (dismissed, or ended by iOS).
-    case ended(LiveActivityID, sequence: Int64?)
+    /// The activity ended on the device (dismissed, or ended by iOS). `token`, the update token of
+    /// the activity that ended, tells an end of the current activity from that of one a renewal
+    /// replaced (both are the same id to the app).
+    case ended(LiveActivityID, sequence: Int64?, token: DeviceToken? = nil)
 
     /// What the manager needs to register an activity it did not start.
     public struct Registration: Hashable, Sendable {
@@ -74,7 +76,7 @@ public enum ActivityReport: Hashable, Sendable {
     /// The report's sequence, if it has one.
     public var sequence: Int64? {
         switch self {
-        case .pushToStartToken(_, _, let sequence, _), .updateToken(_, _, let sequence, _), .ended(_, let sequence): sequence
+        case .pushToStartToken(_, _, let sequence, _), .updateToken(_, _, let sequence, _), .ended(_, let sequence, _): sequence
         }
     }
 
@@ -131,7 +133,8 @@ public enum ActivityReport: Hashable, Sendable {
             }
             self = .updateToken(activity, token: token, sequence: json.sequence, registration: registration)
         case "ended":
-            self = .ended(try LiveActivityID(try required(json.activity, "activity")), sequence: json.sequence)
+            let activity = try LiveActivityID(try required(json.activity, "activity"))
+            self = .ended(activity, sequence: json.sequence, token: try json.token.map { value throws(LiveActivityError) in try token(value) })
         default:
             throw LiveActivityError(.invalidInput, field: "kind", rule: "must be push_to_start_token, update_token or ended (got \(json.kind))")
         }

@@ -35,8 +35,24 @@ public final class LiveActivityManager: Sendable {
         /// A push-to-start token not confirmed by the app for this long counts as stale: a start to
         /// it fails with a clear error instead of a 200 that starts nothing (a rotated token).
         public var pushToStartConfirmationAge: Duration = .seconds(7 * 86_400)
+        /// Automatic renewal by ``LiveActivityManager/sweep()``; `nil` (the default): none.
+        public var automaticRenewal: AutomaticRenewal?
 
         public init() {}
+    }
+
+    /// When ``LiveActivityManager/sweep()`` renews an activity by itself, and the alert its
+    /// successor's start shows (a start through push-to-start always has one).
+    public struct AutomaticRenewal: Sendable {
+        /// The age at which an activity is renewed: 7 h 30 min by default, before iOS ends it at 8 h.
+        public var age: Duration
+        /// The alert of the successor's start.
+        public var alert: @Sendable (ManagedActivity) -> APNSLiveActivityAlert
+
+        public init(age: Duration = .seconds(7 * 3600 + 30 * 60), alert: @escaping @Sendable (ManagedActivity) -> APNSLiveActivityAlert) {
+            self.age = age
+            self.alert = alert
+        }
     }
 
     /// What became of a report.
@@ -113,6 +129,7 @@ public final class LiveActivityManager: Sendable {
             }
         case .updateToken(let id, let token, let sequence, let registration):
             var held: HeldPush?
+            var replaced: DeviceToken?
             let outcome = try await self.changeActivity(id, creating: registration.map { registration in
                 ManagedActivity(
                     id: id, bundleID: registration.bundleID, attributesType: registration.attributesType,
@@ -123,6 +140,13 @@ public final class LiveActivityManager: Sendable {
                     return "\(id) is \(activity.state): a late update token does not revive it"
                 }
                 if let why = Self.older(sequence, than: activity.reportSequence) { return why }
+                if let renewal = activity.renewal, token != renewal.replacedToken {
+                    // The successor's token: the id moves to it, and the old activity gets its end.
+                    replaced = renewal.replacedToken
+                    activity.renewal = nil
+                    activity.renewals += 1
+                    activity.startedAt = now
+                }
                 activity.updateToken = token
                 activity.reportSequence = sequence ?? activity.reportSequence
                 if activity.state == .starting { activity.state = .active }
@@ -131,13 +155,17 @@ public final class LiveActivityManager: Sendable {
                 if held?.event == "end" { activity.state = .ended }
                 return nil
             }
+            if outcome.applied, let replaced { await self.endReplaced(id, token: replaced) }
             guard outcome.applied, let held else { return outcome }
             var sent = outcome
             sent.sentHeld = try await self.sendHeld(held, activity: id, token: token)
             return sent
-        case .ended(let id, let sequence):
+        case .ended(let id, let sequence, let token):
             return try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
                 if let why = Self.older(sequence, than: activity.reportSequence) { return why }
+                if let token, let current = activity.updateToken, token != current {
+                    return "the end of an earlier activity of \(id) (update token \(token.hexString.prefix(8))…): \(id) goes on"
+                }
                 activity.reportSequence = sequence ?? activity.reportSequence
                 guard activity.state.isLive else { return "\(id) is already \(activity.state)" }
                 activity.state = .ended
@@ -185,24 +213,11 @@ public final class LiveActivityManager: Sendable {
         try checkAttributesType(attributesType)
         let now = self.clock.now
         let key = PushToStartKey(installation: installation, bundleID: bundleID, attributesType: attributesType)
-        guard let record = try await self.pushToStartToken(for: key) else {
-            throw LiveActivityError(.noPushToStartToken, rule: "no push-to-start token was reported for \(key)")
-        }
-        if let reason = record.deadReason {
-            throw LiveActivityError(.noPushToStartToken, rule: "the push-to-start token for \(key) is dead (\(reason)): the app must report a new one")
-        }
-        let age = Date.durationBetween(record.confirmedAt, now)
-        if age > self.configuration.pushToStartConfirmationAge {
-            throw LiveActivityError(
-                .noPushToStartToken,
-                rule: "the push-to-start token for \(key) is stale: last confirmed \(Self.hours(age)) ago, more than "
-                    + "\(Self.hours(self.configuration.pushToStartConfirmationAge)); it may have rotated, and a start to it would be "
-                    + "accepted and start nothing"
-            )
-        }
+        let record = try await self.usablePushToStartToken(for: key, now: now)
         let state = try StoredJSON.encode(contentState, field: "content_state")
         var activity = ManagedActivity(id: id, bundleID: bundleID, attributesType: attributesType, installation: installation, state: .starting, startedAt: now)
         activity.lastContentState = state
+        activity.attributes = try StoredJSON.encode(attributes, field: "attributes")
         activity.lastTimestamp = now
         activity.staleDate = staleDate
         if let existing = try await self.activity(id) {
@@ -227,20 +242,68 @@ public final class LiveActivityManager: Sendable {
             topic: bundleID, staleDate: staleDate, relevanceScore: relevanceScore, collapseID: collapseID
         )
         do {
-            _ = try await self.client.send(notification, to: record.token)
+            try await self.sendStart(notification, key: key, token: record.token, activity: id)
             return activity
         } catch {
-            if error.disposition == .dropToken, let reason = error.reason {
-                _ = try? await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
-                    guard var current, current.token == record.token else { return (nil, "the token changed meanwhile") }
-                    current.deadReason = reason.rawValue
-                    return (current, nil)
-                }
-            }
             // Nothing started for sure, or maybe: either way a later start of the same id may try
             // again (the collapse id keeps a second delivery from making a second activity).
             try? await self.store.removeActivity(id)
-            throw LiveActivityError(.sendFailed, field: nil, rule: "the start of \(id) was not accepted: \(error)", apnsError: error)
+            throw error
+        }
+    }
+
+    /// Renews a running activity before iOS ends it (8 hours after its start): starts its successor
+    /// through the installation's push-to-start token, with the same attributes and the last content
+    /// state; when the app reports the successor's update token (under the same activity id: the
+    /// same attributes name it), the id moves to it and the old activity gets its end. Updates go to
+    /// the old one meanwhile. If the start fails, nothing changes. `alert` is the successor's start
+    /// alert (a start through push-to-start always shows one).
+    /// - Throws: ``LiveActivityError/Code/notLive``; ``LiveActivityError/Code/invalidInput`` for an
+    ///   activity this manager did not start (it has no attributes to start a successor with);
+    ///   ``LiveActivityError/Code/noPushToStartToken``; ``LiveActivityError/Code/sendFailed``.
+    @discardableResult
+    public func renew(activity id: LiveActivityID, alert: APNSLiveActivityAlert) async throws(LiveActivityError) -> ManagedActivity {
+        let now = self.clock.now
+        guard let activity = try await self.activity(id) else {
+            throw LiveActivityError(.unknownActivity, field: "activity", rule: "no activity has the id \(id)")
+        }
+        if activity.renewal != nil { return activity }
+        guard activity.state == .active || activity.state == .stale, let token = activity.updateToken else {
+            throw LiveActivityError(.notLive, field: "activity", rule: "\(id) is \(activity.state): only a running activity with an update token is renewed")
+        }
+        guard let installation = activity.installation, let attributes = activity.attributes, let state = activity.lastContentState else {
+            throw LiveActivityError(.invalidInput, field: "activity", rule: "\(id) was not started by this manager: no attributes to start a successor with")
+        }
+        let key = PushToStartKey(installation: installation, bundleID: activity.bundleID, attributesType: activity.attributesType)
+        let record = try await self.usablePushToStartToken(for: key, now: now)
+        var renewing = activity
+        try await self.modifyLive(id, refusing: ["ending", "starting"]) { current throws(LiveActivityError) in
+            current.renewal = Renewal(replacedToken: token, startedAt: now)
+            current.lastTimestamp = max(now, current.lastTimestamp ?? now)
+            renewing = current
+        }
+        let collapseID: APNSCollapseID
+        do {
+            // Not the first start's: a renewal is a second start of the same id, on purpose.
+            let suffix = "~\(activity.renewals + 1)"
+            collapseID = try APNSCollapseID(String(id.rawValue.utf8.prefix(APNSCollapseID.maximumByteCount - suffix.utf8.count))! + suffix)
+        } catch {
+            throw LiveActivityError(.invalidInput, field: "activity", rule: error.rule)
+        }
+        let notification = APNSLiveActivityStartNotification(
+            attributesType: activity.attributesType, attributes: try StoredJSON(bytes: attributes), contentState: try StoredJSON(bytes: state),
+            alert: alert, timestamp: renewing.lastTimestamp ?? now, topic: activity.bundleID, staleDate: activity.staleDate, collapseID: collapseID
+        )
+        do {
+            try await self.sendStart(notification, key: key, token: record.token, activity: id)
+            return renewing
+        } catch {
+            _ = try? await self.changeActivity(id, creating: nil) { (current: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                guard current.renewal != nil else { return "no renewal under way" }
+                current.renewal = nil
+                return nil
+            }
+            throw error
         }
     }
 
@@ -319,9 +382,12 @@ public final class LiveActivityManager: Sendable {
         public var stale = 0
         /// Activities past ``Configuration/removalAge`` and not live, removed.
         public var removed = 0
+        /// Activities whose renewal started (``Configuration/automaticRenewal``).
+        public var renewed = 0
     }
 
-    /// Applies the clock to every activity (see the type's discussion). Run it every few minutes.
+    /// Applies the clock to every activity (see the type's discussion), and renews those old enough
+    /// when ``Configuration/automaticRenewal`` is set. Run it every few minutes.
     @discardableResult
     public func sweep() async throws(LiveActivityError) -> SweepSummary {
         let now = self.clock.now
@@ -334,6 +400,12 @@ public final class LiveActivityManager: Sendable {
                 continue
             }
             guard activity.state.isLive else { continue }
+            if let automatic = self.configuration.automaticRenewal, age >= automatic.age, age < self.configuration.maximumAge,
+                activity.renewal == nil, activity.state == .active || activity.state == .stale, activity.attributes != nil
+            {
+                if (try? await self.renew(activity: activity.id, alert: automatic.alert(activity))) != nil { summary.renewed += 1 }
+                continue
+            }
             let ended = age >= self.configuration.maximumAge
             let stale = !ended && activity.state == .active && (activity.staleDate.map { $0 <= now } ?? false)
             guard ended || stale else { continue }
@@ -356,6 +428,57 @@ public final class LiveActivityManager: Sendable {
     }
 
     // MARK: Private
+
+    /// The push-to-start token for `key` when one can start an activity now.
+    private func usablePushToStartToken(for key: PushToStartKey, now: Date) async throws(LiveActivityError) -> PushToStartRecord {
+        guard let record = try await self.pushToStartToken(for: key) else {
+            throw LiveActivityError(.noPushToStartToken, rule: "no push-to-start token was reported for \(key)")
+        }
+        if let reason = record.deadReason {
+            throw LiveActivityError(.noPushToStartToken, rule: "the push-to-start token for \(key) is dead (\(reason)): the app must report a new one")
+        }
+        let age = Date.durationBetween(record.confirmedAt, now)
+        if age > self.configuration.pushToStartConfirmationAge {
+            throw LiveActivityError(
+                .noPushToStartToken,
+                rule: "the push-to-start token for \(key) is stale: last confirmed \(Self.hours(age)) ago, more than "
+                    + "\(Self.hours(self.configuration.pushToStartConfirmationAge)); it may have rotated, and a start to it would be "
+                    + "accepted and start nothing"
+            )
+        }
+        return record
+    }
+
+    /// Sends a start to a push-to-start token; a dead token's verdict kills it.
+    private func sendStart(
+        _ notification: some APNSNotification, key: PushToStartKey, token: DeviceToken, activity id: LiveActivityID
+    ) async throws(LiveActivityError) {
+        do {
+            _ = try await self.client.send(notification, to: token)
+        } catch {
+            if error.disposition == .dropToken, let reason = error.reason {
+                _ = try? await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
+                    guard var current, current.token == token else { return (nil, "the token changed meanwhile") }
+                    current.deadReason = reason.rawValue
+                    return (current, nil)
+                }
+            }
+            throw LiveActivityError(.sendFailed, rule: "the start of \(id) was not accepted: \(error)", apnsError: error)
+        }
+    }
+
+    /// The end of the activity a renewal replaced, with the last content state, dismissed at once:
+    /// its successor shows the same. A failure changes nothing (the successor is what counts now).
+    private func endReplaced(_ id: LiveActivityID, token: DeviceToken) async {
+        guard let activity = try? await self.activity(id), let state = activity.lastContentState, let content = try? StoredJSON(bytes: state) else {
+            return
+        }
+        let now = self.clock.now
+        let end = APNSLiveActivityNotification(
+            event: .end(dismissalDate: now), contentState: content, timestamp: max(now, activity.lastTimestamp ?? now), topic: activity.bundleID
+        )
+        _ = try? await self.client.send(end, to: token)
+    }
 
     /// Sends an update or end to `token`; a dead token's verdict kills the activity.
     private func send(_ notification: some APNSNotification, activity id: LiveActivityID, token: DeviceToken) async throws(LiveActivityError) -> APNSSendResult {

@@ -63,6 +63,20 @@ public struct HeldPush: Hashable, Sendable {
     public var requestedAt: Date
 }
 
+/// A renewal under way (see ``LiveActivityManager/renew(activity:alert:)``).
+public struct Renewal: Hashable, Sendable {
+    /// The update token of the activity being replaced: it gets the end once the successor's token
+    /// arrives.
+    public var replacedToken: DeviceToken
+    /// When the successor's start was sent.
+    public var startedAt: Date
+
+    public init(replacedToken: DeviceToken, startedAt: Date) {
+        self.replacedToken = replacedToken
+        self.startedAt = startedAt
+    }
+}
+
 /// One Live Activity in the registry, keyed by the backend's id.
 public struct ManagedActivity: Hashable, Sendable {
     public var id: LiveActivityID
@@ -86,6 +100,13 @@ public struct ManagedActivity: Hashable, Sendable {
     public var staleDate: Date?
     /// The push waiting for the update token.
     public var held: HeldPush?
+    /// The attributes it was started with, as JSON (a renewal starts its successor with them).
+    public var attributes: [UInt8]?
+    /// A renewal under way: its successor was started, and the update token it had then is the
+    /// one to end once the successor's arrives.
+    public var renewal: Renewal?
+    /// How many times it was renewed.
+    public var renewals = 0
     /// The highest report sequence applied to it.
     public var reportSequence: Int64?
     /// Why it ended or died, in words.

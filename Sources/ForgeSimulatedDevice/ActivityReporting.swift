@@ -16,7 +16,8 @@ public struct ActivityTokenReport: Hashable, Sendable, CustomStringConvertible {
     public var attributesType: String
     /// The backend's id of the activity (update token and end reports).
     public var activity: String?
-    /// The token, lower-case hex (push-to-start and update token reports).
+    /// The token, lower-case hex: the push-to-start token, the new update token, or the ended
+    /// activity's update token.
     public var token: String?
     /// Increases with each report of the app.
     public var sequence: Int64
@@ -86,7 +87,10 @@ extension SimulatedDevice {
     /// The app's end report for `activity`, when it reports.
     func reportEnded(_ activity: LiveActivity) {
         guard let app = self.app(activity.bundleID) else { return }
-        app.report(kind: "ended", attributesType: activity.attributesType, activity: activity, token: nil, environment: self.reportEnvironment(app))
+        app.report(
+            kind: "ended", attributesType: activity.attributesType, activity: activity, token: activity.updateToken,
+            environment: self.reportEnvironment(app)
+        )
     }
 
     /// The app's push-to-start token reports (one per activity type), when it reports.

@@ -2,6 +2,7 @@ import ForgeAPNs
 import ForgeAPNsCore
 import ForgeLiveActivities
 import ForgeLoopback
+import ForgeSupport
 import ForgeTestSupport
 import Foundation
 import Testing
@@ -73,5 +74,88 @@ struct LoopbackLiveActivityTests {
             #expect(!device.timeline.contains { if case .liveActivityPushIgnored = $0.event { true } else { false } }, "no push iOS would ignore")
             #expect(loopback.server.acceptedCount == 4, "a start, the held update, one update and the end: nothing else left")
         }
+    }
+}
+
+/// One clock for the manager and the phone.
+private final class SharedClock: APNSWallClock, DeviceClock {
+    private let date = LockedBox(Date())
+    var now: Date { self.date.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { self.date.withLock { $0 += seconds } }
+}
+
+private struct Trip: Codable, Sendable {
+    var activity_id: String
+}
+
+private struct Leg: Codable, Sendable, Equatable {
+    var stop: Int
+}
+
+@Suite("Renewal: a 10-hour activity outlives iOS's 8 hours with no gap on the phone", .timeLimit(.minutes(1)))
+struct RenewalTests {
+    @Test("Renewed automatically at 7 h 30 min: the successor shows the latest state before the old one ends; updates never stop")
+    func tenHours() async throws {
+        let clock = SharedClock()
+        let device = SimulatedDevice(clock: clock, backgroundBudget: nil, activityTokenSeed: 42)
+        let app = SimulatedApp(
+            bundleID: shop, deviceTokens: [.sandbox: phoneToken], pushToStartToken: phonePushToStart,
+            activityTypes: [LiveActivityType(attributesType: "Trip", attributes: Trip.self, contentState: Leg.self)]
+        )
+        let (reporting, reports) = ActivityReporting.make(installation: "phone-1")
+        app.activityReporting = reporting
+        device.install(app)
+        let id = try LiveActivityID("trip-1")
+        var configuration = LiveActivityManager.Configuration()
+        configuration.automaticRenewal = .init { _ in APNSLiveActivityAlert(title: "Trip", body: "Still on the way") }
+        try await withLoopbackMode(devices: [device]) { loopback in
+            try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
+                let manager = LiveActivityManager(client: client, store: InMemoryLiveActivityStore(), clock: clock, configuration: configuration)
+                let applied = LockedBox(0)
+                try await withThrowingDiscardingTaskGroup { group in
+                    group.addTask {
+                        for await report in reports {
+                            _ = await manager.handleReport(body: report.json)
+                            applied.withLock { $0 += 1 }
+                        }
+                    }
+                    /// Waits until the app's reports so far are applied (each report is one event on the phone's side).
+                    func settle(_ count: Int) async throws {
+                        while applied.withLock({ $0 }) < count { await Task.yield() }
+                    }
+                    try await settle(1)  // the push-to-start token
+                    try await manager.start(
+                        activity: id, installation: try InstallationID("phone-1"), bundleID: try APNSBundleID(shop), attributesType: "Trip",
+                        attributes: Trip(activity_id: id.rawValue), contentState: Leg(stop: 0), alert: APNSLiveActivityAlert(title: "Trip", body: "Leaving")
+                    )
+                    _ = try await device.awaitEvent { if case .liveActivityStarted = $0 { true } else { false } }
+                    try await settle(2)  // its update token
+                    var position = device.timeline.count
+                    for step in 1...20 {
+                        clock.advance(by: 30 * 60)
+                        let summary = try await manager.sweep()
+                        if step == 15 {
+                            #expect(summary.renewed == 1, "renewed at 7 h 30 min")
+                            _ = try await device.awaitEvent(from: position) { if case .liveActivityStarted = $0 { true } else { false } }
+                            try await settle(3)  // the successor's update token, under the same id
+                            _ = try await device.awaitEvent(from: position) { if case .liveActivityEnded = $0 { true } else { false } }
+                        } else {
+                            #expect(summary.renewed == 0 && summary.ended == 0, "step \(step): \(summary)")
+                        }
+                        position = device.timeline.count
+                        _ = try await manager.update(activity: id, contentState: Leg(stop: step), priority: .consideringDevicePower)
+                        _ = try await device.awaitEvent(from: position) { if case .liveActivityUpdated = $0 { true } else { false } }
+                        let showing = device.liveActivities.filter { $0.phase == .active }
+                        #expect(showing.count == 1 && showing.first?.current?.contentState == .object(["stop": .number(Double(step))]),
+                                "step \(step) (\(step * 30) min): \(showing.map { "\($0.id) \(String(describing: $0.current?.contentState))" })")
+                    }
+                    let record = try #require(try await manager.activity(id))
+                    #expect(record.renewals == 1 && record.state == .active && record.renewal == nil)
+                    reporting.finish()
+                }
+            }
+        }
+        let activities = device.liveActivities
+        #expect(activities.count == 2 && activities.first?.phase != .active && activities.last?.phase == .active)
     }
 }
