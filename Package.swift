@@ -19,6 +19,8 @@
 //   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends; the report shape
 //   ForgeCampaignPostgres          a campaign shared by workers on many machines, in PostgreSQL (postgres-nio;
 //                                  the only SwiftNIO in the package, outside the push path)
+//   ForgeLiveActivities            managed Live Activities: the registry, its store protocol, the in-memory store
+//   ForgeLiveActivitiesSQLite      the registry in one SQLite file (GRDB), for one backend process
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -46,6 +48,7 @@ let package = Package(
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
         .library(name: "ForgeCampaign", targets: ["ForgeCampaign"]),
         .library(name: "ForgeLiveActivities", targets: ["ForgeLiveActivities"]),
+        .library(name: "ForgeLiveActivitiesSQLite", targets: ["ForgeLiveActivitiesSQLite"]),
         .library(name: "ForgeCampaignPostgres", targets: ["ForgeCampaignPostgres"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
@@ -223,6 +226,16 @@ let package = Package(
         .target(
             name: "ForgeLiveActivities",
             dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeSupport"],
+            swiftSettings: swiftSettings
+        ),
+        // The registry's durable stores, each in a target of its own so that an app links only the
+        // database it uses: SQLite (GRDB) for one process, PostgreSQL (postgres-nio, SwiftNIO) for several.
+        .target(
+            name: "ForgeLiveActivitiesSQLite",
+            dependencies: [
+                "ForgeLiveActivities", "ForgeAPNsCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
 
