@@ -21,6 +21,7 @@
 //                                  the only SwiftNIO in the package, outside the push path)
 //   ForgeLiveActivities            managed Live Activities: the registry, its store protocol, the in-memory store
 //   ForgeLiveActivitiesSQLite      the registry in one SQLite file (GRDB), for one backend process
+//   ForgeLiveActivitiesPostgres    the registry in PostgreSQL (postgres-nio), shared by backend instances
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -49,6 +50,7 @@ let package = Package(
         .library(name: "ForgeCampaign", targets: ["ForgeCampaign"]),
         .library(name: "ForgeLiveActivities", targets: ["ForgeLiveActivities"]),
         .library(name: "ForgeLiveActivitiesSQLite", targets: ["ForgeLiveActivitiesSQLite"]),
+        .library(name: "ForgeLiveActivitiesPostgres", targets: ["ForgeLiveActivitiesPostgres"]),
         .library(name: "ForgeCampaignPostgres", targets: ["ForgeCampaignPostgres"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
@@ -235,6 +237,15 @@ let package = Package(
             dependencies: [
                 "ForgeLiveActivities", "ForgeAPNsCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ForgeLiveActivitiesPostgres",
+            dependencies: [
+                "ForgeLiveActivities", "ForgeAPNsCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
