@@ -399,6 +399,12 @@ let package = Package(
             dependencies: [
                 "ForgeLiveActivities", "ForgeAPNs", "ForgeAPNsCore", "ForgeAPNsTesting", "ForgeCrypto", "ForgeLoopback", "ForgeSupport",
                 "ForgeTestSupport",
+                // One conformance suite for every store: in memory, SQLite, PostgreSQL.
+                "ForgeLiveActivitiesSQLite", "ForgeLiveActivitiesPostgres",
+                // GRDB writes the files a store must refuse; PostgresNIO configures the test cluster's client.
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
