@@ -19,6 +19,9 @@
 //   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends; the report shape
 //   ForgeCampaignPostgres          a campaign shared by workers on many machines, in PostgreSQL (postgres-nio;
 //                                  the only SwiftNIO in the package, outside the push path)
+//   ForgeLiveActivities            managed Live Activities: the registry, its store protocol, the in-memory store
+//   ForgeLiveActivitiesSQLite      the registry in one SQLite file (GRDB), for one backend process
+//   ForgeLiveActivitiesPostgres    the registry in PostgreSQL (postgres-nio), shared by backend instances
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -46,6 +49,8 @@ let package = Package(
         .library(name: "ForgeLoopback", targets: ["ForgeLoopback"]),
         .library(name: "ForgeCampaign", targets: ["ForgeCampaign"]),
         .library(name: "ForgeLiveActivities", targets: ["ForgeLiveActivities"]),
+        .library(name: "ForgeLiveActivitiesSQLite", targets: ["ForgeLiveActivitiesSQLite"]),
+        .library(name: "ForgeLiveActivitiesPostgres", targets: ["ForgeLiveActivitiesPostgres"]),
         .library(name: "ForgeCampaignPostgres", targets: ["ForgeCampaignPostgres"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
@@ -225,6 +230,25 @@ let package = Package(
             dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeSupport"],
             swiftSettings: swiftSettings
         ),
+        // The registry's durable stores, each in a target of its own so that an app links only the
+        // database it uses: SQLite (GRDB) for one process, PostgreSQL (postgres-nio, SwiftNIO) for several.
+        .target(
+            name: "ForgeLiveActivitiesSQLite",
+            dependencies: [
+                "ForgeLiveActivities", "ForgeAPNsCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ForgeLiveActivitiesPostgres",
+            dependencies: [
+                "ForgeLiveActivities", "ForgeAPNsCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // Workers on many machines share one campaign in PostgreSQL: leased batches, epoch-fenced verdicts.
         .target(
@@ -375,6 +399,12 @@ let package = Package(
             dependencies: [
                 "ForgeLiveActivities", "ForgeAPNs", "ForgeAPNsCore", "ForgeAPNsTesting", "ForgeCrypto", "ForgeLoopback", "ForgeSupport",
                 "ForgeTestSupport",
+                // One conformance suite for every store: in memory, SQLite, PostgreSQL.
+                "ForgeLiveActivitiesSQLite", "ForgeLiveActivitiesPostgres",
+                // GRDB writes the files a store must refuse; PostgresNIO configures the test cluster's client.
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -61,6 +61,14 @@ public struct HeldPush: Hashable, Sendable {
     public var dismissalDate: Date?
     /// When the backend asked for it: its `timestamp`.
     public var requestedAt: Date
+
+    /// A held push, as a ``LiveActivityStore`` reads it back.
+    public init(event: String, contentState: [UInt8], dismissalDate: Date?, requestedAt: Date) {
+        self.event = event
+        self.contentState = contentState
+        self.dismissalDate = dismissalDate
+        self.requestedAt = requestedAt
+    }
 }
 
 /// A renewal under way (see ``LiveActivityManager/renew(activity:alert:)``).

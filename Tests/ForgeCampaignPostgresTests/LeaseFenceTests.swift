@@ -7,14 +7,6 @@ import Logging
 import PostgresNIO
 import Testing
 
-/// Runs `body` on a thread of its own: starting a cluster and psql block, and must not hold one of
-/// the cooperative pool's threads (other suites' pushes run there).
-func offPool<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
-    }
-}
-
 @Suite("BatchStore: leases claimed with SKIP LOCKED, every write fenced by the lease epoch", .serialized, .timeLimit(.minutes(2)))
 struct LeaseFenceTests {
     /// A campaign of `count` tokens (token `i` is `i` in 64 hex digits) in `postgres`.

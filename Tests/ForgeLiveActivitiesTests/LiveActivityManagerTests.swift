@@ -19,8 +19,9 @@ private let signingKey = try! APNSSigningKey(contentsOfFile: KeysExample.path("A
 struct OrderAttributes: Codable, Sendable { var order: String }
 struct OrderState: Codable, Sendable, Equatable { var status: String; var eta: Int }
 
-/// A manager whose client answers in-process with `handler`, each request recorded.
-private final class InProcess: Sendable {
+/// A manager whose client answers in-process with `handler`, each request recorded (also the
+/// store conformance suite's race).
+final class InProcess: Sendable {
     let requests = LockedBox<[APNSHTTPRequest]>([])
     let clock = ManualWallClock()
     let store = InMemoryLiveActivityStore()
@@ -263,29 +264,5 @@ struct LiveActivityLifecycleTests {
             return error?.code == .noPushToStartToken && error?.rule.contains("stale") == true
         }
         #expect(fixture.sent.count == 1)
-    }
-
-    @Test("Two managers on one store start the same id at once: one start leaves")
-    func racingManagers() async throws {
-        let fixture = try InProcess()
-        let store = InMemoryLiveActivityStore()
-        let managers = [fixture.manager(store: store), fixture.manager(store: store)]
-        try await reportPushToStart(managers[0])
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for round in 0..<20 {
-                for manager in managers {
-                    group.addTask {
-                        try await manager.start(
-                            activity: try LiveActivityID("order-\(round)"), installation: installation, bundleID: bundleID,
-                            attributesType: "OrderAttributes", attributes: OrderAttributes(order: "\(round)"),
-                            contentState: OrderState(status: "new", eta: 5), alert: APNSLiveActivityAlert(title: "Order", body: .plain("\(round)"))
-                        )
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        let collapseIDs = fixture.sent.compactMap { header($0, "apns-collapse-id") }
-        #expect(collapseIDs.count == 20 && Set(collapseIDs).count == 20, "\(collapseIDs.sorted())")
     }
 }

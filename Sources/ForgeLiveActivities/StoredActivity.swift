@@ -1,0 +1,180 @@
+internal import ForgeAPNsCore
+internal import Foundation
+
+/// A ``ManagedActivity`` as a durable store's row holds it: a column per field, in plain SQL
+/// types (text, 64-bit integers, bytes), dates as integer milliseconds since 1970, the state as its
+/// ``ActivityState/name`` plus the reason of a dead one, the held push as one JSON blob.
+///
+/// The SQLite and PostgreSQL stores both convert through it, so a field added to the record is
+/// added here once.
+package struct StoredActivity: Sendable, Equatable {
+    package var id: String
+    package var bundleID: String
+    package var attributesType: String
+    package var installation: String?
+    /// Lower-case hex.
+    package var updateToken: String?
+    package var channelID: String?
+    /// ``ActivityState/name``.
+    package var state: String
+    /// The reason of a `dead` state, `nil` for the others.
+    package var stateReason: String?
+    package var startedAt: Int64
+    package var lastContentState: [UInt8]?
+    package var lastTimestamp: Int64?
+    package var staleDate: Int64?
+    /// ``HeldPush`` as JSON (``StoredHeldPush``).
+    package var held: [UInt8]?
+    package var reportSequence: Int64?
+    package var why: String?
+    package var version: Int64
+
+    package init(
+        id: String, bundleID: String, attributesType: String, installation: String?, updateToken: String?, channelID: String?,
+        state: String, stateReason: String?, startedAt: Int64, lastContentState: [UInt8]?, lastTimestamp: Int64?, staleDate: Int64?,
+        held: [UInt8]?, reportSequence: Int64?, why: String?, version: Int64
+    ) {
+        self.id = id
+        self.bundleID = bundleID
+        self.attributesType = attributesType
+        self.installation = installation
+        self.updateToken = updateToken
+        self.channelID = channelID
+        self.state = state
+        self.stateReason = stateReason
+        self.startedAt = startedAt
+        self.lastContentState = lastContentState
+        self.lastTimestamp = lastTimestamp
+        self.staleDate = staleDate
+        self.held = held
+        self.reportSequence = reportSequence
+        self.why = why
+        self.version = version
+    }
+
+    /// The row of `activity`, with `version` (the one the write gives it).
+    package init(_ activity: ManagedActivity, version: Int) {
+        var reason: String?
+        if case .dead(let why) = activity.state { reason = why }
+        self.init(
+            id: activity.id.rawValue, bundleID: activity.bundleID.rawValue, attributesType: activity.attributesType,
+            installation: activity.installation?.rawValue, updateToken: activity.updateToken?.hexString,
+            channelID: activity.channelID?.rawValue, state: activity.state.name, stateReason: reason,
+            startedAt: activity.startedAt.storedMilliseconds, lastContentState: activity.lastContentState,
+            lastTimestamp: activity.lastTimestamp?.storedMilliseconds, staleDate: activity.staleDate?.storedMilliseconds,
+            held: activity.held.map(StoredHeldPush.encode), reportSequence: activity.reportSequence, why: activity.why,
+            version: Int64(version)
+        )
+    }
+
+    /// The record the row holds.
+    /// - Throws: ``LiveActivityError/Code/store`` naming the activity and the column that holds no
+    ///   valid value (a row written by something else, or damaged).
+    package func activity() throws(LiveActivityError) -> ManagedActivity {
+        let record = "activity \(self.id)"
+        var activity = ManagedActivity(
+            id: try storedColumn("id", of: record) { () throws(LiveActivityError) in try LiveActivityID(self.id) },
+            bundleID: try storedColumn("bundle_id", of: record) { () throws(APNSValidationError) in try APNSBundleID(self.bundleID) },
+            attributesType: self.attributesType,
+            installation: try self.installation.map { value throws(LiveActivityError) in
+                try storedColumn("installation", of: record) { () throws(LiveActivityError) in try InstallationID(value) }
+            },
+            state: try Self.state(self.state, reason: self.stateReason, of: record),
+            startedAt: Date(storedMilliseconds: self.startedAt),
+            version: Int(self.version)
+        )
+        activity.updateToken = try self.updateToken.map { value throws(LiveActivityError) in
+            try storedColumn("update_token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: value) }
+        }
+        activity.channelID = try self.channelID.map { value throws(LiveActivityError) in
+            try storedColumn("channel_id", of: record) { () throws(APNSValidationError) in try APNSChannelID(value) }
+        }
+        activity.lastContentState = self.lastContentState
+        activity.lastTimestamp = self.lastTimestamp.map(Date.init(storedMilliseconds:))
+        activity.staleDate = self.staleDate.map(Date.init(storedMilliseconds:))
+        activity.held = try self.held.map { bytes throws(LiveActivityError) in try StoredHeldPush.decode(bytes, of: record) }
+        activity.reportSequence = self.reportSequence
+        activity.why = self.why
+        return activity
+    }
+
+    private static func state(_ name: String, reason: String?, of record: String) throws(LiveActivityError) -> ActivityState {
+        switch name {
+        case "starting": return .starting
+        case "active": return .active
+        case "stale": return .stale
+        case "ending": return .ending
+        case "ended": return .ended
+        case "dead":
+            guard let reason else { throw LiveActivityError(.store, field: "state_reason", rule: "the stored \(record) is dead with no reason") }
+            return .dead(reason: reason)
+        default:
+            throw LiveActivityError(.store, field: "state", rule: "the stored \(record) has the unknown state '\(name)'")
+        }
+    }
+}
+
+/// `parse()`'s value; its failure as a ``LiveActivityError/Code/store`` naming the column and the record.
+func storedColumn<T, Failure: Error>(_ name: String, of record: String, _ parse: () throws(Failure) -> T) throws(LiveActivityError) -> T {
+    do {
+        return try parse()
+    } catch {
+        throw LiveActivityError(.store, field: name, rule: "the stored \(record) holds no valid \(name): \(error)")
+    }
+}
+
+/// A ``HeldPush`` as one JSON object: `{"event", "content_state" (base64), "dismissal_date_ms",
+/// "requested_at_ms"}`; the content state's bytes are kept exactly.
+struct StoredHeldPush: Codable {
+    var event: String
+    var contentState: Data
+    var dismissalDate: Int64?
+    var requestedAt: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case event
+        case contentState = "content_state"
+        case dismissalDate = "dismissal_date_ms"
+        case requestedAt = "requested_at_ms"
+    }
+
+    static func encode(_ held: HeldPush) -> [UInt8] {
+        let stored = StoredHeldPush(
+            event: held.event, contentState: Data(held.contentState), dismissalDate: held.dismissalDate?.storedMilliseconds,
+            requestedAt: held.requestedAt.storedMilliseconds
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // Strings, integers and base64: nothing here can fail to encode.
+        guard let bytes = try? encoder.encode(stored) else { preconditionFailure("a held push cannot be encoded as JSON") }
+        return Array(bytes)
+    }
+
+    static func decode(_ bytes: [UInt8], of record: String) throws(LiveActivityError) -> HeldPush {
+        let stored = try storedColumn("held_push", of: record) { () throws(any Error) in
+            try JSONDecoder().decode(StoredHeldPush.self, from: Data(bytes))
+        }
+        return HeldPush(
+            event: stored.event, contentState: Array(stored.contentState), dismissalDate: stored.dismissalDate.map(Date.init(storedMilliseconds:)),
+            requestedAt: Date(storedMilliseconds: stored.requestedAt)
+        )
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970, as the durable stores keep dates (a finer part is rounded away).
+    package var storedMilliseconds: Int64 { Int64((self.timeIntervalSince1970 * 1000).rounded()) }
+
+    /// The date `milliseconds` after 1970.
+    package init(storedMilliseconds milliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}
+
+extension DeviceToken {
+    /// A token as a store kept it: any even number of hex digits, the length being checked when
+    /// it was first reported.
+    init(storedHex hex: String) throws(APNSValidationError) {
+        try self.init(hex, allowedLengths: 2...Int.max)
+    }
+}

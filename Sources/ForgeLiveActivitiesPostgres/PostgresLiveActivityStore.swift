@@ -1,0 +1,269 @@
+internal import ForgeAPNsCore
+public import ForgeLiveActivities
+public import Logging
+public import PostgresNIO
+
+/// A ``LiveActivityStore`` in PostgreSQL, shared by any number of backend instances.
+///
+/// Every save is one statement, a compare-and-set: `UPDATE … WHERE id = $1 AND version = $2` for a
+/// stored record, `INSERT … ON CONFLICT DO NOTHING` for a new one. Under PostgreSQL's row locks a
+/// second writer of the same row waits for the first to commit, then finds the version changed and
+/// writes nothing (PostgreSQL documentation, "Read Committed Isolation Level"): two instances
+/// never both apply a change made from one reading.
+///
+/// Tables (created by ``open(client:logger:)`` when missing, with a schema version row in
+/// `live_activity_schema`):
+/// - `live_activities`: one row an activity, `id` its key (collation "C": ``activities()`` is in
+///   the order of `LiveActivityID`'s `<`, whatever the database's locale). Every field of
+///   ``ManagedActivity``: `bundle_id`, `attributes_type`, `installation`, `update_token` (hex),
+///   `channel_id`, `state` (its name) and `state_reason` (a dead one's reason), `started_at_ms`,
+///   `last_content_state` (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON
+///   bytes), `report_sequence`, `why`, `version`. Dates are milliseconds since 1970.
+/// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
+///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
+///   `dead_reason`, `version`.
+public final class PostgresLiveActivityStore: LiveActivityStore {
+    /// The schema this build creates and reads.
+    public static let schemaVersion = 1
+    /// The advisory lock held while the tables are created (the campaign schema's is 7262746567,
+    /// its provider tokens' 7262746568).
+    static let createLock: Int64 = 7_262_746_569
+
+    private let client: PostgresClient
+    private let logger: Logger
+
+    private init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Opens the store in `client`'s database, creating the tables when they are missing (in one
+    /// transaction, under an advisory lock: instances starting together take turns).
+    ///
+    /// - Important: the caller runs `client` (`client.run()`, in a task group or a `ServiceGroup`)
+    ///   for as long as the store is used; ``withStore(configuration:logger:_:)`` does both.
+    /// - Throws: ``LiveActivityError/Code/store``: the database failed, or its schema is newer than
+    ///   ``schemaVersion`` (both versions named; nothing is changed).
+    public static func open(client: PostgresClient, logger: Logger) async throws(LiveActivityError) -> PostgresLiveActivityStore {
+        let newer: Int?
+        do {
+            newer = try await client.withTransaction(logger: logger) { connection -> Int? in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.createLock))", logger: logger)
+                try await connection.query("CREATE TABLE IF NOT EXISTS live_activity_schema (version integer PRIMARY KEY)", logger: logger)
+                let rows = try await connection.query("SELECT max(version) FROM live_activity_schema", logger: logger)
+                for try await version in rows.decode(Int?.self) where (version ?? 0) > Self.schemaVersion { return version }
+                for statement in Self.schema { try await connection.query(statement, logger: logger) }
+                try await connection.query(
+                    "INSERT INTO live_activity_schema (version) VALUES (\(Self.schemaVersion)) ON CONFLICT DO NOTHING", logger: logger
+                )
+                return nil
+            }
+        } catch {
+            throw Self.failure(error, doing: "creating the Live Activity tables")
+        }
+        if let newer {
+            throw LiveActivityError(
+                .store, rule: "PostgreSQL: the Live Activity schema is version \(newer), newer than this build's \(Self.schemaVersion)"
+            )
+        }
+        return PostgresLiveActivityStore(client: client, logger: logger)
+    }
+
+    /// Runs a client for `configuration`, opens the store on it, and returns `body`'s result once
+    /// the client has shut down (on every path).
+    /// - Throws: what ``open(client:logger:)`` or `body` throw.
+    public static func withStore<Result: Sendable>(
+        configuration: PostgresClient.Configuration, logger: Logger, _ body: (PostgresLiveActivityStore) async throws -> Result
+    ) async throws -> Result {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(try await Self.open(client: client, logger: logger))
+        }
+    }
+
+    private static let schema: [PostgresQuery] = [
+        """
+        CREATE TABLE IF NOT EXISTS live_activities (
+            id text COLLATE "C" PRIMARY KEY,
+            bundle_id text NOT NULL,
+            attributes_type text NOT NULL,
+            installation text,
+            update_token text,
+            channel_id text,
+            state text NOT NULL,
+            state_reason text,
+            started_at_ms bigint NOT NULL,
+            last_content_state bytea,
+            last_timestamp_ms bigint,
+            stale_date_ms bigint,
+            held_push bytea,
+            report_sequence bigint,
+            why text,
+            version bigint NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS live_activity_push_to_start (
+            installation text NOT NULL,
+            bundle_id text NOT NULL,
+            attributes_type text NOT NULL,
+            token text NOT NULL,
+            environment text NOT NULL,
+            confirmed_at_ms bigint NOT NULL,
+            sequence bigint,
+            dead_reason text,
+            version bigint NOT NULL,
+            PRIMARY KEY (installation, bundle_id, attributes_type)
+        )
+        """,
+    ]
+
+    // MARK: Activities
+
+    public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
+        try await self.activities(where: "WHERE id = \(id.rawValue)", doing: "reading activity \(id)").first
+    }
+
+    public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
+        let row = StoredActivity(activity, version: (expected ?? 0) + 1)
+        let lastContentState = row.lastContentState.map { ByteBuffer(bytes: $0) }
+        let held = row.held.map { ByteBuffer(bytes: $0) }
+        let query: PostgresQuery
+        if let expected {
+            query = """
+                UPDATE live_activities SET bundle_id = \(row.bundleID), attributes_type = \(row.attributesType),
+                    installation = \(row.installation), update_token = \(row.updateToken), channel_id = \(row.channelID),
+                    state = \(row.state), state_reason = \(row.stateReason), started_at_ms = \(row.startedAt),
+                    last_content_state = \(lastContentState), last_timestamp_ms = \(row.lastTimestamp), stale_date_ms = \(row.staleDate),
+                    held_push = \(held), report_sequence = \(row.reportSequence), why = \(row.why), version = \(row.version)
+                WHERE id = \(row.id) AND version = \(Int64(expected))
+                RETURNING version
+                """
+        } else {
+            query = """
+                INSERT INTO live_activities (id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason,
+                    started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, version)
+                VALUES (\(row.id), \(row.bundleID), \(row.attributesType), \(row.installation), \(row.updateToken), \(row.channelID),
+                    \(row.state), \(row.stateReason), \(row.startedAt), \(lastContentState), \(row.lastTimestamp), \(row.staleDate),
+                    \(held), \(row.reportSequence), \(row.why), \(row.version))
+                ON CONFLICT (id) DO NOTHING
+                RETURNING version
+                """
+        }
+        return try await self.writes(query, doing: "saving activity \(activity.id)")
+    }
+
+    public func removeActivity(_ id: LiveActivityID) async throws {
+        do {
+            try await self.client.query("DELETE FROM live_activities WHERE id = \(id.rawValue)", logger: self.logger)
+        } catch {
+            throw Self.failure(error, doing: "removing activity \(id)")
+        }
+    }
+
+    public func activities() async throws -> [ManagedActivity] {
+        try await self.activities(where: "", doing: "reading the activities")
+    }
+
+    /// The activities `filter` (a `WHERE` clause, or nothing) selects, in id order.
+    private func activities(where filter: PostgresQuery, doing what: String) async throws(LiveActivityError) -> [ManagedActivity] {
+        var query: PostgresQuery = """
+            SELECT id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
+                last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, version
+            FROM live_activities
+            """
+        query.sql += " \(filter.sql) ORDER BY id"
+        query.binds = filter.binds
+        let rows = try await self.rows(query, doing: what) { cells in
+            StoredActivity(
+                id: try cells["id"].decode(String.self), bundleID: try cells["bundle_id"].decode(String.self),
+                attributesType: try cells["attributes_type"].decode(String.self), installation: try cells["installation"].decode(String?.self),
+                updateToken: try cells["update_token"].decode(String?.self), channelID: try cells["channel_id"].decode(String?.self),
+                state: try cells["state"].decode(String.self), stateReason: try cells["state_reason"].decode(String?.self),
+                startedAt: try cells["started_at_ms"].decode(Int64.self),
+                lastContentState: try cells["last_content_state"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
+                lastTimestamp: try cells["last_timestamp_ms"].decode(Int64?.self), staleDate: try cells["stale_date_ms"].decode(Int64?.self),
+                held: try cells["held_push"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
+                reportSequence: try cells["report_sequence"].decode(Int64?.self), why: try cells["why"].decode(String?.self),
+                version: try cells["version"].decode(Int64.self)
+            )
+        }
+        return try rows.map { row throws(LiveActivityError) in try row.activity() }
+    }
+
+    // MARK: Push-to-start tokens
+
+    public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {
+        let query: PostgresQuery = """
+            SELECT token, environment, confirmed_at_ms, sequence, dead_reason, version FROM live_activity_push_to_start
+            WHERE installation = \(key.installation.rawValue) AND bundle_id = \(key.bundleID.rawValue) AND attributes_type = \(key.attributesType)
+            """
+        let rows = try await self.rows(query, doing: "reading the push-to-start token of \(key)") { cells in
+            StoredPushToStart(
+                installation: key.installation.rawValue, bundleID: key.bundleID.rawValue, attributesType: key.attributesType,
+                token: try cells["token"].decode(String.self), environment: try cells["environment"].decode(String.self),
+                confirmedAt: try cells["confirmed_at_ms"].decode(Int64.self), sequence: try cells["sequence"].decode(Int64?.self),
+                deadReason: try cells["dead_reason"].decode(String?.self), version: try cells["version"].decode(Int64.self)
+            )
+        }
+        return try rows.first?.record()
+    }
+
+    public func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool {
+        let row = StoredPushToStart(record, version: (expected ?? 0) + 1)
+        let query: PostgresQuery
+        if let expected {
+            query = """
+                UPDATE live_activity_push_to_start SET token = \(row.token), environment = \(row.environment),
+                    confirmed_at_ms = \(row.confirmedAt), sequence = \(row.sequence), dead_reason = \(row.deadReason), version = \(row.version)
+                WHERE installation = \(row.installation) AND bundle_id = \(row.bundleID) AND attributes_type = \(row.attributesType)
+                    AND version = \(Int64(expected))
+                RETURNING version
+                """
+        } else {
+            query = """
+                INSERT INTO live_activity_push_to_start (installation, bundle_id, attributes_type, token, environment, confirmed_at_ms,
+                    sequence, dead_reason, version)
+                VALUES (\(row.installation), \(row.bundleID), \(row.attributesType), \(row.token), \(row.environment), \(row.confirmedAt),
+                    \(row.sequence), \(row.deadReason), \(row.version))
+                ON CONFLICT (installation, bundle_id, attributes_type) DO NOTHING
+                RETURNING version
+                """
+        }
+        return try await self.writes(query, doing: "saving the push-to-start token of \(record.key)")
+    }
+
+    // MARK: Queries
+
+    /// Runs a compare-and-set `query` (`… RETURNING version`): whether it wrote a row.
+    private func writes(_ query: PostgresQuery, doing what: String) async throws(LiveActivityError) -> Bool {
+        try await !self.rows(query, doing: what) { _ in () }.isEmpty
+    }
+
+    /// `query`'s rows, each read by `read`; a failure names `what`.
+    private func rows<Row: Sendable>(
+        _ query: PostgresQuery, doing what: String, _ read: (PostgresRandomAccessRow) throws -> Row
+    ) async throws(LiveActivityError) -> [Row] {
+        do {
+            var rows: [Row] = []
+            for try await row in try await self.client.query(query, logger: self.logger) { rows.append(try read(row.makeRandomAccess())) }
+            return rows
+        } catch {
+            throw Self.failure(error, doing: what)
+        }
+    }
+
+    /// A failure as a ``LiveActivityError/Code/store`` with the server's message (PSQLError's own
+    /// description hides it).
+    private static func failure(_ error: any Error, doing what: String) -> LiveActivityError {
+        var error = error
+        if let transaction = error as? PostgresTransactionError {
+            error = transaction.closureError ?? transaction.commitError ?? transaction.beginError ?? error
+        }
+        guard let error = error as? PSQLError else { return LiveActivityError(.store, rule: "PostgreSQL: \(what) failed: \(error)") }
+        let message = error.serverInfo?[.message] ?? "\(error.code)"
+        return LiveActivityError(.store, rule: "PostgreSQL: \(what) failed: \(message)\(error.underlying.map { ": \($0)" } ?? "")")
+    }
+}

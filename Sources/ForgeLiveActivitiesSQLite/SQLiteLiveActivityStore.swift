@@ -1,0 +1,303 @@
+internal import ForgeAPNsCore
+public import ForgeLiveActivities
+internal import Foundation
+internal import GRDB
+
+/// A ``LiveActivityStore`` in one SQLite file, for a backend that runs as one process: the registry
+/// survives restarts and crashes.
+///
+/// The file is in WAL mode with `synchronous = FULL`: every save is one transaction, committed to
+/// disk before it returns, and a process killed at any point leaves the last committed state.
+/// Each save is a compare-and-set in SQL: `UPDATE … WHERE id = ? AND version = ?` for a stored
+/// record, `INSERT … ON CONFLICT DO NOTHING` for a new one, so stores on one file (or a reader
+/// such as the `sqlite3` shell) never lose a write.
+///
+/// Tables:
+/// - `live_activities`: one row an activity, `id` its key. Every field of ``ManagedActivity``:
+///   `bundle_id`, `attributes_type`, `installation`, `update_token` (hex), `channel_id`, `state`
+///   (its name) and `state_reason` (a dead one's reason), `started_at_ms`, `last_content_state`
+///   (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON bytes), `report_sequence`,
+///   `why`, `version`. Dates are integer milliseconds since 1970 (a finer part is rounded away).
+/// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
+///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
+///   `dead_reason`, `version`.
+///
+/// The file says what it is: `PRAGMA application_id` (``applicationID``) and the schema version
+/// in `PRAGMA user_version` (``schemaVersion``).
+public final class SQLiteLiveActivityStore: LiveActivityStore {
+    /// The schema this build creates and reads, kept in the file's `PRAGMA user_version`.
+    public static let schemaVersion = 1
+    /// The file's `PRAGMA application_id`: "FgLA" in ASCII, telling a store from other SQLite files
+    /// (SQLite's file format, "Application ID").
+    public static let applicationID: Int32 = 0x4667_4C41
+
+    /// The file, as given.
+    public let path: String
+    private let database: DatabaseQueue
+
+    /// Opens the store in the file at `path`, creating the file and its tables when there is none
+    /// (an empty SQLite file is taken as well).
+    ///
+    /// A file that is not a store is left as it was: it is read, never written, before it is known
+    /// to be one (WAL mode itself would rewrite its header).
+    /// - Throws: ``LiveActivityError/Code/store`` naming the file: not SQLite, another SQLite
+    ///   database, a store of a newer schema than ``schemaVersion`` (both versions named), or one
+    ///   that cannot be opened or created.
+    public init(path: String) throws(LiveActivityError) {
+        self.path = path
+        var configuration = Configuration()
+        // Another store or a reader on the file holds its lock for one short transaction: wait for it.
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            // A commit is on disk when save returns: the registry decides what was sent.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            // A queue, not a pool: DatabasePool sets WAL mode as it opens, before the file is identified.
+            let database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.read { db in try Self.check(Self.contents(db), path: path) }
+            // WAL: a commit appends to the log and readers never block the writer.
+            _ = try database.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+            try database.write { db in try Self.prepareSchema(db, path: path) }
+            self.database = database
+        } catch let error as LiveActivityError {
+            throw error
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+            throw LiveActivityError(.store, rule: "'\(path)' is not a Live Activity store: it is not an SQLite database; it was left as it was")
+        } catch {
+            throw LiveActivityError(.store, rule: "'\(path)': cannot open a Live Activity store: \(Self.message(error))")
+        }
+    }
+
+    // MARK: Schema
+
+    private enum Contents {
+        /// No table, no identity: a new file.
+        case empty
+        /// This store's file, of a schema version.
+        case store(version: Int)
+        /// Anything else, described.
+        case foreign(String)
+    }
+
+    private static func contents(_ db: Database) throws -> Contents {
+        let application = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        if application == Self.applicationID { return .store(version: version) }
+        let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+        if application == 0, version == 0, tables == 0 { return .empty }
+        if application != 0 { return .foreign("another application's SQLite file (application_id \(application))") }
+        return .foreign("an SQLite database of something else (\(tables) schema objects, user_version \(version))")
+    }
+
+    /// Throws unless `contents` is a new file or a store this build reads.
+    private static func check(_ contents: Contents, path: String) throws {
+        switch contents {
+        case .empty:
+            return
+        case .foreign(let what):
+            throw LiveActivityError(.store, rule: "'\(path)' is not a Live Activity store: it is \(what); it was left as it was")
+        case .store(let version) where version > Self.schemaVersion:
+            throw LiveActivityError(
+                .store,
+                rule: "'\(path)' is a Live Activity store of schema version \(version), newer than this build's \(Self.schemaVersion): "
+                    + "open it with a newer build"
+            )
+        case .store(let version) where version < Self.schemaVersion:
+            throw LiveActivityError(.store, rule: "'\(path)' is a Live Activity store of unknown schema version \(version) (this build's is \(Self.schemaVersion))")
+        case .store:
+            return
+        }
+    }
+
+    /// Creates the tables in a new file, in the caller's transaction (checked again there: another
+    /// store may have created them since the first look).
+    private static func prepareSchema(_ db: Database, path: String) throws {
+        let contents = try Self.contents(db)
+        try Self.check(contents, path: path)
+        guard case .empty = contents else { return }
+        try db.execute(
+            sql: """
+                CREATE TABLE live_activities (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    attributes_type TEXT NOT NULL,
+                    installation TEXT,
+                    update_token TEXT,
+                    channel_id TEXT,
+                    state TEXT NOT NULL,
+                    state_reason TEXT,
+                    started_at_ms INTEGER NOT NULL,
+                    last_content_state BLOB,
+                    last_timestamp_ms INTEGER,
+                    stale_date_ms INTEGER,
+                    held_push BLOB,
+                    report_sequence INTEGER,
+                    why TEXT,
+                    version INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE live_activity_push_to_start (
+                    installation TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    attributes_type TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    confirmed_at_ms INTEGER NOT NULL,
+                    sequence INTEGER,
+                    dead_reason TEXT,
+                    version INTEGER NOT NULL,
+                    PRIMARY KEY (installation, bundle_id, attributes_type)
+                ) WITHOUT ROWID;
+                PRAGMA application_id = \(Self.applicationID);
+                PRAGMA user_version = \(Self.schemaVersion);
+                """
+        )
+    }
+
+    // MARK: Activities
+
+    private static let activityColumns = """
+        id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
+        last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, version
+        """
+
+    public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
+        let row = try await self.reading("reading activity \(id)") { db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.activityColumns) FROM live_activities WHERE id = ?", arguments: [id.rawValue])
+                .map(Self.storedActivity)
+        }
+        return try row?.activity()
+    }
+
+    public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
+        let row = StoredActivity(activity, version: (expected ?? 0) + 1)
+        return try await self.writing("saving activity \(activity.id)") { db in
+            // Every column but the key, in the order of both statements.
+            let values: [(any DatabaseValueConvertible)?] = [
+                row.bundleID, row.attributesType, row.installation, row.updateToken, row.channelID, row.state, row.stateReason,
+                row.startedAt, row.lastContentState.map { Data($0) }, row.lastTimestamp, row.staleDate, row.held.map { Data($0) },
+                row.reportSequence, row.why, row.version,
+            ]
+            if let expected {
+                try db.execute(
+                    sql: """
+                        UPDATE live_activities SET bundle_id = ?, attributes_type = ?, installation = ?, update_token = ?, channel_id = ?,
+                            state = ?, state_reason = ?, started_at_ms = ?, last_content_state = ?, last_timestamp_ms = ?,
+                            stale_date_ms = ?, held_push = ?, report_sequence = ?, why = ?, version = ?
+                        WHERE id = ? AND version = ?
+                        """,
+                    arguments: StatementArguments(values + [row.id, expected])
+                )
+            } else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (id) DO NOTHING
+                        """,
+                    arguments: StatementArguments([row.id] + values)
+                )
+            }
+            return db.changesCount == 1
+        }
+    }
+
+    public func removeActivity(_ id: LiveActivityID) async throws {
+        try await self.writing("removing activity \(id)") { db in
+            try db.execute(sql: "DELETE FROM live_activities WHERE id = ?", arguments: [id.rawValue])
+        }
+    }
+
+    /// Every activity, in id order: SQLite's binary collation orders UTF-8 bytes, which is the
+    /// order of Unicode scalars, as `LiveActivityID`'s `<`.
+    public func activities() async throws -> [ManagedActivity] {
+        let rows = try await self.reading("reading the activities") { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.activityColumns) FROM live_activities ORDER BY id").map(Self.storedActivity)
+        }
+        return try rows.map { row throws(LiveActivityError) in try row.activity() }
+    }
+
+    private static func storedActivity(_ row: Row) -> StoredActivity {
+        StoredActivity(
+            id: row["id"], bundleID: row["bundle_id"], attributesType: row["attributes_type"], installation: row["installation"],
+            updateToken: row["update_token"], channelID: row["channel_id"], state: row["state"], stateReason: row["state_reason"],
+            startedAt: row["started_at_ms"], lastContentState: (row["last_content_state"] as Data?).map(Array.init),
+            lastTimestamp: row["last_timestamp_ms"], staleDate: row["stale_date_ms"], held: (row["held_push"] as Data?).map(Array.init),
+            reportSequence: row["report_sequence"], why: row["why"], version: row["version"]
+        )
+    }
+
+    // MARK: Push-to-start tokens
+
+    public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {
+        let row = try await self.reading("reading the push-to-start token of \(key)") { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT installation, bundle_id, attributes_type, token, environment, confirmed_at_ms, sequence, dead_reason, version
+                    FROM live_activity_push_to_start WHERE installation = ? AND bundle_id = ? AND attributes_type = ?
+                    """,
+                arguments: [key.installation.rawValue, key.bundleID.rawValue, key.attributesType]
+            ).map { row in
+                StoredPushToStart(
+                    installation: row["installation"], bundleID: row["bundle_id"], attributesType: row["attributes_type"], token: row["token"],
+                    environment: row["environment"], confirmedAt: row["confirmed_at_ms"], sequence: row["sequence"],
+                    deadReason: row["dead_reason"], version: row["version"]
+                )
+            }
+        }
+        return try row?.record()
+    }
+
+    public func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool {
+        let row = StoredPushToStart(record, version: (expected ?? 0) + 1)
+        return try await self.writing("saving the push-to-start token of \(record.key)") { db in
+            let key: [(any DatabaseValueConvertible)?] = [row.installation, row.bundleID, row.attributesType]
+            let values: [(any DatabaseValueConvertible)?] = [row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version]
+            if let expected {
+                try db.execute(
+                    sql: """
+                        UPDATE live_activity_push_to_start SET token = ?, environment = ?, confirmed_at_ms = ?, sequence = ?, dead_reason = ?,
+                            version = ?
+                        WHERE installation = ? AND bundle_id = ? AND attributes_type = ? AND version = ?
+                        """,
+                    arguments: StatementArguments(values + key + [expected])
+                )
+            } else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO live_activity_push_to_start (installation, bundle_id, attributes_type, token, environment,
+                            confirmed_at_ms, sequence, dead_reason, version)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (installation, bundle_id, attributes_type) DO NOTHING
+                        """,
+                    arguments: StatementArguments(key + values)
+                )
+            }
+            return db.changesCount == 1
+        }
+    }
+
+    // MARK: Errors
+
+    /// Runs `body` in a write transaction; a failure is a ``LiveActivityError/Code/store`` naming the file and `what`.
+    private func writing<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(LiveActivityError) -> T {
+        do {
+            return try await self.database.write(body)
+        } catch {
+            throw LiveActivityError(.store, rule: "'\(self.path)': \(what) failed: \(Self.message(error))")
+        }
+    }
+
+    private func reading<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(LiveActivityError) -> T {
+        do {
+            return try await self.database.read(body)
+        } catch {
+            throw LiveActivityError(.store, rule: "'\(self.path)': \(what) failed: \(Self.message(error))")
+        }
+    }
+
+    private static func message(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return error.message ?? error.description }
+        return "\(error)"
+    }
+}

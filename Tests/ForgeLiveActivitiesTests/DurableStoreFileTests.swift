@@ -1,0 +1,76 @@
+import ForgeAPNsCore
+import ForgeLiveActivities
+import ForgeLiveActivitiesPostgres
+import ForgeLiveActivitiesSQLite
+import ForgeTestSupport
+import Foundation
+import GRDB
+import Testing
+
+/// Whether `error` is a store error whose rule says every part of `parts`.
+private func isStoreError(_ error: any Error, saying parts: String...) -> Bool {
+    guard let error = error as? LiveActivityError, error.code == .store else { return false }
+    return parts.allSatisfy { error.rule.contains($0) }
+}
+
+@Suite("SQLiteLiveActivityStore: files that are not its own, a newer schema, a reopened file", .timeLimit(.minutes(1)))
+struct SQLiteLiveActivityStoreFileTests {
+    @Test("Another SQLite database, another application's file, or a file that is not SQLite: refused naming the file, left as it was")
+    func foreignFiles() throws {
+        let folder = try TemporaryFolder("la-foreign")
+        defer { folder.remove() }
+        let notes = folder.url.appendingPathComponent("notes.sqlite").path
+        try DatabaseQueue(path: notes).write { db in
+            try db.execute(sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes (text) VALUES ('keep me')")
+        }
+        let other = folder.url.appendingPathComponent("other.sqlite").path
+        try DatabaseQueue(path: other).writeWithoutTransaction { db in try db.execute(sql: "PRAGMA application_id = 1234") }
+        let text = try folder.file("activities.txt", contents: String(repeating: "order-17 is not a database\n", count: 200))
+        let cases = [(notes, "an SQLite database of something else"), (other, "application_id 1234"), (text, "not an SQLite database")]
+        for (path, why) in cases {
+            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            #expect { try SQLiteLiveActivityStore(path: path) } throws: { error in
+                isStoreError(error, saying: "'\(path)' is not a Live Activity store", why, "left as it was")
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "\(path) changed")
+            #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        }
+    }
+
+    @Test("A store of a newer schema is refused naming both versions, and left as it was; an older build's file is reopened with its data")
+    func schemaVersion() async throws {
+        let folder = try TemporaryFolder("la-schema")
+        defer { folder.remove() }
+        let path = folder.url.appendingPathComponent("activities.sqlite").path
+        let activity = ManagedActivity(
+            id: try LiveActivityID("order-17"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes",
+            installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
+        )
+        #expect(try await SQLiteLiveActivityStore(path: path).save(activity, replacing: nil))
+        // Reopened (a restart): the record is there.
+        #expect(try await SQLiteLiveActivityStore(path: path).activity(activity.id)?.version == 1)
+
+        try await DatabaseQueue(path: path).writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 2") }
+        #expect { try SQLiteLiveActivityStore(path: path) } throws: { error in
+            isStoreError(error, saying: "'\(path)'", "schema version 2", "this build's \(SQLiteLiveActivityStore.schemaVersion)")
+        }
+        let version = try await DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+        #expect(version == 2)
+    }
+}
+
+@Suite("PostgresLiveActivityStore: a newer schema", .serialized, .timeLimit(.minutes(2)))
+struct PostgresLiveActivityStoreSchemaTests {
+    @Test("A database whose Live Activity schema is newer than the build's is refused naming both versions")
+    func newerSchema() async throws {
+        try await withPostgres { postgres, configuration in
+            try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { _ in }
+            _ = try await offPool { try postgres.psql("INSERT INTO live_activity_schema (version) VALUES (2)") }
+            await #expect {
+                try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { _ in }
+            } throws: { error in
+                isStoreError(error, saying: "schema is version 2", "this build's \(PostgresLiveActivityStore.schemaVersion)")
+            }
+        }
+    }
+}

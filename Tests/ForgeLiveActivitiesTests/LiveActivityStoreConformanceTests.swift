@@ -1,0 +1,261 @@
+import ForgeAPNs
+import ForgeAPNsCore
+import ForgeLiveActivities
+import ForgeLiveActivitiesPostgres
+import ForgeLiveActivitiesSQLite
+import ForgeTestSupport
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// The stores every conformance test runs against.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, sqlite, postgres
+
+    var testDescription: String { self.rawValue }
+
+    /// Runs `body` with `count` stores on one registry: the same in-memory store, stores on one
+    /// SQLite file in a temporary folder, or stores with a client each on one PostgreSQL database
+    /// of a cluster started for the test.
+    func withStores<Result: Sendable>(count: Int = 1, _ body: ([any LiveActivityStore]) async throws -> Result) async throws -> Result {
+        switch self {
+        case .memory:
+            let store = InMemoryLiveActivityStore()
+            return try await body(Array(repeating: store, count: count))
+        case .sqlite:
+            let folder = try TemporaryFolder("la-sqlite")
+            defer { folder.remove() }
+            let path = folder.url.appendingPathComponent("activities.sqlite").path
+            return try await body(try (0..<count).map { _ in try SQLiteLiveActivityStore(path: path) })
+        case .postgres:
+            return try await withPostgres { _, configuration in
+                try await Self.withPostgresStores(count, configuration: configuration, opened: [], body)
+            }
+        }
+    }
+
+    /// Opens `count` stores, each with a client of its own, nested so each client is shut down.
+    private static func withPostgresStores<Result: Sendable>(
+        _ count: Int, configuration: PostgresClient.Configuration, opened: [any LiveActivityStore],
+        _ body: ([any LiveActivityStore]) async throws -> Result
+    ) async throws -> Result {
+        guard opened.count < count else { return try await body(opened) }
+        return try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { store in
+            try await Self.withPostgresStores(count, configuration: configuration, opened: opened + [store], body)
+        }
+    }
+}
+
+let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// Runs `body` with a PostgreSQL cluster started in a temporary folder (stopped after) and a client
+/// configuration for its `postgres` database over the Unix socket.
+func withPostgres<Result: Sendable>(
+    _ body: (PostgresProcess, PostgresClient.Configuration) async throws -> Result
+) async throws -> Result {
+    let postgres = try await offPool { try PostgresProcess() }
+    defer { postgres.stop() }
+    let configuration = PostgresClient.Configuration(
+        unixSocketPath: "\(postgres.socketDirectory)/.s.PGSQL.\(postgres.port)", username: "forge", password: nil, database: "postgres"
+    )
+    return try await body(postgres, configuration)
+}
+
+private let bundleID = try! APNSBundleID("com.example.shop")
+private let installation = try! InstallationID("install-1")
+/// A date with a whole number of milliseconds, as the durable stores keep them.
+private func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+
+/// An activity in `state`, every optional field set (`full`) or none.
+private func activity(_ id: String, state: ActivityState, full: Bool) throws -> ManagedActivity {
+    var activity = ManagedActivity(
+        id: try LiveActivityID(id), bundleID: bundleID, attributesType: "OrderAttributes", installation: full ? installation : nil,
+        state: state, startedAt: date(1_700_000_000_123), version: 7
+    )
+    guard full else { return activity }
+    activity.updateToken = try DeviceToken(String(repeating: "ab", count: 40))
+    activity.channelID = try APNSChannelID("dHN0LTU2ZTE0MTdlLTEwYzgtNDFmZi04ZWM1LTc0NjhkMGEyNzdlMQ==")
+    activity.lastContentState = Array(#"{"status":"packed","eta":20, "note":"é\u0000"}"#.utf8)
+    activity.lastTimestamp = date(1_700_000_060_001)
+    activity.staleDate = date(1_700_003_600_999)
+    activity.held = HeldPush(
+        event: "end", contentState: [0x7B, 0x7D, 0x00, 0xFF], dismissalDate: date(1_700_007_200_500), requestedAt: date(1_700_000_061_002)
+    )
+    activity.reportSequence = Int64.max
+    activity.why = "APNs answered Unregistered for its update token"
+    return activity
+}
+
+private func key(_ attributesType: String) -> PushToStartKey {
+    PushToStartKey(installation: installation, bundleID: bundleID, attributesType: attributesType)
+}
+
+private func pushToStart(_ attributesType: String, full: Bool) throws -> PushToStartRecord {
+    PushToStartRecord(
+        key: key(attributesType), token: try DeviceToken(String(repeating: full ? "5a" : "5b", count: 32)),
+        environment: full ? .production : .sandbox, confirmedAt: date(1_700_000_000_777), sequence: full ? -3 : nil,
+        deadReason: full ? "BadDeviceToken" : nil, version: 3
+    )
+}
+
+/// `record` as a store gives it back after a write that set `version`.
+private func stored<Record>(_ record: Record, version: Int) -> Record where Record: VersionedRecord {
+    var record = record
+    record.version = version
+    return record
+}
+
+private protocol VersionedRecord { var version: Int { get set } }
+extension ManagedActivity: VersionedRecord {}
+extension PushToStartRecord: VersionedRecord {}
+
+@Suite("LiveActivityStore conformance: in memory, SQLite and PostgreSQL", .serialized, .timeLimit(.minutes(3)))
+struct LiveActivityStoreConformanceTests {
+    @Test("Every field round-trips: each state (dead with its reason), a held end with its dismissal date, every optional nil", arguments: StoreKind.allCases)
+    func roundTrip(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            let states: [ActivityState] = [.starting, .active, .stale, .ending, .ended, .dead(reason: "Unregistered")]
+            var written: [ManagedActivity] = []
+            for (index, state) in states.enumerated() {
+                for full in [true, false] {
+                    let activity = try activity("order-\(index)-\(full)", state: state, full: full)
+                    #expect(try await store.save(activity, replacing: nil))
+                    written.append(stored(activity, version: 1))
+                }
+            }
+            for activity in written {
+                #expect(try await store.activity(activity.id) == activity)
+            }
+            #expect(try await store.activities() == written.sorted { $0.id < $1.id })
+            // A held update without a dismissal date, and an emptied field written over a set one.
+            var changed = try #require(try await store.activity(try LiveActivityID("order-0-true")))
+            changed.held = HeldPush(event: "update", contentState: Array("{}".utf8), dismissalDate: nil, requestedAt: date(1_700_000_000_000))
+            changed.channelID = nil
+            changed.lastContentState = []
+            #expect(try await store.save(changed, replacing: 1))
+            #expect(try await store.activity(changed.id) == stored(changed, version: 2))
+
+            for full in [true, false] {
+                let record = try pushToStart(full ? "OrderAttributes" : "DeliveryAttributes", full: full)
+                #expect(try await store.save(record, replacing: nil))
+                #expect(try await store.pushToStart(record.key) == stored(record, version: 1))
+            }
+            #expect(try await store.activity(try LiveActivityID("order-missing")) == nil)
+            #expect(try await store.pushToStart(key("MissingAttributes")) == nil)
+        }
+    }
+
+    @Test("Compare-and-set: a stale or unknown version and a nil expected on an existing record write nothing; removal", arguments: StoreKind.allCases)
+    func compareAndSet(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            let first = try activity("order-17", state: .starting, full: false)
+            #expect(try await store.save(first, replacing: nil))
+            var second = first
+            second.state = .active
+            #expect(!(try await store.save(second, replacing: nil)), "nil expected on an existing record")
+            #expect(try await store.activity(first.id) == stored(first, version: 1))
+            #expect(try await store.save(second, replacing: 1))
+            var stale = first
+            stale.state = .ended
+            #expect(!(try await store.save(stale, replacing: 1)), "a stale version")
+            #expect(!(try await store.save(stale, replacing: 3)), "a version never written")
+            #expect(try await store.activity(first.id) == stored(second, version: 2))
+            let unknown = try activity("order-18", state: .active, full: false)
+            #expect(!(try await store.save(unknown, replacing: 1)), "a version for a record that does not exist")
+            #expect(try await store.activity(unknown.id) == nil)
+
+            try await store.removeActivity(first.id)
+            try await store.removeActivity(first.id)
+            #expect(try await store.activity(first.id) == nil)
+            #expect(try await store.activities().isEmpty)
+            #expect(!(try await store.save(second, replacing: 2)), "the removed record's version")
+            #expect(try await store.save(second, replacing: nil))
+            #expect(try await store.activity(first.id)?.version == 1)
+
+            let token = try pushToStart("OrderAttributes", full: false)
+            #expect(try await store.save(token, replacing: nil))
+            #expect(!(try await store.save(token, replacing: nil)))
+            var confirmed = token
+            confirmed.confirmedAt = date(1_700_000_100_000)
+            #expect(try await store.save(confirmed, replacing: 1))
+            #expect(!(try await store.save(token, replacing: 1)))
+            #expect(try await store.pushToStart(token.key) == stored(confirmed, version: 2))
+            // Another attributes type of the same installation is another record.
+            let other = try pushToStart("DeliveryAttributes", full: true)
+            #expect(!(try await store.save(other, replacing: 2)))
+            #expect(try await store.save(other, replacing: nil))
+            #expect(try await store.pushToStart(token.key)?.version == 2)
+        }
+    }
+
+    @Test("activities() is in id order (LiveActivityID's <: by Unicode scalars, case first)", arguments: StoreKind.allCases)
+    func order(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let ids = ["order-2", "Order-1", "order-10", "a", "_x", "é-1", "z", "B", "order-1", "e-2"]
+            for id in ids {
+                #expect(try await stores[0].save(try activity(id, state: .active, full: false), replacing: nil))
+            }
+            let expected = try ids.map { try LiveActivityID($0) }.sorted()
+            #expect(try await stores[0].activities().map(\.id) == expected)
+            #expect(expected.map(\.rawValue) == ["B", "Order-1", "_x", "a", "e-2", "order-1", "order-10", "order-2", "z", "é-1"])
+        }
+    }
+
+    @Test("Two stores on one registry, 50 read-modify-writes each way at once: none is lost", arguments: StoreKind.allCases)
+    func noLostUpdate(kind: StoreKind) async throws {
+        try await kind.withStores(count: 2) { stores in
+            let id = try LiveActivityID("counter")
+            var counter = try activity(id.rawValue, state: .active, full: false)
+            counter.reportSequence = 0
+            #expect(try await stores[0].save(counter, replacing: nil))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<50 {
+                    let store = stores[index % 2]
+                    group.addTask {
+                        while true {
+                            var current = try #require(try await store.activity(id))
+                            let version = current.version
+                            current.reportSequence = (current.reportSequence ?? 0) + 1
+                            if try await store.save(current, replacing: version) { return }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let final = try #require(try await stores[1].activity(id))
+            #expect(final.reportSequence == 50 && final.version == 51)
+        }
+    }
+
+    @Test("Two managers on one registry start the same 50 ids at once: exactly one start request per id", arguments: StoreKind.allCases)
+    func racingManagers(kind: StoreKind) async throws {
+        let fixture = try InProcess()
+        try await kind.withStores(count: 2) { stores in
+            let managers = stores.map { fixture.manager(store: $0) }
+            try await managers[0].report(.pushToStartToken(
+                key("OrderAttributes"), token: try DeviceToken(String(repeating: "5a", count: 32)), sequence: nil, environment: .sandbox
+            ))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for round in 0..<50 {
+                    for manager in managers {
+                        group.addTask {
+                            try await manager.start(
+                                activity: try LiveActivityID("order-\(round)"), installation: installation, bundleID: bundleID,
+                                attributesType: "OrderAttributes", attributes: OrderAttributes(order: "\(round)"),
+                                contentState: OrderState(status: "new", eta: 5),
+                                alert: APNSLiveActivityAlert(title: "Order", body: .plain("\(round)"))
+                            )
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let collapseIDs = fixture.sent.compactMap { request in request.headers.first { $0.name == "apns-collapse-id" }?.value }
+            #expect(collapseIDs.count == 50 && Set(collapseIDs).count == 50, "\(collapseIDs.sorted())")
+            #expect(try await stores[1].activities().count == 50)
+        }
+    }
+}
