@@ -27,12 +27,19 @@ package struct StoredActivity: Sendable, Equatable {
     package var held: [UInt8]?
     package var reportSequence: Int64?
     package var why: String?
+    /// The attributes it was started with, as JSON.
+    package var attributes: [UInt8]?
+    /// A renewal under way: the replaced update token (hex) and when the successor's start was sent.
+    package var renewalToken: String?
+    package var renewalStartedAt: Int64?
+    package var renewals: Int64
     package var version: Int64
 
     package init(
         id: String, bundleID: String, attributesType: String, installation: String?, updateToken: String?, channelID: String?,
         state: String, stateReason: String?, startedAt: Int64, lastContentState: [UInt8]?, lastTimestamp: Int64?, staleDate: Int64?,
-        held: [UInt8]?, reportSequence: Int64?, why: String?, version: Int64
+        held: [UInt8]?, reportSequence: Int64?, why: String?, attributes: [UInt8]?, renewalToken: String?, renewalStartedAt: Int64?,
+        renewals: Int64, version: Int64
     ) {
         self.id = id
         self.bundleID = bundleID
@@ -49,6 +56,10 @@ package struct StoredActivity: Sendable, Equatable {
         self.held = held
         self.reportSequence = reportSequence
         self.why = why
+        self.attributes = attributes
+        self.renewalToken = renewalToken
+        self.renewalStartedAt = renewalStartedAt
+        self.renewals = renewals
         self.version = version
     }
 
@@ -63,7 +74,8 @@ package struct StoredActivity: Sendable, Equatable {
             startedAt: activity.startedAt.storedMilliseconds, lastContentState: activity.lastContentState,
             lastTimestamp: activity.lastTimestamp?.storedMilliseconds, staleDate: activity.staleDate?.storedMilliseconds,
             held: activity.held.map(StoredHeldPush.encode), reportSequence: activity.reportSequence, why: activity.why,
-            version: Int64(version)
+            attributes: activity.attributes, renewalToken: activity.renewal?.replacedToken.hexString,
+            renewalStartedAt: activity.renewal?.startedAt.storedMilliseconds, renewals: Int64(activity.renewals), version: Int64(version)
         )
     }
 
@@ -95,6 +107,17 @@ package struct StoredActivity: Sendable, Equatable {
         activity.held = try self.held.map { bytes throws(LiveActivityError) in try StoredHeldPush.decode(bytes, of: record) }
         activity.reportSequence = self.reportSequence
         activity.why = self.why
+        activity.attributes = self.attributes
+        if let token = self.renewalToken {
+            guard let started = self.renewalStartedAt else {
+                throw LiveActivityError(.store, field: "renewal_started_at_ms", rule: "the stored \(record) has a renewal token without its start")
+            }
+            activity.renewal = Renewal(
+                replacedToken: try storedColumn("renewal_token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: token) },
+                startedAt: Date(storedMilliseconds: started)
+            )
+        }
+        activity.renewals = Int(self.renewals)
         return activity
     }
 

@@ -18,7 +18,8 @@ public import PostgresNIO
 ///   ``ManagedActivity``: `bundle_id`, `attributes_type`, `installation`, `update_token` (hex),
 ///   `channel_id`, `state` (its name) and `state_reason` (a dead one's reason), `started_at_ms`,
 ///   `last_content_state` (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON
-///   bytes), `report_sequence`, `why`, `version`. Dates are milliseconds since 1970.
+///   bytes), `report_sequence`, `why`, `attributes` (JSON bytes), `renewal_token` and
+///   `renewal_started_at_ms` (a renewal under way), `renewals`, `version`. Dates are milliseconds since 1970.
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`.
@@ -101,6 +102,10 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
             held_push bytea,
             report_sequence bigint,
             why text,
+            attributes bytea,
+            renewal_token text,
+            renewal_started_at_ms bigint,
+            renewals bigint NOT NULL,
             version bigint NOT NULL
         )
         """,
@@ -130,6 +135,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         let row = StoredActivity(activity, version: (expected ?? 0) + 1)
         let lastContentState = row.lastContentState.map { ByteBuffer(bytes: $0) }
         let held = row.held.map { ByteBuffer(bytes: $0) }
+        let attributes = row.attributes.map { ByteBuffer(bytes: $0) }
         let query: PostgresQuery
         if let expected {
             query = """
@@ -137,17 +143,21 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                     installation = \(row.installation), update_token = \(row.updateToken), channel_id = \(row.channelID),
                     state = \(row.state), state_reason = \(row.stateReason), started_at_ms = \(row.startedAt),
                     last_content_state = \(lastContentState), last_timestamp_ms = \(row.lastTimestamp), stale_date_ms = \(row.staleDate),
-                    held_push = \(held), report_sequence = \(row.reportSequence), why = \(row.why), version = \(row.version)
+                    held_push = \(held), report_sequence = \(row.reportSequence), why = \(row.why), attributes = \(attributes),
+                    renewal_token = \(row.renewalToken), renewal_started_at_ms = \(row.renewalStartedAt), renewals = \(row.renewals),
+                    version = \(row.version)
                 WHERE id = \(row.id) AND version = \(Int64(expected))
                 RETURNING version
                 """
         } else {
             query = """
                 INSERT INTO live_activities (id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason,
-                    started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, version)
+                    started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes,
+                    renewal_token, renewal_started_at_ms, renewals, version)
                 VALUES (\(row.id), \(row.bundleID), \(row.attributesType), \(row.installation), \(row.updateToken), \(row.channelID),
                     \(row.state), \(row.stateReason), \(row.startedAt), \(lastContentState), \(row.lastTimestamp), \(row.staleDate),
-                    \(held), \(row.reportSequence), \(row.why), \(row.version))
+                    \(held), \(row.reportSequence), \(row.why), \(attributes), \(row.renewalToken), \(row.renewalStartedAt),
+                    \(row.renewals), \(row.version))
                 ON CONFLICT (id) DO NOTHING
                 RETURNING version
                 """
@@ -171,7 +181,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
     private func activities(where filter: PostgresQuery, doing what: String) async throws(LiveActivityError) -> [ManagedActivity] {
         var query: PostgresQuery = """
             SELECT id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
-                last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, version
+                last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
+                renewal_started_at_ms, renewals, version
             FROM live_activities
             """
         query.sql += " \(filter.sql) ORDER BY id"
@@ -187,6 +198,9 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                 lastTimestamp: try cells["last_timestamp_ms"].decode(Int64?.self), staleDate: try cells["stale_date_ms"].decode(Int64?.self),
                 held: try cells["held_push"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 reportSequence: try cells["report_sequence"].decode(Int64?.self), why: try cells["why"].decode(String?.self),
+                attributes: try cells["attributes"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
+                renewalToken: try cells["renewal_token"].decode(String?.self),
+                renewalStartedAt: try cells["renewal_started_at_ms"].decode(Int64?.self), renewals: try cells["renewals"].decode(Int64.self),
                 version: try cells["version"].decode(Int64.self)
             )
         }

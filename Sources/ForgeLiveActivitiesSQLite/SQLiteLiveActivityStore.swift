@@ -17,7 +17,8 @@ internal import GRDB
 ///   `bundle_id`, `attributes_type`, `installation`, `update_token` (hex), `channel_id`, `state`
 ///   (its name) and `state_reason` (a dead one's reason), `started_at_ms`, `last_content_state`
 ///   (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON bytes), `report_sequence`,
-///   `why`, `version`. Dates are integer milliseconds since 1970 (a finer part is rounded away).
+///   `why`, `attributes` (JSON bytes), `renewal_token` and `renewal_started_at_ms` (a renewal under
+///   way), `renewals`, `version`. Dates are integer milliseconds since 1970 (a finer part is rounded away).
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`.
@@ -134,6 +135,10 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                     held_push BLOB,
                     report_sequence INTEGER,
                     why TEXT,
+                    attributes BLOB,
+                    renewal_token TEXT,
+                    renewal_started_at_ms INTEGER,
+                    renewals INTEGER NOT NULL,
                     version INTEGER NOT NULL
                 ) WITHOUT ROWID;
                 CREATE TABLE live_activity_push_to_start (
@@ -158,7 +163,8 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
 
     private static let activityColumns = """
         id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
-        last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, version
+        last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
+        renewal_started_at_ms, renewals, version
         """
 
     public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
@@ -176,14 +182,16 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             let values: [(any DatabaseValueConvertible)?] = [
                 row.bundleID, row.attributesType, row.installation, row.updateToken, row.channelID, row.state, row.stateReason,
                 row.startedAt, row.lastContentState.map { Data($0) }, row.lastTimestamp, row.staleDate, row.held.map { Data($0) },
-                row.reportSequence, row.why, row.version,
+                row.reportSequence, row.why, row.attributes.map { Data($0) }, row.renewalToken, row.renewalStartedAt, row.renewals,
+                row.version,
             ]
             if let expected {
                 try db.execute(
                     sql: """
                         UPDATE live_activities SET bundle_id = ?, attributes_type = ?, installation = ?, update_token = ?, channel_id = ?,
                             state = ?, state_reason = ?, started_at_ms = ?, last_content_state = ?, last_timestamp_ms = ?,
-                            stale_date_ms = ?, held_push = ?, report_sequence = ?, why = ?, version = ?
+                            stale_date_ms = ?, held_push = ?, report_sequence = ?, why = ?, attributes = ?, renewal_token = ?,
+                            renewal_started_at_ms = ?, renewals = ?, version = ?
                         WHERE id = ? AND version = ?
                         """,
                     arguments: StatementArguments(values + [row.id, expected])
@@ -191,7 +199,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             } else {
                 try db.execute(
                     sql: """
-                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO NOTHING
                         """,
                     arguments: StatementArguments([row.id] + values)
@@ -222,7 +230,9 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             updateToken: row["update_token"], channelID: row["channel_id"], state: row["state"], stateReason: row["state_reason"],
             startedAt: row["started_at_ms"], lastContentState: (row["last_content_state"] as Data?).map(Array.init),
             lastTimestamp: row["last_timestamp_ms"], staleDate: row["stale_date_ms"], held: (row["held_push"] as Data?).map(Array.init),
-            reportSequence: row["report_sequence"], why: row["why"], version: row["version"]
+            reportSequence: row["report_sequence"], why: row["why"], attributes: (row["attributes"] as Data?).map(Array.init),
+            renewalToken: row["renewal_token"], renewalStartedAt: row["renewal_started_at_ms"], renewals: row["renewals"],
+            version: row["version"]
         )
     }
 

@@ -84,6 +84,9 @@ private func activity(_ id: String, state: ActivityState, full: Bool) throws -> 
     )
     activity.reportSequence = Int64.max
     activity.why = "APNs answered Unregistered for its update token"
+    activity.attributes = Array(#"{"order":"17","gift":true}"#.utf8)
+    activity.renewal = Renewal(replacedToken: try DeviceToken(String(repeating: "cd", count: 32)), startedAt: date(1_700_000_070_003))
+    activity.renewals = 3
     return activity
 }
 
