@@ -46,6 +46,8 @@ public final class LocalAPNSPhones: Sendable {
         /// Live Activity update tokens to the phone (its own token) that issued them.
         var issued: [String: String] = [:]
         var skipped = 0
+        /// Phones made by ``create(apps:)`` so far.
+        var created = 0
     }
 
     private let environment: LocalAPNSConfiguration.Environment
@@ -212,6 +214,53 @@ public final class LocalAPNSPhones: Sendable {
         await device.deliver(push)
         self.count(push.apnsID, on: device)
         self.touched(phone.token, at: date)
+    }
+
+    /// An app to install on a phone made by ``create(apps:)``.
+    package struct NewApp: Sendable, Hashable {
+        package var bundleID: String
+        /// The Live Activity attributes types it registers, each with a push-to-start token.
+        package var attributesTypes: [String]
+
+        package init(bundleID: String, attributesTypes: [String]) {
+            self.bundleID = bundleID
+            self.attributesTypes = attributesTypes
+        }
+    }
+
+    /// A phone made by ``create(apps:)``: its device token, and each app's push-to-start token
+    /// (one per app, for all its attributes types, as on iOS).
+    package struct Created: Sendable, Hashable {
+        package var token: String
+        package var pushToStartTokens: [String: String]
+    }
+
+    /// Makes a phone with `apps` installed before any push reaches it, as a test in another language
+    /// needs to start from an installed app: a new device token, and a push-to-start token for each
+    /// app that registers an attributes type. A start to that token starts an activity on this phone,
+    /// which then shows with its own update token. Any content state is accepted (no app type to
+    /// decode it with).
+    package func create(apps: [NewApp]) -> Created {
+        let (token, pushToStart) = self.state.withLock { state -> (String, [String: String]) in
+            state.created += 1
+            var generator = DeviceTokenGenerator(seed: Self.seed("created-\(state.created)"))
+            let token = generator.next()
+            var pushToStart: [String: String] = [:]
+            for app in apps where !app.attributesTypes.isEmpty { pushToStart[app.bundleID] = generator.next() }
+            return (token, pushToStart)
+        }
+        let date = Date()
+        let (phone, _) = self.phone(for: token, at: date)
+        for app in apps {
+            let installed = self.install(app.bundleID, token: token, on: phone.device)
+            for type in app.attributesTypes { installed.registerActivityType(LiveActivityType(attributesType: type) { _ in }) }
+            if let startToken = pushToStart[app.bundleID] {
+                installed.pushToStartToken = startToken
+                self.state.withLock { $0.issued[startToken] = token }
+            }
+        }
+        self.touched(token, at: date)
+        return Created(token: token, pushToStartTokens: pushToStart)
     }
 
     /// What the phone that `token` reaches shows now (the phone's own token, or an update token

@@ -11,7 +11,10 @@ internal import Foundation
 /// - `GET /api/v1/pushes` (`token`, `topic`, `push_type`, `status`, `q`, `since`, `limit`),
 ///   `GET /api/v1/pushes/{apns_id}`, `DELETE /api/v1/pushes`;
 /// - `GET /api/v1/wait` (`token`, `topic`, `push_type`, `status`, `since`; `timeout` up to 60 s);
-/// - `GET /api/v1/devices`, `GET /api/v1/devices/{token}`.
+/// - `GET /api/v1/devices`, `GET /api/v1/devices/{token}`;
+/// - `POST /api/v1/devices` with `{"apps": [{"bundle_id": …, "attributes_types": [ … ]}]}`: a phone
+///   with those apps installed, answered 201 `{"token": HEX, "apps": [{"bundle_id": …,
+///   "push_to_start_tokens": {"TYPE": HEX}}]}` (one push-to-start token per app, for each of its types).
 ///
 /// A bad request is a 400 whose `{"error": …}` names the parameter and the rule.
 public struct LocalAPNSInboxAPI: Sendable {
@@ -47,8 +50,51 @@ public struct LocalAPNSInboxAPI: Sendable {
         self.phones = phones
     }
 
-    /// Answers one request; `query` is the raw query string (without `?`), percent-encoded.
-    public func respond(method: String, path: String, query: String?) async -> Response {
+    /// `POST /api/v1/devices`: a phone with apps installed.
+    private func createDevice(_ body: [UInt8]) throws -> Response {
+        guard let phones = self.phones else { return .error(404, "this server runs no phones") }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw APIError("body: must be a JSON object such as {\"apps\": [{\"bundle_id\": \"com.example.app\", \"attributes_types\": [\"OrderAttributes\"]}]}")
+        }
+        if let unknown = object.keys.sorted().first(where: { !["apps", "ask_before_activities"].contains($0) }) {
+            throw APIError("\(unknown): not a field of a new device (apps, ask_before_activities)")
+        }
+        if let ask = object["ask_before_activities"], (ask as? Bool) != false {
+            throw APIError("ask_before_activities: must be false: the phones here start activities without asking")
+        }
+        guard let apps = object["apps"] as? [Any], !apps.isEmpty else { throw APIError("apps: must be a non-empty array of apps") }
+        var made: [LocalAPNSPhones.NewApp] = []
+        for (index, item) in apps.enumerated() {
+            guard let app = item as? [String: Any] else { throw APIError("apps[\(index)]: must be an object with bundle_id") }
+            guard let bundle = app["bundle_id"] as? String, (try? APNSBundleID(bundle)) != nil else {
+                throw APIError("apps[\(index)].bundle_id: must be a bundle id such as com.example.app")
+            }
+            guard !made.contains(where: { $0.bundleID == bundle }) else { throw APIError("apps[\(index)].bundle_id: \(bundle) is given twice") }
+            let types = app["attributes_types"] ?? [String]()
+            guard let names = types as? [String], names.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 128 }) else {
+                throw APIError("apps[\(index)].attributes_types: must be an array of attributes type names (1 to 128 bytes)")
+            }
+            made.append(LocalAPNSPhones.NewApp(bundleID: bundle, attributesTypes: names))
+        }
+        let created = phones.create(apps: made)
+        var writer = JSONObjectWriter()
+        writer.field("token", created.token)
+        writer.raw("apps", JSONArrayWriter.array(made.map { app in
+            var item = JSONObjectWriter()
+            item.field("bundle_id", app.bundleID)
+            var tokens = JSONObjectWriter()
+            if let token = created.pushToStartTokens[app.bundleID] {
+                for type in app.attributesTypes { tokens.field(type, token) }
+            }
+            item.raw("push_to_start_tokens", tokens.finish())
+            return item.finish()
+        }))
+        return .json(201, writer.finish())
+    }
+
+    /// Answers one request; `query` is the raw query string (without `?`), percent-encoded; `body`
+    /// the request's body (read by `POST /api/v1/devices` only).
+    public func respond(method: String, path: String, query: String?, body: [UInt8] = []) async -> Response {
         let parameters: [(name: String, value: String)]
         switch Self.parse(query: query) {
         case .success(let parsed): parameters = parsed
@@ -83,7 +129,11 @@ public struct LocalAPNSInboxAPI: Sendable {
                 guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
                 return try await self.wait(parameters)
             case ("devices", 3):
-                guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
+                if method == "POST" {
+                    try Self.allow([], in: parameters, for: "POST /api/v1/devices")
+                    return try self.createDevice(body)
+                }
+                guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET, POST") }
                 try Self.allow([], in: parameters, for: "GET /api/v1/devices")
                 let phones = self.phones?.phones ?? []
                 var writer = JSONObjectWriter()

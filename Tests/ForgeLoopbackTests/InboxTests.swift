@@ -424,3 +424,63 @@ struct DeliveryStateInboxTests {
         #expect(try metrics.expectCounter("apns_local_deliveries_total", [("state", "throttled"), ("reason", "background_budget")]).totalValue == 1)
     }
 }
+
+@Suite("POST /api/v1/devices: a phone with apps installed, for tests in other languages")
+struct CreateDeviceTests {
+    @Test("A phone with an app and two attributes types: its push-to-start token starts an activity that shows with its own push token")
+    func create() async throws {
+        let inbox = LocalAPNSInbox()
+        let phones = LocalAPNSPhones()
+        let api = LocalAPNSInboxAPI(inbox: inbox, phones: phones)
+        let body = #"{"apps":[{"bundle_id":"com.example.shop","attributes_types":["OrderAttributes","ScoreAttributes"]},{"bundle_id":"com.example.plain"}],"ask_before_activities":false}"#
+        let created = await api.respond(method: "POST", path: "/api/v1/devices", query: nil, body: Array(body.utf8))
+        #expect(created.status == 201)
+        let answer = try object(created.body)
+        let token = try #require(answer["token"] as? String)
+        let apps = try #require(answer["apps"] as? [[String: Any]])
+        #expect(apps.map { $0["bundle_id"] as? String } == ["com.example.shop", "com.example.plain"])
+        let startTokens = try #require(apps[0]["push_to_start_tokens"] as? [String: String])
+        #expect(Set(startTokens.keys) == ["OrderAttributes", "ScoreAttributes"] && Set(startTokens.values).count == 1)
+        #expect((apps[1]["push_to_start_tokens"] as? [String: String])?.isEmpty == true)
+        let startToken = try #require(startTokens["OrderAttributes"])
+        #expect((try? DeviceToken(token)) != nil && startToken != token)
+
+        // The phone is listed before any push, with its apps.
+        let device = try object(await api.respond(method: "GET", path: "/api/v1/devices/\(token)", query: nil).body)
+        #expect(device["apps"] as? [String] == ["com.example.shop", "com.example.plain"])
+
+        // A start to its push-to-start token starts an activity on this phone, not on a new one.
+        var judge = APNSJudge()
+        let now = Int(Date().timeIntervalSince1970)
+        let start = #"{"aps":{"timestamp":\#(now),"event":"start","content-state":{"status":"packing"},"attributes-type":"OrderAttributes","#
+            + #""attributes":{"order":"17"},"alert":{"title":"Order 17","body":"Packing"}}}"#
+        await phones.deliver(judged(&judge, token: startToken, topic: "com.example.shop.push-type.liveactivity", pushType: "liveactivity", body: start))
+        let view = try object(await api.respond(method: "GET", path: "/api/v1/devices/\(token)", query: nil).body)
+        let activities = try #require(view["live_activities"] as? [[String: Any]])
+        #expect(activities.count == 1 && activities.first?["attributes_type"] as? String == "OrderAttributes")
+        let pushToken = try #require(activities.first?["push_token"] as? String)
+        #expect(pushToken != startToken && pushToken != token)
+        #expect(phones.phones.count == 1, "the start reached the created phone")
+    }
+
+    @Test("A malformed new device is 400 naming the field; nothing is made")
+    func refused() async throws {
+        let phones = LocalAPNSPhones()
+        let api = LocalAPNSInboxAPI(inbox: LocalAPNSInbox(), phones: phones)
+        let cases: [(String, String)] = [
+            ("not json", "body"),
+            (#"{"apps":[]}"#, "apps"),
+            (#"{"apps":[{"bundle_id":"not a bundle"}]}"#, "apps[0].bundle_id"),
+            (#"{"apps":[{"bundle_id":"com.example.a","attributes_types":[""]}]}"#, "apps[0].attributes_types"),
+            (#"{"apps":[{"bundle_id":"com.example.a"},{"bundle_id":"com.example.a"}]}"#, "apps[1].bundle_id"),
+            (#"{"apps":[{"bundle_id":"com.example.a"}],"ask_before_activities":true}"#, "ask_before_activities"),
+            (#"{"apps":[{"bundle_id":"com.example.a"}],"color":"red"}"#, "color"),
+        ]
+        for (body, field) in cases {
+            let answer = await api.respond(method: "POST", path: "/api/v1/devices", query: nil, body: Array(body.utf8))
+            let message = try object(answer.body)["error"] as? String
+            #expect(answer.status == 400 && message?.hasPrefix(field + ":") == true, "\(body): \(answer.status) \(message ?? "")")
+        }
+        #expect(phones.phones.isEmpty)
+    }
+}
