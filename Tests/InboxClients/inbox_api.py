@@ -8,8 +8,10 @@ com.other.app is rejected. Prints one line per check and `N passed, M failed`; e
 """
 import argparse
 import json
+import os
 import shlex
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.error
@@ -26,9 +28,10 @@ def check(name, condition, detail=""):
     print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"), flush=True)
 
 
-def call(ui, method, path):
-    """(status, parsed JSON or None) of one request; errors are answers too."""
-    request = urllib.request.Request(ui + path, method=method)
+def call(ui, method, path, body=None):
+    """(status, parsed JSON or None) of one request (`body` sent as JSON); errors are answers too."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(ui + path, data=data, method=method, headers={"content-type": "application/json"} if data else {})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             body = response.read()
@@ -141,6 +144,36 @@ def main():
             streamed = json.loads(line[6:])
     events.close()
     check("the pushed entry arrives on the stream", streamed is not None and streamed["token"] == TOKEN_C, streamed)
+
+    # A phone with an app installed, made before any push: a start to its push-to-start token starts
+    # an activity on it, which shows with its own push token.
+    status, made = call(ui, "POST", "/api/v1/devices",
+                        {"apps": [{"bundle_id": "com.example.shop", "attributes_types": ["OrderAttributes"]}]})
+    start_token = (made or {}).get("apps", [{}])[0].get("push_to_start_tokens", {}).get("OrderAttributes")
+    check("POST /api/v1/devices makes a phone with a push-to-start token", status == 201 and start_token, (status, made))
+    status, refused = call(ui, "POST", "/api/v1/devices", {"apps": [{"bundle_id": "not a bundle id"}]})
+    check("a bad app is 400 naming the field", status == 400 and refused["error"].startswith("apps[0].bundle_id:"), (status, refused))
+    if start_token:
+        start = {"aps": {"event": "start", "timestamp": int(time.time()), "attributes-type": "OrderAttributes",
+                         "attributes": {"order": "A-17"}, "content-state": {"status": "packing"},
+                         "alert": {"title": "Order A-17", "body": "Packing"}}}
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
+            json.dump(start, file)
+        sent = send(options.send, "--token", start_token, "--topic", "com.example.shop", "--push-type", "liveactivity",
+                    "--payload", file.name)
+        os.unlink(file.name)
+        check("a start to the push-to-start token is accepted", sent.returncode == 0, sent.stdout + sent.stderr)
+        # The phones apply it just after the inbox records it: asked again for at most 10 s.
+        activities = []
+        for _ in range(100):
+            status, phone = call(ui, "GET", f"/api/v1/devices/{made['token']}")
+            activities = (phone or {}).get("live_activities", [])
+            if activities:
+                break
+            time.sleep(0.1)
+        check("the activity shows on the made phone with its own push token",
+              len(activities) == 1 and activities[0]["push_token"] not in (start_token, made["token"])
+              and activities[0]["content_state"] == {"status": "packing"}, activities)
 
     status, _ = call(ui, "DELETE", "/api/v1/pushes")
     status_list, cleared = call(ui, "GET", "/api/v1/pushes")

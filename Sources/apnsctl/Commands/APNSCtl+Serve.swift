@@ -20,7 +20,8 @@ extension APNSCtl {
                 rejected, its headers and payload) and what a phone with each token shows (notifications, badges, Live \
                 Activities), and a JSON API for tests in any language: GET /api/v1/pushes (token, topic, push_type, \
                 status, q, since, limit), GET /api/v1/pushes/{apns_id}, DELETE /api/v1/pushes, GET /api/v1/wait?token=T&timeout=5s, \
-                GET /api/v1/devices/{token}, GET /api/v1/events (Server-Sent Events), GET /metrics. The inbox keeps the \
+                GET /api/v1/devices/{token}, POST /api/v1/devices (a phone with apps installed), GET /api/v1/events \
+                (Server-Sent Events), GET /metrics. The inbox keeps the \
                 newest --keep requests. Then one line per judged request: human-readable with the judge's reason for a \
                 rejection, or with --json one JSON object (token, push_type, status, reason, why, apns_id). \
                 A body a device could not read (not valid JSON, not UTF-8, not an object) is answered as APNs is \
