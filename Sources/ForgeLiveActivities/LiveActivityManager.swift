@@ -291,7 +291,7 @@ public final class LiveActivityManager: Sendable {
             throw LiveActivityError(.invalidInput, field: "activity", rule: error.rule)
         }
         let notification = APNSLiveActivityStartNotification(
-            attributesType: activity.attributesType, attributes: try StoredJSON(bytes: attributes), contentState: try StoredJSON(bytes: state),
+            attributesType: activity.attributesType, attributes: try StoredJSON.value(attributes), contentState: try StoredJSON.value(state),
             alert: alert, timestamp: renewing.lastTimestamp ?? now, topic: activity.bundleID, staleDate: activity.staleDate, collapseID: collapseID
         )
         do {
@@ -366,7 +366,7 @@ public final class LiveActivityManager: Sendable {
         }
         guard let target else { return .held }
         let notification = APNSLiveActivityNotification(
-            event: .end(dismissalDate: dismissalDate), contentState: try StoredJSON(bytes: target.state), timestamp: target.timestamp,
+            event: .end(dismissalDate: dismissalDate), contentState: try StoredJSON.value(target.state), timestamp: target.timestamp,
             topic: target.bundleID
         )
         return .sent(try await self.send(notification, activity: id, token: target.token))
@@ -470,7 +470,7 @@ public final class LiveActivityManager: Sendable {
     /// The end of the activity a renewal replaced, with the last content state, dismissed at once:
     /// its successor shows the same. A failure changes nothing (the successor is what counts now).
     private func endReplaced(_ id: LiveActivityID, token: DeviceToken) async {
-        guard let activity = try? await self.activity(id), let state = activity.lastContentState, let content = try? StoredJSON(bytes: state) else {
+        guard let activity = try? await self.activity(id), let state = activity.lastContentState, let content = try? StoredJSON.value(state) else {
             return
         }
         let now = self.clock.now
@@ -500,7 +500,7 @@ public final class LiveActivityManager: Sendable {
 
     private func sendHeld(_ held: HeldPush, activity id: LiveActivityID, token: DeviceToken) async throws(LiveActivityError) -> APNSSendResult {
         guard let activity = try await self.activity(id) else { throw LiveActivityError(.unknownActivity, field: "activity", rule: "\(id) is gone") }
-        let state = try StoredJSON(bytes: held.contentState)
+        let state = try StoredJSON.value(held.contentState)
         let event: APNSLiveActivityEvent = held.event == "end" ? .end(dismissalDate: held.dismissalDate) : .update
         let notification = APNSLiveActivityNotification(
             event: event, contentState: state, timestamp: held.requestedAt, topic: activity.bundleID, staleDate: activity.staleDate

@@ -34,8 +34,8 @@ extension ActivityOptions {
         } else {
             file = PayloadFile(bytes: InputFiles.withoutByteOrderMark(try InputFiles.read(path, flag: "--payload")), targetBundle: nil)
         }
-        let parsed: CommandLineJSON
-        do { parsed = try CommandLineJSON(parsing: file.bytes) } catch { throw fail("not valid JSON: \(CommandLineJSON.describe(error))") }
+        let parsed: CodableJSON
+        do { parsed = try CodableJSON(parsing: file.bytes) } catch { throw fail("not valid JSON: \(CodableJSON.describe(error))") }
         guard case .object(let root) = parsed else { throw fail("must be a JSON object ({…})") }
         guard case .object(let aps)? = root["aps"] else { throw fail("needs an \"aps\" object") }
         guard case .string(let given)? = aps["event"] else {

@@ -120,7 +120,7 @@ struct ActivityOptions: ParsableArguments {
         }
     }
 
-    var state: CommandLineJSON { get throws { try Self.jsonObject(self.contentState ?? "", flag: "--content-state") } }
+    var state: CodableJSON { get throws { try Self.jsonObject(self.contentState ?? "", flag: "--content-state") } }
 
     var timestampDate: Date { get throws { try self.timestamp.map { try Self.date($0, flag: "--timestamp") } ?? Date() } }
 
@@ -154,11 +154,11 @@ struct ActivityOptions: ParsableArguments {
 
     /// A JSON object given inline or as `@file`.
     /// - Throws: ``CLIFailure`` (65 not an object, 66 missing file).
-    static func jsonObject(_ text: String, flag: String) throws -> CommandLineJSON {
+    static func jsonObject(_ text: String, flag: String) throws -> CodableJSON {
         let bytes = text.hasPrefix("@") ? InputFiles.withoutByteOrderMark(try InputFiles.read(String(text.dropFirst()), flag: flag)) : Array(text.utf8)
-        let value: CommandLineJSON
-        do { value = try CommandLineJSON(parsing: bytes) } catch {
-            throw CLIFailure(message: "\(flag): not valid JSON: \(CommandLineJSON.describe(error))", exitCode: CLIExit.dataError)
+        let value: CodableJSON
+        do { value = try CodableJSON(parsing: bytes) } catch {
+            throw CLIFailure(message: "\(flag): not valid JSON: \(CodableJSON.describe(error))", exitCode: CLIExit.dataError)
         }
         guard case .object = value else {
             throw CLIFailure(message: "\(flag): must be a JSON object ({…})", exitCode: CLIExit.dataError)

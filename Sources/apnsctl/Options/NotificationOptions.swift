@@ -108,7 +108,7 @@ struct NotificationOptions: ParsableArguments {
         }
 
         /// `payload` (a JSON object) with these headers.
-        func prepare(payload: CommandLineJSON) throws(APNSValidationError) -> APNSPreparedNotification {
+        func prepare(payload: CodableJSON) throws(APNSValidationError) -> APNSPreparedNotification {
             try APNSPayloadNotification(
                 pushType: self.pushType, topic: self.topic, payload: payload, priority: self.priority, expiration: self.expiration,
                 collapseID: self.collapseID, apnsID: self.apnsID

@@ -55,8 +55,8 @@ struct PayloadFlags: ParsableArguments {
 
     /// The custom keys of `--data`, parsed.
     /// - Throws: ``CLIFailure`` (65) for an entry that is not KEY=JSON.
-    func customKeys() throws -> CommandLineJSON {
-        var keys: [String: CommandLineJSON] = [:]
+    func customKeys() throws -> CodableJSON {
+        var keys: [String: CodableJSON] = [:]
         for entry in self.data {
             guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
                 throw CLIFailure(message: "--data '\(CLIFailure.abbreviate(entry))': expected KEY=JSON", exitCode: CLIExit.dataError)
@@ -64,11 +64,11 @@ struct PayloadFlags: ParsableArguments {
             let key = String(entry[..<equals])
             let text = entry[entry.index(after: equals)...]
             do {
-                keys[key] = try CommandLineJSON(parsing: Array(text.utf8))
+                keys[key] = try CodableJSON(parsing: Array(text.utf8))
             } catch {
                 throw CLIFailure(
                     message: "--data '\(CLIFailure.abbreviate(entry))': the value must be JSON: "
-                        + "\(CommandLineJSON.describe(error)) (quote text: \(key)='\"text\"')",
+                        + "\(CodableJSON.describe(error)) (quote text: \(key)='\"text\"')",
                     exitCode: CLIExit.dataError
                 )
             }
@@ -79,7 +79,7 @@ struct PayloadFlags: ParsableArguments {
     /// The alert notification these flags describe, with the header flags' values.
     func alert(
         topic: APNSBundleID, priority: APNSPriority?, expiration: APNSExpiration, collapseID: APNSCollapseID?, apnsID: APNSID?
-    ) throws -> APNSAlertNotification<CommandLineJSON> {
+    ) throws -> APNSAlertNotification<CodableJSON> {
         APNSAlertNotification(
             alert: APNSAlert(title: self.title, subtitle: self.subtitle, body: self.body),
             topic: topic,

@@ -23,7 +23,7 @@ struct DryRunRenderer {
         let parsed: Any
         do { parsed = try JSONSerialization.jsonObject(with: Data(body)) } catch {
             throw CLIFailure(
-                message: "--dry-run: the body that would be sent is not valid JSON (\(CommandLineJSON.describe(error))); nothing sent",
+                message: "--dry-run: the body that would be sent is not valid JSON (\(CodableJSON.describe(error))); nothing sent",
                 exitCode: CLIExit.dataError
             )
         }

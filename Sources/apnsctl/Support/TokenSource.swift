@@ -128,9 +128,9 @@ final class TokenLines {
     private func judgeObject(_ text: [UInt8]) -> Line {
         // The rules of a --payload file: UTF-8, valid JSON, numbers that fit a double.
         if let problem = APNSPayloadLint.jsonProblem(in: text) { return .bad(line: self.lineNumber, problem: problem) }
-        let value: CommandLineJSON
-        do { value = try CommandLineJSON(parsing: text) } catch {
-            return .bad(line: self.lineNumber, problem: "not valid JSON: \(CommandLineJSON.describe(error))")
+        let value: CodableJSON
+        do { value = try CodableJSON(parsing: text) } catch {
+            return .bad(line: self.lineNumber, problem: "not valid JSON: \(CodableJSON.describe(error))")
         }
         guard case .object(let fields) = value else { return .bad(line: self.lineNumber, problem: "not a JSON object") }
         if let unknown = fields.keys.sorted().first(where: { $0 != "token" && $0 != "payload" && $0 != "topic" }) {
@@ -293,7 +293,7 @@ struct LineTopics: Sendable {
     }
 
     /// `headers` with the topic `value` names, or the problem with it.
-    func headers(_ headers: NotificationOptions.Headers, topic value: CommandLineJSON) -> Result<NotificationOptions.Headers, Problem> {
+    func headers(_ headers: NotificationOptions.Headers, topic value: CodableJSON) -> Result<NotificationOptions.Headers, Problem> {
         guard case .string(let text) = value else { return .failure(Problem(text: "\"topic\" must be a string: the app's bundle id")) }
         let topic: APNSTopic
         do throws(APNSValidationError) { topic = try APNSTopic(text, pushType: headers.pushType) } catch {

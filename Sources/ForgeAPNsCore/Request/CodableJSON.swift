@@ -1,9 +1,9 @@
-import ForgeAPNsCore
-import Foundation
+internal import Foundation
 
-/// Any JSON value, read from the command line (`--data KEY=JSON`) or a tokens file's NDJSON line, and
-/// written back through the library's payload encoder (sorted keys, slashes unescaped).
-enum CommandLineJSON: Codable, Sendable, Equatable {
+/// Any JSON value, as `Codable` sees it: read from the command line (`--data KEY=JSON`), a tokens
+/// file's NDJSON line or a stored content state, and written back through any encoder (the
+/// library's payload encoder: sorted keys, slashes unescaped). Integers stay integers.
+package enum CodableJSON: Codable, Sendable, Hashable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -11,29 +11,29 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
     case uint(UInt64)
     case double(Double)
     case string(String)
-    case array([CommandLineJSON])
-    case object([String: CommandLineJSON])
+    case array([CodableJSON])
+    case object([String: CodableJSON])
 
     /// Parses one JSON text (a scalar is allowed).
     /// - Throws: when `bytes` is not JSON, the library's `JSONShapeProblem`, which says what and
     ///   where in the words payload errors use (`unexpected '}' at column 12 (expected a key)`),
     ///   so every flag and file reads alike; Foundation's errors say it differently on each platform.
-    init(parsing bytes: [UInt8]) throws {
+    package init(parsing bytes: [UInt8]) throws {
         var scanner = JSONShapeScanner(bytes)
         if let problem = scanner.validateValue() { throw problem }
-        self = try JSONDecoder().decode(CommandLineJSON.self, from: Data(bytes))
+        self = try JSONDecoder().decode(CodableJSON.self, from: Data(bytes))
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         if var array = try? decoder.unkeyedContainer() {
-            var values: [CommandLineJSON] = []
-            while !array.isAtEnd { values.append(try array.decode(CommandLineJSON.self)) }
+            var values: [CodableJSON] = []
+            while !array.isAtEnd { values.append(try array.decode(CodableJSON.self)) }
             self = .array(values)
             return
         }
         if let object = try? decoder.container(keyedBy: DynamicKey.self) {
-            var values: [String: CommandLineJSON] = [:]
-            for key in object.allKeys { values[key.stringValue] = try object.decode(CommandLineJSON.self, forKey: key) }
+            var values: [String: CodableJSON] = [:]
+            for key in object.allKeys { values[key.stringValue] = try object.decode(CodableJSON.self, forKey: key) }
             self = .object(values)
             return
         }
@@ -56,7 +56,7 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         switch self {
         case .array(let values):
             var container = encoder.unkeyedContainer()
@@ -87,7 +87,7 @@ enum CommandLineJSON: Codable, Sendable, Equatable {
 
     /// What a parser said was wrong with the text (`Number 1e999 is not representable in Swift`),
     /// without a final period, to fit inside a message.
-    static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         if let problem = error as? JSONShapeProblem { return problem.detail }
         let text: String
         if case DecodingError.dataCorrupted(let context) = error {
