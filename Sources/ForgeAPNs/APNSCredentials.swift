@@ -127,7 +127,9 @@ final class CredentialRoute: Sendable {
     nonisolated(nonsending) func send(
         _ request: APNSHTTPRequest, prepared: PreparedRequest, deadline: MonotonicInstant, channelAPI: Bool
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
-        await (channelAPI ? self.channelTransport : self.transport).send(request, prepared: prepared, deadline: deadline)
+        // `if`, not `(channelAPI ? a : b).send(…)`, which copies the chosen transport first.
+        if channelAPI { return await self.channelTransport.send(request, prepared: prepared, deadline: deadline) }
+        return await self.transport.send(request, prepared: prepared, deadline: deadline)
     }
 
     /// Sends requests together through the push transport (or the channel API's), each in the form

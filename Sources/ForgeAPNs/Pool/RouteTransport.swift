@@ -50,18 +50,26 @@ enum RouteTransport: Sendable {
     }
 
     /// Sends `request` in its notification's `prepared` form.
+    ///
+    /// Switches on the transport, then on the form, not on the tuple `(self, prepared.form)`: a
+    /// tuple of copies made on every push, which cost retains and releases (counted in
+    /// docs/benchmark-history.md, 2026-11-29).
     nonisolated(nonsending) func send(
         _ request: APNSHTTPRequest, prepared: PreparedRequest, deadline: MonotonicInstant
     ) async -> Result<APNSTransportResponse, APNSTransportError> {
-        switch (self, prepared.form) {
-        case (.pool(let pool), .http2(.success(let parts))):
-            return await pool.send(PreparedRequest.http2Request(request, parts: parts), deadline: deadline)
-        case (.pool, .http2(.failure(let error))):
-            return .failure(ConnectionPool.transportError(error))
-        case (.other(let transport), _):
+        switch self {
+        case .pool(let pool):
+            guard case .http2(let parts) = prepared.form else {
+                preconditionFailure("a request prepared for another transport")
+            }
+            switch parts {
+            case .success(let parts):
+                return await pool.send(PreparedRequest.http2Request(request, parts: parts), deadline: deadline)
+            case .failure(let error):
+                return .failure(ConnectionPool.transportError(error))
+            }
+        case .other(let transport):
             return await transport.send(request, authorization: prepared.authorization, deadline: deadline.continuousInstant)
-        case (.pool, .other):
-            preconditionFailure("a request prepared for another transport")
         }
     }
 
