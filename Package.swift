@@ -437,3 +437,35 @@ let package = Package(
         ),
     ]
 )
+
+// MARK: Fuzz targets (`make fuzz`)
+// libFuzzer entry points for every parser that reads bytes from outside, one executable each
+// (Fuzz/<Target>/main.swift), built by `make fuzz` with `-sanitize=fuzzer,address`. They exist only
+// when FORGE_FUZZ=1: an entry point links against libFuzzer's driver, which a plain `swift build` or
+// `swift test` does not link, and those builds must neither compile nor link them. No product names
+// them. They are in this package (not a package of their own) so `package` symbols, and in the debug
+// build `@testable` ones, are in reach without widening any module's API.
+if Context.environment["FORGE_FUZZ"] == "1" {
+    package.targets.append(
+        .target(name: "ForgeFuzzSupport", path: "Fuzz/ForgeFuzzSupport", swiftSettings: swiftSettings)
+    )
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzJSONShape", ["ForgeAPNsCore"]),
+        ("FuzzIdentifiers", ["ForgeAPNsCore"]),
+        ("FuzzSimulatorFile", ["ForgeAPNsCore"]),
+        ("FuzzTokenLine", ["ForgeAPNsCore"]),
+        ("FuzzProviderToken", ["ForgeAPNsCore", "ForgeCrypto", "ForgeLoopback"]),
+        ("FuzzInboxAPI", ["ForgeAPNsCore", "ForgeLoopback", "ForgeLoopbackUI"]),
+        ("FuzzHTTP2Server", ["ForgeHTTP2"]),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name,
+                dependencies: ["ForgeFuzzSupport"] + target.dependencies,
+                path: "Fuzz/\(target.name)",
+                swiftSettings: swiftSettings
+            )
+        )
+    }
+}

@@ -1,0 +1,1 @@
+../../Sources/apnsctl/Support/CommandLineJSON.swift
