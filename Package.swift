@@ -356,6 +356,8 @@ let package = Package(
                 "ForgeTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
+            // Inputs `make fuzz` found, read by the tests that keep them fixed.
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

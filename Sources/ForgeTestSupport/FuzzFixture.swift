@@ -15,4 +15,11 @@ public enum FuzzFixture {
         let signingInput = Base64URL.encode(parts[0]) + "." + Base64URL.encode(parts.count > 1 ? parts[1] : [])
         return signingInput + "." + Base64URL.encode(try key.signature(for: Array(signingInput.utf8)))
     }
+
+    /// A FuzzInboxAPI input, `METHOD\nPATH\nQUERY`, as the request the target made: no query when empty.
+    public static func inboxRequest(_ path: String) throws -> (method: String, path: String, query: String?) {
+        let input = Array(try Data(contentsOf: PackageRoot.directory.appendingPathComponent(path)))
+        let fields = input.split(separator: 0x0a, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        return (fields[0], fields.count > 1 ? fields[1] : "", fields.count > 2 && !fields[2].isEmpty ? fields[2] : nil)
+    }
 }
