@@ -5,9 +5,10 @@ import Foundation
 /// the libFuzzer flags and calls the entry point for each input.
 ///
 /// SwiftPM links an executable target with `--defsym main=<Module>_main`, so the `main` of libFuzzer's
-/// archive is never the program's: each fuzz target's `@main` calls this driver instead. Declared with
-/// `@_silgen_name` because no module map exports it; its arguments are pointers and an integer, which the
-/// Swift and C conventions pass alike on the platforms libFuzzer supports.
+/// archive is never the program's: each fuzz target's `@main` calls this driver through
+/// ``FuzzDriver/main(_:makeSeeds:)`` instead. Declared with `@_silgen_name` because no module map
+/// exports it; its arguments are pointers and an integer, which the Swift and C conventions pass alike
+/// on the platforms libFuzzer supports.
 @_silgen_name("LLVMFuzzerRunDriver")
 private func llvmFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<CInt>,
@@ -15,14 +16,24 @@ private func llvmFuzzerRunDriver(
     _ test: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
 ) -> CInt
 
+/// The entry point libFuzzer calls for each input, `LLVMFuzzerTestOneInput`: the one place the
+/// input's pointer is read. It hands a copy to the target's test.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let test = FuzzDriver.test else { fatalError("LLVMFuzzerTestOneInput before FuzzDriver.main") }
+    test(Array(UnsafeBufferPointer(start: data, count: size)))
+    return 0
+}
+
 /// What every fuzz target's `main` does.
 public enum FuzzDriver {
-    /// The entry point's C signature, `LLVMFuzzerTestOneInput`.
-    public typealias EntryPoint = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    /// The target's test. Set once by ``main(_:makeSeeds:)`` before libFuzzer starts, then only read,
+    /// by libFuzzer's one fuzzing thread.
+    nonisolated(unsafe) fileprivate static var test: (([UInt8]) -> Void)?
 
-    /// Runs libFuzzer over `entryPoint` with the process's arguments, or, for
+    /// Runs libFuzzer over `test` with the process's arguments, or, for
     /// `<target> --make-seeds <folder>`, writes the target's generated seed files with `makeSeeds`.
-    public static func main(_ entryPoint: EntryPoint, makeSeeds: ((SeedFolder) throws -> Void)? = nil) -> Never {
+    public static func main(_ test: @escaping ([UInt8]) -> Void, makeSeeds: ((SeedFolder) throws -> Void)? = nil) -> Never {
         let arguments = CommandLine.arguments
         if arguments.count == 3, arguments[1] == "--make-seeds" {
             guard let makeSeeds else {
@@ -37,9 +48,10 @@ public enum FuzzDriver {
                 exit(70)
             }
         }
+        Self.test = test
         var argc = CommandLine.argc
         var argv = CommandLine.unsafeArgv
-        exit(llvmFuzzerRunDriver(&argc, &argv, entryPoint))
+        exit(llvmFuzzerRunDriver(&argc, &argv, fuzzTestOneInput))
     }
 
     private static func diagnostic(_ text: String) {

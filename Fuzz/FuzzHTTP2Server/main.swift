@@ -5,12 +5,6 @@ import ForgeFuzzSupport
 
 /// What a client sends an `apnsctl serve` connection after the 24-byte preface, fed to the h2c
 /// server session in memory: no socket, no TLS.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzHTTP2Server(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    HTTP2ServerFuzz.test(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
 enum HTTP2ServerFuzz {
     /// The connection preface's fixed part (RFC 9113 §3.4); the client's SETTINGS frame follows it.
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
@@ -105,5 +99,5 @@ enum HTTP2ServerFuzz {
 
 @main
 enum FuzzHTTP2Server {
-    static func main() { FuzzDriver.main(fuzzHTTP2Server, makeSeeds: HTTP2ServerFuzz.makeSeeds) }
+    static func main() { FuzzDriver.main(HTTP2ServerFuzz.test, makeSeeds: HTTP2ServerFuzz.makeSeeds) }
 }

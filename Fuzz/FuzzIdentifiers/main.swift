@@ -3,12 +3,6 @@ import ForgeFuzzSupport
 
 /// The identifiers read from files, flags and headers: device tokens, apns-id, apns-collapse-id,
 /// topics, bundle, key and team ids.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzIdentifiers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    IdentifiersFuzz.test(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
 enum IdentifiersFuzz {
     static func test(_ bytes: [UInt8]) {
         let text = FuzzFields.text(bytes)
@@ -35,5 +29,5 @@ enum IdentifiersFuzz {
 
 @main
 enum FuzzIdentifiers {
-    static func main() { FuzzDriver.main(fuzzIdentifiers) }
+    static func main() { FuzzDriver.main(IdentifiersFuzz.test) }
 }

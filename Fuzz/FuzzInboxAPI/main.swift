@@ -5,12 +5,6 @@ import ForgeLoopback
 import ForgeLoopbackUI
 
 /// A request to the inbox API of `apnsctl serve --ui-port`: the input is `METHOD\nPATH\nQUERY`.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzInboxAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    InboxAPIFuzz.test(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
 enum InboxAPIFuzz {
     static let api = LocalAPNSInboxAPI(inbox: LocalAPNSInbox(capacity: 16), phones: LocalAPNSPhones())
 
@@ -34,5 +28,5 @@ enum InboxAPIFuzz {
 
 @main
 enum FuzzInboxAPI {
-    static func main() { FuzzDriver.main(fuzzInboxAPI) }
+    static func main() { FuzzDriver.main(InboxAPIFuzz.test) }
 }

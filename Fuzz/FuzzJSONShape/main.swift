@@ -5,12 +5,6 @@ import Foundation
 
 /// A payload body, a `--payload` file or an NDJSON line as the JSON shape scanner and the payload
 /// checks read it.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzJSONShape(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    JSONShapeFuzz.test(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
 enum JSONShapeFuzz {
     static func test(_ bytes: [UInt8]) {
         var objectScanner = JSONShapeScanner(bytes)
@@ -36,5 +30,5 @@ enum JSONShapeFuzz {
 
 @main
 enum FuzzJSONShape {
-    static func main() { FuzzDriver.main(fuzzJSONShape) }
+    static func main() { FuzzDriver.main(JSONShapeFuzz.test) }
 }

@@ -11,12 +11,6 @@ import Foundation
 /// The input's first byte picks the form of the rest: even, the JWT's text itself; odd, a header and
 /// claims (JSON, one line each) that are signed here with keys-example/AuthKey_FORGEKEY01.p8, so
 /// the fuzzer also reaches what follows a good signature (the `iat` arithmetic).
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzProviderToken(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    ProviderTokenFuzz.test(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
 enum ProviderTokenFuzz {
     /// The example key, found from this file's place in the package.
     static let key: APNSSigningKey = {
@@ -102,5 +96,5 @@ enum ProviderTokenFuzz {
 
 @main
 enum FuzzProviderToken {
-    static func main() { FuzzDriver.main(fuzzProviderToken, makeSeeds: ProviderTokenFuzz.makeSeeds) }
+    static func main() { FuzzDriver.main(ProviderTokenFuzz.test, makeSeeds: ProviderTokenFuzz.makeSeeds) }
 }

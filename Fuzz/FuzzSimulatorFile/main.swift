@@ -2,12 +2,6 @@ import ForgeAPNsCore
 import ForgeFuzzSupport
 
 /// A `.apns` file (`apnsctl send --apns-file`, the simulated device's drag and drop).
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzSimulatorFile(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    SimulatorFileFuzz.test(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
 enum SimulatorFileFuzz {
     static func test(_ bytes: [UInt8]) {
         guard let file = try? APNSSimulatorFile(contents: bytes) else { return }
@@ -26,5 +20,5 @@ enum SimulatorFileFuzz {
 
 @main
 enum FuzzSimulatorFile {
-    static func main() { FuzzDriver.main(fuzzSimulatorFile) }
+    static func main() { FuzzDriver.main(SimulatorFileFuzz.test) }
 }

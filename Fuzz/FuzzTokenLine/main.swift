@@ -5,12 +5,6 @@ import ForgeFuzzSupport
 /// line's kind (TokenFileLine), then the token, or the NDJSON object's JSON checks and parse
 /// (CommandLineJSON.swift is apnsctl's own file, linked here; an executable target cannot be a
 /// dependency).
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzTokenLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    TokenLineFuzz.test(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
-
 enum TokenLineFuzz {
     static func test(_ bytes: [UInt8]) {
         var isFirst = true
@@ -35,5 +29,5 @@ enum TokenLineFuzz {
 
 @main
 enum FuzzTokenLine {
-    static func main() { FuzzDriver.main(fuzzTokenLine) }
+    static func main() { FuzzDriver.main(TokenLineFuzz.test) }
 }
