@@ -2,9 +2,9 @@ import Dispatch
 import ForgeAPNsCore
 import ForgeFuzzSupport
 import ForgeLoopback
-import ForgeLoopbackUI
 
 /// A request to the inbox API of `apnsctl serve --ui-port`: the input is `METHOD\nPATH\nQUERY`.
+/// InboxAPI.swift is ForgeLoopbackUI's file, compiled here without the module's HTTP server.
 enum InboxAPIFuzz {
     static let api = LocalAPNSInboxAPI(inbox: LocalAPNSInbox(capacity: 16), phones: LocalAPNSPhones())
 
