@@ -7,12 +7,13 @@
 #   Scripts/fuzz.sh [TARGET...]      every target when none is named
 #   FUZZ_SECONDS=20 Scripts/fuzz.sh  (default 300)
 #   Scripts/fuzz.sh --build-only
+#   FUZZ_SCRATCH=.build-fuzz-clean Scripts/fuzz.sh --build-only   (another scratch folder, to time a clean build)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 SWIFT=${SWIFT:-swift}
 SECONDS_EACH=${FUZZ_SECONDS:-300}
-SCRATCH=.build-fuzz
+SCRATCH=${FUZZ_SCRATCH:-.build-fuzz}
 FLAGS=(-c debug --scratch-path "$SCRATCH" -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
 ALL_TARGETS=(FuzzJSONShape FuzzIdentifiers FuzzSimulatorFile FuzzTokenLine FuzzProviderToken FuzzInboxAPI FuzzHTTP2Server)
 export FORGE_FUZZ=1
