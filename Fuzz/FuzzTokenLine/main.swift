@@ -3,8 +3,7 @@ import ForgeFuzzSupport
 
 /// The lines of a tokens file (`apnsctl send --tokens-file`), read as `TokenLines` reads each: the
 /// line's kind (TokenFileLine), then the token, or the NDJSON object's JSON checks and parse
-/// (CommandLineJSON.swift is apnsctl's own file, linked here; an executable target cannot be a
-/// dependency).
+/// (CodableJSON), as `TokenLines.judgeObject` does before it looks at the command's flags.
 enum TokenLineFuzz {
     static func test(_ bytes: [UInt8]) {
         var isFirst = true
@@ -14,7 +13,7 @@ enum TokenLineFuzz {
                 break
             case .object(let range):
                 let text = Array(line[range])
-                if APNSPayloadLint.jsonProblem(in: text) == nil, case .object(let fields)? = try? CommandLineJSON(parsing: text),
+                if APNSPayloadLint.jsonProblem(in: text) == nil, case .object(let fields)? = try? CodableJSON(parsing: text),
                     case .string(let token)? = fields["token"]
                 {
                     _ = try? DeviceToken(token)

@@ -1,1 +1,0 @@
-../../Sources/apnsctl/Support/CommandLineJSON.swift
