@@ -43,7 +43,7 @@ CONFIGURATION ?= release
 # (<scratch>/<triple>/<configuration> is the bin path), whatever the configuration.
 MANUAL        = $$(dirname "$$(dirname "$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))")")/plugins/GenerateManual/outputs/apnsctl/apnsctl.1
 
-.PHONY: all deps build-deps dist-deps pydeps build release test example demo docs api sanitize bench soak lint clean manual install uninstall dist dist-test
+.PHONY: all deps build-deps dist-deps pydeps build release test example demo docs api sanitize fuzz bench soak lint clean manual install uninstall dist dist-test
 
 all: build
 
@@ -166,6 +166,15 @@ sanitize: deps pydeps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan $(SKIP_CLI) $(SWIFT_FLAGS)
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan $(ONLY_CLI) $(SWIFT_FLAGS)
 
+## fuzz: every parser of outside bytes under libFuzzer and AddressSanitizer (Scripts/fuzz.sh): JSON payloads, .apns
+## files, tokens-file lines, provider tokens, identifiers, inbox API requests, and the HTTP/2 server's input. Each
+## target runs FUZZ_SECONDS over its seeds (Fuzz/Corpus/); a crash, a leak or an input over 1 s fails, its file named.
+## Exits 69 when the toolchain has no libFuzzer. `make fuzz FUZZ_SECONDS=20 FUZZ_TARGETS=FuzzHTTP2Server`.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?=
+fuzz: build-deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT="$(SWIFT)" Scripts/fuzz.sh $(FUZZ_TARGETS)
+
 ## bench: the benchmark executable in release mode (see `apns-bench --help`).
 bench: deps
 	$(SWIFT) build -c release --product apns-bench $(SWIFT_FLAGS)
@@ -206,4 +215,4 @@ dist-test: dist pydeps
 	  FORGE_APNSCTL=$$(echo "$$release"/apnsctl-*/bin/apnsctl) $(SWIFT) test $(ONLY_CLI) $(SWIFT_FLAGS)
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-readme .build-example .build-dist dist $(VENV)
+	rm -rf .build .build-asan .build-tsan .build-fuzz .build-readme .build-example .build-dist dist $(VENV)

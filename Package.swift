@@ -356,6 +356,8 @@ let package = Package(
                 "ForgeTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
+            // Inputs `make fuzz` found, read by the tests that keep them fixed.
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -437,3 +439,37 @@ let package = Package(
         ),
     ]
 )
+
+// MARK: Fuzz targets (`make fuzz`)
+// libFuzzer entry points for every parser that reads bytes from outside, one executable each
+// (Fuzz/<Target>/main.swift), built by `make fuzz` with `-sanitize=fuzzer,address`. They exist only
+// when FORGE_FUZZ=1: an entry point links against libFuzzer's driver, which a plain `swift build` or
+// `swift test` does not link, and those builds must neither compile nor link them. No product names
+// them. They are in this package (not a package of their own) so `package` symbols, and in the debug
+// build `@testable` ones, are in reach without widening any module's API.
+if Context.environment["FORGE_FUZZ"] == "1" {
+    package.targets.append(
+        .target(name: "ForgeFuzzSupport", path: "Fuzz/ForgeFuzzSupport", swiftSettings: swiftSettings)
+    )
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzJSONShape", ["ForgeAPNsCore"]),
+        ("FuzzIdentifiers", ["ForgeAPNsCore"]),
+        ("FuzzSimulatorFile", ["ForgeAPNsCore"]),
+        ("FuzzTokenLine", ["ForgeAPNsCore"]),
+        ("FuzzProviderToken", ["ForgeAPNsCore", "ForgeCrypto", "ForgeLoopback"]),
+        // InboxAPI.swift is ForgeLoopbackUI's own file, linked into the target: the API needs none of
+        // Hummingbird and SwiftNIO, which would triple the sanitizer build.
+        ("FuzzInboxAPI", ["ForgeAPNsCore", "ForgeLoopback", "ForgeSupport"]),
+        ("FuzzHTTP2Server", ["ForgeHTTP2"]),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name,
+                dependencies: ["ForgeFuzzSupport"] + target.dependencies,
+                path: "Fuzz/\(target.name)",
+                swiftSettings: swiftSettings
+            )
+        )
+    }
+}

@@ -108,10 +108,11 @@ public struct APNSProviderToken: Hashable, Sendable, CustomStringConvertible, Cu
         let age = now.timeIntervalSince(parsed.issuedAt)
         let limit = Double(maximumAge.components.seconds)
         guard age <= limit else {
-            throw APNSProviderTokenError(.expired, detail: "iat is \(Int(age) / 60) minutes old; the limit is \(Int(limit) / 60) minutes")
+            let minutes = APNSProviderTokenVerifier.whole(age / 60)
+            throw APNSProviderTokenError(.expired, detail: "iat is \(minutes) minutes old; the limit is \(Int(limit) / 60) minutes")
         }
         guard age >= -60 else {
-            throw APNSProviderTokenError(.issuedInFuture, detail: "iat is \(Int(-age)) s in the future")
+            throw APNSProviderTokenError(.issuedInFuture, detail: "iat is \(APNSProviderTokenVerifier.whole(-age)) s in the future")
         }
         self.init(keyID: keyID, teamID: teamID, issuedAt: parsed.issuedAt, jwt: jwt)
     }

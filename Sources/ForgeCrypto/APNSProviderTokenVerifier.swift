@@ -121,10 +121,12 @@ package struct APNSProviderTokenVerifier: Sendable {
         }
         let age = now.timeIntervalSince(parsed.issuedAt)
         if age > Self.seconds(self.maximumAge) {
-            throw APNSProviderTokenError(.expired, detail: "iat is \(Int(age)) s old; the limit is \(Int(Self.seconds(self.maximumAge))) s")
+            throw APNSProviderTokenError(
+                .expired, detail: "iat is \(Self.whole(age)) s old; the limit is \(Self.whole(Self.seconds(self.maximumAge))) s"
+            )
         }
         if let skew = self.maximumFutureSkew, -age > Self.seconds(skew) {
-            throw APNSProviderTokenError(.issuedInFuture, detail: "iat is \(Int(-age)) s in the future")
+            throw APNSProviderTokenError(.issuedInFuture, detail: "iat is \(Self.whole(-age)) s in the future")
         }
         return APNSVerifiedProviderToken(keyID: parsed.keyID, teamID: parsed.teamID, issuedAt: parsed.issuedAt)
     }
@@ -167,6 +169,12 @@ package struct APNSProviderTokenVerifier: Sendable {
             signingInput: Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8),
             signature: signature
         )
+    }
+
+    /// `value` without its fraction, for a message. An `iat` near either end of Int64 makes an age
+    /// beyond `Int`, where `Int(_:)` would trap: such an age is shown in floating point instead.
+    package static func whole(_ value: Double) -> String {
+        Int(exactly: value.rounded(.towardZero)).map(String.init) ?? "\(value.rounded(.towardZero))"
     }
 
     private static func seconds(_ duration: Duration) -> Double {

@@ -1,4 +1,5 @@
 package import ForgeAPNsCore
+internal import ForgeCrypto
 internal import ForgeSupport
 package import struct Foundation.Date
 package import struct Foundation.Data
@@ -31,7 +32,7 @@ extension TokenAuthenticator {
         switch reason {
         case .expiredProviderToken:
             let issued = Self.number(claims["iat"])
-            let age = issued.map { " (\(Int(now.timeIntervalSince1970 - $0) / 60) minutes ago)" } ?? ""
+            let age = issued.map { " (\(APNSProviderTokenVerifier.whole((now.timeIntervalSince1970 - $0) / 60)) minutes ago)" } ?? ""
             let when = issued.map { " at \(ISODate.string(Date(timeIntervalSince1970: $0)))" } ?? ""
             return "the provider token was issued\(when)\(age); APNs accepts tokens up to 60 minutes old"
         case .tooManyProviderTokenUpdates:

@@ -185,7 +185,11 @@ public struct LocalAPNSInboxAPI: Sendable {
         }
         var timeout: Duration = .seconds(10)
         if let text = Self.value("timeout", parameters) {
-            let parsed = Double(text).map { Duration.milliseconds(Int64($0 * 1000)) } ?? (try? CommandLineDuration.parse(text))
+            // Seconds as a number (`5`, `0.5`), else a duration (`500ms`). `nan`, `inf` and `1e300` are
+            // numbers too, which Int64(_:) would trap on: anything beyond an hour becomes zero, refused below.
+            let parsed = Double(text).map { seconds in
+                seconds.isFinite && seconds.magnitude <= 3_600 ? Duration.milliseconds(Int64(seconds * 1000)) : .zero
+            } ?? (try? CommandLineDuration.parse(text))
             guard let parsed, parsed > .zero, parsed <= Self.maximumWait else {
                 throw APIError("timeout: must be a duration above 0 and at most 60s, such as 5s or 500ms (got \(APNSJudge.clip(text)))")
             }

@@ -206,3 +206,23 @@ struct TokenAuthenticationTests {
         #expect(lenient.check(authorization: "bearer " + raw, bundleID: "b", connectionID: 1) == nil)
     }
 }
+
+@Suite("Local APNs judge: provider tokens that fuzzing found")
+struct TokenAuthenticationFuzzTests {
+    /// A well-signed token with `iat` = Int64.min (Tests/ForgeCryptoTests/Fixtures/fuzz-iat-int64-min,
+    /// a FuzzProviderToken input): the verifier's expiry message trapped, and so did the sentence
+    /// saying why the token was refused, taking `apnsctl serve` down with it.
+    @Test("iat Int64.min: ExpiredProviderToken and a sentence, no trap")
+    func iatInt64Min() throws {
+        let key = try APNSSigningKey(contentsOfFile: KeysExample.path("AuthKey_FORGEKEY01.p8"))
+        let jwt = try FuzzFixture.providerToken("Tests/ForgeCryptoTests/Fixtures/fuzz-iat-int64-min")
+        let authenticator = TokenAuthenticator(
+            keys: [LocalAPNSKey(keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1"), verificationKey: key.publicKey)],
+            environment: .sandbox, clock: ManualWallClock(Date(timeIntervalSince1970: 1_795_000_600))
+        )
+        let reason = authenticator.check(authorization: "bearer " + jwt, bundleID: "com.example.app", connectionID: 1)
+        #expect(reason == .expiredProviderToken)
+        let why = authenticator.explain(.expiredProviderToken, authorization: "bearer " + jwt, bundleID: "com.example.app")
+        #expect(why.contains("minutes ago"), "\(why)")
+    }
+}

@@ -98,20 +98,18 @@ final class TokenLines {
         self.lineNumber += 1
         if self.lineNumber < self.firstLine { return .skipped }
         let bytes = UnsafeRawBufferPointer(start: buffer, count: count)
-        var start = 0
-        var end = count
-        // A UTF-8 byte order mark (editors on Windows write one) before the first line is no token.
-        if self.lineNumber == 1, count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { start = 3 }
-        while start < end, Self.isSpace(bytes[start]) { start += 1 }
-        while end > start, Self.isSpace(bytes[end - 1]) { end -= 1 }
-        if start == end || bytes[start] == UInt8(ascii: "#") { return .skipped }
-        if bytes[start] == UInt8(ascii: "{") { return self.judgeObject(Array(bytes[start..<end])) }
+        let range: Range<Int>
+        switch TokenFileLine(bytes, isFirst: self.lineNumber == 1) {
+        case .skipped: return .skipped
+        case .object(let object): return self.judgeObject(Array(bytes[object]))
+        case .token(let token): range = token
+        }
         guard self.hasSharedPayload else {
             let problem = "no payload for this token: give --payload (or --title…), or a line {\"token\":…,\"payload\":{…}}"
             return .bad(line: self.lineNumber, problem: problem)
         }
         do throws(APNSValidationError) {
-            let token = try DeviceToken(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
+            let token = try DeviceToken(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self))
             return .entry(TokenEntry(line: self.lineNumber, token: token, notification: nil))
         } catch {
             return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
@@ -172,8 +170,6 @@ final class TokenLines {
             return .bad(line: self.lineNumber, problem: "\(error.field) \(error.rule)")
         }
     }
-
-    private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0a || byte == 0x0d }
 
     /// Copies standard input to an anonymous temporary file, so `--strict` can read it twice;
     /// returns its descriptor (open until the process ends).

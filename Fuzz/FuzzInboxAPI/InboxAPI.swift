@@ -1,0 +1,1 @@
+../../Sources/ForgeLoopbackUI/InboxAPI.swift
