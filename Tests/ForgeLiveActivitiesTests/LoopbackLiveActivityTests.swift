@@ -111,17 +111,22 @@ struct RenewalTests {
         try await withLoopbackMode(devices: [device]) { loopback in
             try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
                 let manager = LiveActivityManager(client: client, store: InMemoryLiveActivityStore(), clock: clock, configuration: configuration)
+                // Each applied report rings; a wait reads the count after each ring.
                 let applied = LockedBox(0)
+                let rings = Fanout<Void>()
+                let bell = rings.subscribeNewest()
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask {
                         for await report in reports {
                             _ = await manager.handleReport(body: report.json)
                             applied.withLock { $0 += 1 }
+                            rings.yield(())
                         }
                     }
-                    /// Waits until the app's reports so far are applied (each report is one event on the phone's side).
+                    var ringing = bell.makeAsyncIterator()
+                    /// Waits until `count` of the app's reports are applied.
                     func settle(_ count: Int) async throws {
-                        while applied.withLock({ $0 }) < count { await Task.yield() }
+                        while applied.withLock({ $0 }) < count { _ = await ringing.next() }
                     }
                     try await settle(1)  // the push-to-start token
                     try await manager.start(
