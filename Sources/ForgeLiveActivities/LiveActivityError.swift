@@ -19,6 +19,8 @@ public struct LiveActivityError: Error, Hashable, Sendable, CustomStringConverti
         case sendFailed = "send_failed"
         /// The store failed or kept changing under a write (``rule`` says which).
         case store
+        /// A send asked of a manager made without a client (``LiveActivityManager/init(store:clock:configuration:)``).
+        case noClient = "no_client"
     }
 
     public var code: Code
@@ -28,12 +30,15 @@ public struct LiveActivityError: Error, Hashable, Sendable, CustomStringConverti
     public var rule: String
     /// For ``Code/sendFailed``: APNs' answer or the transport's failure.
     public var apnsError: APNSError?
+    /// For ``Code/sendFailed``: the token the push went to.
+    public var token: DeviceToken?
 
-    public init(_ code: Code, field: String? = nil, rule: String, apnsError: APNSError? = nil) {
+    public init(_ code: Code, field: String? = nil, rule: String, apnsError: APNSError? = nil, token: DeviceToken? = nil) {
         self.code = code
         self.field = field
         self.rule = rule
         self.apnsError = apnsError
+        self.token = token
     }
 
     public var description: String {

@@ -65,6 +65,17 @@ public final class LiveActivityManager: Sendable {
         public var sentHeld: APNSSendResult?
     }
 
+    /// What became of a start or a renewal.
+    public struct StartOutcome: Hashable, Sendable {
+        /// The activity as the registry holds it after the start.
+        public var activity: ManagedActivity
+        /// APNs' answer to the start, `nil` when nothing was sent (the id was already live, or a
+        /// renewal already under way).
+        public var sent: APNSSendResult?
+        /// The push-to-start token the start went to, when one was sent.
+        public var token: DeviceToken?
+    }
+
     /// What became of an update or an end.
     public enum SendOutcome: Hashable, Sendable {
         /// Sent and accepted.
@@ -73,7 +84,7 @@ public final class LiveActivityManager: Sendable {
         case held
     }
 
-    private let client: APNSClient
+    private let client: APNSClient?
     private let store: any LiveActivityStore
     private let clock: any APNSWallClock
     public let configuration: Configuration
@@ -85,6 +96,21 @@ public final class LiveActivityManager: Sendable {
     ///   - configuration: the ages after which activities end and leave, and tokens go stale.
     public init(client: APNSClient, store: any LiveActivityStore, clock: any APNSWallClock = .system, configuration: Configuration = Configuration()) {
         self.client = client
+        self.store = store
+        self.clock = clock
+        self.configuration = configuration
+    }
+
+    /// A manager that keeps the registry and sends nothing: for the part of a backend that takes
+    /// the app's reports while another process sends. A report that brings the update token of an
+    /// activity with a held push keeps the push held; ``sweep()`` of a manager with a client sends
+    /// it. Every send throws ``LiveActivityError/Code/noClient``.
+    /// - Parameters:
+    ///   - store: where the registry lives.
+    ///   - clock: the time for reports and ages; a manual one in tests.
+    ///   - configuration: the ages after which activities end and leave, and tokens go stale.
+    public init(store: any LiveActivityStore, clock: any APNSWallClock = .system, configuration: Configuration = Configuration()) {
+        self.client = nil
         self.store = store
         self.clock = clock
         self.configuration = configuration
@@ -130,11 +156,14 @@ public final class LiveActivityManager: Sendable {
         case .updateToken(let id, let token, let sequence, let registration):
             var held: HeldPush?
             var replaced: DeviceToken?
+            let sends = self.client != nil
             let outcome = try await self.changeActivity(id, creating: registration.map { registration in
-                ManagedActivity(
+                var registered = ManagedActivity(
                     id: id, bundleID: registration.bundleID, attributesType: registration.attributesType,
                     installation: registration.installation, state: .active, startedAt: now
                 )
+                registered.record("registered", "started by the app, reported with its update token", at: now)
+                return registered
             }) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
                 guard activity.state.isLive else {
                     return "\(id) is \(activity.state): a late update token does not revive it"
@@ -146,13 +175,22 @@ public final class LiveActivityManager: Sendable {
                     activity.renewal = nil
                     activity.renewals += 1
                     activity.startedAt = now
+                    activity.record("renewed", "the successor's update token \(Self.short(token)) arrived; the old activity gets its end", at: now)
+                } else if activity.updateToken != token {
+                    activity.record("update_token", "\(Self.short(token))\(sequence.map { ", sequence \($0)" } ?? "")", at: now)
                 }
                 activity.updateToken = token
                 activity.reportSequence = sequence ?? activity.reportSequence
                 if activity.state == .starting { activity.state = .active }
-                held = activity.held
+                // A manager without a client leaves the held push for one that sends (its sweep).
+                guard sends, let waiting = activity.held else { return nil }
+                held = waiting
                 activity.held = nil
-                if held?.event == "end" { activity.state = .ended }
+                activity.record("held_sent", "the held \(waiting.event) goes to \(Self.short(token))", at: now)
+                if waiting.event == "end" {
+                    activity.state = .ended
+                    activity.why = "ended by the backend"
+                }
                 return nil
             }
             if outcome.applied, let replaced { await self.endReplaced(id, token: replaced) }
@@ -171,6 +209,7 @@ public final class LiveActivityManager: Sendable {
                 activity.state = .ended
                 activity.held = nil
                 activity.why = "ended on the device"
+                activity.record("ended", "on the device (dismissed, or ended by iOS)", at: now)
                 return nil
             }
         }
@@ -203,14 +242,16 @@ public final class LiveActivityManager: Sendable {
     /// Starting an id that is already live sends nothing and returns it.
     /// - Throws: ``LiveActivityError/Code/noPushToStartToken`` (none reported, stale, or dead);
     ///   ``LiveActivityError/Code/invalidInput`` for an id that ended and is still in the registry;
-    ///   ``LiveActivityError/Code/sendFailed`` with APNs' answer (a dead token is then marked dead).
+    ///   ``LiveActivityError/Code/sendFailed`` with APNs' answer (a dead token is then marked dead);
+    ///   ``LiveActivityError/Code/noClient`` for a manager made without a client.
     @discardableResult
     public func start<Attributes: Encodable & Sendable, ContentState: Encodable & Sendable>(
         activity id: LiveActivityID, installation: InstallationID, bundleID: APNSBundleID, attributesType: String,
         attributes: Attributes, contentState: ContentState, alert: APNSLiveActivityAlert, staleDate: Date? = nil,
         relevanceScore: Double? = nil
-    ) async throws(LiveActivityError) -> ManagedActivity {
+    ) async throws(LiveActivityError) -> StartOutcome {
         try checkAttributesType(attributesType)
+        _ = try self.sendingClient()
         let now = self.clock.now
         let key = PushToStartKey(installation: installation, bundleID: bundleID, attributesType: attributesType)
         let record = try await self.usablePushToStartToken(for: key, now: now)
@@ -220,15 +261,16 @@ public final class LiveActivityManager: Sendable {
         activity.attributes = try StoredJSON.encode(attributes, field: "attributes")
         activity.lastTimestamp = now
         activity.staleDate = staleDate
+        activity.record("start_sent", "through the push-to-start token \(Self.short(record.token))", at: now)
         if let existing = try await self.activity(id) {
             guard existing.state.isLive else {
                 throw LiveActivityError(.invalidInput, field: "activity", rule: "\(id) already exists and is \(existing.state): start a new id")
             }
-            return existing
+            return StartOutcome(activity: existing)
         }
         guard try await self.storing({ try await self.store.save(activity, replacing: nil) }) else {
             // Another manager created it between the reading and the write: its start is the one.
-            return try await self.activity(id) ?? activity
+            return StartOutcome(activity: try await self.activity(id) ?? activity)
         }
         activity.version = 1
         let collapseID: APNSCollapseID
@@ -242,8 +284,8 @@ public final class LiveActivityManager: Sendable {
             topic: bundleID, staleDate: staleDate, relevanceScore: relevanceScore, collapseID: collapseID
         )
         do {
-            try await self.sendStart(notification, key: key, token: record.token, activity: id)
-            return activity
+            let sent = try await self.sendStart(notification, key: key, token: record.token, activity: id)
+            return StartOutcome(activity: activity, sent: sent, token: record.token)
         } catch {
             // Nothing started for sure, or maybe: either way a later start of the same id may try
             // again (the collapse id keeps a second delivery from making a second activity).
@@ -260,14 +302,16 @@ public final class LiveActivityManager: Sendable {
     /// alert (a start through push-to-start always shows one).
     /// - Throws: ``LiveActivityError/Code/notLive``; ``LiveActivityError/Code/invalidInput`` for an
     ///   activity this manager did not start (it has no attributes to start a successor with);
-    ///   ``LiveActivityError/Code/noPushToStartToken``; ``LiveActivityError/Code/sendFailed``.
+    ///   ``LiveActivityError/Code/noPushToStartToken``; ``LiveActivityError/Code/sendFailed``;
+    ///   ``LiveActivityError/Code/noClient``.
     @discardableResult
-    public func renew(activity id: LiveActivityID, alert: APNSLiveActivityAlert) async throws(LiveActivityError) -> ManagedActivity {
+    public func renew(activity id: LiveActivityID, alert: APNSLiveActivityAlert) async throws(LiveActivityError) -> StartOutcome {
+        _ = try self.sendingClient()
         let now = self.clock.now
         guard let activity = try await self.activity(id) else {
             throw LiveActivityError(.unknownActivity, field: "activity", rule: "no activity has the id \(id)")
         }
-        if activity.renewal != nil { return activity }
+        if activity.renewal != nil { return StartOutcome(activity: activity) }
         guard activity.state == .active || activity.state == .stale, let token = activity.updateToken else {
             throw LiveActivityError(.notLive, field: "activity", rule: "\(id) is \(activity.state): only a running activity with an update token is renewed")
         }
@@ -280,6 +324,7 @@ public final class LiveActivityManager: Sendable {
         try await self.modifyLive(id, refusing: ["ending", "starting"]) { current throws(LiveActivityError) in
             current.renewal = Renewal(replacedToken: token, startedAt: now)
             current.lastTimestamp = max(now, current.lastTimestamp ?? now)
+            current.record("renewal_started", "a successor started through the push-to-start token \(Self.short(record.token))", at: now)
             renewing = current
         }
         let collapseID: APNSCollapseID
@@ -295,8 +340,8 @@ public final class LiveActivityManager: Sendable {
             alert: alert, timestamp: renewing.lastTimestamp ?? now, topic: activity.bundleID, staleDate: activity.staleDate, collapseID: collapseID
         )
         do {
-            try await self.sendStart(notification, key: key, token: record.token, activity: id)
-            return renewing
+            let sent = try await self.sendStart(notification, key: key, token: record.token, activity: id)
+            return StartOutcome(activity: renewing, sent: sent, token: record.token)
         } catch {
             _ = try? await self.changeActivity(id, creating: nil) { (current: inout ManagedActivity) throws(LiveActivityError) -> String? in
                 guard current.renewal != nil else { return "no renewal under way" }
@@ -328,6 +373,7 @@ public final class LiveActivityManager: Sendable {
                 target = (token, activity.bundleID, timestamp)
             } else {
                 activity.held = HeldPush(event: "update", contentState: encoded, dismissalDate: nil, requestedAt: timestamp)
+                activity.record("held", "an update, until the update token arrives", at: now)
             }
         }
         guard let target else { return .held }
@@ -358,10 +404,12 @@ public final class LiveActivityManager: Sendable {
             if let token = activity.updateToken {
                 activity.state = .ended
                 activity.why = "ended by the backend"
+                activity.record("ended", "by the backend: the end goes to \(Self.short(token))", at: now)
                 target = (token, activity.bundleID, timestamp, state)
             } else {
                 activity.state = .ending
                 activity.held = HeldPush(event: "end", contentState: state, dismissalDate: dismissalDate, requestedAt: timestamp)
+                activity.record("held", "the end, until the update token arrives", at: now)
             }
         }
         guard let target else { return .held }
@@ -384,10 +432,13 @@ public final class LiveActivityManager: Sendable {
         public var removed = 0
         /// Activities whose renewal started (``Configuration/automaticRenewal``).
         public var renewed = 0
+        /// Held pushes sent: their update token arrived through a manager without a client.
+        public var sentHeld = 0
     }
 
-    /// Applies the clock to every activity (see the type's discussion), and renews those old enough
-    /// when ``Configuration/automaticRenewal`` is set. Run it every few minutes.
+    /// Applies the clock to every activity (see the type's discussion), renews those old enough
+    /// when ``Configuration/automaticRenewal`` is set, and sends a held push whose update token has
+    /// arrived (through a manager without a client). Run it every few minutes.
     @discardableResult
     public func sweep() async throws(LiveActivityError) -> SweepSummary {
         let now = self.clock.now
@@ -400,6 +451,10 @@ public final class LiveActivityManager: Sendable {
                 continue
             }
             guard activity.state.isLive else { continue }
+            if self.client != nil, activity.held != nil, activity.updateToken != nil {
+                if (try? await self.sendHeld(activity.id, now: now)) != nil { summary.sentHeld += 1 }
+                continue
+            }
             if let automatic = self.configuration.automaticRenewal, age >= automatic.age, age < self.configuration.maximumAge,
                 activity.renewal == nil, activity.state == .active || activity.state == .stale, activity.attributes != nil
             {
@@ -415,8 +470,10 @@ public final class LiveActivityManager: Sendable {
                     current.state = .ended
                     current.held = nil
                     current.why = "iOS ended it \(Self.hours(self.configuration.maximumAge)) after it started"
+                    current.record("ended", current.why ?? "", at: now)
                 } else if current.state == .active {
                     current.state = .stale
+                    current.record("stale", "past its stale date", at: now)
                 }
                 return nil
             }
@@ -452,9 +509,10 @@ public final class LiveActivityManager: Sendable {
     /// Sends a start to a push-to-start token; a dead token's verdict kills it.
     private func sendStart(
         _ notification: some APNSNotification, key: PushToStartKey, token: DeviceToken, activity id: LiveActivityID
-    ) async throws(LiveActivityError) {
+    ) async throws(LiveActivityError) -> APNSSendResult {
+        let client = try self.sendingClient()
         do {
-            _ = try await self.client.send(notification, to: token)
+            return try await client.send(notification, to: token)
         } catch {
             if error.disposition == .dropToken, let reason = error.reason {
                 _ = try? await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
@@ -463,7 +521,7 @@ public final class LiveActivityManager: Sendable {
                     return (current, nil)
                 }
             }
-            throw LiveActivityError(.sendFailed, rule: "the start of \(id) was not accepted: \(error)", apnsError: error)
+            throw LiveActivityError(.sendFailed, rule: "the start of \(id) was not accepted: \(error)", apnsError: error, token: token)
         }
     }
 
@@ -477,13 +535,14 @@ public final class LiveActivityManager: Sendable {
         let end = APNSLiveActivityNotification(
             event: .end(dismissalDate: now), contentState: content, timestamp: max(now, activity.lastTimestamp ?? now), topic: activity.bundleID
         )
-        _ = try? await self.client.send(end, to: token)
+        _ = try? await self.client?.send(end, to: token)
     }
 
     /// Sends an update or end to `token`; a dead token's verdict kills the activity.
     private func send(_ notification: some APNSNotification, activity id: LiveActivityID, token: DeviceToken) async throws(LiveActivityError) -> APNSSendResult {
+        let client = try self.sendingClient()
         do {
-            return try await self.client.send(notification, to: token)
+            return try await client.send(notification, to: token)
         } catch {
             if error.disposition == .dropToken, let reason = error.reason {
                 _ = try? await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
@@ -491,11 +550,30 @@ public final class LiveActivityManager: Sendable {
                     activity.state = .dead(reason: reason.rawValue)
                     activity.held = nil
                     activity.why = "APNs answered \(reason.rawValue) for its update token"
+                    activity.record("dead", activity.why ?? "", at: self.clock.now)
                     return nil
                 }
             }
-            throw LiveActivityError(.sendFailed, rule: "the push to \(id) was not accepted: \(error)", apnsError: error)
+            throw LiveActivityError(.sendFailed, rule: "the push to \(id) was not accepted: \(error)", apnsError: error, token: token)
         }
+    }
+
+    /// Takes the held push of `id` off its record (compare-and-set) and sends it to its update token.
+    private func sendHeld(_ id: LiveActivityID, now: Date) async throws(LiveActivityError) -> APNSSendResult? {
+        var taken: (HeldPush, DeviceToken)?
+        let outcome = try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+            guard activity.state.isLive, let held = activity.held, let token = activity.updateToken else { return "nothing held" }
+            taken = (held, token)
+            activity.held = nil
+            activity.record("held_sent", "the held \(held.event) goes to \(Self.short(token))", at: now)
+            if held.event == "end" {
+                activity.state = .ended
+                activity.why = "ended by the backend"
+            }
+            return nil
+        }
+        guard outcome.applied, let (held, token) = taken else { return nil }
+        return try await self.sendHeld(held, activity: id, token: token)
     }
 
     private func sendHeld(_ held: HeldPush, activity id: LiveActivityID, token: DeviceToken) async throws(LiveActivityError) -> APNSSendResult {
@@ -559,6 +637,19 @@ public final class LiveActivityManager: Sendable {
     }
 
     private static let conflictLimit = 64
+
+    /// The client, or why there is none.
+    private func sendingClient() throws(LiveActivityError) -> APNSClient {
+        guard let client = self.client else {
+            throw LiveActivityError(.noClient, rule: "this manager was made without a client: it records reports and sends nothing")
+        }
+        return client
+    }
+
+    /// A token as the history shows it: its first 8 digits.
+    private static func short(_ token: DeviceToken) -> String {
+        "\(token.hexString.prefix(8))…"
+    }
 
     /// Why a report with `sequence` is older than one applied with `applied`, if it is.
     private static func older(_ sequence: Int64?, than applied: Int64?) -> String? {

@@ -85,6 +85,23 @@ public struct Renewal: Hashable, Sendable {
     }
 }
 
+/// One step in a managed activity's life, as ``ManagedActivity/history`` keeps it.
+public struct ActivityHistoryEntry: Hashable, Sendable {
+    /// When it happened (the manager's clock).
+    public var at: Date
+    /// What happened: `registered`, `start_sent`, `update_token`, `held`, `held_sent`, `renewal_started`,
+    /// `renewed`, `ended`, `stale`, `dead`.
+    public var event: String
+    /// The details in words: the token (its first 8 digits), the apns-id, the why.
+    public var detail: String
+
+    public init(at: Date, event: String, detail: String) {
+        self.at = at
+        self.event = event
+        self.detail = detail
+    }
+}
+
 /// One Live Activity in the registry, keyed by the backend's id.
 public struct ManagedActivity: Hashable, Sendable {
     public var id: LiveActivityID
@@ -119,8 +136,20 @@ public struct ManagedActivity: Hashable, Sendable {
     public var reportSequence: Int64?
     /// Why it ended or died, in words.
     public var why: String?
+    /// Its changes of state and token, oldest first: the last ``historyLimit`` are kept. Updates
+    /// sent to a running activity are not listed (``lastTimestamp`` says when the last one went).
+    public var history: [ActivityHistoryEntry] = []
     /// The store's version of this record: each write increases it (compare-and-set).
     public var version: Int
+
+    /// How many entries ``history`` keeps.
+    public static let historyLimit = 32
+
+    /// Adds an entry to ``history``, dropping the oldest beyond ``historyLimit``.
+    public mutating func record(_ event: String, _ detail: String, at date: Date) {
+        self.history.append(ActivityHistoryEntry(at: date, event: event, detail: detail))
+        if self.history.count > Self.historyLimit { self.history.removeFirst(self.history.count - Self.historyLimit) }
+    }
 
     public init(
         id: LiveActivityID, bundleID: APNSBundleID, attributesType: String, installation: InstallationID?, state: ActivityState,

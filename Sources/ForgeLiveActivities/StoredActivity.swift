@@ -33,13 +33,15 @@ package struct StoredActivity: Sendable, Equatable {
     package var renewalToken: String?
     package var renewalStartedAt: Int64?
     package var renewals: Int64
+    /// ``ManagedActivity/history`` as JSON (``StoredHistory``); `nil` for none.
+    package var history: [UInt8]?
     package var version: Int64
 
     package init(
         id: String, bundleID: String, attributesType: String, installation: String?, updateToken: String?, channelID: String?,
         state: String, stateReason: String?, startedAt: Int64, lastContentState: [UInt8]?, lastTimestamp: Int64?, staleDate: Int64?,
         held: [UInt8]?, reportSequence: Int64?, why: String?, attributes: [UInt8]?, renewalToken: String?, renewalStartedAt: Int64?,
-        renewals: Int64, version: Int64
+        renewals: Int64, history: [UInt8]?, version: Int64
     ) {
         self.id = id
         self.bundleID = bundleID
@@ -60,6 +62,7 @@ package struct StoredActivity: Sendable, Equatable {
         self.renewalToken = renewalToken
         self.renewalStartedAt = renewalStartedAt
         self.renewals = renewals
+        self.history = history
         self.version = version
     }
 
@@ -75,7 +78,8 @@ package struct StoredActivity: Sendable, Equatable {
             lastTimestamp: activity.lastTimestamp?.storedMilliseconds, staleDate: activity.staleDate?.storedMilliseconds,
             held: activity.held.map(StoredHeldPush.encode), reportSequence: activity.reportSequence, why: activity.why,
             attributes: activity.attributes, renewalToken: activity.renewal?.replacedToken.hexString,
-            renewalStartedAt: activity.renewal?.startedAt.storedMilliseconds, renewals: Int64(activity.renewals), version: Int64(version)
+            renewalStartedAt: activity.renewal?.startedAt.storedMilliseconds, renewals: Int64(activity.renewals),
+            history: activity.history.isEmpty ? nil : StoredHistory.encode(activity.history), version: Int64(version)
         )
     }
 
@@ -118,6 +122,7 @@ package struct StoredActivity: Sendable, Equatable {
             )
         }
         activity.renewals = Int(self.renewals)
+        activity.history = try self.history.map { bytes throws(LiveActivityError) in try StoredHistory.decode(bytes, of: record) } ?? []
         return activity
     }
 
@@ -181,6 +186,33 @@ struct StoredHeldPush: Codable {
             event: stored.event, contentState: Array(stored.contentState), dismissalDate: stored.dismissalDate.map(Date.init(storedMilliseconds:)),
             requestedAt: Date(storedMilliseconds: stored.requestedAt)
         )
+    }
+}
+
+/// ``ManagedActivity/history`` as one JSON array of `{"at_ms", "event", "detail"}`.
+struct StoredHistory: Codable {
+    var at: Int64
+    var event: String
+    var detail: String
+
+    enum CodingKeys: String, CodingKey {
+        case at = "at_ms"
+        case event
+        case detail
+    }
+
+    static func encode(_ history: [ActivityHistoryEntry]) -> [UInt8] {
+        let stored = history.map { StoredHistory(at: $0.at.storedMilliseconds, event: $0.event, detail: $0.detail) }
+        // Strings and integers: nothing here can fail to encode.
+        guard let bytes = try? JSONEncoder().encode(stored) else { preconditionFailure("a history cannot be encoded as JSON") }
+        return Array(bytes)
+    }
+
+    static func decode(_ bytes: [UInt8], of record: String) throws(LiveActivityError) -> [ActivityHistoryEntry] {
+        let stored = try storedColumn("history", of: record) { () throws(any Error) in
+            try JSONDecoder().decode([StoredHistory].self, from: Data(bytes))
+        }
+        return stored.map { ActivityHistoryEntry(at: Date(storedMilliseconds: $0.at), event: $0.event, detail: $0.detail) }
     }
 }
 

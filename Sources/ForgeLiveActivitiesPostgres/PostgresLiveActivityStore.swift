@@ -19,13 +19,14 @@ public import PostgresNIO
 ///   `channel_id`, `state` (its name) and `state_reason` (a dead one's reason), `started_at_ms`,
 ///   `last_content_state` (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON
 ///   bytes), `report_sequence`, `why`, `attributes` (JSON bytes), `renewal_token` and
-///   `renewal_started_at_ms` (a renewal under way), `renewals`, `version`. Dates are milliseconds since 1970.
+///   `renewal_started_at_ms` (a renewal under way), `renewals`, `version`, `history` (JSON bytes:
+///   `[{"at_ms", "event", "detail"}]`; added by schema version 2). Dates are milliseconds since 1970.
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`.
 public final class PostgresLiveActivityStore: LiveActivityStore {
     /// The schema this build creates and reads.
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
     /// The advisory lock held while the tables are created (the campaign schema's is 7262746567,
     /// its provider tokens' 7262746568).
     static let createLock: Int64 = 7_262_746_569
@@ -109,6 +110,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
             version bigint NOT NULL
         )
         """,
+        // Schema version 2.
+        "ALTER TABLE live_activities ADD COLUMN IF NOT EXISTS history bytea",
         """
         CREATE TABLE IF NOT EXISTS live_activity_push_to_start (
             installation text NOT NULL,
@@ -136,6 +139,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         let lastContentState = row.lastContentState.map { ByteBuffer(bytes: $0) }
         let held = row.held.map { ByteBuffer(bytes: $0) }
         let attributes = row.attributes.map { ByteBuffer(bytes: $0) }
+        let history = row.history.map { ByteBuffer(bytes: $0) }
         let query: PostgresQuery
         if let expected {
             query = """
@@ -145,7 +149,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                     last_content_state = \(lastContentState), last_timestamp_ms = \(row.lastTimestamp), stale_date_ms = \(row.staleDate),
                     held_push = \(held), report_sequence = \(row.reportSequence), why = \(row.why), attributes = \(attributes),
                     renewal_token = \(row.renewalToken), renewal_started_at_ms = \(row.renewalStartedAt), renewals = \(row.renewals),
-                    version = \(row.version)
+                    version = \(row.version), history = \(history)
                 WHERE id = \(row.id) AND version = \(Int64(expected))
                 RETURNING version
                 """
@@ -153,11 +157,11 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
             query = """
                 INSERT INTO live_activities (id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason,
                     started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes,
-                    renewal_token, renewal_started_at_ms, renewals, version)
+                    renewal_token, renewal_started_at_ms, renewals, version, history)
                 VALUES (\(row.id), \(row.bundleID), \(row.attributesType), \(row.installation), \(row.updateToken), \(row.channelID),
                     \(row.state), \(row.stateReason), \(row.startedAt), \(lastContentState), \(row.lastTimestamp), \(row.staleDate),
                     \(held), \(row.reportSequence), \(row.why), \(attributes), \(row.renewalToken), \(row.renewalStartedAt),
-                    \(row.renewals), \(row.version))
+                    \(row.renewals), \(row.version), \(history))
                 ON CONFLICT (id) DO NOTHING
                 RETURNING version
                 """
@@ -182,7 +186,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         var query: PostgresQuery = """
             SELECT id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
                 last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-                renewal_started_at_ms, renewals, version
+                renewal_started_at_ms, renewals, version, history
             FROM live_activities
             """
         query.sql += " \(filter.sql) ORDER BY id"
@@ -201,6 +205,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                 attributes: try cells["attributes"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 renewalToken: try cells["renewal_token"].decode(String?.self),
                 renewalStartedAt: try cells["renewal_started_at_ms"].decode(Int64?.self), renewals: try cells["renewals"].decode(Int64.self),
+                history: try cells["history"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 version: try cells["version"].decode(Int64.self)
             )
         }

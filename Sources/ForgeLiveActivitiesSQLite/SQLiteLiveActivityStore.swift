@@ -18,7 +18,7 @@ internal import GRDB
 ///   (its name) and `state_reason` (a dead one's reason), `started_at_ms`, `last_content_state`
 ///   (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON bytes), `report_sequence`,
 ///   `why`, `attributes` (JSON bytes), `renewal_token` and `renewal_started_at_ms` (a renewal under
-///   way), `renewals`, `version`. Dates are integer milliseconds since 1970 (a finer part is rounded away).
+///   way), `renewals`, `version`, `history` (JSON bytes: `[{"at_ms", "event", "detail"}]`). Dates are integer milliseconds since 1970 (a finer part is rounded away).
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`.
@@ -27,7 +27,7 @@ internal import GRDB
 /// in `PRAGMA user_version` (``schemaVersion``).
 public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// The schema this build creates and reads, kept in the file's `PRAGMA user_version`.
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
     /// The file's `PRAGMA application_id`: "FgLA" in ASCII, telling a store from other SQLite files
     /// (SQLite's file format, "Application ID").
     public static let applicationID: Int32 = 0x4667_4C41
@@ -104,19 +104,26 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 rule: "'\(path)' is a Live Activity store of schema version \(version), newer than this build's \(Self.schemaVersion): "
                     + "open it with a newer build"
             )
-        case .store(let version) where version < Self.schemaVersion:
+        case .store(let version) where version < 1:
             throw LiveActivityError(.store, rule: "'\(path)' is a Live Activity store of unknown schema version \(version) (this build's is \(Self.schemaVersion))")
         case .store:
             return
         }
     }
 
-    /// Creates the tables in a new file, in the caller's transaction (checked again there: another
-    /// store may have created them since the first look).
+    /// Creates the tables in a new file, or brings an older schema up to this build's, in the
+    /// caller's transaction (checked again there: another store may have done it since the first look).
+    ///
+    /// Version 2 added `live_activities.history`.
     private static func prepareSchema(_ db: Database, path: String) throws {
         let contents = try Self.contents(db)
         try Self.check(contents, path: path)
-        guard case .empty = contents else { return }
+        if case .store(let version) = contents {
+            if version < 2 {
+                try db.execute(sql: "ALTER TABLE live_activities ADD COLUMN history BLOB; PRAGMA user_version = 2;")
+            }
+            return
+        }
         try db.execute(
             sql: """
                 CREATE TABLE live_activities (
@@ -139,7 +146,8 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                     renewal_token TEXT,
                     renewal_started_at_ms INTEGER,
                     renewals INTEGER NOT NULL,
-                    version INTEGER NOT NULL
+                    version INTEGER NOT NULL,
+                    history BLOB
                 ) WITHOUT ROWID;
                 CREATE TABLE live_activity_push_to_start (
                     installation TEXT NOT NULL,
@@ -164,7 +172,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     private static let activityColumns = """
         id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
         last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-        renewal_started_at_ms, renewals, version
+        renewal_started_at_ms, renewals, version, history
         """
 
     public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
@@ -183,7 +191,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 row.bundleID, row.attributesType, row.installation, row.updateToken, row.channelID, row.state, row.stateReason,
                 row.startedAt, row.lastContentState.map { Data($0) }, row.lastTimestamp, row.staleDate, row.held.map { Data($0) },
                 row.reportSequence, row.why, row.attributes.map { Data($0) }, row.renewalToken, row.renewalStartedAt, row.renewals,
-                row.version,
+                row.version, row.history.map { Data($0) },
             ]
             if let expected {
                 try db.execute(
@@ -191,7 +199,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                         UPDATE live_activities SET bundle_id = ?, attributes_type = ?, installation = ?, update_token = ?, channel_id = ?,
                             state = ?, state_reason = ?, started_at_ms = ?, last_content_state = ?, last_timestamp_ms = ?,
                             stale_date_ms = ?, held_push = ?, report_sequence = ?, why = ?, attributes = ?, renewal_token = ?,
-                            renewal_started_at_ms = ?, renewals = ?, version = ?
+                            renewal_started_at_ms = ?, renewals = ?, version = ?, history = ?
                         WHERE id = ? AND version = ?
                         """,
                     arguments: StatementArguments(values + [row.id, expected])
@@ -199,7 +207,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             } else {
                 try db.execute(
                     sql: """
-                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO NOTHING
                         """,
                     arguments: StatementArguments([row.id] + values)
@@ -232,7 +240,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             lastTimestamp: row["last_timestamp_ms"], staleDate: row["stale_date_ms"], held: (row["held_push"] as Data?).map(Array.init),
             reportSequence: row["report_sequence"], why: row["why"], attributes: (row["attributes"] as Data?).map(Array.init),
             renewalToken: row["renewal_token"], renewalStartedAt: row["renewal_started_at_ms"], renewals: row["renewals"],
-            version: row["version"]
+            history: (row["history"] as Data?).map(Array.init), version: row["version"]
         )
     }
 

@@ -50,12 +50,37 @@ struct SQLiteLiveActivityStoreFileTests {
         // Reopened (a restart): the record is there.
         #expect(try await SQLiteLiveActivityStore(path: path).activity(activity.id)?.version == 1)
 
-        try await DatabaseQueue(path: path).writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = 2") }
+        let newer = SQLiteLiveActivityStore.schemaVersion + 1
+        try await DatabaseQueue(path: path).writeWithoutTransaction { db in try db.execute(sql: "PRAGMA user_version = \(newer)") }
         #expect { try SQLiteLiveActivityStore(path: path) } throws: { error in
-            isStoreError(error, saying: "'\(path)'", "schema version 2", "this build's \(SQLiteLiveActivityStore.schemaVersion)")
+            isStoreError(error, saying: "'\(path)'", "schema version \(newer)", "this build's \(SQLiteLiveActivityStore.schemaVersion)")
         }
         let version = try await DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
-        #expect(version == 2)
+        #expect(version == newer)
+    }
+
+    @Test("A file of schema version 1 (before the history) is brought up to date with its records, which then keep a history")
+    func migratesVersion1() async throws {
+        let folder = try TemporaryFolder("la-schema")
+        defer { folder.remove() }
+        let path = folder.url.appendingPathComponent("activities.sqlite").path
+        var activity = ManagedActivity(
+            id: try LiveActivityID("order-17"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes",
+            installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
+        )
+        #expect(try await SQLiteLiveActivityStore(path: path).save(activity, replacing: nil))
+        // The file as the first schema had it: no history column, user_version 1.
+        try await DatabaseQueue(path: path).writeWithoutTransaction { db in
+            try db.execute(sql: "ALTER TABLE live_activities DROP COLUMN history; PRAGMA user_version = 1")
+        }
+        let store = try SQLiteLiveActivityStore(path: path)
+        let read = try #require(try await store.activity(activity.id))
+        #expect(read.version == 1 && read.history.isEmpty)
+        activity.record("update_token", "0123abcd…", at: Date(timeIntervalSince1970: 1_700_000_060))
+        #expect(try await store.save(activity, replacing: 1))
+        #expect(try await store.activity(activity.id)?.history == activity.history)
+        let version = try await DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+        #expect(version == SQLiteLiveActivityStore.schemaVersion)
     }
 }
 
@@ -65,11 +90,36 @@ struct PostgresLiveActivityStoreSchemaTests {
     func newerSchema() async throws {
         try await withPostgres { postgres, configuration in
             try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { _ in }
-            _ = try await offPool { try postgres.psql("INSERT INTO live_activity_schema (version) VALUES (2)") }
+            let newer = PostgresLiveActivityStore.schemaVersion + 1
+            _ = try await offPool { try postgres.psql("INSERT INTO live_activity_schema (version) VALUES (\(newer))") }
             await #expect {
                 try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { _ in }
             } throws: { error in
-                isStoreError(error, saying: "schema is version 2", "this build's \(PostgresLiveActivityStore.schemaVersion)")
+                isStoreError(error, saying: "schema is version \(newer)", "this build's \(PostgresLiveActivityStore.schemaVersion)")
+            }
+        }
+    }
+
+    @Test("A database of schema version 1 (before the history) is brought up to date with its records")
+    func migratesVersion1() async throws {
+        try await withPostgres { postgres, configuration in
+            let first = ManagedActivity(
+                id: try LiveActivityID("order-17"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes",
+                installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
+            )
+            try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { store async throws in
+                #expect(try await store.save(first, replacing: nil))
+            }
+            _ = try await offPool {
+                try postgres.psql("ALTER TABLE live_activities DROP COLUMN history; DELETE FROM live_activity_schema WHERE version > 1")
+            }
+            var later = first
+            later.record("update_token", "0123abcd…", at: Date(timeIntervalSince1970: 1_700_000_060))
+            let activity = later
+            try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { store async throws in
+                #expect(try await store.activity(activity.id)?.history == [])
+                #expect(try await store.save(activity, replacing: 1))
+                #expect(try await store.activity(activity.id)?.history == activity.history)
             }
         }
     }

@@ -186,7 +186,59 @@ struct LiveActivityLifecycleTests {
         let endRequest = try #require(fixture.sent.last)
         let end = try aps(endRequest)
         #expect(end["event"] as? String == "end" && (end["content-state"] as? [String: Any])?["status"] as? String == "near")
-        #expect(try await manager.activity(id)?.state == .ended)
+        let ended = try #require(try await manager.activity(id))
+        #expect(ended.state == .ended)
+        // The history: each change of state and token, in order, with the manager's clock.
+        #expect(ended.history.map(\.event) == ["start_sent", "held", "held", "update_token", "held_sent", "ended"], "\(ended.history)")
+        #expect(ended.history[0].detail == "through the push-to-start token 5a5a5a5a…")
+        #expect(ended.history[3].detail == "abababab…, sequence 1" && ended.history[4].detail == "the held update goes to abababab…")
+        #expect(ended.history[2].at == ended.history[0].at.addingTimeInterval(60))
+    }
+
+    @Test("A manager without a client records reports and keeps a held push; the sweep of one with a client sends it, once")
+    func registryOnly() async throws {
+        let fixture = try InProcess()
+        let sender = fixture.manager()
+        let recorder = LiveActivityManager(store: fixture.store, clock: fixture.clock)
+        try await reportPushToStart(recorder)
+        let id = try LiveActivityID("order-18")
+        await #expect {
+            try await recorder.start(
+                activity: id, installation: installation, bundleID: bundleID, attributesType: "OrderAttributes",
+                attributes: OrderAttributes(order: "18"), contentState: OrderState(status: "packing", eta: 30),
+                alert: APNSLiveActivityAlert(title: "Order 18", body: "Packing")
+            )
+        } throws: { error in
+            (error as? LiveActivityError)?.code == .noClient
+        }
+        #expect(try await recorder.activity(id) == nil, "a refused start leaves nothing")
+        let started = try await sender.start(
+            activity: id, installation: installation, bundleID: bundleID, attributesType: "OrderAttributes",
+            attributes: OrderAttributes(order: "18"), contentState: OrderState(status: "packing", eta: 30),
+            alert: APNSLiveActivityAlert(title: "Order 18", body: "Packing")
+        )
+        #expect(try started.sent != nil && started.token == DeviceToken(pushToStart) && started.activity.state == .starting)
+        let again = try await sender.start(
+            activity: id, installation: installation, bundleID: bundleID, attributesType: "OrderAttributes",
+            attributes: OrderAttributes(order: "18"), contentState: OrderState(status: "packing", eta: 30),
+            alert: APNSLiveActivityAlert(title: "Order 18", body: "Packing")
+        )
+        #expect(again.sent == nil && fixture.sent.count == 1, "a live id is not started twice")
+        #expect(try await sender.update(activity: id, contentState: OrderState(status: "shipped", eta: 10)) == .held)
+        // The report reaches the process without a client: applied, the update still held.
+        let outcome = try await recorder.report(.updateToken(id, token: try DeviceToken(deviceToken), sequence: 1, registration: nil))
+        #expect(outcome.applied && outcome.sentHeld == nil)
+        let recorded = try #require(try await sender.activity(id))
+        #expect(recorded.state == .active && recorded.updateToken != nil && recorded.held?.event == "update")
+        #expect(fixture.sent.count == 1)
+        #expect(try await recorder.sweep().sentHeld == 0)
+        #expect(try await sender.sweep().sentHeld == 1)
+        #expect(try await sender.sweep().sentHeld == 0, "sent once")
+        #expect(fixture.sent.count == 2)
+        let held = try #require(fixture.sent.last)
+        #expect(held.path == "/3/device/\(deviceToken)")
+        #expect((try aps(held)["content-state"] as? [String: Any])?["status"] as? String == "shipped")
+        #expect(try await sender.activity(id)?.held == nil)
     }
 
     @Test("410 Unregistered on an update kills the activity; BadDeviceToken on a start kills the push-to-start token; nothing more is sent")
