@@ -278,6 +278,11 @@ let package = Package(
                 "ForgeCampaign",
                 // `campaign create|work|watch|report --postgres`.
                 "ForgeCampaignPostgres",
+                // `activities`: the managed Live Activities, on SQLite or PostgreSQL.
+                "ForgeLiveActivities",
+                "ForgeLiveActivitiesSQLite",
+                "ForgeLiveActivitiesPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

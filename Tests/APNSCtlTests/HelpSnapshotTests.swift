@@ -15,6 +15,8 @@ struct HelpSnapshotTests {
         ["activity"], ["activity", "start"], ["activity", "update"], ["activity", "end"],
         ["channels"], ["channels", "create"], ["channels", "get"], ["channels", "list"], ["channels", "delete"],
         ["campaign"], ["campaign", "create"], ["campaign", "work"], ["campaign", "watch"], ["campaign", "report"],
+        ["activities"], ["activities", "report"], ["activities", "start"], ["activities", "update"], ["activities", "end"],
+        ["activities", "renew"], ["activities", "list"], ["activities", "show"], ["activities", "prune"],
     ]
 
     static let folder = PackageRoot.directory.appendingPathComponent("Tests/APNSCtlTests/HelpSnapshots")

@@ -22,7 +22,7 @@ enum CLIExit {
 }
 
 /// An error apnsctl reports itself: a message for stderr and an exit code.
-struct CLIFailure: Error, CustomStringConvertible {
+struct CLIFailure: Error, CustomStringConvertible, Sendable {
     var message: String
     var exitCode: Int32
 

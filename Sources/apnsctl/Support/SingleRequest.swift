@@ -37,6 +37,15 @@ enum SingleRequest {
                 return APNSBulkVerdict.Outcome(error)
             }
         }
+        try Self.printVerdict(outcome, target: target, json: json, lints: lints, since: started, authority: configuration.environment.authority)
+    }
+
+    /// Prints one push's verdict line and the summary (as `send` does); throws the exit code of
+    /// anything but an acceptance (1 rejected, 69 unreachable, …), with the hint for a rejection.
+    static func printVerdict(
+        _ outcome: APNSBulkVerdict.Outcome, target: String, json: Bool, lints: [String] = [], since started: ContinuousClock.Instant,
+        authority: String
+    ) throws {
         let renderer = ResultRenderer(json: json, lints: lints)
         let result = TokenResult(token: target, outcome: outcome)
         var counts = SendCounts()
@@ -50,7 +59,7 @@ enum SingleRequest {
             throw ExitCode(1)
         case .failed(let error), .notSent(let error):
             if error.kind == .transport || error.kind == .unreachable {
-                Output.diagnostic("error: \(Self.describe(error, endpoint: configuration.environment.authority))")
+                Output.diagnostic("error: \(Self.describe(error, endpoint: authority))")
             }
             throw ExitCode(ClientFactory.exitCode(for: error))
         }
