@@ -47,13 +47,19 @@ private final class ReportLog: Sendable {
     }
 }
 
-@Suite("A match on 1,000 phones that play the app: reports, starts, updates, rotations, uninstalls, dismissals, ends", .timeLimit(.minutes(3)))
+@Suite("A match on 1,000 phones that play the app: reports, starts, updates, rotations, uninstalls, dismissals, ends", .timeLimit(.minutes(5)))
 struct MatchTests {
     static let phones = 1_000
     static let bundle = "com.example.match"
 
-    @Test("Every phone shows one activity with the final score, except those uninstalled or dismissed, which nothing reaches after")
-    func match() async throws {
+    /// In memory with one manager; on PostgreSQL with two managers (two backend instances, each
+    /// with its own client of the database) that both send every start, and take the reports and
+    /// the updates of alternate phones.
+    @Test(
+        "Every phone shows one activity with the final score, except those uninstalled or dismissed, which nothing reaches after",
+        arguments: [StoreKind.memory, .postgres]
+    )
+    func match(_ kind: StoreKind) async throws {
         let clock = MatchClock()
         var made: [SimulatedDevice] = []
         var streams: [AsyncStream<ActivityTokenReport>] = []
@@ -76,12 +82,17 @@ struct MatchTests {
         let ids = try (0..<Self.phones).map { try LiveActivityID("match-\($0)") }
         let rotated = Set(0..<100), uninstalled = Set(100..<150), dismissed = Set(150..<170)
 
+        try await kind.withStores(count: 2) { stores in
         try await withLoopbackMode(devices: devices) { loopback in
             try await withAPNSClient(configuration: loopback.clientConfiguration) { client in
-                let manager = LiveActivityManager(client: client, store: InMemoryLiveActivityStore(), clock: clock)
+                let managers = stores.map { LiveActivityManager(client: client, store: $0, clock: clock) }
+                // The manager that serves phone `index`: one in memory, alternate ones on PostgreSQL.
+                @Sendable func managerOf(_ index: Int) -> LiveActivityManager { kind == .memory ? managers[0] : managers[index % 2] }
+                let manager = managers[0]
                 try await withThrowingDiscardingTaskGroup { group in
-                    // The apps' posts to the backend, as JSON, each applied by the manager's handler.
-                    for reports in streams {
+                    // The apps' posts to the backend, as JSON, each applied by a manager's handler.
+                    for (index, reports) in streams.enumerated() {
+                        let manager = managerOf(index)
                         group.addTask {
                             for await report in reports {
                                 let answer = await manager.handleReport(body: report.json)
@@ -91,10 +102,12 @@ struct MatchTests {
                     }
                     #expect(try await log.until { log.all.count >= Self.phones }, "every install reported its push-to-start token")
 
-                    // Kick-off: every start sent twice (a retrying backend) makes one activity per phone.
+                    // Kick-off: every start sent twice (a retrying backend; on PostgreSQL, by both
+                    // instances at once) makes one activity per phone.
                     try await withThrowingDiscardingTaskGroup { starts in
                         for (index, id) in ids.enumerated() {
-                            for _ in 1...2 {
+                            for attempt in 1...2 {
+                                let manager = kind == .memory ? managers[0] : managers[attempt - 1]
                                 starts.addTask {
                                     try await manager.start(
                                         activity: id, installation: try InstallationID("phone-\(index)"), bundleID: bundleID,
@@ -112,8 +125,17 @@ struct MatchTests {
 
                     // 180 minutes, an update every 9: rotations at minute 45, uninstalls and dismissals at 90.
                     for minute in stride(from: 9, through: 180, by: 9) {
+                        let lastRound = clock.now
                         clock.advance(by: 9 * 60)
                         if minute == 45 {
+                            // The server accepted the last round's updates; each phone applies its own
+                            // soon after. A token rotated before that would drop it on arrival.
+                            for index in rotated {
+                                try await devices[index].awaitEvent(timeout: .seconds(30)) { event in
+                                    guard case .liveActivityUpdated(_, let timestamp) = event else { return false }
+                                    return timestamp >= lastRound.addingTimeInterval(-1)
+                                }
+                            }
                             for index in rotated { try devices[index].rotateUpdateToken(of: try #require(devices[index].liveActivities.first?.id)) }
                             #expect(try await log.until {
                                 try await rotated.asyncAllSatisfy { index in
@@ -135,6 +157,7 @@ struct MatchTests {
                         }
                         try await withThrowingDiscardingTaskGroup { updates in
                             for (index, id) in ids.enumerated() {
+                                let manager = managerOf(index + minute / 9)
                                 updates.addTask {
                                     do {
                                         try await manager.update(
@@ -187,6 +210,7 @@ struct MatchTests {
             #expect(loopback.server.acceptedCount == Self.phones + 9 * Self.phones + 11 * live + live)
             let rejected = log.all.filter { $0.status != 200 }
             #expect(rejected.isEmpty, "reports refused: \(rejected.prefix(3))")
+        }
         }
     }
 }
