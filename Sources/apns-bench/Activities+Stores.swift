@@ -18,22 +18,30 @@ extension APNSBench.Activities {
         var kinds: [StoreKind] { self == .all ? [.memory, .sqlite, .postgres] : [self] }
     }
 
+    /// `--sqlite-durability`: the SQLite store's ``SQLiteLiveActivityStore/Durability``.
+    enum SQLiteDurability: String, ExpressibleByArgument, CaseIterable, Sendable {
+        case full, normal
+
+        var durability: SQLiteLiveActivityStore.Durability { self == .full ? .full : .normal }
+    }
+
     /// Where the round's fresh stores are made: a folder for SQLite files, and the PostgreSQL
     /// cluster when a PostgreSQL store is measured (started once for the whole run).
     struct StoreFactory: Sendable {
         let folder: TemporaryFolder
         let postgres: PostgresProcess?
         let connections: Int
+        let sqliteDurability: SQLiteDurability
 
         /// Makes the folder, and starts a PostgreSQL cluster in it when `postgres` says so.
         /// - Throws: a `ValidationError` that says what is missing when PostgreSQL's programs are not installed.
-        static func make(postgres: Bool, connections: Int) async throws -> StoreFactory {
+        static func make(postgres: Bool, connections: Int, sqliteDurability: SQLiteDurability) async throws -> StoreFactory {
             let folder = try TemporaryFolder("apns-bench-activities")
-            guard postgres else { return StoreFactory(folder: folder, postgres: nil, connections: connections) }
+            guard postgres else { return StoreFactory(folder: folder, postgres: nil, connections: connections, sqliteDurability: sqliteDurability) }
             do {
                 // initdb and pg_isready block: a thread of their own, not one of the cooperative pool's.
                 let cluster = try await offPool { try PostgresProcess(tcp: true) }
-                return StoreFactory(folder: folder, postgres: cluster, connections: connections)
+                return StoreFactory(folder: folder, postgres: cluster, connections: connections, sqliteDurability: sqliteDurability)
             } catch {
                 folder.remove()
                 throw ValidationError(
@@ -60,7 +68,7 @@ extension APNSBench.Activities {
             case .sqlite:
                 let path = self.folder.url.appendingPathComponent("\(name).sqlite").path
                 defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-                return try await body(try SQLiteLiveActivityStore(path: path))
+                return try await body(try SQLiteLiveActivityStore(path: path, durability: self.sqliteDurability.durability))
             case .postgres:
                 guard let cluster = self.postgres else { preconditionFailure("a PostgreSQL store without its cluster") }
                 _ = try await offPool { try cluster.psql("CREATE DATABASE \(name)") }

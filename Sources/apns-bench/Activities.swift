@@ -30,12 +30,14 @@ extension APNSBench {
                 The product's targets, checked on the medians: reports >= 10,000/s on SQLite and >= 5,000/s on \
                 PostgreSQL with 4 connections, for 100,000 activities; update >= 0.8x sendBulk's rate at 0 ms.
 
-                The PostgreSQL cluster runs with fsync off, as the tests' (ForgeTestSupport's PostgresProcess); \
-                the SQLite file is on the temporary folder's disk, with the store's own settings. PostgreSQL needs \
-                Debian's postgresql package (make deps).
+                The PostgreSQL cluster runs with fsync off, as the tests' (ForgeTestSupport's PostgresProcess). \
+                The SQLite file is on the temporary folder's disk, with the store's default durability (full: an \
+                fsync per save, so the disk's fsync rate bounds the rates) unless --sqlite-durability normal. \
+                PostgreSQL needs Debian's postgresql package (make deps).
 
                 Examples:
                   swift run -c release apns-bench activities --activities 20000 --store sqlite
+                  swift run -c release apns-bench activities --store sqlite --sqlite-durability normal --rounds 3
                   swift run -c release apns-bench activities --store sqlite --store postgres --rounds 3
                   swift run -c release apns-bench activities --store all --concurrency 100 --connections 4 --push-to-start
                   swift run -c release apns-bench activities --activities 10000 --store memory --latency 30ms
@@ -47,6 +49,9 @@ extension APNSBench {
 
         @Option(name: .long, help: "A store to measure: memory, sqlite, postgres or all; repeat for several (default: sqlite).")
         var store: [StoreKind] = []
+
+        @Option(name: .customLong("sqlite-durability"), help: "The SQLite store's durability: full (its default, an fsync per save) or normal.")
+        var sqliteDurability: SQLiteDurability = .full
 
         @Option(name: .long, help: "The PostgreSQL client's connections.")
         var connections = 4
@@ -85,7 +90,9 @@ extension APNSBench {
         func run() async throws {
             Bench.warnIfDebug()
             let kinds = self.kinds
-            let factory = try await StoreFactory.make(postgres: kinds.contains(.postgres), connections: self.connections)
+            let factory = try await StoreFactory.make(
+                postgres: kinds.contains(.postgres), connections: self.connections, sqliteDurability: self.sqliteDurability
+            )
             defer { factory.remove() }
             let (child, port) = try ServerChild.start(["apns-server"] + ServerChild.latencyArguments(self.latency))
             defer { child.terminate() }
@@ -293,7 +300,11 @@ extension APNSBench.Activities {
     }
 
     private func name(_ kind: StoreKind) -> String {
-        kind == .postgres ? "postgres (\(self.connections) connections)" : kind.rawValue
+        switch kind {
+        case .postgres: "postgres (\(self.connections) connections)"
+        case .sqlite: "sqlite (durability \(self.sqliteDurability.rawValue))"
+        case .memory, .all: kind.rawValue
+        }
     }
 
     private func report(_ round: Round) {
@@ -308,6 +319,7 @@ extension APNSBench.Activities {
                 "\"ratio_update_bulk\":\(Bench.format(round.ratio, digits: 3))", "\"update_first\":\(round.updateFirst)",
             ]
             if round.kind == .postgres { fields.append("\"connections\":\(self.connections)") }
+            if round.kind == .sqlite { fields.append("\"sqlite_durability\":\"\(self.sqliteDurability.rawValue)\"") }
             if let pushToStart = round.pushToStart {
                 fields += [
                     "\"push_to_start_reports_per_s\":\(Int(pushToStart.rate))",
