@@ -304,6 +304,10 @@ let package = Package(
                 "ForgeLoopbackUI",
                 "ForgeAPNs",
                 "ForgeSupport",
+                // `activities`: the manager on each store, PostgreSQL in a throwaway cluster (ForgeTestSupport's).
+                "ForgeLiveActivities", "ForgeLiveActivitiesSQLite", "ForgeLiveActivitiesPostgres", "ForgeTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

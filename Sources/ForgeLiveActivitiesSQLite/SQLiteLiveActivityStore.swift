@@ -6,8 +6,12 @@ internal import GRDB
 /// A ``LiveActivityStore`` in one SQLite file, for a backend that runs as one process: the registry
 /// survives restarts and crashes.
 ///
-/// The file is in WAL mode with `synchronous = FULL`: every save is one transaction, committed to
-/// disk before it returns, and a process killed at any point leaves the last committed state.
+/// The file is in WAL mode with `synchronous = FULL` (``Durability/full``, the default): every save
+/// is one transaction, committed to disk before it returns, and a process killed at any point leaves
+/// the last committed state. With ``Durability/normal`` a save does not wait for the disk (no
+/// `fsync` per commit), so a crash of the process still loses nothing, but a power loss or an
+/// operating system crash may roll back the last saves (SQLite's "Write-Ahead Logging" and
+/// "PRAGMA synchronous").
 /// Each save is a compare-and-set in SQL: `UPDATE … WHERE id = ? AND version = ?` for a stored
 /// record, `INSERT … ON CONFLICT DO NOTHING` for a new one, so stores on one file (or a reader
 /// such as the `sqlite3` shell) never lose a write.
@@ -32,6 +36,17 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// (SQLite's file format, "Application ID").
     public static let applicationID: Int32 = 0x4667_4C41
 
+    /// When a save is on the disk.
+    public enum Durability: Sendable, Hashable {
+        /// `synchronous = FULL`: a save is on the disk when it returns, through a power loss (one
+        /// `fsync` of the log per save).
+        case full
+        /// `synchronous = NORMAL`: a save survives a crash of the process; the last saves before a
+        /// power loss or an operating system crash may be rolled back (the log is synced at
+        /// checkpoints only).
+        case normal
+    }
+
     /// The file, as given.
     public let path: String
     private let database: DatabaseQueue
@@ -41,17 +56,20 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     ///
     /// A file that is not a store is left as it was: it is read, never written, before it is known
     /// to be one (WAL mode itself would rewrite its header).
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - durability: when a save is on the disk (``Durability/full`` unless told).
     /// - Throws: ``LiveActivityError/Code/store`` naming the file: not SQLite, another SQLite
     ///   database, a store of a newer schema than ``schemaVersion`` (both versions named), or one
     ///   that cannot be opened or created.
-    public init(path: String) throws(LiveActivityError) {
+    public init(path: String, durability: Durability = .full) throws(LiveActivityError) {
         self.path = path
         var configuration = Configuration()
         // Another store or a reader on the file holds its lock for one short transaction: wait for it.
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
-            // A commit is on disk when save returns: the registry decides what was sent.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            // FULL: a commit is on disk when save returns (the registry decides what was sent).
+            try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
         }
         do {
             // A queue, not a pool: DatabasePool sets WAL mode as it opens, before the file is identified.

@@ -82,6 +82,23 @@ struct SQLiteLiveActivityStoreFileTests {
         let version = try await DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
         #expect(version == SQLiteLiveActivityStore.schemaVersion)
     }
+
+    @Test("A store opened with durability normal is the same WAL file: its saves compare and set, and a store with full reads them")
+    func normalDurability() async throws {
+        let folder = try TemporaryFolder("la-normal")
+        defer { folder.remove() }
+        let path = folder.url.appendingPathComponent("activities.sqlite").path
+        let activity = ManagedActivity(
+            id: try LiveActivityID("order-17"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes",
+            installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
+        )
+        let store = try SQLiteLiveActivityStore(path: path, durability: .normal)
+        #expect(try await store.save(activity, replacing: nil))
+        #expect(try await !store.save(activity, replacing: nil))
+        #expect(try await SQLiteLiveActivityStore(path: path).activity(activity.id)?.version == 1)
+        let mode = try await DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        #expect(mode == "wal")
+    }
 }
 
 @Suite("PostgresLiveActivityStore: a newer schema", .serialized, .timeLimit(.minutes(2)))

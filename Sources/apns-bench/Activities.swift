@@ -1,0 +1,368 @@
+import ArgumentParser
+import ForgeAPNs
+import ForgeAPNsCore
+import ForgeLiveActivities
+import ForgeSupport
+import Foundation
+
+extension APNSBench {
+    /// Managed Live Activities: reports applied per second, and `update` of every activity against
+    /// `sendBulk` of the same pushes.
+    struct Activities: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Measure LiveActivityManager on each store: reports applied per second, and update of every activity against sendBulk.",
+            discussion: """
+                Each round, for each store, makes a fresh store (a new SQLite file in a temporary folder; a new \
+                database in a PostgreSQL cluster started for the run on 127.0.0.1, the client with --connections \
+                connections) and a LiveActivityManager on it, with a client of the local APNs server (child \
+                process, TLS; with --latency every answer is held that long). Then:
+
+                reports: N update-token reports from K tasks (--concurrency), each registering an activity the app \
+                started itself (bundle id, attributes type, installation); with --push-to-start, N push-to-start \
+                token reports as well. Every report must apply. Prints reports/s and the CPU per report (this \
+                process's; the PostgreSQL server's is not counted).
+
+                update: manager.update of all N activities from K tasks, and sendBulk of the same pushes (a Live \
+                Activity update with the same content state, to the same tokens), the order alternating between \
+                rounds (odd rounds update first). Every push must be accepted. Prints both rates, the CPU per push \
+                and the ratio update/sendBulk, per round and as medians.
+
+                The product's targets, checked on the medians: reports >= 10,000/s on SQLite and >= 5,000/s on \
+                PostgreSQL with 4 connections, for 100,000 activities; update >= 0.8x sendBulk's rate at 0 ms.
+
+                The PostgreSQL cluster runs with fsync off, as the tests' (ForgeTestSupport's PostgresProcess). \
+                The SQLite file is on the temporary folder's disk, with the store's default durability (full: an \
+                fsync per save, so the disk's fsync rate bounds the rates) unless --sqlite-durability normal. \
+                PostgreSQL needs Debian's postgresql package (make deps).
+
+                Examples:
+                  swift run -c release apns-bench activities --activities 20000 --store sqlite
+                  swift run -c release apns-bench activities --store sqlite --sqlite-durability normal --rounds 3
+                  swift run -c release apns-bench activities --store sqlite --store postgres --rounds 3
+                  swift run -c release apns-bench activities --store all --concurrency 100 --connections 4 --push-to-start
+                  swift run -c release apns-bench activities --activities 10000 --store memory --latency 30ms
+                """
+        )
+
+        @Option(name: .long, help: "Activities to register, then update.")
+        var activities = 100_000
+
+        @Option(name: .long, help: "A store to measure: memory, sqlite, postgres or all; repeat for several (default: sqlite).")
+        var store: [StoreKind] = []
+
+        @Option(name: .customLong("sqlite-durability"), help: "The SQLite store's durability: full (its default, an fsync per save) or normal.")
+        var sqliteDurability: SQLiteDurability = .full
+
+        @Option(name: .long, help: "The PostgreSQL client's connections.")
+        var connections = 4
+
+        @Option(name: .long, help: "Rounds, each with a fresh store.")
+        var rounds = 1
+
+        @Option(name: .long, help: "Tasks that apply reports, or call update, at once.")
+        var concurrency = 100
+
+        @Flag(name: .customLong("push-to-start"), help: "Also apply N push-to-start token reports in each round.")
+        var pushToStart = false
+
+        @Option(
+            help: ArgumentHelp("Hold each answer of the local server this long: 30ms, 0.03s, 250us (default: 0).", valueName: "duration"),
+            transform: { try CommandLineDuration.parse($0) }
+        )
+        var latency: Duration?
+
+        @Flag(name: .long, help: "Print one JSON object per store and round, then one per store with the medians.")
+        var json = false
+
+        func validate() throws {
+            guard self.activities >= 1 else { throw ValidationError("--activities must be at least 1.") }
+            guard self.rounds >= 1 else { throw ValidationError("--rounds must be at least 1.") }
+            guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
+            guard self.connections >= 1 else { throw ValidationError("--connections must be at least 1.") }
+        }
+
+        /// The stores to measure, each once, in the order of `StoreKind`.
+        var kinds: [StoreKind] {
+            let chosen = Set((self.store.isEmpty ? [.sqlite] : self.store).flatMap(\.kinds))
+            return StoreKind.allCases.filter { chosen.contains($0) }
+        }
+
+        func run() async throws {
+            Bench.warnIfDebug()
+            let kinds = self.kinds
+            let factory = try await StoreFactory.make(
+                postgres: kinds.contains(.postgres), connections: self.connections, sqliteDurability: self.sqliteDurability
+            )
+            defer { factory.remove() }
+            let (child, port) = try ServerChild.start(["apns-server"] + ServerChild.latencyArguments(self.latency))
+            defer { child.terminate() }
+            let workload = try Workload(count: self.activities)
+            try await withAPNSClient(configuration: try ServerChild.clientConfiguration(port: port)) { client in
+                // Warm-up: connections, the stream limit, the allocator; tokens no round uses.
+                let warmUp = try client.sendBulk(workload.notification(), to: (0..<2000).map { GeneratedTokens.token((1 << 40) + $0) })
+                let warmed = await warmUp.summary()
+                guard warmed.accepted == warmed.total else { throw ValidationError("the warm-up was not accepted: \(warmed)") }
+                var results: [StoreKind: [Round]] = [:]
+                for round in 1...self.rounds {
+                    for kind in kinds {
+                        let measured = try await factory.withFreshStore(kind, name: "bench_\(getpid())_\(round)") { store in
+                            try await self.measure(round: round, kind: kind, store: store, client: client, workload: workload)
+                        }
+                        results[kind, default: []].append(measured)
+                        self.report(measured)
+                    }
+                }
+                for kind in kinds { self.reportMedians(kind, results[kind] ?? []) }
+            }
+        }
+    }
+}
+
+// MARK: The workload
+
+extension APNSBench.Activities {
+    /// The content state every update sends.
+    struct DeliveryState: Codable, Hashable, Sendable {
+        var status: String
+        var etaMinutes: Int
+        var courier: String
+    }
+
+    /// What every round sends and reports, made before any clock starts: an application holds its
+    /// ids and tokens already.
+    struct Workload: Sendable {
+        static let bundleID = try! APNSBundleID("com.example.forgepush")
+        static let attributesType = "DeliveryAttributes"
+        static let contentState = DeliveryState(status: "on the way", etaMinutes: 12, courier: "Sam")
+
+        var ids: [LiveActivityID]
+        var tokens: [DeviceToken]
+        var updateTokenReports: [ActivityReport]
+        var pushToStartReports: [ActivityReport]
+
+        init(count: Int) throws {
+            self.ids = try (0..<count).map { index throws(LiveActivityError) in try LiveActivityID("activity-\(index)") }
+            self.tokens = (0..<count).map { GeneratedTokens.token($0) }
+            var updateTokenReports: [ActivityReport] = []
+            var pushToStartReports: [ActivityReport] = []
+            updateTokenReports.reserveCapacity(count)
+            pushToStartReports.reserveCapacity(count)
+            for index in 0..<count {
+                let installation = try InstallationID("installation-\(index)")
+                let registration = try ActivityReport.Registration(
+                    bundleID: Self.bundleID, attributesType: Self.attributesType, installation: installation
+                )
+                updateTokenReports.append(.updateToken(self.ids[index], token: self.tokens[index], sequence: 1, registration: registration))
+                pushToStartReports.append(
+                    .pushToStartToken(
+                        PushToStartKey(installation: installation, bundleID: Self.bundleID, attributesType: Self.attributesType),
+                        token: GeneratedTokens.token((1 << 32) + index), sequence: 1, environment: .production
+                    )
+                )
+            }
+            self.updateTokenReports = updateTokenReports
+            self.pushToStartReports = pushToStartReports
+        }
+
+        /// The push `update` sends, as sendBulk sends it: a Live Activity update with the same content state.
+        func notification() -> APNSLiveActivityNotification<DeliveryState> {
+            APNSLiveActivityNotification(event: .update, contentState: Self.contentState, timestamp: Date(), topic: Self.bundleID)
+        }
+    }
+}
+
+// MARK: Measuring
+
+extension APNSBench.Activities {
+    /// One timed phase: how many operations, the wall time and this process's CPU.
+    struct Phase {
+        var operations: Int
+        var seconds: Double
+        var cpuMicroseconds: Double
+
+        var rate: Double { Double(self.operations) / self.seconds }
+        var cpuPerOperation: Double { self.cpuMicroseconds / Double(self.operations) }
+
+        /// Times `body`, which returns how many operations it did.
+        static func measure(_ body: () async throws -> Int) async rethrows -> Phase {
+            let cpuStart = Bench.cpuMicroseconds()
+            let start = ContinuousClock.now
+            let operations = try await body()
+            return Phase(operations: operations, seconds: Bench.seconds(.now - start), cpuMicroseconds: Bench.cpuMicroseconds() - cpuStart)
+        }
+    }
+
+    /// One store's round.
+    struct Round {
+        var round: Int
+        var kind: StoreKind
+        var reports: Phase
+        var pushToStart: Phase?
+        var update: Phase
+        var bulk: Phase
+        var updateFirst: Bool
+
+        var ratio: Double { self.update.rate / self.bulk.rate }
+    }
+
+    private func measure(round: Int, kind: StoreKind, store: any LiveActivityStore, client: APNSClient, workload: Workload) async throws -> Round {
+        let manager = LiveActivityManager(client: client, store: store)
+        let reports = try await Phase.measure { try await self.apply(workload.updateTokenReports, to: manager, kind: kind) }
+        let pushToStart = self.pushToStart
+            ? try await Phase.measure { try await self.apply(workload.pushToStartReports, to: manager, kind: kind) } : nil
+        // Odd rounds update first, even rounds send in bulk first: for a machine whose speed varies.
+        let updateFirst = round % 2 == 1
+        var bulk: Phase?
+        if !updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
+        let update = try await Phase.measure { try await self.update(workload, manager: manager, kind: kind) }
+        if updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
+        return Round(round: round, kind: kind, reports: reports, pushToStart: pushToStart, update: update, bulk: bulk!, updateFirst: updateFirst)
+    }
+
+    /// Applies every report from `concurrency` tasks, each taking every K-th; all must apply.
+    private func apply(_ reports: [ActivityReport], to manager: LiveActivityManager, kind: StoreKind) async throws -> Int {
+        let tasks = min(self.concurrency, reports.count)
+        let applied = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var applied = 0
+                    for index in stride(from: task, to: reports.count, by: tasks) {
+                        let outcome = try await manager.report(reports[index])
+                        guard outcome.applied else {
+                            throw ValidationError("\(kind): report \(index) was not applied: \(outcome.why ?? "no reason given")")
+                        }
+                        applied += 1
+                    }
+                    return applied
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        guard applied == reports.count else { throw ValidationError("\(kind): \(applied) of \(reports.count) reports applied") }
+        return applied
+    }
+
+    /// `manager.update` of every activity from `concurrency` tasks; every push must be sent and accepted.
+    private func update(_ workload: Workload, manager: LiveActivityManager, kind: StoreKind) async throws -> Int {
+        let ids = workload.ids
+        let tasks = min(self.concurrency, ids.count)
+        let sent = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var sent = 0
+                    for index in stride(from: task, to: ids.count, by: tasks) {
+                        let outcome: LiveActivityManager.SendOutcome
+                        do {
+                            outcome = try await manager.update(activity: ids[index], contentState: Workload.contentState)
+                        } catch {
+                            throw ValidationError("\(kind): the update of \(ids[index]) failed: \(error)")
+                        }
+                        guard case .sent = outcome else { throw ValidationError("\(kind): the update of \(ids[index]) was held, not sent") }
+                        sent += 1
+                    }
+                    return sent
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        guard sent == ids.count else { throw ValidationError("\(kind): \(sent) of \(ids.count) updates accepted") }
+        return sent
+    }
+
+    /// sendBulk of the pushes `update` sends, to the same tokens; every one must be accepted.
+    private func sendBulk(_ workload: Workload, client: APNSClient) async throws -> Int {
+        let summary = try await client.sendBulk(workload.notification(), to: workload.tokens).summary()
+        guard summary.accepted == workload.tokens.count, summary.total == workload.tokens.count else {
+            throw ValidationError("sendBulk: \(summary.accepted) of \(workload.tokens.count) accepted: \(summary)")
+        }
+        return summary.accepted
+    }
+}
+
+// MARK: Reporting
+
+extension APNSBench.Activities {
+    /// The product's targets for reports applied per second, by store.
+    static func reportTarget(_ kind: StoreKind) -> Double? {
+        switch kind {
+        case .sqlite: 10_000
+        case .postgres: 5_000
+        case .memory, .all: nil
+        }
+    }
+
+    /// The product's target for update's rate over sendBulk's.
+    static let updateTarget = 0.8
+
+    private var storeNote: String {
+        let held = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
+        return "\(self.activities) activities, \(self.concurrency) tasks\(held)"
+    }
+
+    private func name(_ kind: StoreKind) -> String {
+        switch kind {
+        case .postgres: "postgres (\(self.connections) connections)"
+        case .sqlite: "sqlite (durability \(self.sqliteDurability.rawValue))"
+        case .memory, .all: kind.rawValue
+        }
+    }
+
+    private func report(_ round: Round) {
+        if self.json {
+            var fields = [
+                "\"benchmark\":\"activities\"", "\"store\":\"\(round.kind.rawValue)\"", "\"round\":\(round.round)",
+                "\"activities\":\(self.activities)", "\"concurrency\":\(self.concurrency)",
+                "\"latency_ms\":\(Bench.format(Bench.milliseconds(self.latency ?? .zero), digits: 3))",
+                "\"reports_per_s\":\(Int(round.reports.rate))", "\"cpu_us_per_report\":\(Bench.format(round.reports.cpuPerOperation))",
+                "\"updates_per_s\":\(Int(round.update.rate))", "\"cpu_us_per_update\":\(Bench.format(round.update.cpuPerOperation))",
+                "\"bulk_per_s\":\(Int(round.bulk.rate))", "\"cpu_us_per_bulk_push\":\(Bench.format(round.bulk.cpuPerOperation))",
+                "\"ratio_update_bulk\":\(Bench.format(round.ratio, digits: 3))", "\"update_first\":\(round.updateFirst)",
+            ]
+            if round.kind == .postgres { fields.append("\"connections\":\(self.connections)") }
+            if round.kind == .sqlite { fields.append("\"sqlite_durability\":\"\(self.sqliteDurability.rawValue)\"") }
+            if let pushToStart = round.pushToStart {
+                fields += [
+                    "\"push_to_start_reports_per_s\":\(Int(pushToStart.rate))",
+                    "\"cpu_us_per_push_to_start_report\":\(Bench.format(pushToStart.cpuPerOperation))",
+                ]
+            }
+            print("{" + fields.joined(separator: ",") + "}")
+            return
+        }
+        print("\(self.name(round.kind)), round \(round.round) (\(self.storeNote)):")
+        print(String(format: "  reports:        %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.reports.rate, round.reports.cpuPerOperation, round.reports.seconds))
+        if let pushToStart = round.pushToStart {
+            print(String(format: "  push-to-start:  %9.0f/s  %7.2f µs CPU each  (%.2f s)", pushToStart.rate, pushToStart.cpuPerOperation, pushToStart.seconds))
+        }
+        let first = round.updateFirst ? "update first" : "sendBulk first"
+        print(String(format: "  update:         %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.update.rate, round.update.cpuPerOperation, round.update.seconds))
+        print(String(format: "  sendBulk:       %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulk.rate, round.bulk.cpuPerOperation, round.bulk.seconds))
+        print(String(format: "  update/sendBulk: %.3f× rate, %.2f× CPU", round.ratio, round.update.cpuPerOperation / round.bulk.cpuPerOperation) + " (\(first))")
+    }
+
+    private func reportMedians(_ kind: StoreKind, _ rounds: [Round]) {
+        let reports = Bench.median(rounds.map(\.reports.rate)), reportsCPU = Bench.median(rounds.map(\.reports.cpuPerOperation))
+        let update = Bench.median(rounds.map(\.update.rate)), bulk = Bench.median(rounds.map(\.bulk.rate))
+        let ratio = Bench.median(rounds.map(\.ratio))
+        let pushToStart = rounds.compactMap(\.pushToStart).map(\.rate)
+        if self.json {
+            var fields = [
+                "\"benchmark\":\"activities\"", "\"store\":\"\(kind.rawValue)\"", "\"median\":true", "\"rounds\":\(rounds.count)",
+                "\"activities\":\(self.activities)", "\"reports_per_s\":\(Int(reports))", "\"cpu_us_per_report\":\(Bench.format(reportsCPU))",
+                "\"updates_per_s\":\(Int(update))", "\"bulk_per_s\":\(Int(bulk))", "\"ratio_update_bulk\":\(Bench.format(ratio, digits: 3))",
+            ]
+            if !pushToStart.isEmpty { fields.append("\"push_to_start_reports_per_s\":\(Int(Bench.median(pushToStart)))") }
+            print("{" + fields.joined(separator: ",") + "}")
+            return
+        }
+        print("\(self.name(kind)), median of \(rounds.count) round(s) (\(self.storeNote)):")
+        var line = String(format: "  reports %.0f/s (%.2f µs CPU each)", reports, reportsCPU)
+        if let target = Self.reportTarget(kind) {
+            line += String(format: "; target ≥ %.0f/s: ", target) + (reports >= target ? "met" : "MISSED")
+        }
+        print(line)
+        if !pushToStart.isEmpty { print(String(format: "  push-to-start reports %.0f/s", Bench.median(pushToStart))) }
+        print(String(format: "  update %.0f/s, sendBulk %.0f/s: %.3f×; target ≥ %.1f×: ", update, bulk, ratio, Self.updateTarget)
+            + (ratio >= Self.updateTarget ? "met" : "MISSED"))
+    }
+}
