@@ -1,5 +1,7 @@
 internal import AsyncHTTPClient
 internal import ForgeSupport
+internal import NIOCore
+internal import NIOHTTP1
 package import ForgeSimulatedDevice
 package import Logging
 package import Metrics

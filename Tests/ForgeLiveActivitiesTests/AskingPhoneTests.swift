@@ -43,7 +43,7 @@ private func askingPhone(clock: AskingClock) -> (SimulatedDevice, LockedBox<[Act
 private func start(_ order: String, clock: AskingClock) throws -> APNSLiveActivityStartNotification<Order, Progress> {
     APNSLiveActivityStartNotification(
         attributesType: "OrderAttributes", attributes: Order(activity_id: order), contentState: Progress(status: "packing"),
-        alert: APNSLiveActivityAlert(title: "Order \(order)", body: "Packing"), timestamp: clock.now, topic: try APNSBundleID(shop)
+        alert: APNSLiveActivityAlert(title: .plain("Order \(order)"), body: "Packing"), timestamp: clock.now, topic: try APNSBundleID(shop)
     )
 }
 

@@ -118,12 +118,8 @@ extension APNSCtl {
                 let metrics = self.output.metricsPort != nil || self.inbox.uiPort != nil ? ServeMetrics() : nil
                 let recorder = try self.output.record.map { try PushRecorder(path: $0, acceptedOnly: self.output.recordAcceptedOnly) }
                 let inbox = LocalAPNSInbox(capacity: self.inbox.keep)
-                let forwarder = try self.inbox.reportURL().map { url in
-                    metrics.map { ActivityReportForwarder(url: url, metrics: $0.factory) } ?? ActivityReportForwarder(url: url)
-                }
-                let reports: (@Sendable (ActivityTokenReport) -> Void)? = forwarder.map { forwarder in { forwarder.enqueue($0) } }
-                let phones = metrics.map { LocalAPNSPhones(environment: self.behaviour.environment.local, metrics: $0.factory, reports: reports) }
-                    ?? LocalAPNSPhones(environment: self.behaviour.environment.local, reports: reports)
+                let forwarder = try self.makeForwarder(metrics: metrics)
+                let phones = self.makePhones(metrics: metrics, forwarder: forwarder)
                 let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
                 let endpoint = try self.output.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
@@ -154,6 +150,22 @@ extension APNSCtl {
                     group.cancelAll()  // the inbox's HTTP server
                 }
             }
+        }
+
+        /// The forwarder of the phones' token reports, with --report-tokens-to.
+        private func makeForwarder(metrics: ServeMetrics?) throws -> ActivityReportForwarder? {
+            guard let url = try self.inbox.reportURL() else { return nil }
+            guard let metrics else { return ActivityReportForwarder(url: url) }
+            return ActivityReportForwarder(url: url, metrics: metrics.factory)
+        }
+
+        /// The phones, whose created phones' apps report to `forwarder` when there is one.
+        private func makePhones(metrics: ServeMetrics?, forwarder: ActivityReportForwarder?) -> LocalAPNSPhones {
+            var reports: (@Sendable (ActivityTokenReport) -> Void)?
+            if let forwarder { reports = { report in forwarder.enqueue(report) } }
+            let environment = self.behaviour.environment.local
+            guard let metrics else { return LocalAPNSPhones(environment: environment, reports: reports) }
+            return LocalAPNSPhones(environment: environment, metrics: metrics.factory, reports: reports)
         }
 
         /// Starts the inbox's HTTP server in `group` when --ui-port is given; returns its port.
