@@ -15,7 +15,8 @@
 //   ForgeSimulatedDevice, ForgeLoopback
 //                                  the simulated device; the local APNs server and loopback mode
 //   ForgeLoopbackScenarios         the demo's end-to-end scenarios (inside the package, not a product)
-//   ForgeLoopbackUI                the local server's inbox over HTTP/1.1 (Hummingbird; SwiftNIO outside the push path)
+//   ForgeLoopbackUI                the local server's inbox over HTTP/1.1 (Hummingbird; SwiftNIO outside the push path),
+//                                  and the phones' token reports POSTed to a backend (async-http-client)
 //   ForgeCampaign                  a campaign's SQLite journal (GRDB): resumable bulk sends; the report shape
 //   ForgeCampaignPostgres          a campaign shared by workers on many machines, in PostgreSQL (postgres-nio;
 //                                  the only SwiftNIO in the package, outside the push path)
@@ -78,6 +79,10 @@ let package = Package(
         // `apnsctl serve --ui-port`: the inbox's JSON API, event stream and page over HTTP/1.1. Brings
         // SwiftNIO, so ForgeLoopbackUI alone links it, outside the push path.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // `apnsctl serve --report-tokens-to`: the phones' Live Activity token reports POSTed to a
+        // backend. A well-kept HTTP/1.1 client with pooling and TLS, which the coming webhooks need
+        // too. Brings SwiftNIO, so ForgeLoopbackUI alone links it, outside the push path.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Merges the inbox's two event streams into one Server-Sent Events response.
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         // `make docs`: the DocC catalogs of ForgeAPNs, ForgeLoopback and ForgeCampaign (`swift package
@@ -207,6 +212,9 @@ let package = Package(
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // `serve --report-tokens-to`: the token reports' HTTP client, and their counters.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             resources: [.embedInCode("Resources/inbox.html")],
             swiftSettings: swiftSettings

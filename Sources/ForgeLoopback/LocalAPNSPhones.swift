@@ -51,6 +51,9 @@ public final class LocalAPNSPhones: Sendable {
     }
 
     private let environment: LocalAPNSConfiguration.Environment
+    /// Where the apps of phones made by ``create(apps:asksBeforeActivities:)`` post their Live
+    /// Activity token reports; `nil`: they report nothing.
+    private let reports: (@Sendable (ActivityTokenReport) -> Void)?
     private let maximumPhones: Int
     private let rules: DeviceRules
     private let state = LockedBox(State())
@@ -64,11 +67,28 @@ public final class LocalAPNSPhones: Sendable {
     ///   - maximumPhones: the most phones kept.
     ///   - rules: the budgets and limits each phone applies.
     ///   - metrics: where the delivery counters come from; the bootstrapped factory by default.
-    public init(
+    public convenience init(
         environment: LocalAPNSConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000, rules: DeviceRules = DeviceRules(),
         metrics: any MetricsFactory = MetricsSystem.factory
     ) {
+        self.init(environment: environment, maximumPhones: maximumPhones, rules: rules, metrics: metrics, reports: nil)
+    }
+
+    /// Creates an empty set of phones whose created phones' apps post their Live Activity token
+    /// reports to `reports` (`apnsctl serve --report-tokens-to`).
+    /// - Parameters:
+    ///   - environment: the environment the server plays (the phones' tokens belong to it).
+    ///   - maximumPhones: the most phones kept.
+    ///   - rules: the budgets and limits each phone applies.
+    ///   - metrics: where the delivery counters come from.
+    ///   - reports: takes each report of the apps of phones made by ``create(apps:asksBeforeActivities:)``,
+    ///     in the order each app posts them; called on the delivering task, so it must return at once.
+    package init(
+        environment: LocalAPNSConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000, rules: DeviceRules = DeviceRules(),
+        metrics: any MetricsFactory = MetricsSystem.factory, reports: (@Sendable (ActivityTokenReport) -> Void)?
+    ) {
         self.environment = environment
+        self.reports = reports
         self.maximumPhones = max(1, maximumPhones)
         self.rules = rules
         let states: [DeliveryState] = [.delivered, .stored, .deliveredFromStorage]
@@ -231,8 +251,9 @@ public final class LocalAPNSPhones: Sendable {
         }
     }
 
-    /// A phone made by ``create(apps:)``: its device token, and each app's push-to-start token
-    /// (one per app, for all its attributes types, as on iOS).
+    /// A phone made by ``create(apps:asksBeforeActivities:)``: its device token, and each app's
+    /// push-to-start token (one per app, for all its attributes types, as on iOS). The device token
+    /// is also the `installation` its apps' token reports name.
     package struct Created: Sendable, Hashable {
         package var token: String
         package var pushToStartTokens: [String: String]
@@ -241,9 +262,11 @@ public final class LocalAPNSPhones: Sendable {
     /// Makes a phone with `apps` installed before any push reaches it, as a test in another language
     /// needs to start from an installed app: a new device token, and a push-to-start token for each
     /// app that registers an attributes type. A start to that token starts an activity on this phone,
-    /// which then shows with its own update token. Any content state is accepted (no app type to
-    /// decode it with).
-    package func create(apps: [NewApp]) -> Created {
+    /// which then shows with its own update token (after the person's Allow when
+    /// `asksBeforeActivities`, see `SimulatedDevice.asksBeforeActivities`). Any content state is
+    /// accepted (no app type to decode it with). With reports configured, each app reports its
+    /// tokens with the phone's device token as its installation id.
+    package func create(apps: [NewApp], asksBeforeActivities: Bool = false) -> Created {
         let (token, pushToStart) = self.state.withLock { state -> (String, [String: String]) in
             state.created += 1
             var generator = DeviceTokenGenerator(seed: Self.seed("created-\(state.created)"))
@@ -254,16 +277,33 @@ public final class LocalAPNSPhones: Sendable {
         }
         let date = Date()
         let (phone, _) = self.phone(for: token, at: date)
+        phone.device.asksBeforeActivities = asksBeforeActivities
         for app in apps {
-            let installed = self.install(app.bundleID, token: token, on: phone.device)
-            for type in app.attributesTypes { installed.registerActivityType(LiveActivityType(attributesType: type) { _ in }) }
-            if let startToken = pushToStart[app.bundleID] {
-                installed.pushToStartToken = startToken
-                self.state.withLock { $0.issued[startToken] = token }
-            }
+            let startToken = pushToStart[app.bundleID]
+            if let startToken { self.state.withLock { $0.issued[startToken] = token } }
+            let installed = SimulatedApp(
+                // The server's environment only: the app's reports name it.
+                bundleID: app.bundleID, deviceTokens: [self.environment == .sandbox ? .sandbox : .production: token], pushToStartToken: startToken,
+                activityTypes: app.attributesTypes.map { LiveActivityType(attributesType: $0) { _ in } }
+            )
+            if let reports = self.reports { installed.activityReporting = ActivityReporting(installation: token, post: reports) }
+            // Installed with its reporting: the push-to-start token reports go out now.
+            phone.device.install(installed)
         }
         self.touched(token, at: date)
         return Created(token: token, pushToStartTokens: pushToStart)
+    }
+
+    /// A person's action on the phone that `token` reaches (tapping Allow, say), then what the phone
+    /// shows; `nil` when no phone has the token.
+    /// - Throws: what `action` throws.
+    package func perform(on token: String, _ action: (SimulatedDevice) throws -> Void) rethrows -> DeviceView? {
+        let token = token.lowercased()
+        let phone = self.state.withLock { state in state.phones[token] ?? state.issued[token].flatMap { state.phones[$0] } }
+        guard let phone else { return nil }
+        try action(phone.device)
+        self.touched(phone.token, at: Date())
+        return phone.device.view(token: phone.token)
     }
 
     /// What the phone that `token` reaches shows now (the phone's own token, or an update token
@@ -402,7 +442,8 @@ extension DeviceView {
             item.field("dismissal_date", date: activity.dismissalDate)
             item.field("state", activity.state)
             item.field("updated_at", date: activity.updatedAt)
-            item.field("push_token", activity.pushToken)
+            // `null` while the activity awaits the person's permission: iOS issued no token yet.
+            item.field("push_token", activity.pushToken.isEmpty ? nil : activity.pushToken)
             item.field("channel_id", activity.channelID)
             if activity.alertTitle != nil || activity.alertBody != nil {
                 var alert = JSONObjectWriter()

@@ -12,9 +12,15 @@ internal import Foundation
 ///   `GET /api/v1/pushes/{apns_id}`, `DELETE /api/v1/pushes`;
 /// - `GET /api/v1/wait` (`token`, `topic`, `push_type`, `status`, `since`; `timeout` up to 60 s);
 /// - `GET /api/v1/devices`, `GET /api/v1/devices/{token}`;
-/// - `POST /api/v1/devices` with `{"apps": [{"bundle_id": …, "attributes_types": [ … ]}]}`: a phone
-///   with those apps installed, answered 201 `{"token": HEX, "apps": [{"bundle_id": …,
-///   "push_to_start_tokens": {"TYPE": HEX}}]}` (one push-to-start token per app, for each of its types).
+/// - `POST /api/v1/devices` with `{"apps": [{"bundle_id": …, "attributes_types": [ … ]}],
+///   "ask_before_activities": BOOL}`: a phone with those apps installed, answered 201 `{"token": HEX,
+///   "installation": HEX, "ask_before_activities": BOOL, "apps": [{"bundle_id": …,
+///   "push_to_start_tokens": {"TYPE": HEX}}]}` (one push-to-start token per app, for each of its
+///   types; `installation`, the device token, is what its apps' token reports name). A phone that
+///   asks before activities gives a remotely started activity no update token until the person allows the app's activities;
+/// - `POST /api/v1/devices/{token}/actions` with `{"action": "allow_activity" | "deny_activity",
+///   "bundle_id": …}`: the person taps Allow or Don't Allow for the app's Live Activities; answered
+///   200 with the phone's view (as `GET /api/v1/devices/{token}`).
 ///
 /// A bad request is a 400 whose `{"error": …}` names the parameter and the rule.
 public struct LocalAPNSInboxAPI: Sendable {
@@ -59,8 +65,13 @@ public struct LocalAPNSInboxAPI: Sendable {
         if let unknown = object.keys.sorted().first(where: { !["apps", "ask_before_activities"].contains($0) }) {
             throw APIError("\(unknown): not a field of a new device (apps, ask_before_activities)")
         }
-        if let ask = object["ask_before_activities"], (ask as? Bool) != false {
-            throw APIError("ask_before_activities: must be false: the phones here start activities without asking")
+        var asks = false
+        if let ask = object["ask_before_activities"] {
+            // JSONSerialization reads `true` and `1` alike as NSNumber; JSONValue tells them apart.
+            guard let flag = JSONValue(foundation: ask).boolValue else {
+                throw APIError("ask_before_activities: must be true or false")
+            }
+            asks = flag
         }
         guard let apps = object["apps"] as? [Any], !apps.isEmpty else { throw APIError("apps: must be a non-empty array of apps") }
         var made: [LocalAPNSPhones.NewApp] = []
@@ -76,9 +87,11 @@ public struct LocalAPNSInboxAPI: Sendable {
             }
             made.append(LocalAPNSPhones.NewApp(bundleID: bundle, attributesTypes: names))
         }
-        let created = phones.create(apps: made)
+        let created = phones.create(apps: made, asksBeforeActivities: asks)
         var writer = JSONObjectWriter()
         writer.field("token", created.token)
+        writer.field("installation", created.token)
+        writer.raw("ask_before_activities", Array((asks ? "true" : "false").utf8))
         writer.raw("apps", JSONArrayWriter.array(made.map { app in
             var item = JSONObjectWriter()
             item.field("bundle_id", app.bundleID)
@@ -92,8 +105,50 @@ public struct LocalAPNSInboxAPI: Sendable {
         return .json(201, writer.finish())
     }
 
+    /// What a person can do on a phone through `POST /api/v1/devices/{token}/actions`, by the
+    /// `action` field's value. One case per action; a new action is a case here and a line in
+    /// ``perform(_:on:)``.
+    enum DeviceAction: String, CaseIterable {
+        /// Taps Allow for the app's Live Activities (`bundle_id`).
+        case allowActivity = "allow_activity"
+        /// Taps Don't Allow for the app's Live Activities (`bundle_id`).
+        case denyActivity = "deny_activity"
+    }
+
+    /// `POST /api/v1/devices/{token}/actions`: reads the action, runs it on the phone, answers its view.
+    private func perform(_ body: [UInt8], on token: String) throws -> Response {
+        guard let phones = self.phones else { return .error(404, "this server runs no phones") }
+        let names = DeviceAction.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw APIError("body: must be a JSON object such as {\"action\": \"allow_activity\", \"bundle_id\": \"com.example.app\"}")
+        }
+        if let unknown = object.keys.sorted().first(where: { !["action", "bundle_id"].contains($0) }) {
+            throw APIError("\(APNSJudge.clip(unknown)): not a field of an action (action, bundle_id)")
+        }
+        guard let name = object["action"] as? String else { throw APIError("action: must be one of \(names)") }
+        guard let action = DeviceAction(rawValue: name) else {
+            throw APIError("action: unknown action '\(APNSJudge.clip(name))' (known: \(names))")
+        }
+        guard let bundleID = object["bundle_id"] as? String, (try? APNSBundleID(bundleID)) != nil else {
+            throw APIError("bundle_id: must be the bundle id of an app on the phone, such as com.example.app")
+        }
+        let view: DeviceView?
+        do {
+            view = try phones.perform(on: token) { device in
+                switch action {
+                case .allowActivity: try device.allowActivities(of: bundleID)
+                case .denyActivity: try device.denyActivities(of: bundleID)
+                }
+            }
+        } catch let error as SimulatedDeviceError {
+            throw APIError("bundle_id: \(error.message)")
+        }
+        guard let view else { return .error(404, "token: no phone has token \(token)") }
+        return .json(200, view.json)
+    }
+
     /// Answers one request; `query` is the raw query string (without `?`), percent-encoded; `body`
-    /// the request's body (read by `POST /api/v1/devices` only).
+    /// the request's body (read by `POST /api/v1/devices` and `POST /api/v1/devices/{token}/actions` only).
     public func respond(method: String, path: String, query: String?, body: [UInt8] = []) async -> Response {
         let parameters: [(name: String, value: String)]
         switch Self.parse(query: query) {
@@ -140,6 +195,10 @@ public struct LocalAPNSInboxAPI: Sendable {
                 writer.raw("devices", JSONArrayWriter.array(phones.map(\.json)))
                 writer.field("skipped_requests", self.phones?.skippedRequests ?? 0)
                 return .json(200, writer.finish())
+            case ("devices", 5) where segments[4] == "actions":
+                guard method == "POST" else { return Self.methodNotAllowed(method, path, allowed: "POST") }
+                try Self.allow([], in: parameters, for: "POST /api/v1/devices/{token}/actions")
+                return try self.perform(body, on: try Self.token(segments[3], name: "token"))
             case ("devices", 4):
                 guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
                 try Self.allow([], in: parameters, for: "GET /api/v1/devices/{token}")

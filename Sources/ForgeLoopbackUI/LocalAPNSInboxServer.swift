@@ -94,7 +94,7 @@ public struct LocalAPNSInboxServer: Sendable {
             guard method == "GET" else { return Self.json(.init(status: 405, contentType: "application/json; charset=utf-8", body: Array(#"{"error":"only GET /api/v1/events is served"}"#.utf8))) }
             return Self.events(api: api, buffer: eventBuffer)
         default:
-            // Only POST /api/v1/devices reads a body: a small JSON object.
+            // Only the POST routes (devices, device actions) read a body: a small JSON object.
             let body = method == "POST" ? Array(try await request.body.collect(upTo: 64 * 1024).readableBytesView) : []
             return Self.json(await api.respond(method: method, path: path, query: request.uri.query, body: body))
         }

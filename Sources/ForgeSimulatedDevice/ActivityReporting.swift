@@ -48,7 +48,8 @@ public struct ActivityReporting: Sendable {
     public let installation: String
     /// The backend's id of an activity, from its attributes (and the device's id for it).
     public let activityID: @Sendable (_ attributes: JSONValue, _ deviceActivityID: String) -> String
-    private let continuation: AsyncStream<ActivityTokenReport>.Continuation
+    private let send: @Sendable (ActivityTokenReport) -> Void
+    private let end: @Sendable () -> Void
 
     /// A reporting and the stream of its reports (the app's posts, oldest first; at most 100,000
     /// wait unread).
@@ -60,16 +61,39 @@ public struct ActivityReporting: Sendable {
         }
     ) -> (reporting: ActivityReporting, reports: AsyncStream<ActivityTokenReport>) {
         let (stream, continuation) = AsyncStream.makeStream(of: ActivityTokenReport.self, bufferingPolicy: .bufferingOldest(100_000))
-        return (ActivityReporting(installation: installation, activityID: activityID, continuation: continuation), stream)
+        let reporting = ActivityReporting(
+            installation: installation, activityID: activityID, post: { continuation.yield($0) }, finish: { continuation.finish() }
+        )
+        return (reporting, stream)
+    }
+
+    /// A reporting that hands each report to `post` as the app posts it, on the device's thread (the
+    /// local server's phones forward them over HTTP this way; `post` must return at once).
+    /// - Parameters:
+    ///   - installation: the backend's id of this install.
+    ///   - activityID: the backend's id of an activity, from its attributes and the device's id.
+    ///   - post: takes each report, oldest first.
+    ///   - finish: called by ``finish()``.
+    package init(
+        installation: String,
+        activityID: @escaping @Sendable (_ attributes: JSONValue, _ deviceActivityID: String) -> String = { attributes, id in
+            attributes["activity_id"]?.stringValue ?? id
+        },
+        post: @escaping @Sendable (ActivityTokenReport) -> Void, finish: @escaping @Sendable () -> Void = {}
+    ) {
+        self.installation = installation
+        self.activityID = activityID
+        self.send = post
+        self.end = finish
     }
 
     func post(_ report: ActivityTokenReport) {
-        self.continuation.yield(report)
+        self.send(report)
     }
 
     /// Ends the stream of reports.
     public func finish() {
-        self.continuation.finish()
+        self.end()
     }
 }
 
@@ -87,8 +111,10 @@ extension SimulatedDevice {
     /// The app's end report for `activity`, when it reports.
     func reportEnded(_ activity: LiveActivity) {
         guard let app = self.app(activity.bundleID) else { return }
+        // An activity that ended while it awaited permission never had an update token.
         app.report(
-            kind: "ended", attributesType: activity.attributesType, activity: activity, token: activity.updateToken,
+            kind: "ended", attributesType: activity.attributesType, activity: activity,
+            token: activity.updateToken.isEmpty ? nil : activity.updateToken,
             environment: self.reportEnvironment(app)
         )
     }
@@ -112,7 +138,9 @@ extension SimulatedDevice {
     @discardableResult
     public func rotateUpdateToken(of activityID: String) throws(SimulatedDeviceError) -> String {
         let rotated = self.state.withLock { state -> (LiveActivity, [@Sendable (String, String) -> Void])? in
-            guard let index = state.activities.firstIndex(where: { $0.id == activityID && ($0.phase == .active || $0.phase == .stale) }) else {
+            guard let index = state.activities.firstIndex(where: {
+                $0.id == activityID && ($0.phase == .active || $0.phase == .stale) && !$0.isAwaitingPermission
+            }) else {
                 return nil
             }
             let old = state.activities[index].updateToken

@@ -91,6 +91,17 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
     case liveActivityBecameStale(activityID: String)
     /// The device clock passed the ended activity's dismissal date.
     case liveActivityDismissed(activityID: String)
+    /// A push-to-start push started a Live Activity on a phone that asks first
+    /// (``SimulatedDevice/asksBeforeActivities``): it shows with Allow and Don't Allow, and has no
+    /// update token until the person allows the app's activities.
+    case liveActivityAwaitingPermission(activityID: String, bundleID: String, attributesType: String)
+    /// The person allowed the app's Live Activities (``SimulatedDevice/allowActivities(of:)``).
+    case liveActivitiesAllowed(bundleID: String)
+    /// The person chose Don't Allow for the app's Live Activities (``SimulatedDevice/denyActivities(of:)``):
+    /// its running activities end, its later starts are discarded.
+    case liveActivitiesDenied(bundleID: String)
+    /// An activity that awaited permission got its update token.
+    case liveActivityTokenIssued(activityID: String, updateToken: String)
     /// A Live Activity push was ignored (older timestamp, activity already ended).
     case liveActivityPushIgnored(activityID: String, reason: String)
     /// A Live Activity push was rejected (content state that does not decode, unknown type, missing keys).
@@ -205,6 +216,15 @@ public enum DeviceEvent: Hashable, Sendable, CustomStringConvertible {
             return "Live Activity \(activityID) became stale"
         case .liveActivityDismissed(let activityID):
             return "Live Activity \(activityID) dismissed"
+        case .liveActivityAwaitingPermission(let activityID, let bundleID, let attributesType):
+            return "Live Activity \(activityID) (\(attributesType)) started for \(bundleID), awaiting permission: "
+                + "no update token until the person taps Allow"
+        case .liveActivitiesAllowed(let bundleID):
+            return "the person allowed \(bundleID)'s Live Activities"
+        case .liveActivitiesDenied(let bundleID):
+            return "the person chose Don't Allow for \(bundleID)'s Live Activities: its starts are discarded from now on"
+        case .liveActivityTokenIssued(let activityID, let updateToken):
+            return "Live Activity \(activityID) got its update token \(updateToken.prefix(8))…"
         case .liveActivityPushIgnored(let activityID, let reason):
             return "push for Live Activity \(activityID) ignored: \(reason)"
         case .liveActivityPushRejected(let apnsID, let reason):

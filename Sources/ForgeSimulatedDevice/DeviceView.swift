@@ -30,11 +30,12 @@ package struct DeviceView: Sendable, Hashable {
         package var contentState: JSONValue
         package var staleDate: Date?
         package var dismissalDate: Date?
-        /// `active`, `stale`, `ended` or `dismissed`.
+        /// `active`, `stale`, `ended` or `dismissed`; `awaiting_permission` for a running activity
+        /// that waits for the person's Allow (``SimulatedDevice/asksBeforeActivities``).
         package var state: String
         /// When the last applied push (or the start) was sent: its `timestamp`.
         package var updatedAt: Date
-        /// The token its updates go to.
+        /// The token its updates go to; empty while it awaits permission (none issued yet).
         package var pushToken: String
         /// The broadcast channel it listens to.
         package var channelID: String?
@@ -116,7 +117,8 @@ extension SimulatedDevice {
             return DeviceView.Activity(
                 id: activity.id, bundleID: activity.bundleID, attributesType: activity.attributesType,
                 attributes: activity.attributes, contentState: current?.contentState ?? .null, staleDate: current?.staleDate,
-                dismissalDate: activity.dismissalDate, state: activity.phase.description,
+                dismissalDate: activity.dismissalDate,
+                state: activity.isAwaitingPermission ? "awaiting_permission" : activity.phase.description,
                 updatedAt: current?.timestamp ?? Date(timeIntervalSince1970: 0), pushToken: activity.updateToken,
                 channelID: activity.channelID, alertTitle: Self.alertText(current?.alert, "title"),
                 alertBody: Self.alertText(current?.alert, "body"), updates: activity.history.count

@@ -132,7 +132,9 @@ public struct LiveActivity: Hashable, Sendable {
     public var attributesType: String
     /// The static attributes it was started with.
     public var attributes: JSONValue
-    /// The push token for its updates (what the app reports to its server), lower-case hex.
+    /// The push token for its updates (what the app reports to its server), lower-case hex; empty
+    /// while the activity awaits the person's permission (``isAwaitingPermission``): iOS has issued
+    /// none yet.
     public var updateToken: String
     /// The broadcast channel it is subscribed to, if any (`input-push-channel`, or
     /// ``SimulatedDevice/subscribe(_:toChannel:)``).
@@ -146,6 +148,10 @@ public struct LiveActivity: Hashable, Sendable {
     /// When it started on the device (the device clock): iOS ends it
     /// ``SimulatedDevice/maximumActivityDuration`` later.
     public var startedAt: Date
+    /// Whether the activity, started remotely on a phone that asks first
+    /// (``SimulatedDevice/asksBeforeActivities``), is on the Lock Screen waiting for the person to
+    /// tap Allow or Don't Allow: it shows its start content but has no update token yet.
+    public var isAwaitingPermission: Bool = false
 
     /// The state now.
     public var current: LiveActivityState? { self.history.last }

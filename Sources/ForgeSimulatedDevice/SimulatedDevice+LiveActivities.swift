@@ -46,6 +46,7 @@ extension SimulatedDevice {
                     now.timeIntervalSince(state.activities[index].startedAt) >= Self.maximumActivityDuration
                 {
                     state.activities[index].phase = .ended
+                    state.activities[index].isAwaitingPermission = false
                     endedByIOS.append(state.activities[index])
                     events.append(.liveActivityEnded(activityID: state.activities[index].id, dismissalDate: nil))
                 }
@@ -162,13 +163,22 @@ extension SimulatedDevice {
         let channelID = aps?["input-push-channel"]?.stringValue
         let (activity, observers) = self.state.withLock { deviceState in
             deviceState.activityCount += 1
-            let (id, token) = ("activity-\(deviceState.activityCount)", deviceState.activityTokens.next())
+            // On a phone that asks first, an app the person has not allowed yet gets its activity
+            // on the Lock Screen with no update token (see SimulatedDevice+ActivityPermission.swift).
+            let awaiting = deviceState.asksBeforeActivities && deviceState.activityPermissions[app.bundleID] == nil
+            let (id, token) = ("activity-\(deviceState.activityCount)", awaiting ? "" : deviceState.activityTokens.next())
             let activity = LiveActivity(
                 id: id, bundleID: app.bundleID, attributesType: typeName, attributes: attributes, updateToken: token,
-                channelID: channelID, phase: .active, dismissalDate: nil, history: [state], startedAt: self.clock.now
+                channelID: channelID, phase: .active, dismissalDate: nil, history: [state], startedAt: self.clock.now,
+                isAwaitingPermission: awaiting
             )
             deviceState.activities.append(activity)
-            return (activity, Array(deviceState.tokenObservers.values))
+            return (activity, awaiting ? [] : Array(deviceState.tokenObservers.values))
+        }
+        guard !activity.isAwaitingPermission else {
+            self.record(.liveActivityAwaitingPermission(activityID: activity.id, bundleID: app.bundleID, attributesType: typeName))
+            if let channelID { self.record(.liveActivitySubscribed(activityID: activity.id, channelID: channelID)) }
+            return
         }
         for observer in observers { observer(activity.updateToken, app.bundleID) }
         self.record(
@@ -214,6 +224,7 @@ extension SimulatedDevice {
             deviceState.activities[index].history.append(state)
             if event == "end" {
                 deviceState.activities[index].phase = .ended
+                deviceState.activities[index].isAwaitingPermission = false
                 deviceState.activities[index].dismissalDate = dismissalDate
             } else {
                 deviceState.activities[index].phase = .active

@@ -176,7 +176,7 @@ extension SimulatedDevice {
             guard let app = state.apps.first(where: { $0.bundleID == bundleID }) else { return }
             let text = "\(bundleID) was uninstalled from the device"
             let tokens = Array(app.deviceTokens.values) + [app.pushToStartToken].compactMap { $0 }
-                + state.activities.filter { $0.bundleID == bundleID }.map(\.updateToken)
+                + state.activities.filter { $0.bundleID == bundleID && !$0.updateToken.isEmpty }.map(\.updateToken)
             for token in tokens { state.retiredTokens[token] = RetiredToken(reason: .appUninstalled, text: text) }
             state.apps.removeAll { $0.bundleID == bundleID }
             state.activities.removeAll { $0.bundleID == bundleID }
@@ -208,6 +208,14 @@ extension SimulatedDevice {
                 let event = aps?["event"]?.stringValue
                 if let app = state.apps.first(where: { $0.pushToStartToken == push.token }) {
                     guard event == "start" else { return .delivered }
+                    if state.activityPermissions[app.bundleID] == .denied {
+                        return Admission(
+                            state: .discarded(.disabled),
+                            reason: "start discarded: the person chose Don't Allow for \(app.bundleID)'s Live Activities; iOS starts none of its "
+                                + "activities until they are allowed again (Settings, the app, Live Activities)",
+                            proceeds: false
+                        )
+                    }
                     return spend(.pushToStarts(bundleID: app.bundleID), rules.pushToStarts, .pushToStartBudget) { budget in
                         "start ignored: \(app.bundleID)'s push-to-start budget is spent (\(budget)); iOS drops starts beyond it, "
                             + "so retry later with the same apns-collapse-id"

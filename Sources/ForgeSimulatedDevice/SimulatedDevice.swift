@@ -71,6 +71,10 @@ public final class SimulatedDevice: Sendable {
         var retiredTokens: [String: RetiredToken] = [:]
         /// Every delivery state reached, oldest first.
         var deliveryLog: [DeliveryRecord] = []
+        /// Whether remotely started Live Activities wait for the person's permission (iOS 17.2 and later).
+        var asksBeforeActivities = false
+        /// The person's answer per app (bundle id) to "Allow Live Activities?"; absent: not asked yet.
+        var activityPermissions: [String: ActivityPermission] = [:]
 
         init(rules: DeviceRules) { self.rules = rules }
     }

@@ -147,6 +147,32 @@ struct InboxCLITests {
                 "\(h2cOutput.stderr)")
     }
 
+    @Test("--report-tokens-to: the phones' token reports reach a backend (Python's http.server), a 503 retried, Allow awaited")
+    func reportTokens() throws {
+        let serve = [
+            CommandRunner.binary.path, "serve", "--port", "0", "--cert", KeysExample.path("server.pem"), "--key", KeysExample.path("server.key"),
+            "--ui-port", "0", "--topic", bundle, "--quiet",
+        ]
+        let send = [CommandRunner.binary.path, "send", "--ca-file", self.ca, "--key-file", self.keyFile, "--key-id", "FORGEKEY01", "--team-id", "FORGETEAM1"]
+        let run = try ChildProcess.run(
+            try venvPython(),
+            [PackageRoot.path("Tests/InboxClients/token_reports.py"), "--serve", serve.joined(separator: " "), "--send", send.joined(separator: " ")],
+            mergesStandardError: true, timeout: .seconds(120)
+        )
+        #expect(run.exitCode == 0 && run.stdout.contains(" passed, 0 failed"), "\(run.stdout)")
+    }
+
+    @Test("--report-tokens-to needs an http or https URL with a host, and --ui-port: else a usage error (64) naming the flag")
+    func badReportURL() throws {
+        for url in ["ftp://127.0.0.1/reports", "http:///reports", "reports"] {
+            let result = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--report-tokens-to", url])
+            #expect(result.exitCode == 64 && result.stderr.contains("--report-tokens-to '\(url)': must be an http or https URL with a host"),
+                    "\(url): \(result.exitCode) \(result.stderr)")
+        }
+        let alone = try CommandRunner.run(["serve", "--port", "0", "--report-tokens-to", "http://127.0.0.1:9/reports"])
+        #expect(alone.exitCode == 64 && alone.stderr.contains("--report-tokens-to needs --ui-port"), "\(alone.stderr)")
+    }
+
     @Test("--keep 0 is a usage error (64); a taken --ui-port is 73 naming the flag")
     func badFlags() throws {
         let keep = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--keep", "0"])

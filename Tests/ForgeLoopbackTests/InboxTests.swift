@@ -463,6 +463,48 @@ struct CreateDeviceTests {
         #expect(phones.phones.count == 1, "the start reached the created phone")
     }
 
+    @Test("A phone that asks: the start awaits permission with no push token; the actions endpoint taps Allow, then Don't Allow")
+    func askingPhone() async throws {
+        let phones = LocalAPNSPhones()
+        let api = LocalAPNSInboxAPI(inbox: LocalAPNSInbox(), phones: phones)
+        let body = #"{"apps":[{"bundle_id":"com.example.shop","attributes_types":["OrderAttributes"]}],"ask_before_activities":true}"#
+        let answer = try object(await api.respond(method: "POST", path: "/api/v1/devices", query: nil, body: Array(body.utf8)).body)
+        let token = try #require(answer["token"] as? String)
+        #expect(answer["installation"] as? String == token && answer["ask_before_activities"] as? Bool == true)
+        let apps = try #require(answer["apps"] as? [[String: Any]])
+        let startToken = try #require((apps.first?["push_to_start_tokens"] as? [String: String])?["OrderAttributes"])
+        var judge = APNSJudge()
+        let now = Int(Date().timeIntervalSince1970)
+        let start = #"{"aps":{"timestamp":\#(now),"event":"start","content-state":{"status":"packing"},"attributes-type":"OrderAttributes","#
+            + #""attributes":{"order":"17"},"alert":{"title":"Order 17","body":"Packing"}}}"#
+        await phones.deliver(judged(&judge, token: startToken, topic: "com.example.shop.push-type.liveactivity", pushType: "liveactivity", body: start))
+        let waiting = try #require(try object(await api.respond(method: "GET", path: "/api/v1/devices/\(token)", query: nil).body)["live_activities"] as? [[String: Any]])
+        #expect(waiting.count == 1 && waiting.first?["state"] as? String == "awaiting_permission" && waiting.first?["push_token"] is NSNull)
+
+        let path = "/api/v1/devices/\(token)/actions"
+        let allowed = await api.respond(method: "POST", path: path, query: nil, body: Array(#"{"action":"allow_activity","bundle_id":"com.example.shop"}"#.utf8))
+        #expect(allowed.status == 200)
+        let active = try #require(try object(allowed.body)["live_activities"] as? [[String: Any]])
+        #expect(active.first?["state"] as? String == "active" && (active.first?["push_token"] as? String)?.count == 64)
+        let denied = await api.respond(method: "POST", path: path, query: nil, body: Array(#"{"action":"deny_activity","bundle_id":"com.example.shop"}"#.utf8))
+        #expect(try #require(try object(denied.body)["live_activities"] as? [[String: Any]]).first?["state"] as? String == "dismissed")
+
+        let refusals: [(String, String, Int, String)] = [
+            (path, #"{"action":"shake","bundle_id":"com.example.shop"}"#, 400, "action: unknown action 'shake'"),
+            (path, #"{"bundle_id":"com.example.shop"}"#, 400, "action:"),
+            (path, #"{"action":"allow_activity","bundle_id":"com.example.other"}"#, 400, "bundle_id: no app com.example.other"),
+            (path, #"{"action":"allow_activity"}"#, 400, "bundle_id:"),
+            (path, #"{"action":"allow_activity","bundle_id":"com.example.shop","why":1}"#, 400, "why:"),
+            ("/api/v1/devices/\(String(repeating: "de", count: 32))/actions", #"{"action":"allow_activity","bundle_id":"com.example.shop"}"#, 404, "token:"),
+        ]
+        for (target, text, status, prefix) in refusals {
+            let refused = await api.respond(method: "POST", path: target, query: nil, body: Array(text.utf8))
+            let message = try object(refused.body)["error"] as? String
+            #expect(refused.status == status && message?.hasPrefix(prefix) == true, "\(text): \(refused.status) \(message ?? "")")
+        }
+        #expect(await api.respond(method: "GET", path: path, query: nil).status == 405)
+    }
+
     @Test("A malformed new device is 400 naming the field; nothing is made")
     func refused() async throws {
         let phones = LocalAPNSPhones()
@@ -473,7 +515,7 @@ struct CreateDeviceTests {
             (#"{"apps":[{"bundle_id":"not a bundle"}]}"#, "apps[0].bundle_id"),
             (#"{"apps":[{"bundle_id":"com.example.a","attributes_types":[""]}]}"#, "apps[0].attributes_types"),
             (#"{"apps":[{"bundle_id":"com.example.a"},{"bundle_id":"com.example.a"}]}"#, "apps[1].bundle_id"),
-            (#"{"apps":[{"bundle_id":"com.example.a"}],"ask_before_activities":true}"#, "ask_before_activities"),
+            (#"{"apps":[{"bundle_id":"com.example.a"}],"ask_before_activities":1}"#, "ask_before_activities"),
             (#"{"apps":[{"bundle_id":"com.example.a"}],"color":"red"}"#, "color"),
         ]
         for (body, field) in cases {

@@ -175,6 +175,53 @@ def main():
               len(activities) == 1 and activities[0]["push_token"] not in (start_token, made["token"])
               and activities[0]["content_state"] == {"status": "packing"}, activities)
 
+    # A phone that asks before Live Activities (iOS 17.2 and later): a remotely started activity
+    # waits for the person's Allow with no push token; the actions endpoint taps Allow.
+    status, asking = call(ui, "POST", "/api/v1/devices",
+                          {"apps": [{"bundle_id": "com.example.shop", "attributes_types": ["OrderAttributes"]}],
+                           "ask_before_activities": True})
+    ask_start = (asking or {}).get("apps", [{}])[0].get("push_to_start_tokens", {}).get("OrderAttributes")
+    check("POST /api/v1/devices with ask_before_activities makes a phone that asks, with its installation id",
+          status == 201 and ask_start and asking["ask_before_activities"] is True and asking["installation"] == asking["token"],
+          (status, asking))
+    status, refused = call(ui, "POST", "/api/v1/devices",
+                           {"apps": [{"bundle_id": "com.example.shop"}], "ask_before_activities": "yes"})
+    check("a non-boolean ask_before_activities is 400 naming it",
+          status == 400 and refused["error"].startswith("ask_before_activities:"), (status, refused))
+    if ask_start:
+        start = {"aps": {"event": "start", "timestamp": int(time.time()), "attributes-type": "OrderAttributes",
+                         "attributes": {"order": "A-18"}, "content-state": {"status": "packing"},
+                         "alert": {"title": "Order A-18", "body": "Packing"}}}
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
+            json.dump(start, file)
+        sent = send(options.send, "--token", ask_start, "--topic", "com.example.shop", "--push-type", "liveactivity",
+                    "--payload", file.name)
+        os.unlink(file.name)
+        check("a start to the asking phone is accepted", sent.returncode == 0, sent.stdout + sent.stderr)
+        activities = []
+        for _ in range(100):
+            status, phone = call(ui, "GET", f"/api/v1/devices/{asking['token']}")
+            activities = (phone or {}).get("live_activities", [])
+            if activities:
+                break
+            time.sleep(0.1)
+        check("the activity awaits permission, with no push token",
+              len(activities) == 1 and activities[0]["state"] == "awaiting_permission" and activities[0]["push_token"] is None,
+              activities)
+        actions = f"/api/v1/devices/{asking['token']}/actions"
+        status, view = call(ui, "POST", actions, {"action": "allow_activity", "bundle_id": "com.example.shop"})
+        allowed = (view or {}).get("live_activities", [])
+        check("allow_activity answers the phone's view: the activity is active with its push token",
+              status == 200 and len(allowed) == 1 and allowed[0]["state"] == "active"
+              and len(allowed[0]["push_token"] or "") == 64, (status, view))
+    status, refused = call(ui, "POST", f"/api/v1/devices/{(asking or {}).get('token', 'ab')}/actions",
+                           {"action": "shake", "bundle_id": "com.example.shop"})
+    check("an unknown action is 400 naming it",
+          status == 400 and refused["error"].startswith("action: unknown action 'shake'"), (status, refused))
+    status, refused = call(ui, "POST", f"/api/v1/devices/{'de' * 32}/actions",
+                           {"action": "deny_activity", "bundle_id": "com.example.shop"})
+    check("an action on a token no phone has is 404", status == 404 and refused["error"].startswith("token:"), (status, refused))
+
     status, _ = call(ui, "DELETE", "/api/v1/pushes")
     status_list, cleared = call(ui, "GET", "/api/v1/pushes")
     status_phone, _ = call(ui, "GET", f"/api/v1/devices/{TOKEN_A}")

@@ -20,8 +20,10 @@ extension APNSCtl {
                 rejected, its headers and payload) and what a phone with each token shows (notifications, badges, Live \
                 Activities), and a JSON API for tests in any language: GET /api/v1/pushes (token, topic, push_type, \
                 status, q, since, limit), GET /api/v1/pushes/{apns_id}, DELETE /api/v1/pushes, GET /api/v1/wait?token=T&timeout=5s, \
-                GET /api/v1/devices/{token}, POST /api/v1/devices (a phone with apps installed), GET /api/v1/events \
-                (Server-Sent Events), GET /metrics. The inbox keeps the \
+                GET /api/v1/devices/{token}, POST /api/v1/devices (a phone with apps installed; "ask_before_activities": \
+                true for one that asks before Live Activities, as iOS 17.2 and later do), POST /api/v1/devices/{token}/actions \
+                ({"action": "allow_activity" or "deny_activity", "bundle_id": …}: the person's Allow or Don't Allow), \
+                GET /api/v1/events (Server-Sent Events), GET /metrics. The inbox keeps the \
                 newest --keep requests. Then one line per judged request: human-readable with the judge's reason for a \
                 rejection, or with --json one JSON object (token, push_type, status, reason, why, apns_id). \
                 A body a device could not read (not valid JSON, not UTF-8, not an object) is answered as APNs is \
@@ -45,6 +47,13 @@ extension APNSCtl {
                 apns_local_requests_total by status, reason and push type, apns_local_request_duration_seconds, \
                 apns_local_connections_accepted, apns_local_deliveries_total by state and reason (what each phone did with an \
                 accepted push: delivered, stored, discarded, throttled; docs/device-rules.md). Its port is the next line on stdout, after the ui line if any (useful with --metrics-port 0); the inbox's port serves the same text.
+
+                With --report-tokens-to URL, the apps of the phones made by POST /api/v1/devices post their Live Activity \
+                token reports to URL as a backend receives them from real apps: one JSON object per POST \
+                (kind push_to_start_token, update_token or ended; installation, the phone's device token; bundle_id, \
+                attributes_type, activity, token, sequence, environment), in order, retried with a bounded backoff on \
+                a connection failure or a 5xx (a 4xx is logged and dropped). Reports wait in a bounded queue; \
+                apns_local_token_reports_total{outcome} counts them (sent, refused, failed, dropped).
 
                 --topic (repeatable) names the bundle ids the server serves: a push to another topic gets \
                 400 TopicDisallowed, as from an APNs account without that app. Without --topic every topic is served.
@@ -82,6 +91,7 @@ extension APNSCtl {
             if let uiPort = self.inbox.uiPort, !(0...65_535).contains(uiPort) {
                 throw ValidationError("--ui-port must be 0...65535 (got \(uiPort)).")
             }
+            _ = try self.inbox.reportURL()
             guard self.inbox.keep >= 1 else { throw ValidationError("--keep must be at least 1 (got \(self.inbox.keep)).") }
             if self.output.recordAcceptedOnly, self.output.record == nil { throw ValidationError("--record-accepted-only goes with --record FILE.") }
             for topic in self.tokenOptions.topics {
@@ -108,8 +118,8 @@ extension APNSCtl {
                 let metrics = self.output.metricsPort != nil || self.inbox.uiPort != nil ? ServeMetrics() : nil
                 let recorder = try self.output.record.map { try PushRecorder(path: $0, acceptedOnly: self.output.recordAcceptedOnly) }
                 let inbox = LocalAPNSInbox(capacity: self.inbox.keep)
-                let phones = metrics.map { LocalAPNSPhones(environment: self.behaviour.environment.local, metrics: $0.factory) }
-                    ?? LocalAPNSPhones(environment: self.behaviour.environment.local)
+                let forwarder = try self.makeForwarder(metrics: metrics)
+                let phones = self.makePhones(metrics: metrics, forwarder: forwarder)
                 let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
                 let endpoint = try self.output.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
@@ -117,6 +127,7 @@ extension APNSCtl {
                 let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask { await phones.run(inbox) }
+                    if let forwarder { group.addTask { await forwarder.run() } }
                     let ui = try await self.startInbox(inbox: inbox, phones: phones, metrics: metrics, server: server, in: &group)
                     Output.result(String(server.port))
                     if let ui { Output.result("ui http://\(Self.urlHost(self.inbox.uiHost)):\(ui)") }
@@ -126,6 +137,7 @@ extension APNSCtl {
                     Output.diagnostic("apnsctl serve: \(self.behaviour.environment.canonical) APNs on \(self.host):\(server.port) (\(scheme)\(latency)); Ctrl-C stops")
                     if let ui { Output.diagnostic("apnsctl serve: inbox on http://\(Self.urlHost(self.inbox.uiHost)):\(ui)/") }
                     if let endpoint { Output.diagnostic("apnsctl serve: metrics on http://127.0.0.1:\(endpoint.port)/metrics") }
+                    if let forwarder { Output.diagnostic("apnsctl serve: Live Activity token reports to \(forwarder.url.absoluteString)") }
                     let signal = await signals.first()
                     Output.diagnostic("apnsctl serve: \(signal.map(String.init(describing:)) ?? "cancelled"), shutting down (accepted \(server.acceptedCount))")
                     await endpoint?.shutdown()
@@ -133,10 +145,27 @@ extension APNSCtl {
                     // Event streams, waits and the phones' delivery end.
                     inbox.close()
                     phones.finish()
+                    forwarder?.finish()  // what is still queued is not sent: its task is cancelled below
                     recorder?.close()  // after the server's shutdown: no request is judged any more
                     group.cancelAll()  // the inbox's HTTP server
                 }
             }
+        }
+
+        /// The forwarder of the phones' token reports, with --report-tokens-to.
+        private func makeForwarder(metrics: ServeMetrics?) throws -> ActivityReportForwarder? {
+            guard let url = try self.inbox.reportURL() else { return nil }
+            guard let metrics else { return ActivityReportForwarder(url: url) }
+            return ActivityReportForwarder(url: url, metrics: metrics.factory)
+        }
+
+        /// The phones, whose created phones' apps report to `forwarder` when there is one.
+        private func makePhones(metrics: ServeMetrics?, forwarder: ActivityReportForwarder?) -> LocalAPNSPhones {
+            var reports: (@Sendable (ActivityTokenReport) -> Void)?
+            if let forwarder { reports = { report in forwarder.enqueue(report) } }
+            let environment = self.behaviour.environment.local
+            guard let metrics else { return LocalAPNSPhones(environment: environment, reports: reports) }
+            return LocalAPNSPhones(environment: environment, metrics: metrics.factory, reports: reports)
         }
 
         /// Starts the inbox's HTTP server in `group` when --ui-port is given; returns its port.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ForgeSupport
+import struct Foundation.URL
 
 // `apnsctl serve`'s options in the groups its help lists them under.
 
@@ -151,6 +152,32 @@ struct ServeInboxOptions: ParsableArguments {
 
     @Option(help: "How many judged requests the inbox keeps (the oldest are dropped and counted).")
     var keep: Int = 10_000
+
+    @Option(
+        name: .customLong("report-tokens-to"),
+        help: ArgumentHelp(
+            "POST the Live Activity token reports of the phones made by POST /api/v1/devices to this http or https URL, as JSON "
+                + "(push_to_start_token, update_token, ended); needs --ui-port.",
+            valueName: "url"
+        )
+    )
+    var reportTokensTo: String?
+
+    /// `--report-tokens-to` as a URL: http or https, with a host.
+    func reportURL() throws -> URL? {
+        guard let text = self.reportTokensTo else { return nil }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else {
+            throw ValidationError(
+                "--report-tokens-to '\(text)': must be an http or https URL with a host, such as http://127.0.0.1:8080/reports."
+            )
+        }
+        guard self.uiPort != nil else {
+            throw ValidationError("--report-tokens-to needs --ui-port: it reports for the phones made by the inbox's POST /api/v1/devices.")
+        }
+        return url
+    }
 }
 
 /// A provider token's duration on the command line (`serve --token-update-limit`, `jwt
