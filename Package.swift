@@ -243,7 +243,7 @@ let package = Package(
         .target(
             name: "ForgeLiveActivitiesSQLite",
             dependencies: [
-                "ForgeLiveActivities", "ForgeAPNsCore",
+                "ForgeLiveActivities", "ForgeAPNsCore", "ForgeSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

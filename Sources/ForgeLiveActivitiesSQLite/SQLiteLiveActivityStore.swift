@@ -1,5 +1,6 @@
 internal import ForgeAPNsCore
 public import ForgeLiveActivities
+internal import ForgeSupport
 internal import Foundation
 internal import GRDB
 
@@ -50,6 +51,8 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// The file, as given.
     public let path: String
     private let database: DatabaseQueue
+    /// Saves waiting for the next commit (group commit: see ``save(_:replacing:)-(ManagedActivity,_)``).
+    private let pending = LockedBox(PendingWrites())
 
     /// Opens the store in the file at `path`, creating the file and its tables when there is none
     /// (an empty SQLite file is taken as well).
@@ -195,15 +198,18 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
 
     public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
         let row = try await self.reading("reading activity \(id)") { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.activityColumns) FROM live_activities WHERE id = ?", arguments: [id.rawValue])
-                .map(Self.storedActivity)
+            let statement = try db.cachedStatement(sql: "SELECT \(Self.activityColumns) FROM live_activities WHERE id = ?")
+            return try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.storedActivity)
         }
         return try row?.activity()
     }
 
+    /// Saves are committed in groups: a save waits for the commit that writes it (on disk when it
+    /// returns, as ever), and the saves that arrive meanwhile share the next commit, so the disk's
+    /// fsync rate bounds commits, not saves. Each save is still its own compare-and-set.
     public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
         let row = StoredActivity(activity, version: (expected ?? 0) + 1)
-        return try await self.writing("saving activity \(activity.id)") { db in
+        return try await self.committing("saving activity \(activity.id)") { db in
             // Every column but the key, in the order of both statements.
             let values: [(any DatabaseValueConvertible)?] = [
                 row.bundleID, row.attributesType, row.installation, row.updateToken, row.channelID, row.state, row.stateReason,
@@ -212,24 +218,22 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 row.version, row.history.map { Data($0) },
             ]
             if let expected {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE live_activities SET bundle_id = ?, attributes_type = ?, installation = ?, update_token = ?, channel_id = ?,
                             state = ?, state_reason = ?, started_at_ms = ?, last_content_state = ?, last_timestamp_ms = ?,
                             stale_date_ms = ?, held_push = ?, report_sequence = ?, why = ?, attributes = ?, renewal_token = ?,
                             renewal_started_at_ms = ?, renewals = ?, version = ?, history = ?
                         WHERE id = ? AND version = ?
-                        """,
-                    arguments: StatementArguments(values + [row.id, expected])
-                )
+                        """
+                ).execute(arguments: StatementArguments(values + [row.id, expected]))
             } else {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO NOTHING
-                        """,
-                    arguments: StatementArguments([row.id] + values)
-                )
+                        """
+                ).execute(arguments: StatementArguments([row.id] + values))
             }
             return db.changesCount == 1
         }
@@ -250,15 +254,14 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         return try rows.map { row throws(LiveActivityError) in try row.activity() }
     }
 
+    /// A row of ``activityColumns``, read by position (in that order).
     private static func storedActivity(_ row: Row) -> StoredActivity {
         StoredActivity(
-            id: row["id"], bundleID: row["bundle_id"], attributesType: row["attributes_type"], installation: row["installation"],
-            updateToken: row["update_token"], channelID: row["channel_id"], state: row["state"], stateReason: row["state_reason"],
-            startedAt: row["started_at_ms"], lastContentState: (row["last_content_state"] as Data?).map(Array.init),
-            lastTimestamp: row["last_timestamp_ms"], staleDate: row["stale_date_ms"], held: (row["held_push"] as Data?).map(Array.init),
-            reportSequence: row["report_sequence"], why: row["why"], attributes: (row["attributes"] as Data?).map(Array.init),
-            renewalToken: row["renewal_token"], renewalStartedAt: row["renewal_started_at_ms"], renewals: row["renewals"],
-            history: (row["history"] as Data?).map(Array.init), version: row["version"]
+            id: row[0], bundleID: row[1], attributesType: row[2], installation: row[3], updateToken: row[4], channelID: row[5],
+            state: row[6], stateReason: row[7], startedAt: row[8], lastContentState: (row[9] as Data?).map(Array.init),
+            lastTimestamp: row[10], staleDate: row[11], held: (row[12] as Data?).map(Array.init), reportSequence: row[13], why: row[14],
+            attributes: (row[15] as Data?).map(Array.init), renewalToken: row[16], renewalStartedAt: row[17], renewals: row[18],
+            history: (row[20] as Data?).map(Array.init), version: row[19]
         )
     }
 
@@ -266,18 +269,16 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {
         let row = try await self.reading("reading the push-to-start token of \(key)") { db in
-            try Row.fetchOne(
-                db,
+            let statement = try db.cachedStatement(
                 sql: """
                     SELECT installation, bundle_id, attributes_type, token, environment, confirmed_at_ms, sequence, dead_reason, version
                     FROM live_activity_push_to_start WHERE installation = ? AND bundle_id = ? AND attributes_type = ?
-                    """,
-                arguments: [key.installation.rawValue, key.bundleID.rawValue, key.attributesType]
-            ).map { row in
+                    """
+            )
+            return try Row.fetchOne(statement, arguments: [key.installation.rawValue, key.bundleID.rawValue, key.attributesType]).map { row in
                 StoredPushToStart(
-                    installation: row["installation"], bundleID: row["bundle_id"], attributesType: row["attributes_type"], token: row["token"],
-                    environment: row["environment"], confirmedAt: row["confirmed_at_ms"], sequence: row["sequence"],
-                    deadReason: row["dead_reason"], version: row["version"]
+                    installation: row[0], bundleID: row[1], attributesType: row[2], token: row[3], environment: row[4], confirmedAt: row[5],
+                    sequence: row[6], deadReason: row[7], version: row[8]
                 )
             }
         }
@@ -286,28 +287,26 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
 
     public func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool {
         let row = StoredPushToStart(record, version: (expected ?? 0) + 1)
-        return try await self.writing("saving the push-to-start token of \(record.key)") { db in
+        return try await self.committing("saving the push-to-start token of \(record.key)") { db in
             let key: [(any DatabaseValueConvertible)?] = [row.installation, row.bundleID, row.attributesType]
             let values: [(any DatabaseValueConvertible)?] = [row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version]
             if let expected {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         UPDATE live_activity_push_to_start SET token = ?, environment = ?, confirmed_at_ms = ?, sequence = ?, dead_reason = ?,
                             version = ?
                         WHERE installation = ? AND bundle_id = ? AND attributes_type = ? AND version = ?
-                        """,
-                    arguments: StatementArguments(values + key + [expected])
-                )
+                        """
+                ).execute(arguments: StatementArguments(values + key + [expected]))
             } else {
-                try db.execute(
+                try db.cachedStatement(
                     sql: """
                         INSERT INTO live_activity_push_to_start (installation, bundle_id, attributes_type, token, environment,
                             confirmed_at_ms, sequence, dead_reason, version)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (installation, bundle_id, attributes_type) DO NOTHING
-                        """,
-                    arguments: StatementArguments(key + values)
-                )
+                        """
+                ).execute(arguments: StatementArguments(key + values))
             }
             return db.changesCount == 1
         }
@@ -324,6 +323,47 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         }
     }
 
+    /// Runs `write` in the next group commit: the first save that finds no commit under way
+    /// commits every save queued by then in one transaction, then the ones queued meanwhile, until
+    /// none is left; each save returns once the transaction that wrote it is committed. A batch
+    /// whose transaction fails is run again one save a transaction, so a failure is only its own.
+    private func committing(_ what: String, _ write: @escaping @Sendable (Database) throws -> Bool) async throws(LiveActivityError) -> Bool {
+        let done = OneShot<Result<Bool, LiveActivityError>>()
+        let leads = self.pending.withLock { pending -> Bool in
+            pending.writes.append(PendingWrite(what: what, write: write, done: done))
+            guard !pending.committing else { return false }
+            pending.committing = true
+            return true
+        }
+        if leads { await self.commitPending() }
+        return try await done.value.get()
+    }
+
+    private func commitPending() async {
+        while true {
+            let batch = self.pending.withLock { pending -> [PendingWrite] in
+                let batch = pending.writes
+                pending.writes = []
+                if batch.isEmpty { pending.committing = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            let results: [Bool]? = try? await self.database.write { db in try batch.map { try $0.write(db) } }
+            if let results {
+                for (write, result) in zip(batch, results) { write.done.resolve(.success(result)) }
+                continue
+            }
+            for write in batch {
+                do {
+                    let result = try await self.database.write { db in try write.write(db) }
+                    write.done.resolve(.success(result))
+                } catch {
+                    write.done.resolve(.failure(LiveActivityError(.store, rule: "'\(self.path)': \(write.what) failed: \(Self.message(error))")))
+                }
+            }
+        }
+    }
+
     private func reading<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws(LiveActivityError) -> T {
         do {
             return try await self.database.read(body)
@@ -336,4 +376,17 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         if let error = error as? DatabaseError { return error.message ?? error.description }
         return "\(error)"
     }
+}
+
+/// A save waiting for its commit.
+private struct PendingWrite: Sendable {
+    var what: String
+    var write: @Sendable (Database) throws -> Bool
+    var done: OneShot<Result<Bool, LiveActivityError>>
+}
+
+/// The saves waiting for the next commit, and whether a save is committing them.
+private struct PendingWrites {
+    var writes: [PendingWrite] = []
+    var committing = false
 }
