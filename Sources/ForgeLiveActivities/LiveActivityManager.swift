@@ -384,6 +384,129 @@ public final class LiveActivityManager: Sendable {
         return .sent(try await self.send(notification, activity: id, token: target.token))
     }
 
+    /// What became of each activity of a bulk update.
+    public struct BulkUpdateOutcome: Sendable {
+        /// By activity id: sent (with APNs' answer) or held, or why not: an unknown id, an activity
+        /// that is not live (nothing was sent), or a push APNs did not accept (its answer in the
+        /// error; a dead token's activity is now dead).
+        public var outcomes: [LiveActivityID: Result<SendOutcome, LiveActivityError>] = [:]
+
+        /// Updates sent and accepted.
+        public var sent: Int { self.outcomes.values.count { if case .success(.sent) = $0 { true } else { false } } }
+        /// Updates held until the activity's update token arrives.
+        public var held: Int { self.outcomes.values.count { if case .success(.held) = $0 { true } else { false } } }
+        /// Updates refused or not accepted.
+        public var failed: Int { self.outcomes.values.count { if case .failure = $0 { true } else { false } } }
+    }
+
+    /// Sends one content state to many live activities at once: their records are read and written
+    /// in a few store operations, and the pushes go out through the client's bulk send, so updating
+    /// a whole match's activities costs about what sending the pushes does. Each activity is
+    /// updated as ``update(activity:contentState:staleDate:alert:relevanceScore:priority:)`` would
+    /// (a timestamp never older than its last, held until its token arrives); one that changed
+    /// meanwhile under another manager is updated on its own. An id given twice is updated once.
+    /// - Throws: ``LiveActivityError/Code/invalidInput`` for a content state that cannot be encoded,
+    ///   ``LiveActivityError/Code/store``, ``LiveActivityError/Code/noClient``; everything else is
+    ///   per activity, in the outcome.
+    public func update<ContentState: Encodable & Sendable>(
+        activities ids: [LiveActivityID], contentState: ContentState, staleDate: Date? = nil, alert: APNSLiveActivityAlert? = nil,
+        relevanceScore: Double? = nil, priority: APNSPriority? = nil
+    ) async throws(LiveActivityError) -> BulkUpdateOutcome {
+        let client = try self.sendingClient()
+        let encoded = try StoredJSON.encode(contentState, field: "content_state")
+        let now = self.clock.now
+        var outcome = BulkUpdateOutcome()
+        var seen = Set<LiveActivityID>()
+        let unique = ids.filter { seen.insert($0).inserted }
+        let found = try await self.storing { try await self.store.activities(unique) }
+        let byID = Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var writes: [(activity: ManagedActivity, replacing: Int?)] = []
+        var targets: [(id: LiveActivityID, token: DeviceToken?)] = []
+        for id in unique {
+            guard var activity = byID[id] else {
+                outcome.outcomes[id] = .failure(LiveActivityError(.unknownActivity, field: "activity", rule: "no activity has the id \(id)"))
+                continue
+            }
+            guard activity.state.isLive, activity.state != .ending else {
+                outcome.outcomes[id] = .failure(
+                    LiveActivityError(.notLive, field: "activity", rule: "\(id) is \(activity.state)\(activity.why.map { ": \($0)" } ?? ""); nothing was sent")
+                )
+                continue
+            }
+            let expected = activity.version
+            let timestamp = max(now, activity.lastTimestamp ?? now)
+            activity.lastContentState = encoded
+            activity.lastTimestamp = timestamp
+            if let staleDate { activity.staleDate = staleDate }
+            if activity.state == .stale, (activity.staleDate ?? .distantPast) > now { activity.state = .active }
+            if activity.updateToken == nil {
+                activity.held = HeldPush(event: "update", contentState: encoded, dismissalDate: nil, requestedAt: timestamp)
+                activity.record("held", "an update, until the update token arrives", at: now)
+            }
+            writes.append((activity, expected))
+            targets.append((id, activity.updateToken))
+        }
+        let written = try await self.storing { try await self.store.save(writes) }
+        // The pushes, one bulk send per topic and timestamp (one in all, unless some activity's last
+        // timestamp is ahead of the clock).
+        var groups: [BulkGroup: [(id: LiveActivityID, token: DeviceToken)]] = [:]
+        var changedMeanwhile: [LiveActivityID] = []
+        for ((write, target), saved) in zip(zip(writes, targets), written) {
+            guard saved else {
+                changedMeanwhile.append(target.id)
+                continue
+            }
+            guard let token = target.token else {
+                outcome.outcomes[target.id] = .success(.held)
+                continue
+            }
+            let key = BulkGroup(bundleID: write.activity.bundleID, timestamp: write.activity.lastTimestamp ?? now)
+            groups[key, default: []].append((target.id, token))
+        }
+        for (group, members) in groups {
+            let notification = APNSLiveActivityNotification(
+                event: .update, contentState: contentState, timestamp: group.timestamp, topic: group.bundleID, staleDate: staleDate,
+                relevanceScore: relevanceScore, alert: alert, priority: priority
+            )
+            let bulk: APNSBulkSend
+            do {
+                bulk = try client.sendBulk(notification, to: members.map(\.token))
+            } catch {
+                throw LiveActivityError(.invalidInput, field: "content_state", rule: "cannot be sent: \(error)")
+            }
+            for await verdict in bulk {
+                let member = members[verdict.index]
+                switch verdict.outcome {
+                case .accepted(let result):
+                    outcome.outcomes[member.id] = .success(.sent(result))
+                case .rejected(let error), .failed(let error), .notSent(let error):
+                    await self.markDeadIfDropped(error, activity: member.id, token: member.token)
+                    outcome.outcomes[member.id] = .failure(
+                        LiveActivityError(.sendFailed, rule: "the push to \(member.id) was not accepted: \(error)", apnsError: error, token: member.token)
+                    )
+                }
+            }
+        }
+        for id in changedMeanwhile {
+            do throws(LiveActivityError) {
+                outcome.outcomes[id] = .success(
+                    try await self.update(
+                        activity: id, contentState: contentState, staleDate: staleDate, alert: alert, relevanceScore: relevanceScore, priority: priority
+                    )
+                )
+            } catch {
+                outcome.outcomes[id] = .failure(error)
+            }
+        }
+        return outcome
+    }
+
+    /// The pushes of a bulk update that share a bulk send.
+    private struct BulkGroup: Hashable {
+        var bundleID: APNSBundleID
+        var timestamp: Date
+    }
+
     /// Ends a live activity, with a final content state (the last one sent when `nil`); held until
     /// its update token arrives when it has none yet.
     /// - Throws: as ``update(activity:contentState:staleDate:alert:relevanceScore:priority:)``.
@@ -544,17 +667,22 @@ public final class LiveActivityManager: Sendable {
         do {
             return try await client.send(notification, to: token)
         } catch {
-            if error.disposition == .dropToken, let reason = error.reason {
-                _ = try? await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
-                    guard activity.updateToken == token, activity.state.isLive || activity.state == .ended else { return "the token changed" }
-                    activity.state = .dead(reason: reason.rawValue)
-                    activity.held = nil
-                    activity.why = "APNs answered \(reason.rawValue) for its update token"
-                    activity.record("dead", activity.why ?? "", at: self.clock.now)
-                    return nil
-                }
-            }
+            await self.markDeadIfDropped(error, activity: id, token: token)
             throw LiveActivityError(.sendFailed, rule: "the push to \(id) was not accepted: \(error)", apnsError: error, token: token)
+        }
+    }
+
+    /// Marks the activity dead when APNs' answer says its update token is (`dropToken`), unless
+    /// the token changed meanwhile.
+    private func markDeadIfDropped(_ error: APNSError, activity id: LiveActivityID, token: DeviceToken) async {
+        guard error.disposition == .dropToken, let reason = error.reason else { return }
+        _ = try? await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+            guard activity.updateToken == token, activity.state.isLive || activity.state == .ended else { return "the token changed" }
+            activity.state = .dead(reason: reason.rawValue)
+            activity.held = nil
+            activity.why = "APNs answered \(reason.rawValue) for its update token"
+            activity.record("dead", activity.why ?? "", at: self.clock.now)
+            return nil
         }
     }
 

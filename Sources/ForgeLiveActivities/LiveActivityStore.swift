@@ -17,6 +17,30 @@ public protocol LiveActivityStore: Sendable {
     func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord?
     /// Writes `record` under the same rule as the activity's `save(_:replacing:)`.
     func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool
+    /// The activities with these ids that exist, in any order (a bulk update reads them at once).
+    func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity]
+    /// Each write as `save(_:replacing:)` makes it, each its own compare-and-set; whether each was
+    /// written, in order. A store may commit them together.
+    func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool]
+}
+
+extension LiveActivityStore {
+    /// One read an id, in order.
+    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
+        var found: [ManagedActivity] = []
+        for id in ids {
+            if let activity = try await self.activity(id) { found.append(activity) }
+        }
+        return found
+    }
+
+    /// One save a write, in order.
+    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
+        var written: [Bool] = []
+        written.reserveCapacity(writes.count)
+        for write in writes { written.append(try await self.save(write.activity, replacing: write.replacing)) }
+        return written
+    }
 }
 
 /// A store in the process's memory: for tests, and for a single process that can lose its
@@ -51,6 +75,22 @@ public final class InMemoryLiveActivityStore: LiveActivityStore {
 
     public func activities() async throws -> [ManagedActivity] {
         self.state.withLock { Array($0.activities.values) }.sorted { $0.id < $1.id }
+    }
+
+    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
+        self.state.withLock { state in ids.compactMap { state.activities[$0] } }
+    }
+
+    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
+        self.state.withLock { state in
+            writes.map { write in
+                guard state.activities[write.activity.id]?.version == write.replacing else { return false }
+                var stored = write.activity
+                stored.version = (write.replacing ?? 0) + 1
+                state.activities[stored.id] = stored
+                return true
+            }
+        }
     }
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {

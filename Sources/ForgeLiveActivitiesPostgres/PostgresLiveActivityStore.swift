@@ -134,6 +134,37 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         try await self.activities(where: "WHERE id = \(id.rawValue)", doing: "reading activity \(id)").first
     }
 
+    /// One query: `WHERE id = ANY($1)`.
+    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
+        try await self.activities(where: "WHERE id = ANY(\(ids.map(\.rawValue)))", doing: "reading \(ids.count) activities")
+    }
+
+    /// The writes in parallel, as many at once as the client's connections take, each its own
+    /// statement (compare-and-set); whether each was written, in order.
+    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
+        var written = Array(repeating: false, count: writes.count)
+        try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            var next = 0
+            // The pool queues what its connections cannot take yet; a bounded window keeps memory flat.
+            while next < min(writes.count, Self.parallelWrites) {
+                let index = next
+                group.addTask { (index, try await self.save(writes[index].activity, replacing: writes[index].replacing)) }
+                next += 1
+            }
+            while let (index, saved) = try await group.next() {
+                written[index] = saved
+                if next < writes.count {
+                    let index = next
+                    group.addTask { (index, try await self.save(writes[index].activity, replacing: writes[index].replacing)) }
+                    next += 1
+                }
+            }
+        }
+        return written
+    }
+
+    private static let parallelWrites = 64
+
     public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
         let row = StoredActivity(activity, version: (expected ?? 0) + 1)
         let lastContentState = row.lastContentState.map { ByteBuffer(bytes: $0) }

@@ -208,8 +208,28 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// returns, as ever), and the saves that arrive meanwhile share the next commit, so the disk's
     /// fsync rate bounds commits, not saves. Each save is still its own compare-and-set.
     public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
+        try await self.committing([(what: "saving activity \(activity.id)", write: Self.write(activity, replacing: expected))])[0]
+    }
+
+    /// The writes are queued together, so they share one commit (unless a commit is under way and
+    /// the queue is taken in two parts).
+    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
+        try await self.committing(writes.map { (what: "saving activity \($0.activity.id)", write: Self.write($0.activity, replacing: $0.replacing)) })
+    }
+
+    /// The rows of these ids, read in one transaction.
+    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
+        let rows = try await self.reading("reading \(ids.count) activities") { db in
+            let statement = try db.cachedStatement(sql: "SELECT \(Self.activityColumns) FROM live_activities WHERE id = ?")
+            return try ids.compactMap { id in try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.storedActivity) }
+        }
+        return try rows.map { row throws(LiveActivityError) in try row.activity() }
+    }
+
+    /// The compare-and-set of one activity, run in a write transaction: whether it wrote.
+    private static func write(_ activity: ManagedActivity, replacing expected: Int?) -> @Sendable (Database) throws -> Bool {
         let row = StoredActivity(activity, version: (expected ?? 0) + 1)
-        return try await self.committing("saving activity \(activity.id)") { db in
+        return { db in
             // Every column but the key, in the order of both statements.
             let values: [(any DatabaseValueConvertible)?] = [
                 row.bundleID, row.attributesType, row.installation, row.updateToken, row.channelID, row.state, row.stateReason,
@@ -287,7 +307,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
 
     public func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool {
         let row = StoredPushToStart(record, version: (expected ?? 0) + 1)
-        return try await self.committing("saving the push-to-start token of \(record.key)") { db in
+        return try await self.committing([(what: "saving the push-to-start token of \(record.key)", write: { db in
             let key: [(any DatabaseValueConvertible)?] = [row.installation, row.bundleID, row.attributesType]
             let values: [(any DatabaseValueConvertible)?] = [row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version]
             if let expected {
@@ -309,7 +329,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 ).execute(arguments: StatementArguments(key + values))
             }
             return db.changesCount == 1
-        }
+        })])[0]
     }
 
     // MARK: Errors
@@ -327,16 +347,21 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// commits every save queued by then in one transaction, then the ones queued meanwhile, until
     /// none is left; each save returns once the transaction that wrote it is committed. A batch
     /// whose transaction fails is run again one save a transaction, so a failure is only its own.
-    private func committing(_ what: String, _ write: @escaping @Sendable (Database) throws -> Bool) async throws(LiveActivityError) -> Bool {
-        let done = OneShot<Result<Bool, LiveActivityError>>()
+    private func committing(
+        _ writes: [(what: String, write: @Sendable (Database) throws -> Bool)]
+    ) async throws(LiveActivityError) -> [Bool] {
+        let queued = writes.map { PendingWrite(what: $0.what, write: $0.write, done: OneShot()) }
         let leads = self.pending.withLock { pending -> Bool in
-            pending.writes.append(PendingWrite(what: what, write: write, done: done))
+            pending.writes += queued
             guard !pending.committing else { return false }
             pending.committing = true
             return true
         }
         if leads { await self.commitPending() }
-        return try await done.value.get()
+        var written: [Bool] = []
+        written.reserveCapacity(queued.count)
+        for write in queued { written.append(try await write.done.value.get()) }
+        return written
     }
 
     private func commitPending() async {
