@@ -45,6 +45,8 @@ private func checkName(_ value: String, field: String) throws(LiveActivityError)
     guard value.utf8.count <= 64 else {
         throw LiveActivityError(.invalidInput, field: field, rule: "must be at most 64 bytes of UTF-8 (got \(value.utf8.count))")
     }
+    // Printable ASCII, the usual id, needs no look at Unicode's properties.
+    if value.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) { return }
     guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
         throw LiveActivityError(.invalidInput, field: field, rule: "must not contain control characters")
     }

@@ -189,30 +189,67 @@ struct StoredHeldPush: Codable {
     }
 }
 
-/// ``ManagedActivity/history`` as one JSON array of `{"at_ms", "event", "detail"}`.
-struct StoredHistory: Codable {
-    var at: Int64
-    var event: String
-    var detail: String
-
-    enum CodingKeys: String, CodingKey {
-        case at = "at_ms"
-        case event
-        case detail
-    }
-
+/// ``ManagedActivity/history`` as one JSON array of `{"at_ms", "event", "detail"}`, written by
+/// hand (it is rewritten with every save: Foundation's encoder cost more than the rest of a save)
+/// and read with ``CodableJSON``'s parser.
+enum StoredHistory {
     static func encode(_ history: [ActivityHistoryEntry]) -> [UInt8] {
-        let stored = history.map { StoredHistory(at: $0.at.storedMilliseconds, event: $0.event, detail: $0.detail) }
-        // Strings and integers: nothing here can fail to encode.
-        guard let bytes = try? JSONEncoder().encode(stored) else { preconditionFailure("a history cannot be encoded as JSON") }
-        return Array(bytes)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(history.count * 96)
+        bytes.append(UInt8(ascii: "["))
+        for (index, entry) in history.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += Array(#"{"at_ms":"#.utf8)
+            bytes += Array(String(entry.at.storedMilliseconds).utf8)
+            bytes += Array(#","event":"#.utf8)
+            appendString(entry.event, to: &bytes)
+            bytes += Array(#","detail":"#.utf8)
+            appendString(entry.detail, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return bytes
     }
 
     static func decode(_ bytes: [UInt8], of record: String) throws(LiveActivityError) -> [ActivityHistoryEntry] {
-        let stored = try storedColumn("history", of: record) { () throws(any Error) in
-            try JSONDecoder().decode([StoredHistory].self, from: Data(bytes))
+        let value = try storedColumn("history", of: record) { () throws(any Error) in try CodableJSON(parsing: bytes) }
+        guard case .array(let entries) = value else {
+            throw LiveActivityError(.store, field: "history", rule: "the stored \(record) holds no valid history: not a JSON array")
         }
-        return stored.map { ActivityHistoryEntry(at: Date(storedMilliseconds: $0.at), event: $0.event, detail: $0.detail) }
+        return try entries.map { entry throws(LiveActivityError) in
+            guard case .object(let fields) = entry, case .string(let event) = fields["event"], case .string(let detail) = fields["detail"]
+            else {
+                throw LiveActivityError(.store, field: "history", rule: "the stored \(record) holds no valid history: an entry is not {at_ms, event, detail}")
+            }
+            let milliseconds: Int64
+            switch fields["at_ms"] {
+            case .int(let value): milliseconds = value
+            case .uint(let value) where value <= UInt64(Int64.max): milliseconds = Int64(value)
+            default:
+                throw LiveActivityError(.store, field: "history", rule: "the stored \(record) holds no valid history: an entry's at_ms is not an integer")
+            }
+            return ActivityHistoryEntry(at: Date(storedMilliseconds: milliseconds), event: event, detail: detail)
+        }
+    }
+
+    /// `string` as a JSON string: quotes, backslashes and control characters escaped (RFC 8259, section 7).
+    private static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes += Array(#"\u00"#.utf8)
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0xF)])
+            default:
+                bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 

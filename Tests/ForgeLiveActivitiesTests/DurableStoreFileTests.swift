@@ -77,8 +77,16 @@ struct SQLiteLiveActivityStoreFileTests {
         let read = try #require(try await store.activity(activity.id))
         #expect(read.version == 1 && read.history.isEmpty)
         activity.record("update_token", "0123abcd…", at: Date(timeIntervalSince1970: 1_700_000_060))
+        activity.record("dead", "APNs said \"Unregistered\"\n\\ ✓\u{7}", at: Date(timeIntervalSince1970: 1_700_000_061.5))
         #expect(try await store.save(activity, replacing: 1))
         #expect(try await store.activity(activity.id)?.history == activity.history)
+        // The column is JSON as Foundation reads it.
+        let column = try await DatabaseQueue(path: path).read { db in try Data.fetchOne(db, sql: "SELECT history FROM live_activities") }
+        let bytes = try #require(column)
+        let parsed = try #require(try JSONSerialization.jsonObject(with: bytes) as? [[String: Any]])
+        #expect(parsed.map { $0["event"] as? String } == ["update_token", "dead"])
+        #expect(parsed.last?["detail"] as? String == "APNs said \"Unregistered\"\n\\ ✓\u{7}")
+        #expect(parsed.last?["at_ms"] as? Int == 1_700_000_061_500)
         let version = try await DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
         #expect(version == SQLiteLiveActivityStore.schemaVersion)
     }

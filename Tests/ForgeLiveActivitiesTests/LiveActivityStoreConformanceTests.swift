@@ -87,6 +87,9 @@ private func activity(_ id: String, state: ActivityState, full: Bool) throws -> 
     activity.attributes = Array(#"{"order":"17","gift":true}"#.utf8)
     activity.renewal = Renewal(replacedToken: try DeviceToken(String(repeating: "cd", count: 32)), startedAt: date(1_700_000_070_003))
     activity.renewals = 3
+    // The history's words as they come: quotes, a backslash, a newline, a control character, not ASCII.
+    activity.record("registered", #"started by the app, "quoted" \ back"# + "\nnext line\u{1}", at: date(1_700_000_000_001))
+    activity.record("dead", "APNs answered Unregistered — 410 ✓", at: date(-62_135_596_800_000))
     return activity
 }
 
