@@ -67,6 +67,9 @@ extension APNSBench {
         @Option(name: .long, help: "Activities per call of the bulk update.")
         var chunk = 5_000
 
+        @Flag(name: .customLong("no-single-updates"), help: "Skip the update of one call per activity (for a profile of the bulk update).")
+        var noSingleUpdates = false
+
         @Flag(name: .customLong("push-to-start"), help: "Also apply N push-to-start token reports in each round.")
         var pushToStart = false
 
@@ -221,7 +224,9 @@ extension APNSBench.Activities {
         // Odd rounds update first, even rounds send in bulk first: for a machine whose speed varies.
         let updateFirst = round % 2 == 1
         var bulk: Phase?
-        let update = try await Phase.measure { try await self.update(workload, manager: manager, kind: kind) }
+        let update = self.noSingleUpdates
+            ? Phase(operations: 1, seconds: .infinity, cpuMicroseconds: 0)
+            : try await Phase.measure { try await self.update(workload, manager: manager, kind: kind) }
         if !updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
         let bulkUpdate = try await Phase.measure { try await self.bulkUpdate(workload, manager: manager, kind: kind) }
         if updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
