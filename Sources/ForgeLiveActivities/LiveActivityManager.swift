@@ -399,12 +399,15 @@ public final class LiveActivityManager: Sendable {
         public var failed: Int { self.outcomes.values.count { if case .failure = $0 { true } else { false } } }
     }
 
-    /// Sends one content state to many live activities at once: their records are read and written
-    /// in a few store operations, and the pushes go out through the client's bulk send, so updating
-    /// a whole match's activities costs about what sending the pushes does. Each activity is
-    /// updated as ``update(activity:contentState:staleDate:alert:relevanceScore:priority:)`` would
-    /// (a timestamp never older than its last, held until its token arrives); one that changed
-    /// meanwhile under another manager is updated on its own. An id given twice is updated once.
+    /// Sends one content state to many live activities at once: the store changes every running
+    /// activity with an update token in a few statements (``LiveActivityStore/applyContentUpdate(_:)``),
+    /// and the pushes go out through the client's bulk send, so updating a whole match's activities
+    /// costs about what sending the pushes does. Each activity ends up as
+    /// ``update(activity:contentState:staleDate:alert:relevanceScore:priority:)`` would leave it (a
+    /// timestamp never older than its last); the others (unknown, ended, dead, ending, or waiting
+    /// for their token) are updated one by one, with that method's outcome. An id given twice is
+    /// updated once. As for any bulk send, the client must be running (`withAPNSClient`, or its
+    /// `run()` in a task group or service group).
     /// - Throws: ``LiveActivityError/Code/invalidInput`` for a content state that cannot be encoded,
     ///   ``LiveActivityError/Code/store``, ``LiveActivityError/Code/noClient``; everything else is
     ///   per activity, in the outcome.
@@ -414,55 +417,16 @@ public final class LiveActivityManager: Sendable {
     ) async throws(LiveActivityError) -> BulkUpdateOutcome {
         let client = try self.sendingClient()
         let encoded = try StoredJSON.encode(contentState, field: "content_state")
-        let now = self.clock.now
-        var outcome = BulkUpdateOutcome()
         var seen = Set<LiveActivityID>()
         let unique = ids.filter { seen.insert($0).inserted }
-        let found = try await self.storing { try await self.store.activities(unique) }
-        let byID = Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        var writes: [(activity: ManagedActivity, replacing: Int?)] = []
-        var targets: [(id: LiveActivityID, token: DeviceToken?)] = []
-        for id in unique {
-            guard var activity = byID[id] else {
-                outcome.outcomes[id] = .failure(LiveActivityError(.unknownActivity, field: "activity", rule: "no activity has the id \(id)"))
-                continue
-            }
-            guard activity.state.isLive, activity.state != .ending else {
-                outcome.outcomes[id] = .failure(
-                    LiveActivityError(.notLive, field: "activity", rule: "\(id) is \(activity.state)\(activity.why.map { ": \($0)" } ?? ""); nothing was sent")
-                )
-                continue
-            }
-            let expected = activity.version
-            let timestamp = max(now, activity.lastTimestamp ?? now)
-            activity.lastContentState = encoded
-            activity.lastTimestamp = timestamp
-            if let staleDate { activity.staleDate = staleDate }
-            if activity.state == .stale, (activity.staleDate ?? .distantPast) > now { activity.state = .active }
-            if activity.updateToken == nil {
-                activity.held = HeldPush(event: "update", contentState: encoded, dismissalDate: nil, requestedAt: timestamp)
-                activity.record("held", "an update, until the update token arrives", at: now)
-            }
-            writes.append((activity, expected))
-            targets.append((id, activity.updateToken))
-        }
-        let written = try await self.storing { try await self.store.save(writes) }
-        // The pushes, one bulk send per topic and timestamp (one in all, unless some activity's last
-        // timestamp is ahead of the clock).
-        var groups: [BulkGroup: [(id: LiveActivityID, token: DeviceToken)]] = [:]
-        var changedMeanwhile: [LiveActivityID] = []
-        for ((write, target), saved) in zip(zip(writes, targets), written) {
-            guard saved else {
-                changedMeanwhile.append(target.id)
-                continue
-            }
-            guard let token = target.token else {
-                outcome.outcomes[target.id] = .success(.held)
-                continue
-            }
-            let key = BulkGroup(bundleID: write.activity.bundleID, timestamp: write.activity.lastTimestamp ?? now)
-            groups[key, default: []].append((target.id, token))
-        }
+        let change = ContentUpdate(ids: unique, contentState: encoded, now: self.clock.now, staleDate: staleDate)
+        let applied = try await self.storing { try await self.store.applyContentUpdate(change) }
+        var outcome = BulkUpdateOutcome()
+        outcome.outcomes.reserveCapacity(unique.count)
+        // One bulk send per topic and timestamp (one in all, unless some activity's last timestamp is
+        // ahead of the clock).
+        var groups: [BulkGroup: [AppliedContentUpdate]] = [:]
+        for update in applied { groups[BulkGroup(bundleID: update.bundleID, timestamp: update.timestamp), default: []].append(update) }
         for (group, members) in groups {
             let notification = APNSLiveActivityNotification(
                 event: .update, contentState: contentState, timestamp: group.timestamp, topic: group.bundleID, staleDate: staleDate,
@@ -470,7 +434,7 @@ public final class LiveActivityManager: Sendable {
             )
             let bulk: APNSBulkSend
             do {
-                bulk = try client.sendBulk(notification, to: members.map(\.token))
+                bulk = try client.sendBulk(notification, to: members.map(\.updateToken))
             } catch {
                 throw LiveActivityError(.invalidInput, field: "content_state", rule: "cannot be sent: \(error)")
             }
@@ -480,14 +444,14 @@ public final class LiveActivityManager: Sendable {
                 case .accepted(let result):
                     outcome.outcomes[member.id] = .success(.sent(result))
                 case .rejected(let error), .failed(let error), .notSent(let error):
-                    await self.markDeadIfDropped(error, activity: member.id, token: member.token)
+                    await self.markDeadIfDropped(error, activity: member.id, token: member.updateToken)
                     outcome.outcomes[member.id] = .failure(
-                        LiveActivityError(.sendFailed, rule: "the push to \(member.id) was not accepted: \(error)", apnsError: error, token: member.token)
+                        LiveActivityError(.sendFailed, rule: "the push to \(member.id) was not accepted: \(error)", apnsError: error, token: member.updateToken)
                     )
                 }
             }
         }
-        for id in changedMeanwhile {
+        for id in unique where outcome.outcomes[id] == nil {
             do throws(LiveActivityError) {
                 outcome.outcomes[id] = .success(
                     try await self.update(

@@ -1,4 +1,6 @@
 internal import ForgeSupport
+public import struct Foundation.Date
+public import ForgeAPNsCore
 
 /// Where the registry lives: activities by id and push-to-start tokens by key, each record with a
 /// version that every write compares and increases, so that two managers on one store never both
@@ -17,29 +19,69 @@ public protocol LiveActivityStore: Sendable {
     func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord?
     /// Writes `record` under the same rule as the activity's `save(_:replacing:)`.
     func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool
-    /// The activities with these ids that exist, in any order (a bulk update reads them at once).
-    func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity]
-    /// Each write as `save(_:replacing:)` makes it, each its own compare-and-set; whether each was
-    /// written, in order. A store may commit them together.
-    func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool]
+    /// Applies one content state to those of `update.ids` that are running with an update token
+    /// (state `active` or `stale`), in as few statements as the store can: for each, the content
+    /// state, a timestamp of `update.now` or its last one if later, the stale date when one is given
+    /// (a `stale` one whose stale date is then ahead becomes `active`), and its version plus one.
+    /// Returns those it changed; the others (unknown, not running, no token yet) it leaves as they
+    /// are, and the manager updates them one by one.
+    ///
+    /// A store that has no faster way returns `[]` (the default), and every activity is updated on
+    /// its own.
+    func applyContentUpdate(_ update: ContentUpdate) async throws -> [AppliedContentUpdate]
+}
+
+/// One content state for many activities (``LiveActivityStore/applyContentUpdate(_:)``).
+public struct ContentUpdate: Sendable {
+    /// The activities, each once.
+    public var ids: [LiveActivityID]
+    /// The content state, as JSON.
+    public var contentState: [UInt8]
+    /// The manager's clock: the timestamp, unless an activity's last one is later.
+    public var now: Date
+    /// The new stale date, if any.
+    public var staleDate: Date?
+
+    public init(ids: [LiveActivityID], contentState: [UInt8], now: Date, staleDate: Date?) {
+        self.ids = ids
+        self.contentState = contentState
+        self.now = now
+        self.staleDate = staleDate
+    }
+}
+
+/// An activity ``LiveActivityStore/applyContentUpdate(_:)`` changed: where its push goes.
+public struct AppliedContentUpdate: Sendable {
+    public var id: LiveActivityID
+    public var updateToken: DeviceToken
+    public var bundleID: APNSBundleID
+    /// The timestamp it now has: its push's `timestamp`.
+    public var timestamp: Date
+
+    public init(id: LiveActivityID, updateToken: DeviceToken, bundleID: APNSBundleID, timestamp: Date) {
+        self.id = id
+        self.updateToken = updateToken
+        self.bundleID = bundleID
+        self.timestamp = timestamp
+    }
 }
 
 extension LiveActivityStore {
-    /// One read an id, in order.
-    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
-        var found: [ManagedActivity] = []
-        for id in ids {
-            if let activity = try await self.activity(id) { found.append(activity) }
-        }
-        return found
-    }
+    /// None: the manager updates every activity on its own.
+    public func applyContentUpdate(_ update: ContentUpdate) async throws -> [AppliedContentUpdate] { [] }
+}
 
-    /// One save a write, in order.
-    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
-        var written: [Bool] = []
-        written.reserveCapacity(writes.count)
-        for write in writes { written.append(try await self.save(write.activity, replacing: write.replacing)) }
-        return written
+extension ManagedActivity {
+    /// ``LiveActivityStore/applyContentUpdate(_:)`` on one record: whether it applies, and the record after.
+    mutating func applyContentUpdate(_ update: ContentUpdate) -> AppliedContentUpdate? {
+        guard self.state == .active || self.state == .stale, let token = self.updateToken else { return nil }
+        let timestamp = max(update.now, self.lastTimestamp ?? update.now)
+        self.lastContentState = update.contentState
+        self.lastTimestamp = timestamp
+        if let staleDate = update.staleDate { self.staleDate = staleDate }
+        if self.state == .stale, (self.staleDate ?? .distantPast) > update.now { self.state = .active }
+        self.version += 1
+        return AppliedContentUpdate(id: self.id, updateToken: token, bundleID: self.bundleID, timestamp: timestamp)
     }
 }
 
@@ -77,19 +119,9 @@ public final class InMemoryLiveActivityStore: LiveActivityStore {
         self.state.withLock { Array($0.activities.values) }.sorted { $0.id < $1.id }
     }
 
-    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
-        self.state.withLock { state in ids.compactMap { state.activities[$0] } }
-    }
-
-    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
+    public func applyContentUpdate(_ update: ContentUpdate) async throws -> [AppliedContentUpdate] {
         self.state.withLock { state in
-            writes.map { write in
-                guard state.activities[write.activity.id]?.version == write.replacing else { return false }
-                var stored = write.activity
-                stored.version = (write.replacing ?? 0) + 1
-                state.activities[stored.id] = stored
-                return true
-            }
+            update.ids.compactMap { id in state.activities[id]?.applyContentUpdate(update) }
         }
     }
 

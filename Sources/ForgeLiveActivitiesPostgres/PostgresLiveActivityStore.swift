@@ -1,4 +1,5 @@
 internal import ForgeAPNsCore
+internal import struct Foundation.Date
 public import ForgeLiveActivities
 public import Logging
 public import PostgresNIO
@@ -134,36 +135,36 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         try await self.activities(where: "WHERE id = \(id.rawValue)", doing: "reading activity \(id)").first
     }
 
-    /// One query: `WHERE id = ANY($1)`.
-    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
-        try await self.activities(where: "WHERE id = ANY(\(ids.map(\.rawValue)))", doing: "reading \(ids.count) activities")
-    }
-
-    /// The writes in parallel, as many at once as the client's connections take, each its own
-    /// statement (compare-and-set); whether each was written, in order.
-    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
-        var written = Array(repeating: false, count: writes.count)
-        try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
-            var next = 0
-            // The pool queues what its connections cannot take yet; a bounded window keeps memory flat.
-            while next < min(writes.count, Self.parallelWrites) {
-                let index = next
-                group.addTask { (index, try await self.save(writes[index].activity, replacing: writes[index].replacing)) }
-                next += 1
-            }
-            while let (index, saved) = try await group.next() {
-                written[index] = saved
-                if next < writes.count {
-                    let index = next
-                    group.addTask { (index, try await self.save(writes[index].activity, replacing: writes[index].replacing)) }
-                    next += 1
-                }
-            }
+    /// One statement: `UPDATE … WHERE id = ANY($4) AND update_token IS NOT NULL AND state IN
+    /// ('active', 'stale') RETURNING …`.
+    public func applyContentUpdate(_ update: ContentUpdate) async throws -> [AppliedContentUpdate] {
+        let now = update.now.storedMilliseconds
+        let stale = update.staleDate?.storedMilliseconds
+        let query: PostgresQuery = """
+            UPDATE live_activities SET last_content_state = \(ByteBuffer(bytes: update.contentState)),
+                last_timestamp_ms = GREATEST(\(now), coalesce(last_timestamp_ms, \(now))),
+                stale_date_ms = coalesce(\(stale)::bigint, stale_date_ms),
+                state = CASE WHEN state = 'stale' AND coalesce(\(stale)::bigint, stale_date_ms) > \(now) THEN 'active' ELSE state END,
+                version = version + 1
+            WHERE id = ANY(\(update.ids.map(\.rawValue))) AND update_token IS NOT NULL AND state IN ('active', 'stale')
+            RETURNING id, update_token, bundle_id, last_timestamp_ms
+            """
+        let rows = try await self.rows(query, doing: "updating \(update.ids.count) activities") { cells in
+            (
+                try cells["id"].decode(String.self), try cells["update_token"].decode(String.self), try cells["bundle_id"].decode(String.self),
+                try cells["last_timestamp_ms"].decode(Int64.self)
+            )
         }
-        return written
+        return try rows.map { row throws(LiveActivityError) in
+            let record = "activity \(row.0)"
+            return AppliedContentUpdate(
+                id: try storedColumn("id", of: record) { () throws(LiveActivityError) in try LiveActivityID(row.0) },
+                updateToken: try storedColumn("update_token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: row.1) },
+                bundleID: try storedColumn("bundle_id", of: record) { () throws(APNSValidationError) in try APNSBundleID(row.2) },
+                timestamp: Date(storedMilliseconds: row.3)
+            )
+        }
     }
-
-    private static let parallelWrites = 64
 
     public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
         let row = StoredActivity(activity, version: (expected ?? 0) + 1)

@@ -211,20 +211,48 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         try await self.committing([(what: "saving activity \(activity.id)", write: Self.write(activity, replacing: expected))])[0]
     }
 
-    /// The writes are queued together, so they share one commit (unless a commit is under way and
-    /// the queue is taken in two parts).
-    public func save(_ writes: [(activity: ManagedActivity, replacing: Int?)]) async throws -> [Bool] {
-        try await self.committing(writes.map { (what: "saving activity \($0.activity.id)", write: Self.write($0.activity, replacing: $0.replacing)) })
+    /// One `UPDATE … WHERE id IN (…) AND update_token IS NOT NULL AND state IN ('active', 'stale')
+    /// RETURNING …` for each 500 ids, all in one transaction.
+    public func applyContentUpdate(_ update: ContentUpdate) async throws -> [AppliedContentUpdate] {
+        let now = update.now.storedMilliseconds
+        let stale = update.staleDate?.storedMilliseconds
+        let state = Data(update.contentState)
+        let ids = update.ids.map(\.rawValue)
+        let rows = try await self.writing("updating \(ids.count) activities") { db -> [(String, String, String, Int64)] in
+            var rows: [(String, String, String, Int64)] = []
+            rows.reserveCapacity(ids.count)
+            for start in stride(from: 0, to: ids.count, by: Self.updateChunk) {
+                let chunk = ids[start..<min(start + Self.updateChunk, ids.count)]
+                let sql = """
+                    UPDATE live_activities SET last_content_state = ?1, last_timestamp_ms = max(?2, coalesce(last_timestamp_ms, ?2)),
+                        stale_date_ms = coalesce(?3, stale_date_ms),
+                        state = CASE WHEN state = 'stale' AND coalesce(?3, stale_date_ms) > ?2 THEN 'active' ELSE state END,
+                        version = version + 1
+                    WHERE id IN (\((0..<chunk.count).map { "?\($0 + 4)" }.joined(separator: ", "))) AND update_token IS NOT NULL
+                        AND state IN ('active', 'stale')
+                    RETURNING id, update_token, bundle_id, last_timestamp_ms
+                    """
+                let statement = chunk.count == Self.updateChunk ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+                let arguments: [(any DatabaseValueConvertible)?] = [state, now, stale] + chunk.map { $0 }
+                for row in try Row.fetchAll(statement, arguments: StatementArguments(arguments)) {
+                    rows.append((row[0], row[1], row[2], row[3]))
+                }
+            }
+            return rows
+        }
+        return try rows.map { row throws(LiveActivityError) in
+            let record = "activity \(row.0)"
+            return AppliedContentUpdate(
+                id: try storedColumn("id", of: record) { () throws(LiveActivityError) in try LiveActivityID(row.0) },
+                updateToken: try storedColumn("update_token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: row.1) },
+                bundleID: try storedColumn("bundle_id", of: record) { () throws(APNSValidationError) in try APNSBundleID(row.2) },
+                timestamp: Date(storedMilliseconds: row.3)
+            )
+        }
     }
 
-    /// The rows of these ids, read in one transaction.
-    public func activities(_ ids: [LiveActivityID]) async throws -> [ManagedActivity] {
-        let rows = try await self.reading("reading \(ids.count) activities") { db in
-            let statement = try db.cachedStatement(sql: "SELECT \(Self.activityColumns) FROM live_activities WHERE id = ?")
-            return try ids.compactMap { id in try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.storedActivity) }
-        }
-        return try rows.map { row throws(LiveActivityError) in try row.activity() }
-    }
+    /// The ids one statement of ``applyContentUpdate(_:)`` takes (SQLite takes 32,766 parameters).
+    private static let updateChunk = 500
 
     /// The compare-and-set of one activity, run in a write transaction: whether it wrote.
     private static func write(_ activity: ManagedActivity, replacing expected: Int?) -> @Sendable (Database) throws -> Bool {

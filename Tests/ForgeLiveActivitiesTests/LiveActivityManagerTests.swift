@@ -195,6 +195,58 @@ struct LiveActivityLifecycleTests {
         #expect(ended.history[2].at == ended.history[0].at.addingTimeInterval(60))
     }
 
+    @Test("A bulk update: one request per running activity with a token, a 410 kills its activity, the rest as update alone says")
+    func bulkUpdate() async throws {
+        let dead = String(repeating: "de", count: 32)
+        let fixture = try InProcess { request in
+            request.path.hasSuffix(dead)
+                ? APNSTransportResponse(status: 410, body: Array(#"{"reason":"Unregistered","timestamp":1700000000000}"#.utf8))
+                : APNSTransportResponse(status: 200)
+        }
+        let manager = fixture.manager()
+        let registration = try ActivityReport.Registration(bundleID: bundleID, attributesType: "OrderAttributes")
+        var running: [LiveActivityID] = []
+        for index in 0..<5 {
+            let id = try LiveActivityID("match-\(index)")
+            try await manager.report(.updateToken(id, token: try DeviceToken(String(format: "%064x", index + 1)), sequence: nil, registration: registration))
+            running.append(id)
+        }
+        let dying = try LiveActivityID("match-dead")
+        try await manager.report(.updateToken(dying, token: try DeviceToken(dead), sequence: nil, registration: registration))
+        let ended = try LiveActivityID("match-ended")
+        try await manager.report(.updateToken(ended, token: try DeviceToken(String(repeating: "ee", count: 32)), sequence: nil, registration: registration))
+        try await manager.report(.ended(ended, sequence: nil))
+        try await reportPushToStart(manager)
+        let waiting = try LiveActivityID("order-waiting")
+        try await manager.start(
+            activity: waiting, installation: installation, bundleID: bundleID, attributesType: "OrderAttributes",
+            attributes: OrderAttributes(order: "w"), contentState: OrderState(status: "packing", eta: 30),
+            alert: APNSLiveActivityAlert(title: "Order", body: "Packing")
+        )
+        let unknown = try LiveActivityID("nobody")
+        fixture.clock.advance(by: 60)
+        let before = fixture.sent.count
+        // A bulk send runs under the client's run().
+        let outcome = try await withAPNSClient(fixture.client) { _ in
+            try await manager.update(activities: running + [dying, ended, waiting, unknown, running[0]], contentState: OrderState(status: "goal", eta: 0))
+        }
+        #expect(outcome.sent == 5 && outcome.held == 1 && outcome.failed == 3, "\(outcome.outcomes)")
+        #expect(fixture.sent.count - before == 6, "one request for each running activity with a token, match-0 once")
+        for id in running {
+            let activity = try #require(try await manager.activity(id))
+            #expect(activity.version == 2 && activity.lastTimestamp == fixture.clock.now)
+            #expect(activity.lastContentState.map { String(decoding: $0, as: UTF8.self) } == #"{"status":"goal","eta":0}"#)
+        }
+        let codes = [dying, ended, unknown].map { id -> LiveActivityError.Code? in
+            if case .failure(let error) = outcome.outcomes[id] { error.code } else { nil }
+        }
+        #expect(codes == [.sendFailed, .notLive, .unknownActivity])
+        #expect(try await manager.activity(dying)?.state == .dead(reason: "Unregistered"))
+        #expect(try await manager.activity(waiting)?.held?.event == "update")
+        let bodies = try fixture.sent.suffix(6).map { try aps($0) }
+        #expect(bodies.allSatisfy { ($0["content-state"] as? [String: Any])?["status"] as? String == "goal" && $0["event"] as? String == "update" })
+    }
+
     @Test("A manager without a client records reports and keeps a held push; the sweep of one with a client sends it, once")
     func registryOnly() async throws {
         let fixture = try InProcess()

@@ -197,6 +197,49 @@ struct LiveActivityStoreConformanceTests {
         }
     }
 
+    @Test(
+        "applyContentUpdate changes the running activities with a token as the in-memory reference does, and nothing else",
+        arguments: [StoreKind.sqlite, .postgres]
+    )
+    func contentUpdate(kind: StoreKind) async throws {
+        // Every state, with and without a token, a last timestamp behind and ahead of the clock,
+        // a stale one whose new stale date is ahead and one whose is not given.
+        var records: [ManagedActivity] = []
+        for (index, state) in [ActivityState.starting, .active, .stale, .ending, .ended, .dead(reason: "Unregistered")].enumerated() {
+            for full in [true, false] {
+                var record = try activity("order-\(index)-\(full)", state: state, full: full)
+                record.version = 0
+                if !full { record.lastTimestamp = date(1_800_000_000_000) }
+                records.append(record)
+            }
+        }
+        let now = date(1_700_000_100_000)
+        let reference = InMemoryLiveActivityStore()
+        for staleDate in [date(1_700_009_000_000), nil, date(1_699_000_000_000)] as [Date?] {
+            try await kind.withStores { stores in
+                let store = stores[0]
+                for record in records {
+                    #expect(try await store.save(record, replacing: nil))
+                    _ = try await reference.save(record, replacing: nil)
+                }
+                let ids = records.map(\.id) + [try LiveActivityID("order-unknown")]
+                let update = ContentUpdate(ids: ids, contentState: Array(#"{"status":"near"}"#.utf8), now: now, staleDate: staleDate)
+                let applied = try await store.applyContentUpdate(update)
+                let expected = try await reference.applyContentUpdate(update)
+                #expect(Set(applied.map(\.id)) == Set(expected.map(\.id)) && applied.count == expected.count)
+                #expect(Set(applied.map(\.id.rawValue)) == ["order-1-true", "order-2-true"], "running, with a token")
+                for change in applied {
+                    let reference = try #require(expected.first { $0.id == change.id })
+                    #expect(change.updateToken == reference.updateToken && change.bundleID == reference.bundleID && change.timestamp == reference.timestamp)
+                }
+                for record in records {
+                    #expect(try await store.activity(record.id) == reference.activity(record.id), "\(kind) \(record.id), stale date \(String(describing: staleDate))")
+                }
+                for record in records { try await reference.removeActivity(record.id) }
+            }
+        }
+    }
+
     @Test("activities() is in id order (LiveActivityID's <: by Unicode scalars, case first)", arguments: StoreKind.allCases)
     func order(kind: StoreKind) async throws {
         try await kind.withStores { stores in
