@@ -50,7 +50,8 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
 
     /// The file, as given.
     public let path: String
-    private let database: DatabaseQueue
+    /// WAL mode: readers on their own connections, beside the one writer.
+    private let database: DatabasePool
     /// Saves waiting for the next commit (group commit: see ``save(_:replacing:)-(ManagedActivity,_)``).
     private let pending = LockedBox(PendingWrites())
 
@@ -81,7 +82,9 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             // WAL: a commit appends to the log and readers never block the writer.
             _ = try database.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
             try database.write { db in try Self.prepareSchema(db, path: path) }
-            self.database = database
+            // The file is a store in WAL mode now: a pool's readers run beside the writer.
+            try database.close()
+            self.database = try DatabasePool(path: path, configuration: configuration)
         } catch let error as LiveActivityError {
             throw error
         } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {

@@ -294,6 +294,16 @@ func followOrder(_ manager: LiveActivityManager, order: String, installation: St
     }
 }
 
+struct Score: Codable, Sendable {
+    var home: Int
+    var away: Int
+}
+
+func goal(_ manager: LiveActivityManager, match: [LiveActivityID], score: Score) async throws {
+    let outcome = try await manager.update(activities: match, contentState: score)
+    print("sent \(outcome.sent), held \(outcome.held), not sent \(outcome.failed)")
+}
+
 func sweepActivities(_ manager: LiveActivityManager) async throws {
     while !Task.isCancelled {
         let summary = try await manager.sweep()
