@@ -131,8 +131,16 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
 
     // MARK: Activities
 
+    /// A prepared statement (parsed and planned once a connection), as are the two saves: each
+    /// report and update is a read and a save.
     public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
-        try await self.activities(where: "WHERE id = \(id.rawValue)", doing: "reading activity \(id)").first
+        let rows: [StoredActivity]
+        do {
+            rows = try await Self.collect(self.client.execute(SelectActivity(id: id.rawValue), logger: self.logger))
+        } catch {
+            throw Self.failure(error, doing: "reading activity \(id)")
+        }
+        return try rows.first?.activity()
     }
 
     /// One statement: `UPDATE … WHERE id = ANY($4) AND update_token IS NOT NULL AND state IN
@@ -168,37 +176,17 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
 
     public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
         let row = StoredActivity(activity, version: (expected ?? 0) + 1)
-        let lastContentState = row.lastContentState.map { ByteBuffer(bytes: $0) }
-        let held = row.held.map { ByteBuffer(bytes: $0) }
-        let attributes = row.attributes.map { ByteBuffer(bytes: $0) }
-        let history = row.history.map { ByteBuffer(bytes: $0) }
-        let query: PostgresQuery
-        if let expected {
-            query = """
-                UPDATE live_activities SET bundle_id = \(row.bundleID), attributes_type = \(row.attributesType),
-                    installation = \(row.installation), update_token = \(row.updateToken), channel_id = \(row.channelID),
-                    state = \(row.state), state_reason = \(row.stateReason), started_at_ms = \(row.startedAt),
-                    last_content_state = \(lastContentState), last_timestamp_ms = \(row.lastTimestamp), stale_date_ms = \(row.staleDate),
-                    held_push = \(held), report_sequence = \(row.reportSequence), why = \(row.why), attributes = \(attributes),
-                    renewal_token = \(row.renewalToken), renewal_started_at_ms = \(row.renewalStartedAt), renewals = \(row.renewals),
-                    version = \(row.version), history = \(history)
-                WHERE id = \(row.id) AND version = \(Int64(expected))
-                RETURNING version
-                """
-        } else {
-            query = """
-                INSERT INTO live_activities (id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason,
-                    started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes,
-                    renewal_token, renewal_started_at_ms, renewals, version, history)
-                VALUES (\(row.id), \(row.bundleID), \(row.attributesType), \(row.installation), \(row.updateToken), \(row.channelID),
-                    \(row.state), \(row.stateReason), \(row.startedAt), \(lastContentState), \(row.lastTimestamp), \(row.staleDate),
-                    \(held), \(row.reportSequence), \(row.why), \(attributes), \(row.renewalToken), \(row.renewalStartedAt),
-                    \(row.renewals), \(row.version), \(history))
-                ON CONFLICT (id) DO NOTHING
-                RETURNING version
-                """
+        do {
+            let written: [Int64]
+            if let expected {
+                written = try await Self.collect(self.client.execute(UpdateActivity(row: row, expected: Int64(expected)), logger: self.logger))
+            } else {
+                written = try await Self.collect(self.client.execute(InsertActivity(row: row), logger: self.logger))
+            }
+            return !written.isEmpty
+        } catch {
+            throw Self.failure(error, doing: "saving activity \(activity.id)")
         }
-        return try await self.writes(query, doing: "saving activity \(activity.id)")
     }
 
     public func removeActivity(_ id: LiveActivityID) async throws {
@@ -223,7 +211,19 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
             """
         query.sql += " \(filter.sql) ORDER BY id"
         query.binds = filter.binds
-        let rows = try await self.rows(query, doing: what) { cells in
+        let rows = try await self.rows(query, doing: what) { cells in try Self.storedActivity(cells) }
+        return try rows.map { row throws(LiveActivityError) in try row.activity() }
+    }
+
+    /// Every element of `rows`.
+    private static func collect<Rows: AsyncSequence>(_ rows: Rows) async throws -> [Rows.Element] {
+        var all: [Rows.Element] = []
+        for try await row in rows { all.append(row) }
+        return all
+    }
+
+    /// A row of the activity columns, read by name.
+    fileprivate static func storedActivity(_ cells: PostgresRandomAccessRow) throws -> StoredActivity {
             StoredActivity(
                 id: try cells["id"].decode(String.self), bundleID: try cells["bundle_id"].decode(String.self),
                 attributesType: try cells["attributes_type"].decode(String.self), installation: try cells["installation"].decode(String?.self),
@@ -240,8 +240,6 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                 history: try cells["history"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 version: try cells["version"].decode(Int64.self)
             )
-        }
-        return try rows.map { row throws(LiveActivityError) in try row.activity() }
     }
 
     // MARK: Push-to-start tokens
@@ -317,4 +315,108 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         let message = error.serverInfo?[.message] ?? "\(error.code)"
         return LiveActivityError(.store, rule: "PostgreSQL: \(what) failed: \(message)\(error.underlying.map { ": \($0)" } ?? "")")
     }
+}
+
+// MARK: Prepared statements
+
+/// The columns of `live_activities`, in the order the statements below bind and read them.
+private let activityColumns = """
+    id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms, last_content_state,
+    last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token, renewal_started_at_ms, renewals,
+    version, history
+    """
+
+private struct SelectActivity: PostgresPreparedStatement {
+    static let name = "forge_live_activity_select_v2"
+    static let sql = "SELECT \(activityColumns) FROM live_activities WHERE id = $1"
+    typealias Row = StoredActivity
+
+    var id: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(self.id)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> StoredActivity {
+        try PostgresLiveActivityStore.storedActivity(row.makeRandomAccess())
+    }
+}
+
+/// Every column but the key and the version, in ``activityColumns``' order.
+private func bindValues(_ row: StoredActivity, to bindings: inout PostgresBindings) throws {
+    bindings.append(row.bundleID)
+    bindings.append(row.attributesType)
+    bindings.append(row.installation)
+    bindings.append(row.updateToken)
+    bindings.append(row.channelID)
+    bindings.append(row.state)
+    bindings.append(row.stateReason)
+    bindings.append(row.startedAt)
+    bindings.append(row.lastContentState.map { ByteBuffer(bytes: $0) })
+    bindings.append(row.lastTimestamp)
+    bindings.append(row.staleDate)
+    bindings.append(row.held.map { ByteBuffer(bytes: $0) })
+    bindings.append(row.reportSequence)
+    bindings.append(row.why)
+    bindings.append(row.attributes.map { ByteBuffer(bytes: $0) })
+    bindings.append(row.renewalToken)
+    bindings.append(row.renewalStartedAt)
+    bindings.append(row.renewals)
+    bindings.append(row.history.map { ByteBuffer(bytes: $0) })
+}
+
+/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$21` the new version, `$22` the expected one.
+private struct UpdateActivity: PostgresPreparedStatement {
+    static let name = "forge_live_activity_update_v2"
+    static let sql = """
+        UPDATE live_activities SET bundle_id = $2, attributes_type = $3, installation = $4, update_token = $5, channel_id = $6,
+            state = $7, state_reason = $8, started_at_ms = $9, last_content_state = $10, last_timestamp_ms = $11, stale_date_ms = $12,
+            held_push = $13, report_sequence = $14, why = $15, attributes = $16, renewal_token = $17, renewal_started_at_ms = $18,
+            renewals = $19, history = $20, version = $21
+        WHERE id = $1 AND version = $22
+        RETURNING version
+        """
+    typealias Row = Int64
+
+    var row: StoredActivity
+    var expected: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 22)
+        bindings.append(self.row.id)
+        try bindValues(self.row, to: &bindings)
+        bindings.append(self.row.version)
+        bindings.append(self.expected)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+}
+
+/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$21` the version.
+private struct InsertActivity: PostgresPreparedStatement {
+    static let name = "forge_live_activity_insert_v2"
+    static let sql = """
+        INSERT INTO live_activities (id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason,
+            started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
+            renewal_started_at_ms, renewals, history, version)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+        ON CONFLICT (id) DO NOTHING
+        RETURNING version
+        """
+    typealias Row = Int64
+
+    var row: StoredActivity
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 21)
+        bindings.append(self.row.id)
+        try bindValues(self.row, to: &bindings)
+        bindings.append(self.row.version)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
 }
