@@ -384,10 +384,14 @@ extension APNSBench.Activities {
             print(String(format: "  push-to-start:  %9.0f/s  %7.2f µs CPU each  (%.2f s)", pushToStart.rate, pushToStart.cpuPerOperation, pushToStart.seconds))
         }
         let first = round.updateFirst ? "bulk update first" : "sendBulk first"
-        print(String(format: "  update:         %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.update.rate, round.update.cpuPerOperation, round.update.seconds))
+        if !self.noSingleUpdates {
+            print(String(format: "  update:         %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.update.rate, round.update.cpuPerOperation, round.update.seconds))
+        }
         print(String(format: "  bulk update:    %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulkUpdate.rate, round.bulkUpdate.cpuPerOperation, round.bulkUpdate.seconds))
         print(String(format: "  sendBulk:       %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulk.rate, round.bulk.cpuPerOperation, round.bulk.seconds))
-        print(String(format: "  update/sendBulk: %.3f× rate, %.2f× CPU", round.ratio, round.update.cpuPerOperation / round.bulk.cpuPerOperation))
+        if !self.noSingleUpdates {
+            print(String(format: "  update/sendBulk: %.3f× rate, %.2f× CPU", round.ratio, round.update.cpuPerOperation / round.bulk.cpuPerOperation))
+        }
         print(String(format: "  bulk update/sendBulk: %.3f× rate, %.2f× CPU", round.bulkRatio, round.bulkUpdate.cpuPerOperation / round.bulk.cpuPerOperation)
             + " (\(first))")
     }
@@ -416,7 +420,7 @@ extension APNSBench.Activities {
         }
         print(line)
         if !pushToStart.isEmpty { print(String(format: "  push-to-start reports %.0f/s", Bench.median(pushToStart))) }
-        print(String(format: "  update (one call each) %.0f/s, sendBulk %.0f/s: %.3f×", update, bulk, ratio))
+        if !self.noSingleUpdates { print(String(format: "  update (one call each) %.0f/s, sendBulk %.0f/s: %.3f×", update, bulk, ratio)) }
         print(String(format: "  bulk update %.0f/s, sendBulk %.0f/s: %.3f×; target ≥ %.1f×: ", bulkUpdate, bulk, bulkRatio, Self.updateTarget)
             + (bulkRatio >= Self.updateTarget ? "met" : "MISSED"))
     }
