@@ -142,6 +142,21 @@ package struct StoredActivity: Sendable, Equatable {
     }
 }
 
+extension AppliedContentUpdate {
+    /// The change a store's statement returned: the id, the update token (hex), the bundle id and
+    /// the timestamp (milliseconds since 1970) of the row.
+    /// - Throws: ``LiveActivityError/Code/store`` naming the column that holds no valid value.
+    package init(storedID id: String, updateToken: String, bundleID: String, timestamp: Int64) throws(LiveActivityError) {
+        let record = "activity \(id)"
+        self.init(
+            id: try storedColumn("id", of: record) { () throws(LiveActivityError) in try LiveActivityID(id) },
+            updateToken: try storedColumn("update_token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: updateToken) },
+            bundleID: try storedColumn("bundle_id", of: record) { () throws(APNSValidationError) in try APNSBundleID(bundleID) },
+            timestamp: Date(storedMilliseconds: timestamp)
+        )
+    }
+}
+
 /// `parse()`'s value; its failure as a ``LiveActivityError/Code/store`` naming the column and the record.
 package func storedColumn<T, Failure: Error>(_ name: String, of record: String, _ parse: () throws(Failure) -> T) throws(LiveActivityError) -> T {
     do {

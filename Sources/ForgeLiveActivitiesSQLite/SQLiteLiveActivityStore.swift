@@ -244,13 +244,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             return rows
         }
         return try rows.map { row throws(LiveActivityError) in
-            let record = "activity \(row.0)"
-            return AppliedContentUpdate(
-                id: try storedColumn("id", of: record) { () throws(LiveActivityError) in try LiveActivityID(row.0) },
-                updateToken: try storedColumn("update_token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: row.1) },
-                bundleID: try storedColumn("bundle_id", of: record) { () throws(APNSValidationError) in try APNSBundleID(row.2) },
-                timestamp: Date(storedMilliseconds: row.3)
-            )
+            try AppliedContentUpdate(storedID: row.0, updateToken: row.1, bundleID: row.2, timestamp: row.3)
         }
     }
 
