@@ -102,13 +102,13 @@ struct HummingbirdPush {
                 switch try context.parameters.require("action") {
                 case "start":
                     let start = try await request.decode(as: StartOrder.self, context: context)
-                    let activity = try await activities.start(
+                    let started = try await activities.start(
                         activity: id, installation: try InstallationID(start.installation), bundleID: topic,
                         attributesType: "OrderAttributes", attributes: OrderAttributes(order: start.order),
                         contentState: OrderState(status: start.status),
                         alert: APNSLiveActivityAlert(title: .plain("Order \(start.order)"), body: .plain(start.status))
                     )
-                    return Self.json(.ok, ["state": activity.state.name])
+                    return Self.json(.ok, ["state": started.activity.state.name])
                 case "update":
                     let state = try await request.decode(as: OrderState.self, context: context)
                     let outcome = try await activities.update(activity: id, contentState: state)
