@@ -14,8 +14,8 @@ internal import Foundation
 /// `update_token` needs `activity` and `token` (and `bundle_id` and `attributes_type` for an
 /// activity the app started itself, which the manager then registers; `installation` optionally);
 /// `ended` needs `activity` (and takes the ended activity's update token as `token`). `sequence` (a number the app increases with each report, or its
-/// timestamp in milliseconds) orders reports: one older than a report already applied changes
-/// nothing. `environment` is `sandbox` or `production` (the default).
+/// timestamp in milliseconds) orders reports: one older than a report already applied is refused
+/// (field `sequence`) and changes nothing. `environment` is `sandbox` or `production` (the default).
 public struct ActivityReportJSON: Codable, Hashable, Sendable {
     public var kind: String
     public var installation: String?

@@ -7,8 +7,9 @@ public import struct Foundation.Date
 /// manager sends the right push to the right token, or says why it cannot.
 ///
 /// - Reports from the app (``report(_:)``, or ``handleReport(body:)`` for an HTTP route) are
-///   applied in order: one older than a report already applied (by its `sequence`) changes nothing,
-///   and an ended activity is never revived by a late update-token report.
+///   applied in order: one older than a report already applied (by its `sequence`) is refused and
+///   changes nothing (the same sequence again is applied again: a retried post), and an ended
+///   activity is never revived by a late update-token report.
 /// - ``start(activity:installation:bundleID:attributesType:attributes:contentState:alert:staleDate:relevanceScore:)``
 ///   sends through the installation's push-to-start token, with the activity id as
 ///   `apns-collapse-id`; starting an id that is already live sends nothing.
@@ -137,14 +138,18 @@ public final class LiveActivityManager: Sendable {
 
     /// Applies a report from the app.
     /// - Throws: ``LiveActivityError/Code/unknownActivity`` for an update token or end of an id the
-    ///   registry does not have (an update token with a registration registers it instead).
+    ///   registry does not have (an update token with a registration registers it instead);
+    ///   ``LiveActivityError/Code/invalidInput`` (field `sequence`) for a sequence older than one
+    ///   already applied: nothing changes.
     @discardableResult
     public func report(_ report: ActivityReport) async throws(LiveActivityError) -> ReportOutcome {
         let now = self.clock.now
         switch report {
         case .pushToStartToken(let key, let token, let sequence, let environment):
             return try await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
-                if let current, let why = Self.older(sequence, than: current.sequence) { return (nil, why) }
+                if let current, let why = Self.older(sequence, than: current.sequence) {
+                    throw LiveActivityError(.invalidInput, field: "sequence", rule: why)
+                }
                 var record = current ?? PushToStartRecord(key: key, token: token, environment: environment, confirmedAt: now, sequence: sequence)
                 if record.token != token { record.deadReason = nil }
                 record.token = token
@@ -168,7 +173,9 @@ public final class LiveActivityManager: Sendable {
                 guard activity.state.isLive else {
                     return "\(id) is \(activity.state): a late update token does not revive it"
                 }
-                if let why = Self.older(sequence, than: activity.reportSequence) { return why }
+                if let why = Self.older(sequence, than: activity.reportSequence) {
+                    throw LiveActivityError(.invalidInput, field: "sequence", rule: why)
+                }
                 if let renewal = activity.renewal, token != renewal.replacedToken {
                     // The successor's token: the id moves to it, and the old activity gets its end.
                     replaced = renewal.replacedToken
@@ -200,7 +207,9 @@ public final class LiveActivityManager: Sendable {
             return sent
         case .ended(let id, let sequence, let token):
             return try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
-                if let why = Self.older(sequence, than: activity.reportSequence) { return why }
+                if let why = Self.older(sequence, than: activity.reportSequence) {
+                    throw LiveActivityError(.invalidInput, field: "sequence", rule: why)
+                }
                 if let token, let current = activity.updateToken, token != current {
                     return "the end of an earlier activity of \(id) (update token \(token.hexString.prefix(8))…): \(id) goes on"
                 }
@@ -743,10 +752,10 @@ public final class LiveActivityManager: Sendable {
         "\(token.hexString.prefix(8))…"
     }
 
-    /// Why a report with `sequence` is older than one applied with `applied`, if it is.
+    /// Why a report with `sequence` goes backwards from one applied with `applied`, if it does.
     private static func older(_ sequence: Int64?, than applied: Int64?) -> String? {
         guard let sequence, let applied, sequence < applied else { return nil }
-        return "sequence \(sequence) is older than \(applied), already applied"
+        return "goes backwards: \(sequence) is older than \(applied), already applied; nothing changed"
     }
 
     private static func hours(_ duration: Duration) -> String {

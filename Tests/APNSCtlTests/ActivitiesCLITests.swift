@@ -85,9 +85,10 @@ struct ActivitiesCLITests {
         #expect(token.exitCode == 0, "\(token.stderr)")
         #expect(token.stdout.hasPrefix("applied\n\(updateToken) 200 accepted apns-id="), "\(token.stdout)")
         let older = try registry.run(["report", "--activity", "order-17", "--update-token", updateToken, "--sequence", "1", "--json"])
-        let olderLine = try #require(try objects(older.stdout).first)
-        #expect(older.exitCode == 0 && olderLine["applied"] as? Bool == false)
-        #expect(olderLine["why"] as? String == "sequence 1 is older than 2, already applied")
+        #expect(older.exitCode == 65 && older.stdout.isEmpty, "\(older.stdout)")
+        #expect(older.stderr.contains("--sequence: goes backwards: 1 is older than 2, already applied; nothing changed"), "\(older.stderr)")
+        let retried = try registry.run(["report", "--activity", "order-17", "--update-token", updateToken, "--sequence", "2", "--json"])
+        #expect(try retried.exitCode == 0 && (objects(retried.stdout).first?["applied"] as? Bool) == true, "the same sequence again: \(retried.stdout)")
 
         let update = try registry.run(["update", "--activity", "order-17", "--content-state", #"{"status":"near"}"#, "--alerting", "--json"]
             + endpoint(server))

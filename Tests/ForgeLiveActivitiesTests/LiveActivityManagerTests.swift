@@ -93,17 +93,31 @@ struct ActivityReportTests {
         #expect(try await manager.activities().isEmpty && fixture.sent.isEmpty)
         let unknown = await manager.handleReport(body: Array(#"{"kind":"ended","activity":"order-17"}"#.utf8))
         #expect(unknown.status == 404)
+        // A sequence that goes backwards: 400 naming it, and the registry as it was.
+        let report = #"{"kind":"push_to_start_token","installation":"i","bundle_id":"com.example.shop","attributes_type":"T","token":"\#(pushToStart)","sequence":SEQ}"#
+        #expect(await manager.handleReport(body: Array(report.replacingOccurrences(of: "SEQ", with: "7").utf8)).status == 200)
+        let before = try await manager.pushToStartToken(for: PushToStartKey(installation: try InstallationID("i"), bundleID: bundleID, attributesType: "T"))
+        let backwards = await manager.handleReport(body: Array(report.replacingOccurrences(of: "SEQ", with: "6").utf8))
+        let error = try #require(try json(backwards.body)["error"] as? [String: Any])
+        #expect(backwards.status == 400 && error["field"] as? String == "sequence" && error["code"] as? String == "invalid_input")
+        #expect(try await manager.pushToStartToken(for: PushToStartKey(installation: try InstallationID("i"), bundleID: bundleID, attributesType: "T")) == before)
     }
 
-    @Test("A report older than one applied changes nothing; a late update token never revives an ended activity")
+    @Test("A report older than one applied is refused naming its sequence and changes nothing; a late update token never revives an ended activity")
     func ordering() async throws {
         let fixture = try InProcess()
         let manager = fixture.manager()
         let key = PushToStartKey(installation: installation, bundleID: bundleID, attributesType: "OrderAttributes")
         try await reportPushToStart(manager, sequence: 5)
         let older = String(repeating: "5b", count: 32)
-        let stale = try await manager.report(.pushToStartToken(key, token: try DeviceToken(older), sequence: 4, environment: .sandbox))
-        #expect(!stale.applied && stale.why?.contains("older") == true)
+        await #expect {
+            try await manager.report(.pushToStartToken(key, token: try DeviceToken(older), sequence: 4, environment: .sandbox))
+        } throws: { error in
+            let error = error as? LiveActivityError
+            return error?.code == .invalidInput && error?.field == "sequence" && error?.rule.contains("4 is older than 5") == true
+        }
+        // The same sequence again (a retried post) is applied again.
+        #expect(try await manager.report(.pushToStartToken(key, token: try DeviceToken(pushToStart), sequence: 5, environment: .sandbox)).applied)
         #expect(try await manager.pushToStartToken(for: key)?.token.hexString == pushToStart)
 
         // An activity the app started itself: registered by its first update-token report.
@@ -113,7 +127,11 @@ struct ActivityReportTests {
         #expect(first.applied)
         let rotated = String(repeating: "cd", count: 32)
         #expect(try await manager.report(.updateToken(id, token: try DeviceToken(rotated), sequence: 12, registration: nil)).applied)
-        #expect(!(try await manager.report(.updateToken(id, token: try DeviceToken(deviceToken), sequence: 11, registration: nil)).applied))
+        await #expect {
+            try await manager.report(.updateToken(id, token: try DeviceToken(deviceToken), sequence: 11, registration: nil))
+        } throws: { error in
+            (error as? LiveActivityError)?.field == "sequence"
+        }
         #expect(try await manager.activity(id)?.updateToken?.hexString == rotated, "the latest token wins")
         #expect(try await manager.report(.ended(id, sequence: 13)).applied)
         let late = try await manager.report(.updateToken(id, token: try DeviceToken(deviceToken), sequence: 14, registration: nil))

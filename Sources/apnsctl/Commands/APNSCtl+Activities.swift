@@ -151,8 +151,8 @@ extension APNSCtl.Activities {
             discussion: """
                 What the app posts to its backend, from a shell: --push-to-start-token (with --installation, \
                 --bundle-id, --attributes-type), --update-token (with --activity; --bundle-id and --attributes-type \
-                register an activity the app started itself), or --ended (with --activity). A report older than one \
-                applied (--sequence) changes nothing and says why. With credentials, a push held for the activity \
+                register an activity the app started itself), or --ended (with --activity). A --sequence older than \
+                one applied is refused (65) and changes nothing. With credentials, a push held for the activity \
                 goes out as its update token arrives; without them it stays held for a command that has them \
                 (activities prune, or the next report with credentials).
                 """
@@ -181,7 +181,7 @@ extension APNSCtl.Activities {
         @Flag(name: .long, help: "The activity ended on the device (dismissed, or ended by iOS).")
         var ended = false
 
-        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The app's report sequence (or its timestamp in ms): an older report changes nothing.", valueName: "n"))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The app's report sequence (or its timestamp in ms): an older one than applied is refused.", valueName: "n"))
         var sequence: Int64?
 
         @OptionGroup var send: ActivitySendOptions
