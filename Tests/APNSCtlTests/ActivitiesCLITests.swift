@@ -205,7 +205,7 @@ struct ActivitiesCLITests {
         #expect(try registry.list().isEmpty)
     }
 
-    @Test("A store that is not one: 65 naming the file, left as it was; a --store of no known form: 64")
+    @Test("A store that is not one: 65 naming the file, left as it was; a --store of no known form: 64; no server: 69")
     func foreignStore() throws {
         let folder = try TemporaryFolder("activities-cli")
         defer { folder.remove() }
@@ -216,6 +216,12 @@ struct ActivitiesCLITests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
         let scheme = try Registry(store: "mysql://localhost/la").run(["list"])
         #expect(scheme.exitCode == 64 && scheme.stderr.contains("--store"), "\(scheme.stderr)")
+        // No PostgreSQL on the port: 69 at once, with the reason.
+        let closed = try ClosedPort()
+        let unreachable = try Registry(store: "postgres://forge@127.0.0.1:\(closed.port)/la?sslmode=disable").run(["list"])
+        closed.close()
+        #expect(unreachable.exitCode == 69 && unreachable.stderr.contains("cannot connect") && unreachable.stderr.contains("refused"),
+                "\(unreachable.stderr)")
     }
 
     @Test("On PostgreSQL: two processes' reports and starts share one registry; a newer schema is refused naming both versions")

@@ -51,6 +51,14 @@ struct ActivityStoreOptions: ParsableArguments {
         }
         var logger = Logger(label: "apnsctl.activities.postgres")
         logger.logLevel = .critical
+        // One connection first: a server that is down or refuses the login fails now, with its
+        // reason, where the pool would retry for a minute and name only its circuit breaker.
+        do {
+            let connection = try await PostgresConnection.connect(configuration: url.configuration, id: 0, logger: logger)
+            try await connection.close()
+        } catch {
+            throw CLIFailure(message: "--store \(url): cannot connect: \(Self.reason(error))", exitCode: CLIExit.unavailable)
+        }
         do {
             return try await PostgresLiveActivityStore.withStore(configuration: Self.clientConfiguration(url.configuration), logger: logger) { store in
                 try await body(store)
@@ -59,6 +67,13 @@ struct ActivityStoreOptions: ParsableArguments {
             let newer = error.rule.contains("newer than this build")
             throw CLIFailure(message: "--store \(url): \(error.rule)", exitCode: newer ? CLIExit.dataError : CLIExit.unavailable)
         }
+    }
+
+    /// The server's message, or the connection's failure, in words (PSQLError's own description hides them).
+    private static func reason(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] { return message }
+        return error.underlying.map { "\($0)" } ?? "\(error.code)"
     }
 
     /// A pool's configuration for the server and credentials of one connection's.
