@@ -158,7 +158,7 @@ extension AppliedContentUpdate {
 }
 
 /// `parse()`'s value; its failure as a ``LiveActivityError/Code/store`` naming the column and the record.
-package func storedColumn<T, Failure: Error>(_ name: String, of record: String, _ parse: () throws(Failure) -> T) throws(LiveActivityError) -> T {
+func storedColumn<T, Failure: Error>(_ name: String, of record: String, _ parse: () throws(Failure) -> T) throws(LiveActivityError) -> T {
     do {
         return try parse()
     } catch {
@@ -277,7 +277,7 @@ extension Date {
 extension DeviceToken {
     /// A token as a store kept it: any even number of hex digits, the length being checked when
     /// it was first reported.
-    package init(storedHex hex: String) throws(APNSValidationError) {
+    init(storedHex hex: String) throws(APNSValidationError) {
         try self.init(hex, allowedLengths: 2...Int.max)
     }
 }

@@ -211,7 +211,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// returns, as ever), and the saves that arrive meanwhile share the next commit, so the disk's
     /// fsync rate bounds commits, not saves. Each save is still its own compare-and-set.
     public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
-        try await self.committing([(what: "saving activity \(activity.id)", write: Self.write(activity, replacing: expected))])[0]
+        try await self.committing("saving activity \(activity.id)", Self.write(activity, replacing: expected))
     }
 
     /// One `UPDATE … WHERE id IN (…) AND update_token IS NOT NULL AND state IN ('active', 'stale')
@@ -332,7 +332,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
 
     public func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool {
         let row = StoredPushToStart(record, version: (expected ?? 0) + 1)
-        return try await self.committing([(what: "saving the push-to-start token of \(record.key)", write: { db in
+        return try await self.committing("saving the push-to-start token of \(record.key)") { db in
             let key: [(any DatabaseValueConvertible)?] = [row.installation, row.bundleID, row.attributesType]
             let values: [(any DatabaseValueConvertible)?] = [row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version]
             if let expected {
@@ -354,7 +354,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 ).execute(arguments: StatementArguments(key + values))
             }
             return db.changesCount == 1
-        })])[0]
+        }
     }
 
     // MARK: Errors
@@ -372,21 +372,16 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// commits every save queued by then in one transaction, then the ones queued meanwhile, until
     /// none is left; each save returns once the transaction that wrote it is committed. A batch
     /// whose transaction fails is run again one save a transaction, so a failure is only its own.
-    private func committing(
-        _ writes: [(what: String, write: @Sendable (Database) throws -> Bool)]
-    ) async throws(LiveActivityError) -> [Bool] {
-        let queued = writes.map { PendingWrite(what: $0.what, write: $0.write, done: OneShot()) }
+    private func committing(_ what: String, _ write: @escaping @Sendable (Database) throws -> Bool) async throws(LiveActivityError) -> Bool {
+        let queued = PendingWrite(what: what, write: write, done: OneShot())
         let leads = self.pending.withLock { pending -> Bool in
-            pending.writes += queued
+            pending.writes.append(queued)
             guard !pending.committing else { return false }
             pending.committing = true
             return true
         }
         if leads { await self.commitPending() }
-        var written: [Bool] = []
-        written.reserveCapacity(queued.count)
-        for write in queued { written.append(try await write.done.value.get()) }
-        return written
+        return try await queued.done.value.get()
     }
 
     private func commitPending() async {

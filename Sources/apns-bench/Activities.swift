@@ -207,12 +207,13 @@ extension APNSBench.Activities {
         var kind: StoreKind
         var reports: Phase
         var pushToStart: Phase?
-        var update: Phase
+        /// `nil` with `--no-single-updates`.
+        var update: Phase?
         var bulkUpdate: Phase
         var bulk: Phase
         var updateFirst: Bool
 
-        var ratio: Double { self.update.rate / self.bulk.rate }
+        var ratio: Double? { self.update.map { $0.rate / self.bulk.rate } }
         var bulkRatio: Double { self.bulkUpdate.rate / self.bulk.rate }
     }
 
@@ -224,9 +225,7 @@ extension APNSBench.Activities {
         // Odd rounds update first, even rounds send in bulk first: for a machine whose speed varies.
         let updateFirst = round % 2 == 1
         var bulk: Phase?
-        let update = self.noSingleUpdates
-            ? Phase(operations: 1, seconds: .infinity, cpuMicroseconds: 0)
-            : try await Phase.measure { try await self.update(workload, manager: manager, kind: kind) }
+        let update = self.noSingleUpdates ? nil : try await Phase.measure { try await self.update(workload, manager: manager, kind: kind) }
         if !updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
         let bulkUpdate = try await Phase.measure { try await self.bulkUpdate(workload, manager: manager, kind: kind) }
         if updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
@@ -360,13 +359,18 @@ extension APNSBench.Activities {
                 "\"activities\":\(self.activities)", "\"concurrency\":\(self.concurrency)",
                 "\"latency_ms\":\(Bench.format(Bench.milliseconds(self.latency ?? .zero), digits: 3))",
                 "\"reports_per_s\":\(Int(round.reports.rate))", "\"cpu_us_per_report\":\(Bench.format(round.reports.cpuPerOperation))",
-                "\"updates_per_s\":\(Int(round.update.rate))", "\"cpu_us_per_update\":\(Bench.format(round.update.cpuPerOperation))",
                 "\"bulk_per_s\":\(Int(round.bulk.rate))", "\"cpu_us_per_bulk_push\":\(Bench.format(round.bulk.cpuPerOperation))",
-                "\"ratio_update_bulk\":\(Bench.format(round.ratio, digits: 3))", "\"update_first\":\(round.updateFirst)",
+                "\"update_first\":\(round.updateFirst)",
                 "\"bulk_updates_per_s\":\(Int(round.bulkUpdate.rate))",
                 "\"cpu_us_per_bulk_update\":\(Bench.format(round.bulkUpdate.cpuPerOperation))",
                 "\"ratio_bulk_update_bulk\":\(Bench.format(round.bulkRatio, digits: 3))",
             ]
+            if let update = round.update, let ratio = round.ratio {
+                fields += [
+                    "\"updates_per_s\":\(Int(update.rate))", "\"cpu_us_per_update\":\(Bench.format(update.cpuPerOperation))",
+                    "\"ratio_update_bulk\":\(Bench.format(ratio, digits: 3))",
+                ]
+            }
             if round.kind == .postgres { fields.append("\"connections\":\(self.connections)") }
             if round.kind == .sqlite { fields.append("\"sqlite_durability\":\"\(self.sqliteDurability.rawValue)\"") }
             if let pushToStart = round.pushToStart {
@@ -384,13 +388,13 @@ extension APNSBench.Activities {
             print(String(format: "  push-to-start:  %9.0f/s  %7.2f µs CPU each  (%.2f s)", pushToStart.rate, pushToStart.cpuPerOperation, pushToStart.seconds))
         }
         let first = round.updateFirst ? "bulk update first" : "sendBulk first"
-        if !self.noSingleUpdates {
-            print(String(format: "  update:         %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.update.rate, round.update.cpuPerOperation, round.update.seconds))
+        if let update = round.update {
+            print(String(format: "  update:         %9.0f/s  %7.2f µs CPU each  (%.2f s)", update.rate, update.cpuPerOperation, update.seconds))
         }
         print(String(format: "  bulk update:    %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulkUpdate.rate, round.bulkUpdate.cpuPerOperation, round.bulkUpdate.seconds))
         print(String(format: "  sendBulk:       %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulk.rate, round.bulk.cpuPerOperation, round.bulk.seconds))
-        if !self.noSingleUpdates {
-            print(String(format: "  update/sendBulk: %.3f× rate, %.2f× CPU", round.ratio, round.update.cpuPerOperation / round.bulk.cpuPerOperation))
+        if let update = round.update, let ratio = round.ratio {
+            print(String(format: "  update/sendBulk: %.3f× rate, %.2f× CPU", ratio, update.cpuPerOperation / round.bulk.cpuPerOperation))
         }
         print(String(format: "  bulk update/sendBulk: %.3f× rate, %.2f× CPU", round.bulkRatio, round.bulkUpdate.cpuPerOperation / round.bulk.cpuPerOperation)
             + " (\(first))")
@@ -398,18 +402,21 @@ extension APNSBench.Activities {
 
     private func reportMedians(_ kind: StoreKind, _ rounds: [Round]) {
         let reports = Bench.median(rounds.map(\.reports.rate)), reportsCPU = Bench.median(rounds.map(\.reports.cpuPerOperation))
-        let update = Bench.median(rounds.map(\.update.rate)), bulk = Bench.median(rounds.map(\.bulk.rate))
-        let ratio = Bench.median(rounds.map(\.ratio))
+        let updates = rounds.compactMap(\.update).map(\.rate), bulk = Bench.median(rounds.map(\.bulk.rate))
+        let ratios = rounds.compactMap(\.ratio)
         let bulkUpdate = Bench.median(rounds.map(\.bulkUpdate.rate)), bulkRatio = Bench.median(rounds.map(\.bulkRatio))
         let pushToStart = rounds.compactMap(\.pushToStart).map(\.rate)
         if self.json {
             var fields = [
                 "\"benchmark\":\"activities\"", "\"store\":\"\(kind.rawValue)\"", "\"median\":true", "\"rounds\":\(rounds.count)",
                 "\"activities\":\(self.activities)", "\"reports_per_s\":\(Int(reports))", "\"cpu_us_per_report\":\(Bench.format(reportsCPU))",
-                "\"updates_per_s\":\(Int(update))", "\"bulk_per_s\":\(Int(bulk))", "\"ratio_update_bulk\":\(Bench.format(ratio, digits: 3))",
+                "\"bulk_per_s\":\(Int(bulk))",
                 "\"bulk_updates_per_s\":\(Int(bulkUpdate))", "\"ratio_bulk_update_bulk\":\(Bench.format(bulkRatio, digits: 3))",
             ]
             if !pushToStart.isEmpty { fields.append("\"push_to_start_reports_per_s\":\(Int(Bench.median(pushToStart)))") }
+            if !updates.isEmpty {
+                fields += ["\"updates_per_s\":\(Int(Bench.median(updates)))", "\"ratio_update_bulk\":\(Bench.format(Bench.median(ratios), digits: 3))"]
+            }
             print("{" + fields.joined(separator: ",") + "}")
             return
         }
@@ -420,7 +427,9 @@ extension APNSBench.Activities {
         }
         print(line)
         if !pushToStart.isEmpty { print(String(format: "  push-to-start reports %.0f/s", Bench.median(pushToStart))) }
-        if !self.noSingleUpdates { print(String(format: "  update (one call each) %.0f/s, sendBulk %.0f/s: %.3f×", update, bulk, ratio)) }
+        if !updates.isEmpty {
+            print(String(format: "  update (one call each) %.0f/s, sendBulk %.0f/s: %.3f×", Bench.median(updates), bulk, Bench.median(ratios)))
+        }
         print(String(format: "  bulk update %.0f/s, sendBulk %.0f/s: %.3f×; target ≥ %.1f×: ", bulkUpdate, bulk, bulkRatio, Self.updateTarget)
             + (bulkRatio >= Self.updateTarget ? "met" : "MISSED"))
     }

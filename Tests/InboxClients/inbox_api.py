@@ -46,6 +46,28 @@ def send(prefix, *arguments):
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
+def start_activity(options, ui, phone, push_to_start, order):
+    """Sends a Live Activity start for `order` to a push-to-start token with `apnsctl send`; the
+    phone's activities once one shows (the phones apply it just after the inbox records it: asked
+    again for at most 10 s), with the send's result."""
+    start = {"aps": {"event": "start", "timestamp": int(time.time()), "attributes-type": "OrderAttributes",
+                     "attributes": {"order": order}, "content-state": {"status": "packing"},
+                     "alert": {"title": f"Order {order}", "body": "Packing"}}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
+        json.dump(start, file)
+    sent = send(options.send, "--token", push_to_start, "--topic", "com.example.shop", "--push-type", "liveactivity",
+                "--payload", file.name)
+    os.unlink(file.name)
+    activities = []
+    for _ in range(100 if sent.returncode == 0 else 0):
+        _, view = call(ui, "GET", f"/api/v1/devices/{phone}")
+        activities = (view or {}).get("live_activities", [])
+        if activities:
+            break
+        time.sleep(0.1)
+    return sent, activities
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ui", required=True)
@@ -154,23 +176,8 @@ def main():
     status, refused = call(ui, "POST", "/api/v1/devices", {"apps": [{"bundle_id": "not a bundle id"}]})
     check("a bad app is 400 naming the field", status == 400 and refused["error"].startswith("apps[0].bundle_id:"), (status, refused))
     if start_token:
-        start = {"aps": {"event": "start", "timestamp": int(time.time()), "attributes-type": "OrderAttributes",
-                         "attributes": {"order": "A-17"}, "content-state": {"status": "packing"},
-                         "alert": {"title": "Order A-17", "body": "Packing"}}}
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
-            json.dump(start, file)
-        sent = send(options.send, "--token", start_token, "--topic", "com.example.shop", "--push-type", "liveactivity",
-                    "--payload", file.name)
-        os.unlink(file.name)
+        sent, activities = start_activity(options, ui, made["token"], start_token, "A-17")
         check("a start to the push-to-start token is accepted", sent.returncode == 0, sent.stdout + sent.stderr)
-        # The phones apply it just after the inbox records it: asked again for at most 10 s.
-        activities = []
-        for _ in range(100):
-            status, phone = call(ui, "GET", f"/api/v1/devices/{made['token']}")
-            activities = (phone or {}).get("live_activities", [])
-            if activities:
-                break
-            time.sleep(0.1)
         check("the activity shows on the made phone with its own push token",
               len(activities) == 1 and activities[0]["push_token"] not in (start_token, made["token"])
               and activities[0]["content_state"] == {"status": "packing"}, activities)
@@ -189,22 +196,8 @@ def main():
     check("a non-boolean ask_before_activities is 400 naming it",
           status == 400 and refused["error"].startswith("ask_before_activities:"), (status, refused))
     if ask_start:
-        start = {"aps": {"event": "start", "timestamp": int(time.time()), "attributes-type": "OrderAttributes",
-                         "attributes": {"order": "A-18"}, "content-state": {"status": "packing"},
-                         "alert": {"title": "Order A-18", "body": "Packing"}}}
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
-            json.dump(start, file)
-        sent = send(options.send, "--token", ask_start, "--topic", "com.example.shop", "--push-type", "liveactivity",
-                    "--payload", file.name)
-        os.unlink(file.name)
+        sent, activities = start_activity(options, ui, asking["token"], ask_start, "A-18")
         check("a start to the asking phone is accepted", sent.returncode == 0, sent.stdout + sent.stderr)
-        activities = []
-        for _ in range(100):
-            status, phone = call(ui, "GET", f"/api/v1/devices/{asking['token']}")
-            activities = (phone or {}).get("live_activities", [])
-            if activities:
-                break
-            time.sleep(0.1)
         check("the activity awaits permission, with no push token",
               len(activities) == 1 and activities[0]["state"] == "awaiting_permission" and activities[0]["push_token"] is None,
               activities)

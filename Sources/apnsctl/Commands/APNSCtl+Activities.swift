@@ -89,11 +89,9 @@ private func sending(
         try await withAPNSClient(client) { client in
             do throws(LiveActivityError) {
                 return try await body(LiveActivityManager(client: client, store: store))
-            } catch where error.code == .sendFailed {
-                guard let apnsError = error.apnsError else { return .refused(failure(error)) }
-                return .verdict(APNSBulkVerdict.Outcome(apnsError), target: error.token?.hexString ?? "-")
             } catch {
-                return .refused(failure(error))
+                guard error.code == .sendFailed, let apnsError = error.apnsError else { throw failure(error) }
+                return .verdict(APNSBulkVerdict.Outcome(apnsError), target: error.token?.hexString ?? "-")
             }
         }
     }
@@ -104,8 +102,6 @@ private func sending(
         Output.result(json ? jsonLine(["activity": id.rawValue, "outcome": "held"]) : "\(id) held: \(what)")
     case .nothing(let id, let why):
         Output.result(json ? jsonLine(["activity": id.rawValue, "outcome": "not_sent", "why": why]) : "\(id) not sent: \(why)")
-    case .refused(let failure):
-        throw failure
     }
 }
 
@@ -114,7 +110,6 @@ private enum Sent: Sendable {
     case verdict(APNSBulkVerdict.Outcome, target: String)
     case held(LiveActivityID, String)
     case nothing(LiveActivityID, String)
-    case refused(CLIFailure)
 
     init(_ outcome: LiveActivityManager.SendOutcome, id: LiveActivityID, token: () -> String, what: String) {
         switch outcome {
@@ -230,31 +225,29 @@ extension APNSCtl.Activities {
                     guard self.send.auth.hasCredentials else {
                         let manager = LiveActivityManager(store: store)
                         do throws(LiveActivityError) {
-                            return Applied(outcome: try await manager.report(report), held: try await Self.held(report, manager))
+                            return Applied(try await manager.report(report), held: try await Self.held(report, manager))
                         } catch {
-                            return Applied(refused: failure(error, flag: flag(ofReportField: error.field, tokenFlag: tokenFlag)))
+                            throw failure(error, flag: flag(ofReportField: error.field, tokenFlag: tokenFlag))
                         }
                     }
                     let configuration = try ClientFactory.configuration(auth: self.send.auth, endpoint: self.send.endpoint, verbose: self.send.verbose)
                     let client = try ClientFactory.client(configuration)
                     return try await withAPNSClient(client) { client in
                         let manager = LiveActivityManager(client: client, store: store)
+                        let authority = configuration.environment.authority
                         do throws(LiveActivityError) {
-                            return Applied(outcome: try await manager.report(report), held: nil, authority: configuration.environment.authority)
+                            return Applied(try await manager.report(report), authority: authority)
                         } catch {
                             guard error.code == .sendFailed, let apnsError = error.apnsError else {
-                                return Applied(refused: failure(error, flag: flag(ofReportField: error.field, tokenFlag: tokenFlag)))
+                                throw failure(error, flag: flag(ofReportField: error.field, tokenFlag: tokenFlag))
                             }
                             // Applied; the held push it released was not accepted.
-                            var applied = Applied(refused: nil)
-                            applied.applied = true
-                            applied.authority = configuration.environment.authority
+                            var applied = Applied(applied: true, authority: authority)
                             applied.failedHeld = (APNSBulkVerdict.Outcome(apnsError), error.token?.hexString ?? "-")
                             return applied
                         }
                     }
                 }
-                if let refused = outcome.refused { throw refused }
                 let applied = outcome.applied
                 if self.send.json {
                     var object: [String: Any] = ["applied": applied]
@@ -292,19 +285,18 @@ extension APNSCtl.Activities {
             /// The event of a push that stays held (no credentials to send it).
             var held: String?
             var authority = ""
-            var refused: CLIFailure?
             var failedHeld: (APNSBulkVerdict.Outcome, String)?
 
-            init(outcome: LiveActivityManager.ReportOutcome, held: String?, authority: String = "") {
-                self.applied = outcome.applied
+            init(_ outcome: LiveActivityManager.ReportOutcome, held: String? = nil, authority: String = "") {
+                self.init(applied: outcome.applied, authority: authority)
                 self.why = outcome.why
                 self.sentHeld = outcome.sentHeld
                 self.held = held
-                self.authority = authority
             }
 
-            init(refused: CLIFailure?) {
-                self.refused = refused
+            init(applied: Bool, authority: String) {
+                self.applied = applied
+                self.authority = authority
             }
         }
     }
