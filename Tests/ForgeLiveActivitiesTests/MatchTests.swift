@@ -127,15 +127,17 @@ struct MatchTests {
                     for minute in stride(from: 9, through: 180, by: 9) {
                         let lastRound = clock.now
                         clock.advance(by: 9 * 60)
-                        if minute == 45 {
-                            // The server accepted the last round's updates; each phone applies its own
-                            // soon after. A token rotated before that would drop it on arrival.
-                            for index in rotated {
-                                try await devices[index].awaitEvent(timeout: .seconds(30)) { event in
-                                    guard case .liveActivityUpdated(_, let timestamp) = event else { return false }
-                                    return timestamp >= lastRound.addingTimeInterval(-1)
-                                }
+                        // The server accepted the last round's updates; each phone applies its own
+                        // soon after. A token rotated, an app uninstalled or an activity dismissed
+                        // before that would meet the update late.
+                        let disturbed = minute == 45 ? rotated : minute == 90 ? uninstalled.union(dismissed) : []
+                        for index in disturbed {
+                            try await devices[index].awaitEvent(timeout: .seconds(30)) { event in
+                                guard case .liveActivityUpdated(_, let timestamp) = event else { return false }
+                                return timestamp >= lastRound.addingTimeInterval(-1)
                             }
+                        }
+                        if minute == 45 {
                             for index in rotated { try devices[index].rotateUpdateToken(of: try #require(devices[index].liveActivities.first?.id)) }
                             #expect(try await log.until {
                                 try await rotated.asyncAllSatisfy { index in
