@@ -26,8 +26,10 @@ extension APNSBench {
                 manager.update(activities:) of all N in chunks of --chunk ids, 4 chunks at once; and sendBulk of the \
                 same pushes (a Live Activity update with the same content state, to the same tokens), the order \
                 of the bulk update and sendBulk alternating between rounds (odd rounds update first). Every push \
-                must be accepted. Prints the rates, the CPU per push and the ratios to sendBulk, per round and as \
-                medians.
+                must be accepted. Before them, the store alone: its part of the bulk update \
+                (applyContentUpdate of all N, a chunk at a time, nothing sent). Prints the rates, the CPU per push \
+                (this process's, and the whole machine's: the server child and PostgreSQL share its cores) and the \
+                ratios to sendBulk, per round and as medians.
 
                 The product's targets, checked on the medians: reports >= 10,000/s on SQLite and >= 5,000/s on \
                 PostgreSQL with 4 connections, for 100,000 activities; the bulk update >= 0.8x sendBulk's rate at 0 ms.
@@ -183,21 +185,28 @@ extension APNSBench.Activities {
 // MARK: Measuring
 
 extension APNSBench.Activities {
-    /// One timed phase: how many operations, the wall time and this process's CPU.
+    /// One timed phase: how many operations, the wall time, this process's CPU and the whole
+    /// machine's (this process, the server child, PostgreSQL's processes, anything else running).
     struct Phase {
         var operations: Int
         var seconds: Double
         var cpuMicroseconds: Double
+        var machineCPUMicroseconds: Double
 
         var rate: Double { Double(self.operations) / self.seconds }
         var cpuPerOperation: Double { self.cpuMicroseconds / Double(self.operations) }
+        var machineCPUPerOperation: Double { self.machineCPUMicroseconds / Double(self.operations) }
 
         /// Times `body`, which returns how many operations it did.
         static func measure(_ body: () async throws -> Int) async rethrows -> Phase {
             let cpuStart = Bench.cpuMicroseconds()
+            let machineStart = Bench.machineCPUMicroseconds()
             let start = ContinuousClock.now
             let operations = try await body()
-            return Phase(operations: operations, seconds: Bench.seconds(.now - start), cpuMicroseconds: Bench.cpuMicroseconds() - cpuStart)
+            return Phase(
+                operations: operations, seconds: Bench.seconds(.now - start), cpuMicroseconds: Bench.cpuMicroseconds() - cpuStart,
+                machineCPUMicroseconds: Bench.machineCPUMicroseconds() - machineStart
+            )
         }
     }
 
@@ -210,6 +219,8 @@ extension APNSBench.Activities {
         /// `nil` with `--no-single-updates`.
         var update: Phase?
         var bulkUpdate: Phase
+        /// The store's part of the bulk update alone: applyContentUpdate of every activity, a chunk at a time.
+        var storeAlone: Phase
         var bulk: Phase
         var updateFirst: Bool
 
@@ -226,11 +237,12 @@ extension APNSBench.Activities {
         let updateFirst = round % 2 == 1
         var bulk: Phase?
         let update = self.noSingleUpdates ? nil : try await Phase.measure { try await self.update(workload, manager: manager, kind: kind) }
+        let storeAlone = try await Phase.measure { try await self.applyContentUpdate(workload, store: store, kind: kind) }
         if !updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
         let bulkUpdate = try await Phase.measure { try await self.bulkUpdate(workload, manager: manager, kind: kind) }
         if updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
         return Round(
-            round: round, kind: kind, reports: reports, pushToStart: pushToStart, update: update, bulkUpdate: bulkUpdate, bulk: bulk!,
+            round: round, kind: kind, reports: reports, pushToStart: pushToStart, update: update, bulkUpdate: bulkUpdate, storeAlone: storeAlone, bulk: bulk!,
             updateFirst: updateFirst
         )
     }
@@ -314,6 +326,19 @@ extension APNSBench.Activities {
         return sent
     }
 
+    /// The store's part of the bulk update, without sending: `applyContentUpdate` of every
+    /// activity, a chunk of --chunk ids at a time; every activity must change.
+    private func applyContentUpdate(_ workload: Workload, store: any LiveActivityStore, kind: StoreKind) async throws -> Int {
+        let state = Array(#"{"status":"at the door","etaMinutes":0,"courier":"Sam"}"#.utf8)
+        var applied = 0
+        for start in stride(from: 0, to: workload.ids.count, by: self.chunk) {
+            let ids = Array(workload.ids[start..<min(start + self.chunk, workload.ids.count)])
+            applied += try await store.applyContentUpdate(ContentUpdate(ids: ids, contentState: state, now: Date(), staleDate: nil)).count
+        }
+        guard applied == workload.ids.count else { throw ValidationError("\(kind): the store changed \(applied) of \(workload.ids.count) activities") }
+        return applied
+    }
+
     /// sendBulk of the pushes `update` sends, to the same tokens; every one must be accepted.
     private func sendBulk(_ workload: Workload, client: APNSClient) async throws -> Int {
         let summary = try await client.sendBulk(workload.notification(), to: workload.tokens).summary()
@@ -364,6 +389,10 @@ extension APNSBench.Activities {
                 "\"bulk_updates_per_s\":\(Int(round.bulkUpdate.rate))",
                 "\"cpu_us_per_bulk_update\":\(Bench.format(round.bulkUpdate.cpuPerOperation))",
                 "\"ratio_bulk_update_bulk\":\(Bench.format(round.bulkRatio, digits: 3))",
+                "\"machine_cpu_us_per_bulk_push\":\(Bench.format(round.bulk.machineCPUPerOperation))",
+                "\"machine_cpu_us_per_bulk_update\":\(Bench.format(round.bulkUpdate.machineCPUPerOperation))",
+                "\"store_alone_per_s\":\(Int(round.storeAlone.rate))",
+                "\"machine_cpu_us_per_store_alone\":\(Bench.format(round.storeAlone.machineCPUPerOperation))",
             ]
             if let update = round.update, let ratio = round.ratio {
                 fields += [
@@ -391,8 +420,12 @@ extension APNSBench.Activities {
         if let update = round.update {
             print(String(format: "  update:         %9.0f/s  %7.2f µs CPU each  (%.2f s)", update.rate, update.cpuPerOperation, update.seconds))
         }
-        print(String(format: "  bulk update:    %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulkUpdate.rate, round.bulkUpdate.cpuPerOperation, round.bulkUpdate.seconds))
-        print(String(format: "  sendBulk:       %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulk.rate, round.bulk.cpuPerOperation, round.bulk.seconds))
+        print(String(format: "  bulk update:    %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulkUpdate.rate, round.bulkUpdate.cpuPerOperation, round.bulkUpdate.seconds)
+            + String(format: "; machine %.2f µs", round.bulkUpdate.machineCPUPerOperation))
+        print(String(format: "  store alone:    %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.storeAlone.rate, round.storeAlone.cpuPerOperation, round.storeAlone.seconds)
+            + String(format: "; machine %.2f µs", round.storeAlone.machineCPUPerOperation))
+        print(String(format: "  sendBulk:       %9.0f/s  %7.2f µs CPU each  (%.2f s)", round.bulk.rate, round.bulk.cpuPerOperation, round.bulk.seconds)
+            + String(format: "; machine %.2f µs", round.bulk.machineCPUPerOperation))
         if let update = round.update, let ratio = round.ratio {
             print(String(format: "  update/sendBulk: %.3f× rate, %.2f× CPU", ratio, update.cpuPerOperation / round.bulk.cpuPerOperation))
         }

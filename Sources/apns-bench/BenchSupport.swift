@@ -39,6 +39,20 @@ enum Bench {
         return (user + system) * 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// CPU time every process on the machine spent (user, nice, system, interrupts, steal), in
+    /// microseconds, from the first line of `/proc/stat` (clock ticks, 10 ms apart): for a phase
+    /// whose work is shared with other processes (a server child, a database server).
+    static func machineCPUMicroseconds() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return 0 }
+        // cpu user nice system idle iowait irq softirq steal …
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard ticks.count >= 8 else { return 0 }
+        let busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+        return busy * 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Peak resident set size in MiB.
     static func peakRSSMiB() -> Double {
         var usage = rusage()
