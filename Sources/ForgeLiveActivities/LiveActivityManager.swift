@@ -1,6 +1,7 @@
 public import ForgeAPNs
 public import ForgeAPNsCore
 public import struct Foundation.Date
+internal import ForgeSupport
 
 /// Managed Live Activities: a registry of activities keyed by the backend's own id, the tokens the
 /// app reports, and the pushes that follow from them, so a backend says "update order 17" and the
@@ -38,6 +39,27 @@ public final class LiveActivityManager: Sendable {
         public var pushToStartConfirmationAge: Duration = .seconds(7 * 86_400)
         /// Automatic renewal by ``LiveActivityManager/sweep()``; `nil` (the default): none.
         public var automaticRenewal: AutomaticRenewal?
+        /// The shortest time between two requested pushes of one activity: 1 second, as Apple's
+        /// DTS engineers advise for an activity's updates (Apple Developer Forums, thread 827808).
+        public var minimumInterval: Duration = .seconds(1)
+        /// Priority-10 updates an activity may get: iOS throttles an activity that spends more, and
+        /// it stops updating. Apple documents a budget without its size; 10 an hour is what senders
+        /// observe (the simulated phone's `DeviceRules` uses the same).
+        public var alertingBudget = UpdateBudget(count: 10, window: .seconds(3600))
+        /// The same budget for an app with `NSSupportsLiveActivitiesFrequentUpdates`: about one a minute.
+        public var frequentAlertingBudget = UpdateBudget(count: 60, window: .seconds(3600))
+        /// The apps (bundle ids) that set `NSSupportsLiveActivitiesFrequentUpdates`.
+        public var frequentUpdatesBundleIDs: Set<APNSBundleID> = []
+        /// How long a manager holds a push it took before others may take it over (it may then
+        /// have been delivered twice).
+        public var lease: Duration = .seconds(30)
+        /// This manager's name in the leases it takes: unique per process.
+        public var instanceName = "manager-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        /// How many times a requested push is tried before it counts as failed (an end is then
+        /// tried again after the minimum interval: it is never dropped).
+        public var deliveryAttempts = 3
+        /// Pushes one ``LiveActivityManager/deliverDue(limit:)`` sends at once.
+        public var deliveryConcurrency = 256
 
         public init() {}
     }
@@ -85,10 +107,12 @@ public final class LiveActivityManager: Sendable {
         case held
     }
 
-    private let client: APNSClient?
-    private let store: any LiveActivityStore
-    private let clock: any APNSWallClock
+    let client: APNSClient?
+    let store: any LiveActivityStore
+    let clock: any APNSWallClock
     public let configuration: Configuration
+    /// Rung by every request in this process: ``run()`` wakes for it.
+    let doorbell = ProgressGate()
 
     /// - Parameters:
     ///   - client: the client pushes go through.
@@ -189,6 +213,7 @@ public final class LiveActivityManager: Sendable {
                 activity.updateToken = token
                 activity.reportSequence = sequence ?? activity.reportSequence
                 if activity.state == .starting { activity.state = .active }
+                self.refreshDue(&activity)
                 // A manager without a client leaves the held push for one that sends (its sweep).
                 guard sends, let waiting = activity.held else { return nil }
                 held = waiting
@@ -200,6 +225,7 @@ public final class LiveActivityManager: Sendable {
                 }
                 return nil
             }
+            if outcome.applied { self.doorbell.advance(by: 1) }
             if outcome.applied, let replaced { await self.endReplaced(id, token: replaced) }
             guard outcome.applied, let held else { return outcome }
             var sent = outcome
@@ -219,6 +245,7 @@ public final class LiveActivityManager: Sendable {
                 activity.held = nil
                 activity.why = "ended on the device"
                 activity.record("ended", "on the device (dismissed, or ended by iOS)", at: now)
+                self.refreshDue(&activity)
                 return nil
             }
         }
@@ -567,6 +594,7 @@ public final class LiveActivityManager: Sendable {
                     current.held = nil
                     current.why = "iOS ended it \(Self.hours(self.configuration.maximumAge)) after it started"
                     current.record("ended", current.why ?? "", at: now)
+                    self.refreshDue(&current)
                 } else if current.state == .active {
                     current.state = .stale
                     current.record("stale", "past its stale date", at: now)
@@ -655,6 +683,7 @@ public final class LiveActivityManager: Sendable {
             activity.held = nil
             activity.why = "APNs answered \(reason.rawValue) for its update token"
             activity.record("dead", activity.why ?? "", at: self.clock.now)
+            self.refreshDue(&activity)
             return nil
         }
     }
@@ -688,7 +717,7 @@ public final class LiveActivityManager: Sendable {
     }
 
     /// Changes a live activity with `body` (compare-and-set, read again on a conflict).
-    private func modifyLive(
+    func modifyLive(
         _ id: LiveActivityID, refusing: Set<String>, _ body: (inout ManagedActivity) throws(LiveActivityError) -> Void
     ) async throws(LiveActivityError) {
         for _ in 0..<Self.conflictLimit {
@@ -707,7 +736,7 @@ public final class LiveActivityManager: Sendable {
 
     /// Applies `body` to the activity `id` (or to `creating`, when there is none and one is given):
     /// `body` returns why it changed nothing, or `nil` after changing it.
-    private func changeActivity(
+    func changeActivity(
         _ id: LiveActivityID, creating: ManagedActivity?, _ body: (inout ManagedActivity) throws(LiveActivityError) -> String?
     ) async throws(LiveActivityError) -> ReportOutcome {
         for _ in 0..<Self.conflictLimit {
@@ -740,7 +769,7 @@ public final class LiveActivityManager: Sendable {
     private static let conflictLimit = 64
 
     /// The client, or why there is none.
-    private func sendingClient() throws(LiveActivityError) -> APNSClient {
+    func sendingClient() throws(LiveActivityError) -> APNSClient {
         guard let client = self.client else {
             throw LiveActivityError(.noClient, rule: "this manager was made without a client: it records reports and sends nothing")
         }
@@ -748,7 +777,7 @@ public final class LiveActivityManager: Sendable {
     }
 
     /// A token as the history shows it: its first 8 digits.
-    private static func short(_ token: DeviceToken) -> String {
+    static func short(_ token: DeviceToken) -> String {
         "\(token.hexString.prefix(8))…"
     }
 
@@ -764,7 +793,7 @@ public final class LiveActivityManager: Sendable {
     }
 
     /// Runs a store call, its failure as a ``LiveActivityError/Code/store`` error.
-    private func storing<T>(_ body: () async throws -> T) async throws(LiveActivityError) -> T {
+    func storing<T>(_ body: () async throws -> T) async throws(LiveActivityError) -> T {
         do {
             return try await body()
         } catch let error as LiveActivityError {
@@ -777,7 +806,7 @@ public final class LiveActivityManager: Sendable {
 
 extension Date {
     /// The time from `start` to `end`, as a duration.
-    fileprivate static func durationBetween(_ start: Date, _ end: Date) -> Duration {
+    static func durationBetween(_ start: Date, _ end: Date) -> Duration {
         .milliseconds(Int64((end.timeIntervalSince(start) * 1000).rounded()))
     }
 }

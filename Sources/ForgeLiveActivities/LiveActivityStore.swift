@@ -29,6 +29,12 @@ public protocol LiveActivityStore: Sendable {
     /// A store that has no faster way returns `[]` (the default), and every activity is updated on
     /// its own.
     func applyContentUpdate(_ update: ContentUpdate) async throws -> [AppliedContentUpdate]
+    /// The activities whose ``ActivityDelivery/dueAt`` is at or before `date`, earliest first, at
+    /// most `limit`: those with a requested push to send, or a lapsed lease to take over. A durable
+    /// store keeps `dueAt` in an indexed column; the default reads every activity.
+    func dueActivities(at date: Date, limit: Int) async throws -> [ManagedActivity]
+    /// The earliest ``ActivityDelivery/dueAt`` of all activities, `nil` when nothing waits.
+    func earliestDue() async throws -> Date?
 }
 
 /// One content state for many activities (``LiveActivityStore/applyContentUpdate(_:)``).
@@ -69,6 +75,25 @@ public struct AppliedContentUpdate: Sendable {
 extension LiveActivityStore {
     /// None: the manager updates every activity on its own.
     public func applyContentUpdate(_ update: ContentUpdate) async throws -> [AppliedContentUpdate] { [] }
+
+    /// Every activity read and filtered: correct for any store, and as slow as reading them all.
+    public func dueActivities(at date: Date, limit: Int) async throws -> [ManagedActivity] {
+        Array(try await self.activities().dueActivities(at: date, limit: limit))
+    }
+
+    /// Every activity read.
+    public func earliestDue() async throws -> Date? {
+        try await self.activities().compactMap(\.delivery.dueAt).min()
+    }
+}
+
+extension Sequence<ManagedActivity> {
+    /// Those due at `date`, earliest first (then by id), at most `limit`.
+    func dueActivities(at date: Date, limit: Int) -> ArraySlice<ManagedActivity> {
+        self.filter { ($0.delivery.dueAt ?? .distantFuture) <= date }
+            .sorted { ($0.delivery.dueAt!, $0.id) < ($1.delivery.dueAt!, $1.id) }
+            .prefix(Swift.max(0, limit))
+    }
 }
 
 extension ManagedActivity {
@@ -123,6 +148,14 @@ public final class InMemoryLiveActivityStore: LiveActivityStore {
         self.state.withLock { state in
             update.ids.compactMap { id in state.activities[id]?.applyContentUpdate(update) }
         }
+    }
+
+    public func dueActivities(at date: Date, limit: Int) async throws -> [ManagedActivity] {
+        Array(self.state.withLock { $0.activities.values.dueActivities(at: date, limit: limit) })
+    }
+
+    public func earliestDue() async throws -> Date? {
+        self.state.withLock { $0.activities.values.compactMap(\.delivery.dueAt).min() }
     }
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {

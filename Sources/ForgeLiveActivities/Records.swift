@@ -139,6 +139,9 @@ public struct ManagedActivity: Hashable, Sendable {
     /// Its changes of state and token, oldest first: the last ``historyLimit`` are kept. Updates
     /// sent to a running activity are not listed (``lastTimestamp`` says when the last one went).
     public var history: [ActivityHistoryEntry] = []
+    /// The pacing of the pushes requested through ``LiveActivityManager/request(update:contentState:staleDate:alert:relevanceScore:importance:)``
+    /// and ``LiveActivityManager/request(end:contentState:dismissalDate:)``.
+    public var delivery = ActivityDelivery()
     /// The store's version of this record: each write increases it (compare-and-set).
     public var version: Int
 
@@ -206,4 +209,110 @@ public struct PushToStartRecord: Hashable, Sendable {
         self.deadReason = deadReason
         self.version = version
     }
+}
+
+/// How much an update matters to the person, which decides its priority
+/// (``LiveActivityManager/request(update:contentState:staleDate:alert:relevanceScore:importance:)``).
+public enum UpdateImportance: String, Hashable, Sendable, CaseIterable {
+    /// Priority 5: spends no budget; iOS shows it when it suits the device's power.
+    case routine
+    /// Priority 10 while the activity's budget of priority-10 updates allows, else priority 5 (a
+    /// counted downgrade): iOS throttles an activity that spends more, and the activity freezes.
+    case alerting
+}
+
+/// A push the manager was asked for and has not sent yet (or is sending): an update or an end,
+/// with what it carries. Only the latest waits: a newer update replaces a waiting one, and an end
+/// replaces any waiting update.
+public struct PendingPush: Hashable, Sendable {
+    /// `update` or `end`.
+    public enum Kind: String, Hashable, Sendable {
+        case update
+        case end
+    }
+
+    public var kind: Kind
+    /// The content state, as JSON.
+    public var contentState: [UInt8]
+    public var staleDate: Date?
+    /// For an end: when the activity leaves the Lock Screen.
+    public var dismissalDate: Date?
+    /// The alert of an update, as the payload's `aps.alert` JSON.
+    public var alert: [UInt8]?
+    public var relevanceScore: Double?
+    public var importance: UpdateImportance
+    /// When the backend asked for it.
+    public var requestedAt: Date
+    /// Sends that failed and were retried.
+    public var attempts: Int
+
+    public init(
+        kind: Kind, contentState: [UInt8], staleDate: Date? = nil, dismissalDate: Date? = nil, alert: [UInt8]? = nil,
+        relevanceScore: Double? = nil, importance: UpdateImportance = .routine, requestedAt: Date, attempts: Int = 0
+    ) {
+        self.kind = kind
+        self.contentState = contentState
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.alert = alert
+        self.relevanceScore = relevanceScore
+        self.importance = importance
+        self.requestedAt = requestedAt
+        self.attempts = attempts
+    }
+}
+
+/// A push one manager took to send: no other sends the activity's pushes until its lease ends, and
+/// after that another takes over (and says the push may have been delivered).
+public struct InFlightPush: Hashable, Sendable {
+    public var push: PendingPush
+    /// The manager that sends it (``LiveActivityManager/Configuration/instanceName``).
+    public var owner: String
+    /// Until when the others leave it alone.
+    public var leaseUntil: Date
+    /// The `apns-priority` it goes with: 10 or 5.
+    public var priority: Int
+    /// The `timestamp` it carries.
+    public var timestamp: Date
+
+    public init(push: PendingPush, owner: String, leaseUntil: Date, priority: Int, timestamp: Date) {
+        self.push = push
+        self.owner = owner
+        self.leaseUntil = leaseUntil
+        self.priority = priority
+        self.timestamp = timestamp
+    }
+}
+
+/// The pacing of an activity's requested pushes: at most one in flight and one waiting, a minimum
+/// interval between sends, the ledger of its priority-10 updates, and the counts.
+public struct ActivityDelivery: Hashable, Sendable {
+    /// The latest push asked for and not taken yet.
+    public var waiting: PendingPush?
+    /// The push a manager is sending.
+    public var inFlight: InFlightPush?
+    /// When the last push went.
+    public var lastSentAt: Date?
+    /// When a manager should act next: send the waiting push, or take over a lapsed lease. `nil`
+    /// when nothing waits. Stores find due activities by it.
+    public var dueAt: Date?
+    /// When its priority-10 updates went, within the budget's window (older ones are dropped).
+    public var alertingSent: [Date] = []
+    /// Updates and ends asked for.
+    public var requested = 0
+    /// Pushes APNs accepted.
+    public var sent = 0
+    /// Pushes replaced by a newer one before they were sent.
+    public var superseded = 0
+    /// Alerting updates sent at priority 5 because the budget was spent.
+    public var downgraded = 0
+    /// Pushes APNs did not accept, or that failed for good.
+    public var failed = 0
+    /// Pushes sent again after another manager's lease ran out: they may have been delivered twice.
+    public var mayHaveBeenDeliveredTwice = 0
+
+    public init() {}
+
+    /// Whether nothing was ever asked for.
+    public var isEmpty: Bool { self == ActivityDelivery() }
 }

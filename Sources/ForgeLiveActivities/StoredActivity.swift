@@ -35,13 +35,17 @@ package struct StoredActivity: Sendable, Equatable {
     package var renewals: Int64
     /// ``ManagedActivity/history`` as JSON (``StoredHistory``); `nil` for none.
     package var history: [UInt8]?
+    /// ``ManagedActivity/delivery`` as JSON (``StoredDelivery``); `nil` when nothing was requested.
+    package var delivery: [UInt8]?
+    /// ``ActivityDelivery/dueAt``, in its own column so that due activities are found by an index.
+    package var dueAt: Int64?
     package var version: Int64
 
     package init(
         id: String, bundleID: String, attributesType: String, installation: String?, updateToken: String?, channelID: String?,
         state: String, stateReason: String?, startedAt: Int64, lastContentState: [UInt8]?, lastTimestamp: Int64?, staleDate: Int64?,
         held: [UInt8]?, reportSequence: Int64?, why: String?, attributes: [UInt8]?, renewalToken: String?, renewalStartedAt: Int64?,
-        renewals: Int64, history: [UInt8]?, version: Int64
+        renewals: Int64, history: [UInt8]?, delivery: [UInt8]? = nil, dueAt: Int64? = nil, version: Int64
     ) {
         self.id = id
         self.bundleID = bundleID
@@ -63,6 +67,8 @@ package struct StoredActivity: Sendable, Equatable {
         self.renewalStartedAt = renewalStartedAt
         self.renewals = renewals
         self.history = history
+        self.delivery = delivery
+        self.dueAt = dueAt
         self.version = version
     }
 
@@ -79,7 +85,9 @@ package struct StoredActivity: Sendable, Equatable {
             held: activity.held.map(StoredHeldPush.encode), reportSequence: activity.reportSequence, why: activity.why,
             attributes: activity.attributes, renewalToken: activity.renewal?.replacedToken.hexString,
             renewalStartedAt: activity.renewal?.startedAt.storedMilliseconds, renewals: Int64(activity.renewals),
-            history: activity.history.isEmpty ? nil : StoredHistory.encode(activity.history), version: Int64(version)
+            history: activity.history.isEmpty ? nil : StoredHistory.encode(activity.history),
+            delivery: activity.delivery.isEmpty ? nil : StoredDelivery.encode(activity.delivery),
+            dueAt: activity.delivery.dueAt?.storedMilliseconds, version: Int64(version)
         )
     }
 
@@ -123,6 +131,7 @@ package struct StoredActivity: Sendable, Equatable {
         }
         activity.renewals = Int(self.renewals)
         activity.history = try self.history.map { bytes throws(LiveActivityError) in try StoredHistory.decode(bytes, of: record) } ?? []
+        if let delivery = self.delivery { activity.delivery = try StoredDelivery.decode(delivery, of: record) }
         return activity
     }
 
@@ -201,6 +210,135 @@ struct StoredHeldPush: Codable {
             event: stored.event, contentState: Array(stored.contentState), dismissalDate: stored.dismissalDate.map(Date.init(storedMilliseconds:)),
             requestedAt: Date(storedMilliseconds: stored.requestedAt)
         )
+    }
+}
+
+/// ``ActivityDelivery`` as one JSON object, with dates as milliseconds since 1970 and content
+/// states and alerts as base64 of their exact bytes.
+struct StoredDelivery: Codable {
+    struct Push: Codable {
+        var kind: String
+        var contentState: Data
+        var staleDate: Int64?
+        var dismissalDate: Int64?
+        var alert: Data?
+        var relevanceScore: Double?
+        var importance: String
+        var requestedAt: Int64
+        var attempts: Int
+
+        enum CodingKeys: String, CodingKey {
+            case kind, alert, importance, attempts
+            case contentState = "content_state"
+            case staleDate = "stale_date_ms"
+            case dismissalDate = "dismissal_date_ms"
+            case relevanceScore = "relevance_score"
+            case requestedAt = "requested_at_ms"
+        }
+
+        init(_ push: PendingPush) {
+            self.kind = push.kind.rawValue
+            self.contentState = Data(push.contentState)
+            self.staleDate = push.staleDate?.storedMilliseconds
+            self.dismissalDate = push.dismissalDate?.storedMilliseconds
+            self.alert = push.alert.map { Data($0) }
+            self.relevanceScore = push.relevanceScore
+            self.importance = push.importance.rawValue
+            self.requestedAt = push.requestedAt.storedMilliseconds
+            self.attempts = push.attempts
+        }
+
+        func push(of record: String) throws(LiveActivityError) -> PendingPush {
+            guard let kind = PendingPush.Kind(rawValue: self.kind), let importance = UpdateImportance(rawValue: self.importance) else {
+                throw LiveActivityError(.store, field: "delivery", rule: "the stored \(record) has a push of unknown kind or importance")
+            }
+            return PendingPush(
+                kind: kind, contentState: Array(self.contentState), staleDate: self.staleDate.map(Date.init(storedMilliseconds:)),
+                dismissalDate: self.dismissalDate.map(Date.init(storedMilliseconds:)), alert: self.alert.map(Array.init),
+                relevanceScore: self.relevanceScore, importance: importance, requestedAt: Date(storedMilliseconds: self.requestedAt),
+                attempts: self.attempts
+            )
+        }
+    }
+
+    struct InFlight: Codable {
+        var push: Push
+        var owner: String
+        var leaseUntil: Int64
+        var priority: Int
+        var timestamp: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case push, owner, priority
+            case leaseUntil = "lease_until_ms"
+            case timestamp = "timestamp_ms"
+        }
+    }
+
+    var waiting: Push?
+    var inFlight: InFlight?
+    var lastSentAt: Int64?
+    var dueAt: Int64?
+    var alertingSent: [Int64]
+    var requested: Int
+    var sent: Int
+    var superseded: Int
+    var downgraded: Int
+    var failed: Int
+    var mayHaveBeenDeliveredTwice: Int
+
+    enum CodingKeys: String, CodingKey {
+        case waiting, requested, sent, superseded, downgraded, failed
+        case inFlight = "in_flight"
+        case lastSentAt = "last_sent_at_ms"
+        case dueAt = "due_at_ms"
+        case alertingSent = "alerting_sent_ms"
+        case mayHaveBeenDeliveredTwice = "may_have_been_delivered_twice"
+    }
+
+    static func encode(_ delivery: ActivityDelivery) -> [UInt8] {
+        let stored = StoredDelivery(
+            waiting: delivery.waiting.map(Push.init),
+            inFlight: delivery.inFlight.map {
+                InFlight(
+                    push: Push($0.push), owner: $0.owner, leaseUntil: $0.leaseUntil.storedMilliseconds, priority: $0.priority,
+                    timestamp: $0.timestamp.storedMilliseconds
+                )
+            },
+            lastSentAt: delivery.lastSentAt?.storedMilliseconds, dueAt: delivery.dueAt?.storedMilliseconds,
+            alertingSent: delivery.alertingSent.map(\.storedMilliseconds), requested: delivery.requested, sent: delivery.sent,
+            superseded: delivery.superseded, downgraded: delivery.downgraded, failed: delivery.failed,
+            mayHaveBeenDeliveredTwice: delivery.mayHaveBeenDeliveredTwice
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // Strings, numbers and base64 (a relevance score is finite: the manager checks it).
+        guard let bytes = try? encoder.encode(stored) else { preconditionFailure("a delivery cannot be encoded as JSON") }
+        return Array(bytes)
+    }
+
+    static func decode(_ bytes: [UInt8], of record: String) throws(LiveActivityError) -> ActivityDelivery {
+        let stored = try storedColumn("delivery", of: record) { () throws(any Error) in
+            try JSONDecoder().decode(StoredDelivery.self, from: Data(bytes))
+        }
+        var delivery = ActivityDelivery()
+        delivery.waiting = try stored.waiting.map { push throws(LiveActivityError) in try push.push(of: record) }
+        if let inFlight = stored.inFlight {
+            delivery.inFlight = InFlightPush(
+                push: try inFlight.push.push(of: record), owner: inFlight.owner, leaseUntil: Date(storedMilliseconds: inFlight.leaseUntil),
+                priority: inFlight.priority, timestamp: Date(storedMilliseconds: inFlight.timestamp)
+            )
+        }
+        delivery.lastSentAt = stored.lastSentAt.map(Date.init(storedMilliseconds:))
+        delivery.dueAt = stored.dueAt.map(Date.init(storedMilliseconds:))
+        delivery.alertingSent = stored.alertingSent.map(Date.init(storedMilliseconds:))
+        delivery.requested = stored.requested
+        delivery.sent = stored.sent
+        delivery.superseded = stored.superseded
+        delivery.downgraded = stored.downgraded
+        delivery.failed = stored.failed
+        delivery.mayHaveBeenDeliveredTwice = stored.mayHaveBeenDeliveredTwice
+        return delivery
     }
 }
 

@@ -24,3 +24,28 @@ enum StoredJSON {
         }
     }
 }
+
+/// An alert kept as the payload's `aps.alert` JSON, read back: `title` and `body` each a string or
+/// `{"loc-key", "loc-args"}`, `sound` a string.
+enum StoredAlert {
+    static func alert(_ bytes: [UInt8]) -> APNSLiveActivityAlert? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+            let title = text(object["title"]), let body = text(object["body"])
+        else { return nil }
+        return APNSLiveActivityAlert(title: title, body: body, sound: object["sound"] as? String)
+    }
+
+    private static func text(_ value: Any?) -> APNSLiveActivityAlert.Text? {
+        if let plain = value as? String { return .plain(plain) }
+        guard let localized = value as? [String: Any], let key = localized["loc-key"] as? String else { return nil }
+        return .localized(key: key, arguments: localized["loc-args"] as? [String] ?? [])
+    }
+}
+
+extension Date {
+    /// The date `duration` later.
+    func addingDuration(_ duration: Duration) -> Date {
+        let (seconds, attoseconds) = duration.components
+        return self.addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+    }
+}

@@ -1,5 +1,5 @@
 internal import ForgeAPNsCore
-internal import struct Foundation.Date
+public import struct Foundation.Date
 public import ForgeLiveActivities
 public import Logging
 public import PostgresNIO
@@ -21,13 +21,15 @@ public import PostgresNIO
 ///   `last_content_state` (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON
 ///   bytes), `report_sequence`, `why`, `attributes` (JSON bytes), `renewal_token` and
 ///   `renewal_started_at_ms` (a renewal under way), `renewals`, `version`, `history` (JSON bytes:
-///   `[{"at_ms", "event", "detail"}]`; added by schema version 2). Dates are milliseconds since 1970.
+///   `[{"at_ms", "event", "detail"}]`; added by schema version 2), `delivery` (JSON bytes: the
+///   requested pushes' pacing, ``ActivityDelivery``) and `due_at_ms` (when it is next due; indexed;
+///   both added by schema version 3). Dates are milliseconds since 1970.
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`.
 public final class PostgresLiveActivityStore: LiveActivityStore {
     /// The schema this build creates and reads.
-    public static let schemaVersion = 2
+    public static let schemaVersion = 3
     /// The advisory lock held while the tables are created (the campaign schema's is 7262746567,
     /// its provider tokens' 7262746568).
     static let createLock: Int64 = 7_262_746_569
@@ -113,6 +115,10 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         """,
         // Schema version 2.
         "ALTER TABLE live_activities ADD COLUMN IF NOT EXISTS history bytea",
+        // Schema version 3.
+        "ALTER TABLE live_activities ADD COLUMN IF NOT EXISTS delivery bytea",
+        "ALTER TABLE live_activities ADD COLUMN IF NOT EXISTS due_at_ms bigint",
+        "CREATE INDEX IF NOT EXISTS live_activities_due ON live_activities (due_at_ms) WHERE due_at_ms IS NOT NULL",
         """
         CREATE TABLE IF NOT EXISTS live_activity_push_to_start (
             installation text NOT NULL,
@@ -195,15 +201,30 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         try await self.activities(where: "", doing: "reading the activities")
     }
 
+    public func dueActivities(at date: Date, limit: Int) async throws -> [ManagedActivity] {
+        let milliseconds = date.storedMilliseconds
+        let count = max(0, limit)
+        return try await self.activities(
+            where: "WHERE due_at_ms <= \(milliseconds) ORDER BY due_at_ms, id LIMIT \(count)", doing: "reading the due activities"
+        )
+    }
+
+    public func earliestDue() async throws -> Date? {
+        let rows = try await self.rows("SELECT min(due_at_ms) FROM live_activities WHERE due_at_ms IS NOT NULL", doing: "reading the earliest due activity") {
+            cells in try cells[0].decode(Int64?.self)
+        }
+        return rows.first.flatMap { $0 }.map(Date.init(storedMilliseconds:))
+    }
+
     /// The activities `filter` (a `WHERE` clause, or nothing) selects, in id order.
     private func activities(where filter: PostgresQuery, doing what: String) async throws(LiveActivityError) -> [ManagedActivity] {
         var query: PostgresQuery = """
             SELECT id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
                 last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-                renewal_started_at_ms, renewals, version, history
+                renewal_started_at_ms, renewals, version, history, delivery, due_at_ms
             FROM live_activities
             """
-        query.sql += " \(filter.sql) ORDER BY id"
+        query.sql += " \(filter.sql)" + (filter.sql.contains("ORDER BY") ? "" : " ORDER BY id")
         query.binds = filter.binds
         let rows = try await self.rows(query, doing: what) { cells in try Self.storedActivity(cells) }
         return try rows.map { row throws(LiveActivityError) in try row.activity() }
@@ -232,7 +253,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                 renewalToken: try cells["renewal_token"].decode(String?.self),
                 renewalStartedAt: try cells["renewal_started_at_ms"].decode(Int64?.self), renewals: try cells["renewals"].decode(Int64.self),
                 history: try cells["history"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
-                version: try cells["version"].decode(Int64.self)
+                delivery: try cells["delivery"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
+                dueAt: try cells["due_at_ms"].decode(Int64?.self), version: try cells["version"].decode(Int64.self)
             )
     }
 
@@ -317,11 +339,11 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
 private let activityColumns = """
     id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms, last_content_state,
     last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token, renewal_started_at_ms, renewals,
-    version, history
+    version, history, delivery, due_at_ms
     """
 
 private struct SelectActivity: PostgresPreparedStatement {
-    static let name = "forge_live_activity_select_v2"
+    static let name = "forge_live_activity_select_v3"
     static let sql = "SELECT \(activityColumns) FROM live_activities WHERE id = $1"
     typealias Row = StoredActivity
 
@@ -359,17 +381,19 @@ private func bindValues(_ row: StoredActivity, to bindings: inout PostgresBindin
     bindings.append(row.renewalStartedAt)
     bindings.append(row.renewals)
     bindings.append(row.history.map { ByteBuffer(bytes: $0) })
+    bindings.append(row.delivery.map { ByteBuffer(bytes: $0) })
+    bindings.append(row.dueAt)
 }
 
-/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$21` the new version, `$22` the expected one.
+/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$23` the new version, `$24` the expected one.
 private struct UpdateActivity: PostgresPreparedStatement {
-    static let name = "forge_live_activity_update_v2"
+    static let name = "forge_live_activity_update_v3"
     static let sql = """
         UPDATE live_activities SET bundle_id = $2, attributes_type = $3, installation = $4, update_token = $5, channel_id = $6,
             state = $7, state_reason = $8, started_at_ms = $9, last_content_state = $10, last_timestamp_ms = $11, stale_date_ms = $12,
             held_push = $13, report_sequence = $14, why = $15, attributes = $16, renewal_token = $17, renewal_started_at_ms = $18,
-            renewals = $19, history = $20, version = $21
-        WHERE id = $1 AND version = $22
+            renewals = $19, history = $20, delivery = $21, due_at_ms = $22, version = $23
+        WHERE id = $1 AND version = $24
         RETURNING version
         """
     typealias Row = Int64
@@ -378,7 +402,7 @@ private struct UpdateActivity: PostgresPreparedStatement {
     var expected: Int64
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 22)
+        var bindings = PostgresBindings(capacity: 24)
         bindings.append(self.row.id)
         try bindValues(self.row, to: &bindings)
         bindings.append(self.row.version)
@@ -389,14 +413,14 @@ private struct UpdateActivity: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
 }
 
-/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$21` the version.
+/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$23` the version.
 private struct InsertActivity: PostgresPreparedStatement {
-    static let name = "forge_live_activity_insert_v2"
+    static let name = "forge_live_activity_insert_v3"
     static let sql = """
         INSERT INTO live_activities (id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason,
             started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-            renewal_started_at_ms, renewals, history, version)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+            renewal_started_at_ms, renewals, history, delivery, due_at_ms, version)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
         ON CONFLICT (id) DO NOTHING
         RETURNING version
         """
@@ -405,7 +429,7 @@ private struct InsertActivity: PostgresPreparedStatement {
     var row: StoredActivity
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 21)
+        var bindings = PostgresBindings(capacity: 23)
         bindings.append(self.row.id)
         try bindValues(self.row, to: &bindings)
         bindings.append(self.row.version)

@@ -1,7 +1,7 @@
 internal import ForgeAPNsCore
 public import ForgeLiveActivities
 internal import ForgeSupport
-internal import Foundation
+public import Foundation
 internal import GRDB
 
 /// A ``LiveActivityStore`` in one SQLite file, for a backend that runs as one process: the registry
@@ -23,7 +23,9 @@ internal import GRDB
 ///   (its name) and `state_reason` (a dead one's reason), `started_at_ms`, `last_content_state`
 ///   (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON bytes), `report_sequence`,
 ///   `why`, `attributes` (JSON bytes), `renewal_token` and `renewal_started_at_ms` (a renewal under
-///   way), `renewals`, `version`, `history` (JSON bytes: `[{"at_ms", "event", "detail"}]`). Dates are integer milliseconds since 1970 (a finer part is rounded away).
+///   way), `renewals`, `version`, `history` (JSON bytes: `[{"at_ms", "event", "detail"}]`), `delivery`
+///   (JSON bytes: the requested pushes' pacing, ``ActivityDelivery``) and `due_at_ms` (when it is
+///   next due; indexed). Dates are integer milliseconds since 1970 (a finer part is rounded away).
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`.
@@ -32,7 +34,7 @@ internal import GRDB
 /// in `PRAGMA user_version` (``schemaVersion``).
 public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// The schema this build creates and reads, kept in the file's `PRAGMA user_version`.
-    public static let schemaVersion = 2
+    public static let schemaVersion = 3
     /// The file's `PRAGMA application_id`: "FgLA" in ASCII, telling a store from other SQLite files
     /// (SQLite's file format, "Application ID").
     public static let applicationID: Int32 = 0x4667_4C41
@@ -138,13 +140,23 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// Creates the tables in a new file, or brings an older schema up to this build's, in the
     /// caller's transaction (checked again there: another store may have done it since the first look).
     ///
-    /// Version 2 added `live_activities.history`.
+    /// Version 2 added `live_activities.history`; version 3 `delivery` and `due_at_ms` (indexed).
     private static func prepareSchema(_ db: Database, path: String) throws {
         let contents = try Self.contents(db)
         try Self.check(contents, path: path)
         if case .store(let version) = contents {
             if version < 2 {
                 try db.execute(sql: "ALTER TABLE live_activities ADD COLUMN history BLOB; PRAGMA user_version = 2;")
+            }
+            if version < 3 {
+                try db.execute(
+                    sql: """
+                        ALTER TABLE live_activities ADD COLUMN delivery BLOB;
+                        ALTER TABLE live_activities ADD COLUMN due_at_ms INTEGER;
+                        \(Self.dueIndex)
+                        PRAGMA user_version = 3;
+                        """
+                )
             }
             return
         }
@@ -171,8 +183,11 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                     renewal_started_at_ms INTEGER,
                     renewals INTEGER NOT NULL,
                     version INTEGER NOT NULL,
-                    history BLOB
+                    history BLOB,
+                    delivery BLOB,
+                    due_at_ms INTEGER
                 ) WITHOUT ROWID;
+                \(Self.dueIndex)
                 CREATE TABLE live_activity_push_to_start (
                     installation TEXT NOT NULL,
                     bundle_id TEXT NOT NULL,
@@ -191,12 +206,15 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         )
     }
 
+    /// The index due activities are found by: only the rows with something due are in it.
+    private static let dueIndex = "CREATE INDEX live_activities_due ON live_activities (due_at_ms) WHERE due_at_ms IS NOT NULL;"
+
     // MARK: Activities
 
     private static let activityColumns = """
         id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
         last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-        renewal_started_at_ms, renewals, version, history
+        renewal_started_at_ms, renewals, version, history, delivery, due_at_ms
         """
 
     public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
@@ -260,7 +278,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 row.bundleID, row.attributesType, row.installation, row.updateToken, row.channelID, row.state, row.stateReason,
                 row.startedAt, row.lastContentState.map { Data($0) }, row.lastTimestamp, row.staleDate, row.held.map { Data($0) },
                 row.reportSequence, row.why, row.attributes.map { Data($0) }, row.renewalToken, row.renewalStartedAt, row.renewals,
-                row.version, row.history.map { Data($0) },
+                row.version, row.history.map { Data($0) }, row.delivery.map { Data($0) }, row.dueAt,
             ]
             if let expected {
                 try db.cachedStatement(
@@ -268,14 +286,14 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                         UPDATE live_activities SET bundle_id = ?, attributes_type = ?, installation = ?, update_token = ?, channel_id = ?,
                             state = ?, state_reason = ?, started_at_ms = ?, last_content_state = ?, last_timestamp_ms = ?,
                             stale_date_ms = ?, held_push = ?, report_sequence = ?, why = ?, attributes = ?, renewal_token = ?,
-                            renewal_started_at_ms = ?, renewals = ?, version = ?, history = ?
+                            renewal_started_at_ms = ?, renewals = ?, version = ?, history = ?, delivery = ?, due_at_ms = ?
                         WHERE id = ? AND version = ?
                         """
                 ).execute(arguments: StatementArguments(values + [row.id, expected]))
             } else {
                 try db.cachedStatement(
                     sql: """
-                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO NOTHING
                         """
                 ).execute(arguments: StatementArguments([row.id] + values))
@@ -306,8 +324,24 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             state: row[6], stateReason: row[7], startedAt: row[8], lastContentState: (row[9] as Data?).map(Array.init),
             lastTimestamp: row[10], staleDate: row[11], held: (row[12] as Data?).map(Array.init), reportSequence: row[13], why: row[14],
             attributes: (row[15] as Data?).map(Array.init), renewalToken: row[16], renewalStartedAt: row[17], renewals: row[18],
-            history: (row[20] as Data?).map(Array.init), version: row[19]
+            history: (row[20] as Data?).map(Array.init), delivery: (row[21] as Data?).map(Array.init), dueAt: row[22], version: row[19]
         )
+    }
+
+    public func dueActivities(at date: Date, limit: Int) async throws -> [ManagedActivity] {
+        let rows = try await self.reading("reading the due activities") { db in
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(Self.activityColumns) FROM live_activities WHERE due_at_ms <= ? ORDER BY due_at_ms, id LIMIT ?"
+            )
+            return try Row.fetchAll(statement, arguments: [date.storedMilliseconds, max(0, limit)]).map(Self.storedActivity)
+        }
+        return try rows.map { row throws(LiveActivityError) in try row.activity() }
+    }
+
+    public func earliestDue() async throws -> Date? {
+        try await self.reading("reading the earliest due activity") { db in
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(due_at_ms) FROM live_activities WHERE due_at_ms IS NOT NULL"))
+        }.map(Date.init(storedMilliseconds:))
     }
 
     // MARK: Push-to-start tokens

@@ -59,7 +59,7 @@ struct SQLiteLiveActivityStoreFileTests {
         #expect(version == newer)
     }
 
-    @Test("A file of schema version 1 (before the history) is brought up to date with its records, which then keep a history")
+    @Test("A file of schema version 1 (before the history and the delivery) is brought up to date with its records, which then keep both")
     func migratesVersion1() async throws {
         let folder = try TemporaryFolder("la-schema")
         defer { folder.remove() }
@@ -69,17 +69,26 @@ struct SQLiteLiveActivityStoreFileTests {
             installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
         )
         #expect(try await SQLiteLiveActivityStore(path: path).save(activity, replacing: nil))
-        // The file as the first schema had it: no history column, user_version 1.
+        // The file as the first schema had it: no history, delivery or due_at_ms column, user_version 1.
         try await DatabaseQueue(path: path).writeWithoutTransaction { db in
-            try db.execute(sql: "ALTER TABLE live_activities DROP COLUMN history; PRAGMA user_version = 1")
+            try db.execute(
+                sql: """
+                    DROP INDEX live_activities_due; ALTER TABLE live_activities DROP COLUMN due_at_ms;
+                    ALTER TABLE live_activities DROP COLUMN delivery; ALTER TABLE live_activities DROP COLUMN history; PRAGMA user_version = 1
+                    """
+            )
         }
         let store = try SQLiteLiveActivityStore(path: path)
         let read = try #require(try await store.activity(activity.id))
         #expect(read.version == 1 && read.history.isEmpty)
         activity.record("update_token", "0123abcd…", at: Date(timeIntervalSince1970: 1_700_000_060))
         activity.record("dead", "APNs said \"Unregistered\"\n\\ ✓\u{7}", at: Date(timeIntervalSince1970: 1_700_000_061.5))
+        activity.delivery.waiting = PendingPush(kind: .update, contentState: Array("{}".utf8), requestedAt: Date(timeIntervalSince1970: 1_700_000_062))
+        activity.delivery.dueAt = Date(timeIntervalSince1970: 1_700_000_062)
         #expect(try await store.save(activity, replacing: 1))
         #expect(try await store.activity(activity.id)?.history == activity.history)
+        #expect(try await store.activity(activity.id)?.delivery == activity.delivery)
+        #expect(try await store.dueActivities(at: Date(timeIntervalSince1970: 1_700_000_063), limit: 5).map(\.id) == [activity.id])
         // The column is JSON as Foundation reads it.
         let column = try await DatabaseQueue(path: path).read { db in try Data.fetchOne(db, sql: "SELECT history FROM live_activities") }
         let bytes = try #require(column)
@@ -125,7 +134,7 @@ struct PostgresLiveActivityStoreSchemaTests {
         }
     }
 
-    @Test("A database of schema version 1 (before the history) is brought up to date with its records")
+    @Test("A database of schema version 1 (before the history and the delivery) is brought up to date with its records")
     func migratesVersion1() async throws {
         try await withPostgres { postgres, configuration in
             let first = ManagedActivity(
@@ -136,15 +145,22 @@ struct PostgresLiveActivityStoreSchemaTests {
                 #expect(try await store.save(first, replacing: nil))
             }
             _ = try await offPool {
-                try postgres.psql("ALTER TABLE live_activities DROP COLUMN history; DELETE FROM live_activity_schema WHERE version > 1")
+                try postgres.psql(
+                    "ALTER TABLE live_activities DROP COLUMN history, DROP COLUMN delivery, DROP COLUMN due_at_ms; "
+                        + "DELETE FROM live_activity_schema WHERE version > 1"
+                )
             }
             var later = first
             later.record("update_token", "0123abcd…", at: Date(timeIntervalSince1970: 1_700_000_060))
+            later.delivery.waiting = PendingPush(kind: .end, contentState: Array("{}".utf8), requestedAt: Date(timeIntervalSince1970: 1_700_000_061))
+            later.delivery.dueAt = Date(timeIntervalSince1970: 1_700_000_061)
             let activity = later
             try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { store async throws in
                 #expect(try await store.activity(activity.id)?.history == [])
                 #expect(try await store.save(activity, replacing: 1))
                 #expect(try await store.activity(activity.id)?.history == activity.history)
+                #expect(try await store.activity(activity.id)?.delivery == activity.delivery)
+                #expect(try await store.earliestDue() == activity.delivery.dueAt)
             }
         }
     }

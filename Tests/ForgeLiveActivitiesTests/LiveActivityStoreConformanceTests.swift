@@ -90,6 +90,20 @@ private func activity(_ id: String, state: ActivityState, full: Bool) throws -> 
     // The history's words as they come: quotes, a backslash, a newline, a control character, not ASCII.
     activity.record("registered", #"started by the app, "quoted" \ back"# + "\nnext line\u{1}", at: date(1_700_000_000_001))
     activity.record("dead", "APNs answered Unregistered — 410 ✓", at: date(-62_135_596_800_000))
+    activity.delivery.waiting = PendingPush(
+        kind: .update, contentState: [0x7B, 0x7D, 0x00, 0xFF], staleDate: date(1_700_000_090_004),
+        alert: Array(#"{"body":{"loc-key":"B","loc-args":["1"]},"title":"Goal"}"#.utf8), relevanceScore: 0.25, importance: .alerting,
+        requestedAt: date(1_700_000_080_005), attempts: 2
+    )
+    activity.delivery.inFlight = InFlightPush(
+        push: PendingPush(kind: .end, contentState: Array("{}".utf8), dismissalDate: date(1_700_000_095_006), requestedAt: date(1_700_000_081_007)),
+        owner: "manager-ä1", leaseUntil: date(1_700_000_111_008), priority: 10, timestamp: date(1_700_000_081_009)
+    )
+    activity.delivery.lastSentAt = date(1_700_000_079_010)
+    activity.delivery.dueAt = date(1_700_000_111_008)
+    activity.delivery.alertingSent = [date(1_700_000_070_011), date(1_700_000_075_012)]
+    (activity.delivery.requested, activity.delivery.sent, activity.delivery.superseded) = (9, 4, 3)
+    (activity.delivery.downgraded, activity.delivery.failed, activity.delivery.mayHaveBeenDeliveredTwice) = (2, 1, 1)
     return activity
 }
 
@@ -237,6 +251,30 @@ struct LiveActivityStoreConformanceTests {
                 }
                 for record in records { try await reference.removeActivity(record.id) }
             }
+        }
+    }
+
+    @Test("dueActivities: those due by the date, earliest first then by id, at most the limit; earliestDue", arguments: StoreKind.allCases)
+    func due(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            #expect(try await store.earliestDue() == nil)
+            let dues: [(String, Int64?)] = [("a", 5_000), ("b", nil), ("c", 1_000), ("d", 5_000), ("e", 9_000), ("f", 1_000)]
+            for (id, due) in dues {
+                var record = try activity(id, state: .active, full: false)
+                record.delivery.dueAt = due.map(date)
+                record.delivery.requested = due == nil ? 0 : 1
+                #expect(try await store.save(record, replacing: nil))
+            }
+            #expect(try await store.earliestDue() == date(1_000))
+            #expect(try await store.dueActivities(at: date(5_000), limit: 10).map(\.id.rawValue) == ["c", "f", "a", "d"])
+            #expect(try await store.dueActivities(at: date(5_000), limit: 3).map(\.id.rawValue) == ["c", "f", "a"])
+            #expect(try await store.dueActivities(at: date(999), limit: 10).isEmpty)
+            // Nothing due any more: out of the index.
+            var done = try #require(try await store.activity(try LiveActivityID("c")))
+            done.delivery.dueAt = nil
+            #expect(try await store.save(done, replacing: 1))
+            #expect(try await store.dueActivities(at: date(1_000), limit: 10).map(\.id.rawValue) == ["f"])
         }
     }
 

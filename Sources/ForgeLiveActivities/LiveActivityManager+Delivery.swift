@@ -1,0 +1,360 @@
+internal import ForgeAPNs
+public import ForgeAPNsCore
+internal import ForgeSupport
+public import struct Foundation.Date
+
+/// A budget of pushes within a sliding window: `count` in any `window`.
+public struct UpdateBudget: Hashable, Sendable {
+    public var count: Int
+    public var window: Duration
+
+    public init(count: Int, window: Duration) {
+        self.count = count
+        self.window = window
+    }
+}
+
+extension LiveActivityManager {
+    /// What became of a request: the activity's state after it, and whether it replaced a push
+    /// that was still waiting.
+    public struct RequestOutcome: Hashable, Sendable {
+        /// The activity's state once the request was taken (`ending` after an end).
+        public var state: ActivityState
+        /// Whether the request replaced a waiting push (which will never be sent).
+        public var superseded: Bool
+    }
+
+    /// What one ``deliverDue(limit:)`` did.
+    public struct DeliverySummary: Hashable, Sendable {
+        /// Pushes APNs accepted.
+        public var sent = 0
+        /// Pushes not accepted (a dead token's activity is now dead) or given up.
+        public var failed = 0
+        /// Pushes that failed and wait to be tried again.
+        public var retrying = 0
+        /// Alerting updates sent at priority 5: their activity's budget was spent.
+        public var downgraded = 0
+        /// Activities whose push another manager had taken and not finished within its lease:
+        /// sent again, so they may have been delivered twice.
+        public var mayHaveBeenDeliveredTwice: [LiveActivityID] = []
+        /// Activities found due and left alone: another manager took them first, or their minimum
+        /// interval had not passed.
+        public var skipped = 0
+        /// How many due activities the store gave (at most the limit: equal means more may wait).
+        public var due = 0
+    }
+
+    // MARK: Requests
+
+    /// Asks for an update of a live activity, paced: at most one push of the activity is in flight
+    /// and one waits; this one replaces any update still waiting (the person only ever sees the
+    /// latest state), and goes no sooner than ``Configuration/minimumInterval`` after the last. It
+    /// is sent by ``run()`` (or ``deliverDue(limit:)``), by whichever manager on the store gets to
+    /// it first. `importance` decides its priority: `routine` goes at 5; `alerting` at 10 while the
+    /// activity's budget (``Configuration/alertingBudget``) allows, else at 5, counted as
+    /// downgraded. `relevanceScore` is sent only when given.
+    /// - Throws: ``LiveActivityError/Code/unknownActivity``; ``LiveActivityError/Code/notLive`` for
+    ///   an activity that ended, died, or has an end waiting; ``LiveActivityError/Code/invalidInput``
+    ///   for a content state or alert that cannot be encoded, or a relevance score that is not finite.
+    @discardableResult
+    public func request<ContentState: Encodable & Sendable>(
+        update id: LiveActivityID, contentState: ContentState, staleDate: Date? = nil, alert: APNSLiveActivityAlert? = nil,
+        relevanceScore: Double? = nil, importance: UpdateImportance = .routine
+    ) async throws(LiveActivityError) -> RequestOutcome {
+        if let relevanceScore, !relevanceScore.isFinite {
+            throw LiveActivityError(.invalidInput, field: "relevance_score", rule: "must be a finite number, not \(relevanceScore)")
+        }
+        let push = PendingPush(
+            kind: .update, contentState: try StoredJSON.encode(contentState, field: "content_state"), staleDate: staleDate,
+            alert: try alert.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "alert") },
+            relevanceScore: relevanceScore, importance: importance, requestedAt: self.clock.now
+        )
+        return try await self.enqueue(push, activity: id)
+    }
+
+    /// Asks for the end of a live activity: it replaces any waiting update and is never dropped
+    /// (it is sent, after ``Configuration/minimumInterval``, once the activity has its update token),
+    /// with `contentState` or, when `nil`, the latest state asked for or sent. The activity is
+    /// `ending` until the end is sent, then `ended`.
+    /// - Throws: as ``request(update:contentState:staleDate:alert:relevanceScore:importance:)``.
+    @discardableResult
+    public func request<ContentState: Encodable & Sendable>(
+        end id: LiveActivityID, contentState: ContentState?, dismissalDate: Date? = nil
+    ) async throws(LiveActivityError) -> RequestOutcome {
+        let encoded = try contentState.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "content_state") }
+        let push = PendingPush(kind: .end, contentState: encoded ?? [], dismissalDate: dismissalDate, requestedAt: self.clock.now)
+        return try await self.enqueue(push, activity: id)
+    }
+
+    /// Puts `push` as the activity's waiting push (compare-and-set).
+    private func enqueue(_ push: PendingPush, activity id: LiveActivityID) async throws(LiveActivityError) -> RequestOutcome {
+        var outcome = RequestOutcome(state: .active, superseded: false)
+        try await self.modifyLive(id, refusing: ["ending"]) { activity throws(LiveActivityError) in
+            var push = push
+            if push.kind == .end, push.contentState.isEmpty {
+                guard let state = activity.delivery.waiting?.contentState ?? activity.delivery.inFlight?.push.contentState
+                    ?? activity.lastContentState
+                else {
+                    throw LiveActivityError(.invalidInput, field: "content_state", rule: "is required: \(activity.id) has no content state yet")
+                }
+                push.contentState = state
+            }
+            activity.delivery.requested += 1
+            outcome.superseded = activity.delivery.waiting != nil
+            if outcome.superseded { activity.delivery.superseded += 1 }
+            activity.delivery.waiting = push
+            if push.kind == .end {
+                activity.state = .ending
+                activity.record("ending", "an end was asked for; it goes once the pushes before it have", at: push.requestedAt)
+            }
+            self.refreshDue(&activity)
+            outcome.state = activity.state
+        }
+        self.doorbell.advance(by: 1)
+        return outcome
+    }
+
+    // MARK: Delivering
+
+    /// Sends the pushes that are due now (at most `limit` activities): each activity's waiting
+    /// push, once its minimum interval has passed and no other manager holds it. Each is taken with
+    /// a compare-and-set that records this manager and a lease (``Configuration/lease``), so
+    /// managers sharing a store never send the same push twice while each keeps its leases; a push
+    /// whose manager stopped before its verdict is taken over after the lease, and counted as
+    /// possibly delivered twice. ``run()`` calls this whenever something is due; a test with a
+    /// manual clock calls it after moving the clock.
+    /// - Throws: ``LiveActivityError/Code/store``; ``LiveActivityError/Code/noClient``.
+    @discardableResult
+    public func deliverDue(limit: Int = 1000) async throws(LiveActivityError) -> DeliverySummary {
+        _ = try self.sendingClient()
+        let now = self.clock.now
+        let due = try await self.storing { try await self.store.dueActivities(at: now, limit: limit) }
+        var summary = DeliverySummary()
+        summary.due = due.count
+        var claims: [Claim] = []
+        for candidate in due {
+            if let claim = try await self.claim(candidate.id, now: now, summary: &summary) { claims.append(claim) }
+        }
+        let verdicts = await self.sendClaims(claims)
+        for (claim, verdict) in zip(claims, verdicts) {
+            try await self.settle(claim, verdict: verdict, summary: &summary)
+        }
+        return summary
+    }
+
+    /// Delivers requested pushes until the task is cancelled: whenever a request arrives in this
+    /// process, whenever the earliest due activity comes due, and at least every `poll` (for
+    /// requests taken by other managers on the same store). Run it beside the client, in the same
+    /// task group or service group.
+    public func run(poll: Duration = .milliseconds(250)) async throws(LiveActivityError) {
+        while !Task.isCancelled {
+            let rung = self.doorbell.reached
+            let summary = try await self.deliverDue()
+            if summary.due >= 1000 { continue }
+            var wait = poll
+            if let next = try await self.storing({ try await self.store.earliestDue() }) {
+                let untilDue = Date.durationBetween(self.clock.now, next)
+                wait = min(poll, max(.zero, untilDue))
+            }
+            if wait == .zero, summary.sent + summary.failed + summary.retrying > 0 { continue }
+            // A short pause at the least: an activity due now but held by another manager's lease.
+            let doorbell = self.doorbell
+            _ = await withTimeout(max(wait, .milliseconds(5))) { await doorbell.wait(untilReached: rung + 1) ? true : nil }
+        }
+    }
+
+    /// A push taken to be sent.
+    struct Claim {
+        var id: LiveActivityID
+        var inFlight: InFlightPush
+        var token: DeviceToken
+        var bundleID: APNSBundleID
+        var staleDate: Date?
+        var tookOver: Bool
+    }
+
+    /// Takes the activity's waiting push, or a lapsed lease's push, when it is due (compare-and-set).
+    private func claim(_ id: LiveActivityID, now: Date, summary: inout DeliverySummary) async throws(LiveActivityError) -> Claim? {
+        var claim: Claim?
+        let owner = self.configuration.instanceName
+        let outcome = try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+            claim = nil
+            guard let dueAt = activity.delivery.dueAt, dueAt <= now else { return "not due" }
+            var tookOver = false
+            if let inFlight = activity.delivery.inFlight {
+                guard inFlight.leaseUntil <= now else { return "in flight" }
+                tookOver = true
+                activity.delivery.inFlight = nil
+                // The newer push, if one waits; else the lapsed one again.
+                if activity.delivery.waiting == nil { activity.delivery.waiting = inFlight.push }
+                activity.record(
+                    "taken_over", "\(inFlight.owner) took its \(inFlight.push.kind.rawValue) and did not finish within its lease: it may have been delivered",
+                    at: now
+                )
+            }
+            guard let push = activity.delivery.waiting, let token = activity.updateToken, activity.state.isLive else {
+                self.refreshDue(&activity)
+                return nil
+            }
+            if let last = activity.delivery.lastSentAt, last.addingDuration(self.configuration.minimumInterval) > now, !tookOver {
+                self.refreshDue(&activity)
+                return nil
+            }
+            let priority = self.priority(of: push, activity: &activity, now: now)
+            let timestamp = max(now, activity.lastTimestamp ?? now)
+            activity.lastContentState = push.contentState
+            activity.lastTimestamp = timestamp
+            if let staleDate = push.staleDate { activity.staleDate = staleDate }
+            if activity.state == .stale, (activity.staleDate ?? .distantPast) > now { activity.state = .active }
+            let inFlight = InFlightPush(
+                push: push, owner: owner, leaseUntil: now.addingDuration(self.configuration.lease), priority: priority, timestamp: timestamp
+            )
+            activity.delivery.waiting = nil
+            activity.delivery.inFlight = inFlight
+            activity.delivery.dueAt = inFlight.leaseUntil
+            claim = Claim(id: id, inFlight: inFlight, token: token, bundleID: activity.bundleID, staleDate: activity.staleDate, tookOver: tookOver)
+            return nil
+        }
+        guard outcome.applied, let claim else {
+            summary.skipped += 1
+            return nil
+        }
+        if claim.inFlight.priority == 5, claim.inFlight.push.importance == .alerting { summary.downgraded += 1 }
+        if claim.tookOver { summary.mayHaveBeenDeliveredTwice.append(id) }
+        return claim
+    }
+
+    /// The priority of `push`, spending the activity's budget for an alerting update.
+    private func priority(of push: PendingPush, activity: inout ManagedActivity, now: Date) -> Int {
+        guard push.kind == .update else { return 10 }
+        guard push.importance == .alerting else { return 5 }
+        let budget =
+            self.configuration.frequentUpdatesBundleIDs.contains(activity.bundleID)
+            ? self.configuration.frequentAlertingBudget : self.configuration.alertingBudget
+        let windowStart = now.addingDuration(.zero - budget.window)
+        activity.delivery.alertingSent.removeAll { $0 <= windowStart }
+        guard activity.delivery.alertingSent.count < budget.count else {
+            activity.delivery.downgraded += 1
+            return 5
+        }
+        activity.delivery.alertingSent.append(now)
+        return 10
+    }
+
+    /// Sends every claim, `Configuration.deliveryConcurrency` at a time; the verdicts in the claims' order.
+    private func sendClaims(_ claims: [Claim]) async -> [Result<APNSSendResult, APNSError>] {
+        guard let client = self.client, !claims.isEmpty else { return [] }
+        return await withTaskGroup(of: (Int, Result<APNSSendResult, APNSError>).self) { group in
+            var verdicts = [Result<APNSSendResult, APNSError>?](repeating: nil, count: claims.count)
+            var next = 0
+            func add() {
+                let index = next
+                let claim = claims[index]
+                next += 1
+                group.addTask {
+                    do throws(APNSError) {
+                        return (index, .success(try await client.send(Self.notification(for: claim), to: claim.token)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            while next < min(self.configuration.deliveryConcurrency, claims.count) { add() }
+            while let (index, verdict) = await group.next() {
+                verdicts[index] = verdict
+                if next < claims.count { add() }
+            }
+            return verdicts.map { $0! }
+        }
+    }
+
+    /// The push a claim sends.
+    private static func notification(for claim: Claim) -> APNSLiveActivityNotification<CodableJSON> {
+        let push = claim.inFlight.push
+        // Both were written by StoredJSON from a value that encoded: they read back.
+        let state = (try? StoredJSON.value(push.contentState)) ?? .object([:])
+        let event: APNSLiveActivityEvent = push.kind == .end ? .end(dismissalDate: push.dismissalDate) : .update
+        return APNSLiveActivityNotification(
+            event: event, contentState: state, timestamp: claim.inFlight.timestamp, topic: claim.bundleID, staleDate: push.staleDate,
+            relevanceScore: push.relevanceScore, alert: push.alert.flatMap(StoredAlert.alert),
+            priority: claim.inFlight.priority == 10 ? .immediately : .consideringDevicePower
+        )
+    }
+
+    /// Records a claim's verdict on its activity, unless another manager took the push over meanwhile.
+    private func settle(_ claim: Claim, verdict: Result<APNSSendResult, APNSError>, summary: inout DeliverySummary) async throws(LiveActivityError) {
+        let now = self.clock.now
+        var counted: (sent: Bool, failed: Bool, retrying: Bool) = (false, false, false)
+        _ = try await self.changeActivity(claim.id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+            counted = (false, false, false)
+            guard let inFlight = activity.delivery.inFlight, inFlight.owner == claim.inFlight.owner, inFlight.timestamp == claim.inFlight.timestamp,
+                inFlight.push == claim.inFlight.push
+            else { return "taken over by another manager" }
+            activity.delivery.inFlight = nil
+            switch verdict {
+            case .success:
+                counted.sent = true
+                activity.delivery.sent += 1
+                activity.delivery.lastSentAt = now
+                if claim.tookOver { activity.delivery.mayHaveBeenDeliveredTwice += 1 }
+                if inFlight.push.kind == .end {
+                    activity.state = .ended
+                    activity.why = "ended by the backend"
+                    activity.delivery.waiting = nil
+                    activity.record("ended", "by the backend: the end went to \(Self.short(claim.token))", at: now)
+                }
+            case .failure(let error):
+                if error.disposition == .dropToken, let reason = error.reason, activity.updateToken == claim.token {
+                    counted.failed = true
+                    activity.delivery.failed += 1
+                    activity.delivery.waiting = nil
+                    activity.state = .dead(reason: reason.rawValue)
+                    activity.why = "APNs answered \(reason.rawValue) for its update token"
+                    activity.record("dead", activity.why ?? "", at: now)
+                } else if inFlight.push.attempts + 1 < self.configuration.deliveryAttempts, error.disposition != .fixRequest {
+                    // Tried again after the minimum interval, unless a newer push waits already.
+                    counted.retrying = true
+                    activity.delivery.lastSentAt = now
+                    if activity.delivery.waiting == nil {
+                        var again = inFlight.push
+                        again.attempts += 1
+                        activity.delivery.waiting = again
+                    }
+                } else {
+                    counted.failed = true
+                    activity.delivery.failed += 1
+                    activity.delivery.lastSentAt = now
+                    activity.record("failed", "the \(inFlight.push.kind.rawValue) was not accepted: \(error)", at: now)
+                    if inFlight.push.kind == .end, activity.delivery.waiting == nil {
+                        // An end is never dropped: iOS would keep showing the activity for hours.
+                        var again = inFlight.push
+                        again.attempts = 0
+                        activity.delivery.waiting = again
+                    }
+                }
+            }
+            self.refreshDue(&activity)
+            return nil
+        }
+        if counted.sent { summary.sent += 1 }
+        if counted.failed { summary.failed += 1 }
+        if counted.retrying { summary.retrying += 1 }
+    }
+
+    /// Sets ``ActivityDelivery/dueAt`` from the activity's delivery: a push in flight is due when
+    /// its lease ends; a waiting one once the activity has its update token and the minimum
+    /// interval since the last push has passed; nothing otherwise. A waiting push of an activity
+    /// that is no longer live is dropped.
+    func refreshDue(_ activity: inout ManagedActivity) {
+        if !activity.state.isLive, activity.delivery.waiting != nil { activity.delivery.waiting = nil }
+        if let inFlight = activity.delivery.inFlight {
+            activity.delivery.dueAt = inFlight.leaseUntil
+        } else if let waiting = activity.delivery.waiting, activity.updateToken != nil {
+            let earliest = activity.delivery.lastSentAt?.addingDuration(self.configuration.minimumInterval) ?? waiting.requestedAt
+            activity.delivery.dueAt = max(earliest, waiting.requestedAt)
+        } else {
+            activity.delivery.dueAt = nil
+        }
+    }
+}
+
