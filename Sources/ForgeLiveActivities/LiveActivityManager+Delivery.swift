@@ -49,7 +49,7 @@ extension LiveActivityManager {
     /// Asks for an update of a live activity, paced: at most one push of the activity is in flight
     /// and one waits; this one replaces any update still waiting (the person only ever sees the
     /// latest state), and goes no sooner than ``Configuration/minimumInterval`` after the last. It
-    /// is sent by ``run()`` (or ``deliverDue(limit:)``), by whichever manager on the store gets to
+    /// is sent by ``run(poll:)`` (or ``deliverDue(limit:)``), by whichever manager on the store gets to
     /// it first. `importance` decides its priority: `routine` goes at 5; `alerting` at 10 while the
     /// activity's budget (``Configuration/alertingBudget``) allows, else at 5, counted as
     /// downgraded. `relevanceScore` is sent only when given.
@@ -121,7 +121,7 @@ extension LiveActivityManager {
     /// a compare-and-set that records this manager and a lease (``Configuration/lease``), so
     /// managers sharing a store never send the same push twice while each keeps its leases; a push
     /// whose manager stopped before its verdict is taken over after the lease, and counted as
-    /// possibly delivered twice. ``run()`` calls this whenever something is due; a test with a
+    /// possibly delivered twice. ``run(poll:)`` calls this whenever something is due; a test with a
     /// manual clock calls it after moving the clock.
     /// - Throws: ``LiveActivityError/Code/store``; ``LiveActivityError/Code/noClient``.
     @discardableResult

@@ -304,6 +304,21 @@ func goal(_ manager: LiveActivityManager, match: [LiveActivityID], score: Score)
     print("sent \(outcome.sent), held \(outcome.held), not sent \(outcome.failed)")
 }
 
+func followMatch(_ client: APNSClient, store: any LiveActivityStore, goals: AsyncStream<(LiveActivityID, Score)>) async throws {
+    let manager = LiveActivityManager(client: client, store: store)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await manager.run() }
+        for await (activity, score) in goals {
+            // Returns at once: the latest score goes out, at most one a second, within the budget.
+            try await manager.request(
+                update: activity, contentState: score, alert: APNSLiveActivityAlert(title: "Goal", body: .plain("\(score.home)-\(score.away)")),
+                importance: .alerting
+            )
+        }
+        group.cancelAll()
+    }
+}
+
 func sweepActivities(_ manager: LiveActivityManager) async throws {
     while !Task.isCancelled {
         let summary = try await manager.sweep()
