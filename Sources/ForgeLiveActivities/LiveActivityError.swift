@@ -21,6 +21,10 @@ public struct LiveActivityError: Error, Hashable, Sendable, CustomStringConverti
         case store
         /// A send asked of a manager made without a client (``LiveActivityManager/init(store:clock:configuration:)``).
         case noClient = "no_client"
+        /// The install's start budget for the attributes type is spent
+        /// (``LiveActivityManager/Configuration/startBudget``): a start now would be accepted by
+        /// APNs and dropped by iOS. The rule says when the next one is free.
+        case startBudgetSpent = "start_budget_spent"
     }
 
     public var code: Code

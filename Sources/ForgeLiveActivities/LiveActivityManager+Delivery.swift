@@ -100,6 +100,26 @@ extension LiveActivityManager {
                 push.contentState = state
             }
             activity.delivery.requested += 1
+            if var start = activity.delivery.waiting, start.kind == .start {
+                // A start still deferred by the start budget: an update rides on it (the activity
+                // starts showing the latest state); an end means it never needs to start.
+                activity.delivery.superseded += 1
+                outcome.superseded = true
+                if push.kind == .update {
+                    start.contentState = push.contentState
+                    if let staleDate = push.staleDate { start.staleDate = staleDate }
+                    activity.delivery.waiting = start
+                    activity.lastContentState = push.contentState
+                } else {
+                    activity.delivery.waiting = nil
+                    activity.state = .ended
+                    activity.why = "ended by the backend before its deferred start was sent"
+                    activity.record("ended", activity.why ?? "", at: push.requestedAt)
+                }
+                self.refreshDue(&activity)
+                outcome.state = activity.state
+                return
+            }
             outcome.superseded = activity.delivery.waiting != nil
             if outcome.superseded { activity.delivery.superseded += 1 }
             activity.delivery.waiting = push
@@ -133,7 +153,11 @@ extension LiveActivityManager {
         summary.due = due.count
         var claims: [Claim] = []
         for candidate in due {
-            if let claim = try await self.claim(candidate.id, now: now, summary: &summary) { claims.append(claim) }
+            if candidate.delivery.inFlight == nil, candidate.delivery.waiting?.kind == .start {
+                if let claim = try await self.claimStart(candidate, now: now, summary: &summary) { claims.append(claim) }
+            } else if let claim = try await self.claim(candidate.id, now: now, summary: &summary) {
+                claims.append(claim)
+            }
         }
         let verdicts = await self.sendClaims(claims)
         for (claim, verdict) in zip(claims, verdicts) {
@@ -171,6 +195,73 @@ extension LiveActivityManager {
         var bundleID: APNSBundleID
         var staleDate: Date?
         var tookOver: Bool
+        /// For a start: its attributes type and attributes (JSON).
+        var attributesType: String = ""
+        var attributes: [UInt8]? = nil
+        /// For a start: the push-to-start token's key.
+        var key: PushToStartKey? = nil
+    }
+
+    /// Takes a deferred start when the install's start budget frees one (compare-and-set on the
+    /// push-to-start record, then on the activity); moves its due date to when one is free otherwise.
+    private func claimStart(_ candidate: ManagedActivity, now: Date, summary: inout DeliverySummary) async throws(LiveActivityError) -> Claim? {
+        let id = candidate.id
+        guard let installation = candidate.installation else { return nil }
+        let key = PushToStartKey(installation: installation, bundleID: candidate.bundleID, attributesType: candidate.attributesType)
+        let record: PushToStartRecord
+        do {
+            record = try await self.usablePushToStartToken(for: key, now: now)
+        } catch {
+            guard error.code == .noPushToStartToken else { throw error }
+            _ = try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                guard activity.delivery.waiting?.kind == .start else { return "not a deferred start" }
+                activity.delivery.waiting = nil
+                activity.delivery.failed += 1
+                activity.state = .ended
+                activity.why = "its deferred start could not be sent: \(error.rule)"
+                activity.record("ended", activity.why ?? "", at: now)
+                self.refreshDue(&activity)
+                return nil
+            }
+            summary.failed += 1
+            return nil
+        }
+        if let free = try await self.spendStart(key, now: now) {
+            _ = try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                guard activity.delivery.waiting?.kind == .start, activity.delivery.inFlight == nil else { return "not a deferred start" }
+                activity.delivery.dueAt = free
+                return nil
+            }
+            summary.skipped += 1
+            return nil
+        }
+        var claim: Claim?
+        let outcome = try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+            claim = nil
+            guard let push = activity.delivery.waiting, push.kind == .start, activity.delivery.inFlight == nil, activity.state == .starting else {
+                return "not a deferred start"
+            }
+            let timestamp = max(now, activity.lastTimestamp ?? now)
+            activity.lastContentState = push.contentState
+            activity.lastTimestamp = timestamp
+            let inFlight = InFlightPush(
+                push: push, owner: self.configuration.instanceName, leaseUntil: now.addingDuration(self.configuration.lease), priority: 10,
+                timestamp: timestamp
+            )
+            activity.delivery.waiting = nil
+            activity.delivery.inFlight = inFlight
+            activity.delivery.dueAt = inFlight.leaseUntil
+            claim = Claim(
+                id: id, inFlight: inFlight, token: record.token, bundleID: activity.bundleID, staleDate: push.staleDate, tookOver: false,
+                attributesType: activity.attributesType, attributes: activity.attributes, key: key
+            )
+            return nil
+        }
+        guard outcome.applied, let claim else {
+            summary.skipped += 1
+            return nil
+        }
+        return claim
     }
 
     /// Takes the activity's waiting push, or a lapsed lease's push, when it is due (compare-and-set).
@@ -269,10 +360,19 @@ extension LiveActivityManager {
     }
 
     /// The push a claim sends.
-    private static func notification(for claim: Claim) -> APNSLiveActivityNotification<CodableJSON> {
+    private static func notification(for claim: Claim) -> any APNSNotification {
         let push = claim.inFlight.push
         // Both were written by StoredJSON from a value that encoded: they read back.
         let state = (try? StoredJSON.value(push.contentState)) ?? .object([:])
+        if push.kind == .start {
+            let attributes = claim.attributes.flatMap { try? StoredJSON.value($0) } ?? .object([:])
+            return APNSLiveActivityStartNotification(
+                attributesType: claim.attributesType, attributes: attributes, contentState: state,
+                alert: push.alert.flatMap(StoredAlert.alert) ?? APNSLiveActivityAlert(title: "", body: ""), timestamp: claim.inFlight.timestamp,
+                topic: claim.bundleID, staleDate: push.staleDate, relevanceScore: push.relevanceScore,
+                collapseID: try? APNSCollapseID(claim.id.rawValue)
+            )
+        }
         let event: APNSLiveActivityEvent = push.kind == .end ? .end(dismissalDate: push.dismissalDate) : .update
         return APNSLiveActivityNotification(
             event: event, contentState: state, timestamp: claim.inFlight.timestamp, topic: claim.bundleID, staleDate: push.staleDate,
@@ -291,12 +391,16 @@ extension LiveActivityManager {
                 inFlight.push == claim.inFlight.push
             else { return "taken over by another manager" }
             activity.delivery.inFlight = nil
+            activity.delivery.dueAt = nil
             switch verdict {
             case .success:
                 counted.sent = true
                 activity.delivery.sent += 1
                 activity.delivery.lastSentAt = now
                 if claim.tookOver { activity.delivery.mayHaveBeenDeliveredTwice += 1 }
+                if inFlight.push.kind == .start {
+                    activity.record("start_sent", "the deferred start went through the push-to-start token \(Self.short(claim.token))", at: now)
+                }
                 if inFlight.push.kind == .end {
                     activity.state = .ended
                     activity.why = "ended by the backend"
@@ -304,7 +408,13 @@ extension LiveActivityManager {
                     activity.record("ended", "by the backend: the end went to \(Self.short(claim.token))", at: now)
                 }
             case .failure(let error):
-                if error.disposition == .dropToken, let reason = error.reason, activity.updateToken == claim.token {
+                if error.disposition == .dropToken, let reason = error.reason, inFlight.push.kind == .start {
+                    counted.failed = true
+                    activity.delivery.failed += 1
+                    activity.state = .dead(reason: reason.rawValue)
+                    activity.why = "APNs answered \(reason.rawValue) for the push-to-start token its start went to"
+                    activity.record("dead", activity.why ?? "", at: now)
+                } else if error.disposition == .dropToken, let reason = error.reason, activity.updateToken == claim.token {
                     counted.failed = true
                     activity.delivery.failed += 1
                     activity.delivery.waiting = nil
@@ -336,6 +446,13 @@ extension LiveActivityManager {
             self.refreshDue(&activity)
             return nil
         }
+        if case .failure(let error) = verdict, error.disposition == .dropToken, let reason = error.reason, let key = claim.key {
+            _ = try? await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
+                guard var current, current.token == claim.token else { return (nil, "the token changed meanwhile") }
+                current.deadReason = reason.rawValue
+                return (current, nil)
+            }
+        }
         if counted.sent { summary.sent += 1 }
         if counted.failed { summary.failed += 1 }
         if counted.retrying { summary.retrying += 1 }
@@ -349,6 +466,9 @@ extension LiveActivityManager {
         if !activity.state.isLive, activity.delivery.waiting != nil { activity.delivery.waiting = nil }
         if let inFlight = activity.delivery.inFlight {
             activity.delivery.dueAt = inFlight.leaseUntil
+        } else if let waiting = activity.delivery.waiting, waiting.kind == .start {
+            let retry = activity.delivery.lastSentAt?.addingDuration(self.configuration.minimumInterval) ?? waiting.requestedAt
+            activity.delivery.dueAt = max(activity.delivery.dueAt ?? retry, retry)
         } else if let waiting = activity.delivery.waiting, activity.updateToken != nil {
             let earliest = activity.delivery.lastSentAt?.addingDuration(self.configuration.minimumInterval) ?? waiting.requestedAt
             activity.delivery.dueAt = max(earliest, waiting.requestedAt)

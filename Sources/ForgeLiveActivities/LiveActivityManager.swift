@@ -58,6 +58,15 @@ public final class LiveActivityManager: Sendable {
         /// How many times a requested push is tried before it counts as failed (an end is then
         /// tried again after the minimum interval: it is never dropped).
         public var deliveryAttempts = 3
+        /// Starts one app install may get through push-to-start, per attributes type: iOS drops the
+        /// starts beyond its budget though APNs accepts them. Apple documents no number; about 10 in
+        /// a short window is what senders observe (the simulated phone's `DeviceRules` uses 10 an hour).
+        public var startBudget = UpdateBudget(count: 10, window: .seconds(3600))
+        /// What a start beyond ``startBudget`` does: waits until the window frees one (the default:
+        /// ``LiveActivityManager/deliverDue(limit:)`` sends it then), or fails with
+        /// ``LiveActivityError/Code/startBudgetSpent``. A renewal beyond the budget always fails
+        /// (the old activity stays; an automatic renewal is tried again by a later sweep).
+        public var startsBeyondBudget = StartsBeyondBudget.deferUntilFree
         /// Pushes one ``LiveActivityManager/deliverDue(limit:)`` sends at once.
         public var deliveryConcurrency = 256
 
@@ -88,6 +97,14 @@ public final class LiveActivityManager: Sendable {
         public var sentHeld: APNSSendResult?
     }
 
+    /// What a start beyond the start budget does (``Configuration/startsBeyondBudget``).
+    public enum StartsBeyondBudget: Hashable, Sendable {
+        /// The activity is `starting` and its start waits until the budget frees one.
+        case deferUntilFree
+        /// The start fails, and nothing is recorded.
+        case fail
+    }
+
     /// What became of a start or a renewal.
     public struct StartOutcome: Hashable, Sendable {
         /// The activity as the registry holds it after the start.
@@ -97,6 +114,8 @@ public final class LiveActivityManager: Sendable {
         public var sent: APNSSendResult?
         /// The push-to-start token the start went to, when one was sent.
         public var token: DeviceToken?
+        /// When a start beyond the start budget will be sent (``StartsBeyondBudget/deferUntilFree``).
+        public var deferredUntil: Date?
     }
 
     /// What became of an update or an end.
@@ -313,7 +332,29 @@ public final class LiveActivityManager: Sendable {
         do {
             collapseID = try APNSCollapseID(id.rawValue)
         } catch {
+            try? await self.store.removeActivity(id)
             throw LiveActivityError(.invalidInput, field: "activity", rule: error.rule)
+        }
+        if let free = try await self.spendStart(key, now: now) {
+            guard self.configuration.startsBeyondBudget == .deferUntilFree else {
+                try? await self.store.removeActivity(id)
+                throw Self.startBudgetSpent(key, freeAt: free, budget: self.configuration.startBudget)
+            }
+            let alertJSON = try StoredJSON.encode(alert, field: "alert")
+            let deferred = PendingPush(
+                kind: .start, contentState: state, staleDate: staleDate, alert: alertJSON, relevanceScore: relevanceScore, requestedAt: now
+            )
+            var stored = activity
+            _ = try await self.changeActivity(id, creating: nil) { (current: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                current.delivery.requested += 1
+                current.delivery.waiting = deferred
+                current.delivery.dueAt = free
+                current.record("start_deferred", "the start budget of \(key) is spent; the start goes at \(free)", at: now)
+                stored = current
+                return nil
+            }
+            self.doorbell.advance(by: 1)
+            return StartOutcome(activity: stored, deferredUntil: free)
         }
         let notification = APNSLiveActivityStartNotification(
             attributesType: attributesType, attributes: attributes, contentState: contentState, alert: alert, timestamp: now,
@@ -356,6 +397,9 @@ public final class LiveActivityManager: Sendable {
         }
         let key = PushToStartKey(installation: installation, bundleID: activity.bundleID, attributesType: activity.attributesType)
         let record = try await self.usablePushToStartToken(for: key, now: now)
+        if let free = try await self.spendStart(key, now: now) {
+            throw Self.startBudgetSpent(key, freeAt: free, budget: self.configuration.startBudget)
+        }
         var renewing = activity
         try await self.modifyLive(id, refusing: ["ending", "starting"]) { current throws(LiveActivityError) in
             current.renewal = Renewal(replacedToken: token, startedAt: now)
@@ -611,7 +655,7 @@ public final class LiveActivityManager: Sendable {
     // MARK: Private
 
     /// The push-to-start token for `key` when one can start an activity now.
-    private func usablePushToStartToken(for key: PushToStartKey, now: Date) async throws(LiveActivityError) -> PushToStartRecord {
+    func usablePushToStartToken(for key: PushToStartKey, now: Date) async throws(LiveActivityError) -> PushToStartRecord {
         guard let record = try await self.pushToStartToken(for: key) else {
             throw LiveActivityError(.noPushToStartToken, rule: "no push-to-start token was reported for \(key)")
         }
@@ -628,6 +672,33 @@ public final class LiveActivityManager: Sendable {
             )
         }
         return record
+    }
+
+    /// Spends one start of `key`'s budget (compare-and-set on its record): `nil` when it was free,
+    /// else when the next one is.
+    func spendStart(_ key: PushToStartKey, now: Date) async throws(LiveActivityError) -> Date? {
+        let budget = self.configuration.startBudget
+        let windowStart = now.addingDuration(.zero - budget.window)
+        var free: Date?
+        _ = try await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
+            free = nil
+            guard var current else { return (nil, "no push-to-start token") }
+            current.startsSent.removeAll { $0 <= windowStart }
+            if current.startsSent.count >= budget.count {
+                free = current.startsSent.sorted()[current.startsSent.count - budget.count].addingDuration(budget.window)
+                return (nil, "the start budget is spent")
+            }
+            current.startsSent.append(now)
+            return (current, nil)
+        }
+        return free
+    }
+
+    static func startBudgetSpent(_ key: PushToStartKey, freeAt free: Date, budget: UpdateBudget) -> LiveActivityError {
+        LiveActivityError(
+            .startBudgetSpent, field: "installation",
+            rule: "\(key) had \(budget.count) starts within \(Self.hours(budget.window)) already: iOS would drop another; the next is free at \(free)"
+        )
     }
 
     /// Sends a start to a push-to-start token; a dead token's verdict kills it.
@@ -752,7 +823,7 @@ public final class LiveActivityManager: Sendable {
         throw LiveActivityError(.store, rule: "\(id) kept changing under \(Self.conflictLimit) writes in a row")
     }
 
-    private func changePushToStart(
+    func changePushToStart(
         _ key: PushToStartKey, _ body: (PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?)
     ) async throws(LiveActivityError) -> ReportOutcome {
         for _ in 0..<Self.conflictLimit {
@@ -787,7 +858,7 @@ public final class LiveActivityManager: Sendable {
         return "goes backwards: \(sequence) is older than \(applied), already applied; nothing changed"
     }
 
-    private static func hours(_ duration: Duration) -> String {
+    static func hours(_ duration: Duration) -> String {
         let seconds = duration.components.seconds
         return seconds % 3600 == 0 ? "\(seconds / 3600) h" : "\(seconds / 60) min"
     }

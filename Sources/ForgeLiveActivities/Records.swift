@@ -194,13 +194,17 @@ public struct PushToStartRecord: Hashable, Sendable {
     public var sequence: Int64?
     /// Why APNs refused it for good (the reason), if it did: no start goes to it again.
     public var deadReason: String?
+    /// When starts went to this app install and attributes type, within the start budget's window
+    /// (``LiveActivityManager/Configuration/startBudget``; older ones are dropped).
+    public var startsSent: [Date]
     /// The store's version of this record (compare-and-set).
     public var version: Int
 
     public init(
         key: PushToStartKey, token: DeviceToken, environment: ActivityEnvironment, confirmedAt: Date, sequence: Int64?,
-        deadReason: String? = nil, version: Int = 0
+        deadReason: String? = nil, startsSent: [Date] = [], version: Int = 0
     ) {
+        self.startsSent = startsSent
         self.key = key
         self.token = token
         self.environment = environment
@@ -225,10 +229,13 @@ public enum UpdateImportance: String, Hashable, Sendable, CaseIterable {
 /// with what it carries. Only the latest waits: a newer update replaces a waiting one, and an end
 /// replaces any waiting update.
 public struct PendingPush: Hashable, Sendable {
-    /// `update` or `end`.
+    /// `update`, `end`, or a `start` deferred until the install's start budget frees one.
     public enum Kind: String, Hashable, Sendable {
         case update
         case end
+        /// A start through the push-to-start token, with the activity's attributes and this
+        /// content state and alert.
+        case start
     }
 
     public var kind: Kind

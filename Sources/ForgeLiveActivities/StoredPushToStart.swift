@@ -12,12 +12,15 @@ package struct StoredPushToStart: Sendable, Equatable {
     package var confirmedAt: Int64
     package var sequence: Int64?
     package var deadReason: String?
+    /// ``PushToStartRecord/startsSent`` as milliseconds, comma-separated; `nil` for none.
+    package var startsSent: String?
     package var version: Int64
 
     package init(
         installation: String, bundleID: String, attributesType: String, token: String, environment: String, confirmedAt: Int64,
-        sequence: Int64?, deadReason: String?, version: Int64
+        sequence: Int64?, deadReason: String?, startsSent: String? = nil, version: Int64
     ) {
+        self.startsSent = startsSent
         self.installation = installation
         self.bundleID = bundleID
         self.attributesType = attributesType
@@ -34,7 +37,9 @@ package struct StoredPushToStart: Sendable, Equatable {
         self.init(
             installation: record.key.installation.rawValue, bundleID: record.key.bundleID.rawValue, attributesType: record.key.attributesType,
             token: record.token.hexString, environment: record.environment.rawValue, confirmedAt: record.confirmedAt.storedMilliseconds,
-            sequence: record.sequence, deadReason: record.deadReason, version: Int64(version)
+            sequence: record.sequence, deadReason: record.deadReason,
+            startsSent: record.startsSent.isEmpty ? nil : record.startsSent.map { String($0.storedMilliseconds) }.joined(separator: ","),
+            version: Int64(version)
         )
     }
 
@@ -50,10 +55,17 @@ package struct StoredPushToStart: Sendable, Equatable {
         guard let environment = ActivityEnvironment(rawValue: self.environment) else {
             throw LiveActivityError(.store, field: "environment", rule: "the stored \(record) has the unknown environment '\(self.environment)'")
         }
+        var starts: [Date] = []
+        for part in (self.startsSent ?? "").split(separator: ",") {
+            guard let milliseconds = Int64(part) else {
+                throw LiveActivityError(.store, field: "starts_sent_ms", rule: "the stored \(record) holds no valid list of start times")
+            }
+            starts.append(Date(storedMilliseconds: milliseconds))
+        }
         return PushToStartRecord(
             key: key, token: try storedColumn("token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: self.token) },
             environment: environment, confirmedAt: Date(storedMilliseconds: self.confirmedAt), sequence: self.sequence,
-            deadReason: self.deadReason, version: Int(self.version)
+            deadReason: self.deadReason, startsSent: starts, version: Int(self.version)
         )
     }
 }

@@ -26,7 +26,8 @@ public import PostgresNIO
 ///   both added by schema version 3). Dates are milliseconds since 1970.
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
-///   `dead_reason`, `version`.
+///   `dead_reason`, `version`, `starts_sent_ms` (the start budget's ledger: milliseconds,
+///   comma-separated; schema version 3).
 public final class PostgresLiveActivityStore: LiveActivityStore {
     /// The schema this build creates and reads.
     public static let schemaVersion = 3
@@ -133,6 +134,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
             PRIMARY KEY (installation, bundle_id, attributes_type)
         )
         """,
+        // Schema version 3.
+        "ALTER TABLE live_activity_push_to_start ADD COLUMN IF NOT EXISTS starts_sent_ms text",
     ]
 
     // MARK: Activities
@@ -262,7 +265,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {
         let query: PostgresQuery = """
-            SELECT token, environment, confirmed_at_ms, sequence, dead_reason, version FROM live_activity_push_to_start
+            SELECT token, environment, confirmed_at_ms, sequence, dead_reason, version, starts_sent_ms FROM live_activity_push_to_start
             WHERE installation = \(key.installation.rawValue) AND bundle_id = \(key.bundleID.rawValue) AND attributes_type = \(key.attributesType)
             """
         let rows = try await self.rows(query, doing: "reading the push-to-start token of \(key)") { cells in
@@ -270,7 +273,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                 installation: key.installation.rawValue, bundleID: key.bundleID.rawValue, attributesType: key.attributesType,
                 token: try cells["token"].decode(String.self), environment: try cells["environment"].decode(String.self),
                 confirmedAt: try cells["confirmed_at_ms"].decode(Int64.self), sequence: try cells["sequence"].decode(Int64?.self),
-                deadReason: try cells["dead_reason"].decode(String?.self), version: try cells["version"].decode(Int64.self)
+                deadReason: try cells["dead_reason"].decode(String?.self), startsSent: try cells["starts_sent_ms"].decode(String?.self),
+                version: try cells["version"].decode(Int64.self)
             )
         }
         return try rows.first?.record()
@@ -282,7 +286,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         if let expected {
             query = """
                 UPDATE live_activity_push_to_start SET token = \(row.token), environment = \(row.environment),
-                    confirmed_at_ms = \(row.confirmedAt), sequence = \(row.sequence), dead_reason = \(row.deadReason), version = \(row.version)
+                    confirmed_at_ms = \(row.confirmedAt), sequence = \(row.sequence), dead_reason = \(row.deadReason), version = \(row.version),
+                    starts_sent_ms = \(row.startsSent)
                 WHERE installation = \(row.installation) AND bundle_id = \(row.bundleID) AND attributes_type = \(row.attributesType)
                     AND version = \(Int64(expected))
                 RETURNING version
@@ -290,9 +295,9 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         } else {
             query = """
                 INSERT INTO live_activity_push_to_start (installation, bundle_id, attributes_type, token, environment, confirmed_at_ms,
-                    sequence, dead_reason, version)
+                    sequence, dead_reason, version, starts_sent_ms)
                 VALUES (\(row.installation), \(row.bundleID), \(row.attributesType), \(row.token), \(row.environment), \(row.confirmedAt),
-                    \(row.sequence), \(row.deadReason), \(row.version))
+                    \(row.sequence), \(row.deadReason), \(row.version), \(row.startsSent))
                 ON CONFLICT (installation, bundle_id, attributes_type) DO NOTHING
                 RETURNING version
                 """

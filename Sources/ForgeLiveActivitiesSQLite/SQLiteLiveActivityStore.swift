@@ -28,7 +28,8 @@ internal import GRDB
 ///   next due; indexed). Dates are integer milliseconds since 1970 (a finer part is rounded away).
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
-///   `dead_reason`, `version`.
+///   `dead_reason`, `version`, `starts_sent_ms` (the start budget's ledger: milliseconds,
+///   comma-separated; schema version 3).
 ///
 /// The file says what it is: `PRAGMA application_id` (``applicationID``) and the schema version
 /// in `PRAGMA user_version` (``schemaVersion``).
@@ -153,6 +154,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                     sql: """
                         ALTER TABLE live_activities ADD COLUMN delivery BLOB;
                         ALTER TABLE live_activities ADD COLUMN due_at_ms INTEGER;
+                        ALTER TABLE live_activity_push_to_start ADD COLUMN starts_sent_ms TEXT;
                         \(Self.dueIndex)
                         PRAGMA user_version = 3;
                         """
@@ -198,6 +200,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                     sequence INTEGER,
                     dead_reason TEXT,
                     version INTEGER NOT NULL,
+                    starts_sent_ms TEXT,
                     PRIMARY KEY (installation, bundle_id, attributes_type)
                 ) WITHOUT ROWID;
                 PRAGMA application_id = \(Self.applicationID);
@@ -350,14 +353,15 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         let row = try await self.reading("reading the push-to-start token of \(key)") { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT installation, bundle_id, attributes_type, token, environment, confirmed_at_ms, sequence, dead_reason, version
+                    SELECT installation, bundle_id, attributes_type, token, environment, confirmed_at_ms, sequence, dead_reason, version,
+                        starts_sent_ms
                     FROM live_activity_push_to_start WHERE installation = ? AND bundle_id = ? AND attributes_type = ?
                     """
             )
             return try Row.fetchOne(statement, arguments: [key.installation.rawValue, key.bundleID.rawValue, key.attributesType]).map { row in
                 StoredPushToStart(
                     installation: row[0], bundleID: row[1], attributesType: row[2], token: row[3], environment: row[4], confirmedAt: row[5],
-                    sequence: row[6], deadReason: row[7], version: row[8]
+                    sequence: row[6], deadReason: row[7], startsSent: row[9], version: row[8]
                 )
             }
         }
@@ -368,12 +372,14 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         let row = StoredPushToStart(record, version: (expected ?? 0) + 1)
         return try await self.committing("saving the push-to-start token of \(record.key)") { db in
             let key: [(any DatabaseValueConvertible)?] = [row.installation, row.bundleID, row.attributesType]
-            let values: [(any DatabaseValueConvertible)?] = [row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version]
+            let values: [(any DatabaseValueConvertible)?] = [
+                row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version, row.startsSent,
+            ]
             if let expected {
                 try db.cachedStatement(
                     sql: """
                         UPDATE live_activity_push_to_start SET token = ?, environment = ?, confirmed_at_ms = ?, sequence = ?, dead_reason = ?,
-                            version = ?
+                            version = ?, starts_sent_ms = ?
                         WHERE installation = ? AND bundle_id = ? AND attributes_type = ? AND version = ?
                         """
                 ).execute(arguments: StatementArguments(values + key + [expected]))
@@ -381,8 +387,8 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 try db.cachedStatement(
                     sql: """
                         INSERT INTO live_activity_push_to_start (installation, bundle_id, attributes_type, token, environment,
-                            confirmed_at_ms, sequence, dead_reason, version)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            confirmed_at_ms, sequence, dead_reason, version, starts_sent_ms)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (installation, bundle_id, attributes_type) DO NOTHING
                         """
                 ).execute(arguments: StatementArguments(key + values))

@@ -298,3 +298,90 @@ struct DeliveryTests {
         #expect(counted == sent.count)
     }
 }
+
+private struct MatchAttributes: Codable, Sendable { var match: String }
+
+@Suite("The start budget: starts beyond it wait for the window, or fail, never sent to be dropped", .timeLimit(.minutes(1)))
+struct StartBudgetTests {
+    static let key = PushToStartKey(installation: installation, bundleID: bundleID, attributesType: "MatchAttributes")
+
+    private func reportToken(_ manager: LiveActivityManager) async throws {
+        try await manager.report(.pushToStartToken(Self.key, token: try DeviceToken(String(repeating: "5a", count: 32)), sequence: nil, environment: .sandbox))
+    }
+
+    private func start(_ manager: LiveActivityManager, _ id: String, home: Int = 0) async throws -> LiveActivityManager.StartOutcome {
+        try await manager.start(
+            activity: try LiveActivityID(id), installation: installation, bundleID: bundleID, attributesType: "MatchAttributes",
+            attributes: MatchAttributes(match: id), contentState: Score(home: home, away: 0), alert: APNSLiveActivityAlert(title: "Kick-off", body: .plain(id))
+        )
+    }
+
+    @Test("A start beyond the budget is deferred to when the window frees one, carries the latest state asked for, then goes once")
+    func deferred() async throws {
+        let fixture = try InProcess()
+        let manager = manager(fixture) { $0.startBudget = UpdateBudget(count: 2, window: .seconds(600)) }
+        try await reportToken(manager)
+        let first = fixture.clock.now
+        #expect(try await start(manager, "match-1").sent != nil)
+        fixture.clock.advance(by: 100)
+        #expect(try await start(manager, "match-2").sent != nil)
+        fixture.clock.advance(by: 100)
+        let third = try await start(manager, "match-3")
+        #expect(third.sent == nil && third.deferredUntil == first.addingTimeInterval(600) && third.activity.state == .starting)
+        #expect(fixture.sent.count == 2)
+        // An update asked for meanwhile rides on the start.
+        let merged = try await manager.request(update: try LiveActivityID("match-3"), contentState: Score(home: 4, away: 0))
+        #expect(merged.superseded && merged.state == .starting)
+        fixture.clock.advance(by: 399)
+        #expect(try await manager.deliverDue().sent == 0 && fixture.sent.count == 2)
+        fixture.clock.advance(by: 1)
+        #expect(try await manager.deliverDue().sent == 1)
+        let deferredStart = try #require(fixture.sent.last)
+        #expect(header(deferredStart, "apns-collapse-id") == "match-3" && (header(deferredStart, "apns-priority") ?? "10") == "10")
+        #expect(try aps(deferredStart)["event"] as? String == "start" && score(deferredStart) == Score(home: 4, away: 0))
+        #expect(try (aps(deferredStart)["alert"] as? [String: Any])?["title"] as? String == "Kick-off")
+        let activity = try #require(try await manager.activity(try LiveActivityID("match-3")))
+        #expect(activity.state == .starting && activity.delivery.sent == 1 && activity.delivery.dueAt == nil)
+        #expect(activity.history.map(\.event).suffix(2) == ["start_deferred", "start_sent"])
+        // The ledger holds: another start now waits again.
+        #expect(try await start(manager, "match-4").deferredUntil == first.addingTimeInterval(700))
+        fixture.clock.advance(by: 3600)
+        #expect(try await manager.deliverDue().sent == 1 && fixture.sent.count == 4)
+    }
+
+    @Test("With startsBeyondBudget .fail, the start fails naming the install and when the next is free; nothing is recorded or sent")
+    func failing() async throws {
+        let fixture = try InProcess()
+        let manager = manager(fixture) {
+            $0.startBudget = UpdateBudget(count: 1, window: .seconds(3600))
+            $0.startsBeyondBudget = .fail
+        }
+        try await reportToken(manager)
+        try await start(manager, "match-1")
+        await #expect {
+            try await start(manager, "match-2")
+        } throws: { error in
+            let error = error as? LiveActivityError
+            return error?.code == .startBudgetSpent && error?.field == "installation" && error?.rule.contains("1 h") == true
+        }
+        #expect(try await manager.activity(try LiveActivityID("match-2")) == nil && fixture.sent.count == 1)
+        // A renewal beyond the budget fails too, and the old activity goes on.
+        let id = try LiveActivityID("match-1")
+        try await manager.report(.updateToken(id, token: try DeviceToken(String(repeating: "ab", count: 32)), sequence: 1, registration: nil))
+        await #expect(throws: LiveActivityError.self) { try await manager.renew(activity: id, alert: APNSLiveActivityAlert(title: "Renewed", body: "1")) }
+        #expect(try await manager.activity(id)?.renewal == nil && fixture.sent.count == 1)
+    }
+
+    @Test("An end asked for before a deferred start went: the activity ends and nothing is sent")
+    func endedBeforeStart() async throws {
+        let fixture = try InProcess()
+        let manager = manager(fixture) { $0.startBudget = UpdateBudget(count: 1, window: .seconds(600)) }
+        try await reportToken(manager)
+        try await start(manager, "match-1")
+        #expect(try await start(manager, "match-2").deferredUntil != nil)
+        let ended = try await manager.request(end: try LiveActivityID("match-2"), contentState: Score?.none)
+        #expect(ended.state == .ended)
+        fixture.clock.advance(by: 3600)
+        #expect(try await manager.deliverDue().sent == 0 && fixture.sent.count == 1)
+    }
+}

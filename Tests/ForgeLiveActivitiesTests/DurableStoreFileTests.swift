@@ -74,7 +74,8 @@ struct SQLiteLiveActivityStoreFileTests {
             try db.execute(
                 sql: """
                     DROP INDEX live_activities_due; ALTER TABLE live_activities DROP COLUMN due_at_ms;
-                    ALTER TABLE live_activities DROP COLUMN delivery; ALTER TABLE live_activities DROP COLUMN history; PRAGMA user_version = 1
+                    ALTER TABLE live_activities DROP COLUMN delivery; ALTER TABLE live_activities DROP COLUMN history; ALTER TABLE live_activity_push_to_start DROP COLUMN starts_sent_ms;
+                    PRAGMA user_version = 1
                     """
             )
         }
@@ -89,6 +90,13 @@ struct SQLiteLiveActivityStoreFileTests {
         #expect(try await store.activity(activity.id)?.history == activity.history)
         #expect(try await store.activity(activity.id)?.delivery == activity.delivery)
         #expect(try await store.dueActivities(at: Date(timeIntervalSince1970: 1_700_000_063), limit: 5).map(\.id) == [activity.id])
+        let ledger = PushToStartRecord(
+            key: PushToStartKey(installation: try InstallationID("i-1"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes"),
+            token: try DeviceToken(String(repeating: "5a", count: 32)), environment: .sandbox, confirmedAt: Date(timeIntervalSince1970: 1_700_000_000),
+            sequence: nil, startsSent: [Date(timeIntervalSince1970: 1_700_000_001)]
+        )
+        #expect(try await store.save(ledger, replacing: nil))
+        #expect(try await store.pushToStart(ledger.key)?.startsSent == ledger.startsSent)
         // The column is JSON as Foundation reads it.
         let column = try await DatabaseQueue(path: path).read { db in try Data.fetchOne(db, sql: "SELECT history FROM live_activities") }
         let bytes = try #require(column)
@@ -147,6 +155,7 @@ struct PostgresLiveActivityStoreSchemaTests {
             _ = try await offPool {
                 try postgres.psql(
                     "ALTER TABLE live_activities DROP COLUMN history, DROP COLUMN delivery, DROP COLUMN due_at_ms; "
+                        + "ALTER TABLE live_activity_push_to_start DROP COLUMN starts_sent_ms; "
                         + "DELETE FROM live_activity_schema WHERE version > 1"
                 )
             }

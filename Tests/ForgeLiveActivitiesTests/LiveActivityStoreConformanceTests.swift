@@ -115,7 +115,7 @@ private func pushToStart(_ attributesType: String, full: Bool) throws -> PushToS
     PushToStartRecord(
         key: key(attributesType), token: try DeviceToken(String(repeating: full ? "5a" : "5b", count: 32)),
         environment: full ? .production : .sandbox, confirmedAt: date(1_700_000_000_777), sequence: full ? -3 : nil,
-        deadReason: full ? "BadDeviceToken" : nil, version: 3
+        deadReason: full ? "BadDeviceToken" : nil, startsSent: full ? [date(1_700_000_000_001), date(-1_000_000_000_002)] : [], version: 3
     )
 }
 
@@ -321,7 +321,10 @@ struct LiveActivityStoreConformanceTests {
     func racingManagers(kind: StoreKind) async throws {
         let fixture = try InProcess()
         try await kind.withStores(count: 2) { stores in
-            let managers = stores.map { fixture.manager(store: $0) }
+            // 50 starts on one install: a start budget that takes them all (the race is the point here).
+            var configuration = LiveActivityManager.Configuration()
+            configuration.startBudget = UpdateBudget(count: 100, window: .seconds(3600))
+            let managers = stores.map { LiveActivityManager(client: fixture.client, store: $0, clock: fixture.clock, configuration: configuration) }
             try await managers[0].report(.pushToStartToken(
                 key("OrderAttributes"), token: try DeviceToken(String(repeating: "5a", count: 32)), sequence: nil, environment: .sandbox
             ))

@@ -73,6 +73,8 @@ private func failure(_ error: LiveActivityError, flag: String? = nil) -> CLIFail
         return CLIFailure(message: "--store: \(error.rule)", exitCode: CLIExit.ioError)
     case .sendFailed, .noClient:
         return CLIFailure(message: error.rule, exitCode: CLIExit.software)
+    case .startBudgetSpent:
+        return CLIFailure(message: "--installation: \(error.rule)", exitCode: CLIExit.temporaryFailure)
     }
 }
 
@@ -88,7 +90,10 @@ private func sending(
     let sent: Sent = try await store.withStore { store in
         try await withAPNSClient(client) { client in
             do throws(LiveActivityError) {
-                return try await body(LiveActivityManager(client: client, store: store))
+                // A one-shot command cannot wait for the start budget: a start beyond it exits 75.
+                var configuration = LiveActivityManager.Configuration()
+                configuration.startsBeyondBudget = .fail
+                return try await body(LiveActivityManager(client: client, store: store, configuration: configuration))
             } catch {
                 guard error.code == .sendFailed, let apnsError = error.apnsError else { throw failure(error) }
                 return .verdict(APNSBulkVerdict.Outcome(apnsError), target: error.token?.hexString ?? "-")
