@@ -307,6 +307,8 @@ let package = Package(
                 "ForgeLiveActivities",
                 "ForgeLiveActivitiesSQLite",
                 "ForgeLiveActivitiesPostgres",
+                // `activities serve`: the manager over HTTP for backends in any language.
+                "ForgeLiveActivitiesGateway",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -315,6 +317,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 // SIGINT and SIGTERM as an async sequence.
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // `activities serve`: the gateway's application stopped gracefully on SIGINT or SIGTERM.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
