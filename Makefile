@@ -132,7 +132,7 @@ demo: deps
 ## Sources/<target>/<target>.docc) by swift-docc-plugin, with DocC's warnings as errors: a symbol or article
 ## link that does not resolve, or an undocumented parameter, fails. The archives are written to
 ## .build/plugins/Swift-DocC/outputs/<target>.doccarchive. Offline; building needs only the build's packages.
-DOCS_TARGETS := ForgeAPNs ForgeLoopback ForgeCampaign ForgeLiveActivities
+DOCS_TARGETS := ForgeAPNs ForgeLoopback ForgeCampaign ForgeLiveActivities ForgeLiveActivitiesGateway
 docs: build-deps
 	$(SWIFT) package $(SWIFT_FLAGS) --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_TARGETS)) --warnings-as-errors
 

@@ -420,8 +420,9 @@ let package = Package(
         .testTarget(
             name: "ReadmeTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeLiveActivities", "ForgeLoopback",
-                "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeTestSupport",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeLiveActivities", "ForgeLiveActivitiesGateway",
+                "ForgeLoopback", "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],

@@ -4,7 +4,7 @@ internal import Foundation
 public import Logging
 public import Metrics
 
-/// ``LiveActivityManager`` over HTTP/1.1 and JSON, for backends in any language: the app's token
+/// `LiveActivityManager` over HTTP/1.1 and JSON, for backends in any language: the app's token
 /// reports, start, update, end, and the registry's activities, with an OpenAPI 3.0 document of
 /// every route at `GET /v1/openapi.json`.
 ///
@@ -13,8 +13,8 @@ public import Metrics
 /// (Hummingbird), and ``addRoutes(to:)`` mounts the routes on a router of yours.
 ///
 /// Routes:
-/// - `POST /v1/reports`: a token report of the app (``ActivityReportJSON``), as
-///   ``LiveActivityManager/handleReport(body:)`` answers it;
+/// - `POST /v1/reports`: a token report of the app (`ActivityReportJSON`), as
+///   `LiveActivityManager.handleReport(body:)` answers it;
 /// - `POST /v1/activities/{id}/start` `{"installation", "bundle_id", "attributes_type",
 ///   "attributes", "content_state", "alert": {"title", "body"}}`;
 /// - `POST /v1/activities/{id}/update` `{"content_state", "importance": "routine" | "alerting"}`
