@@ -33,7 +33,7 @@ public import Metrics
 /// fails.
 public struct LiveActivityGateway: Sendable {
     /// The API key, the body limit, metrics and logs.
-    public struct Configuration: Sendable, CustomStringConvertible {
+    public struct Configuration: Sendable, CustomStringConvertible, CustomReflectable {
         /// When set, every route but `GET /readyz` needs `Authorization: Bearer <apiKey>` (compared
         /// in constant time); without it, 401. Never logged or printed.
         public var apiKey: String?
@@ -67,6 +67,11 @@ public struct LiveActivityGateway: Sendable {
 
         public var description: String {
             "LiveActivityGateway.Configuration(apiKey: \(self.apiKey == nil ? "none" : "<redacted>"), maximumBodySize: \(self.maximumBodySize))"
+        }
+
+        /// What `dump` and debuggers show: the key redacted.
+        public var customMirror: Mirror {
+            Mirror(self, children: ["apiKey": self.apiKey == nil ? "none" : "<redacted>", "maximumBodySize": self.maximumBodySize])
         }
     }
 
@@ -174,6 +179,13 @@ public struct LiveActivityGateway: Sendable {
         }
         switch (route.method, route.pattern.last) {
         case ("POST", "reports"):
+            if let unknown = Self.unknownReportField(request.body) {
+                let error: [String: Any] = [
+                    "code": "invalid_input", "field": unknown,
+                    "rule": "is not a field of a report (fields: \(Self.reportFields.sorted().joined(separator: ", ")))",
+                ]
+                return Self.json(400, ActivityJSON.bytes(["applied": false, "error": error]))
+            }
             let (status, body) = await self.manager.handleReport(body: request.body)
             return Self.json(status, body)
         case ("GET", "activities"):
@@ -301,6 +313,24 @@ public struct LiveActivityGateway: Sendable {
     }
 
     // MARK: Support
+
+    /// The fields of a report: those `ActivityReportJSON` encodes, read from its encoding so that
+    /// a field it gains is taken here too.
+    static let reportFields: Set<String> = {
+        let full = ActivityReportJSON(
+            kind: "", installation: "", bundleID: "", attributesType: "", activity: "", token: "", sequence: 0, environment: ""
+        )
+        guard let data = try? JSONEncoder().encode(full), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            return []
+        }
+        return Set(object.keys)
+    }()
+
+    /// The first field of a report body that no report has (the manager's decoder would ignore it).
+    private static func unknownReportField(_ body: [UInt8]) -> String? {
+        guard case .object(let fields)? = try? CodableJSON(parsing: body) else { return nil }
+        return fields.keys.sorted().first { !Self.reportFields.contains($0) }
+    }
 
     /// 401 unless the request carries the API key; the answer does not say what was wrong.
     private func authorize(_ header: String?) throws(GatewayFailure) {

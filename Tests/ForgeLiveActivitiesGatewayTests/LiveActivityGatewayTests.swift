@@ -202,6 +202,7 @@ struct LiveActivityGatewayTests {
         ("/v1/activities/bad%07id/update", #"{"content_state": {}}"#, "id"),
         ("/v1/activities/bad%ZZ/update", #"{"content_state": {}}"#, "id"),
         ("/v1/reports", #"{"kind": "update_token", "activity": "a", "token": "xyz"}"#, "token"),
+        ("/v1/reports", #"{"kind": "update_token", "activity": "a", "token": "ab", "colour": "red"}"#, "colour"),
     ])
     func badInput(_ path: String, _ body: String, _ field: String) async throws {
         let fixture = try Fixture()
@@ -255,6 +256,9 @@ struct LiveActivityGatewayTests {
         #expect(try await fixture.call("GET", "/readyz").status == 200)
         #expect(try await fixture.call("GET", "/v1/openapi.json").status == 401)
         #expect(!"\(fixture.gateway.configuration)".contains("s3cret"))
+        var dumped = ""
+        dump(fixture.gateway.configuration, to: &dumped)
+        #expect(!dumped.contains("s3cret") && dumped.contains("<redacted>"), "\(dumped)")
         #expect(LiveActivityGateway.constantTimeEqual(Array("abc".utf8), Array("abc".utf8)))
         #expect(!LiveActivityGateway.constantTimeEqual(Array("abcd".utf8), Array("abc".utf8)))
         #expect(!LiveActivityGateway.constantTimeEqual([], Array("abc".utf8)))

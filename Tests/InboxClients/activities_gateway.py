@@ -124,6 +124,13 @@ def main():
     start = {"installation": "i-1", "bundle_id": "com.example.shop", "attributes_type": "OrderAttributes",
              "attributes": {"order": "17"}, "content_state": {"status": "packing"},
              "alert": {"title": "Order 17", "body": "Packing"}}
+    status, body = gateway.curl("POST", "/v1/reports", {"kind": "push_to_start_token", "installation": "i-1",
+                                                        "bundle_id": "com.example.shop", "attributes_type": "OrderAttributes",
+                                                        "token": PUSH_TO_START, "sequence": 0})
+    check("400 for a report older than one applied, naming sequence (curl)",
+          status == 400 and body["applied"] is False and body["error"]["field"] == "sequence", body)
+    status, body = gateway.urllib("POST", "/v1/reports", {"kind": "ended", "activity": "order-17", "colour": "red"})
+    check("400 for a report with an unknown field, naming it", status == 400 and body["error"]["field"] == "colour", body)
     status, body = gateway.urllib("POST", "/v1/activities/order-17/start", start)
     check("start: 202 starting", status == 202 and body == {"id": "order-17", "state": "starting"}, (status, body))
 
