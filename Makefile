@@ -128,7 +128,7 @@ demo: deps
 	$(SWIFT) build --product apnsctl $(SWIFT_FLAGS)
 	"$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" demo $(DEMO_FLAGS)
 
-## docs: the DocC documentation of ForgeAPNs, ForgeLoopback and ForgeCampaign (their catalogs in
+## docs: the DocC documentation of the libraries in DOCS_TARGETS (their catalogs in
 ## Sources/<target>/<target>.docc) by swift-docc-plugin, with DocC's warnings as errors: a symbol or article
 ## link that does not resolve, or an undocumented parameter, fails. The archives are written to
 ## .build/plugins/Swift-DocC/outputs/<target>.doccarchive. Offline; building needs only the build's packages.
