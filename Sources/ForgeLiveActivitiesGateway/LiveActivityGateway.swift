@@ -164,7 +164,7 @@ public struct LiveActivityGateway: Sendable {
         if !isReadiness { try self.authorize(request.authorization) }
         guard let route = matching.first(where: { $0.method == request.method }) else {
             guard !matching.isEmpty else {
-                throw GatewayFailure(404, "not_found", field: "path", rule: "no route is \(request.path) (the routes: GET /v1/openapi.json)")
+                throw GatewayFailure(404, "not_found", field: "path", rule: "no route has this path (GET /v1/openapi.json lists them)")
             }
             var failure = GatewayFailure(405, "method_not_allowed", field: "method", rule: "\(request.path) takes \(matching.map(\.method).joined(separator: ", "))")
             failure.headers = [("Allow", matching.map(\.method).joined(separator: ", "))]

@@ -27,7 +27,7 @@ private final class Fixture: Sendable {
     let gateway: LiveActivityGateway
     let client: APNSClient
 
-    init(apiKey: String? = nil, maximumBodySize: Int = 64 * 1024) throws {
+    init(apiKey: String? = nil, maximumBodySize: Int = 64 * 1024, store: any LiveActivityStore = InMemoryLiveActivityStore()) throws {
         let pushes = self.pushes
         let configuration = APNSClient.Configuration(
             authentication: .jwt(key: signingKey, keyID: try APNSKeyID("FORGEKEY01"), teamID: try APNSTeamID("FORGETEAM1")),
@@ -40,7 +40,7 @@ private final class Fixture: Sendable {
             }
             return APNSTransportResponse(status: 200)
         })
-        self.manager = LiveActivityManager(client: self.client, store: InMemoryLiveActivityStore(), clock: ManualWallClock())
+        self.manager = LiveActivityManager(client: self.client, store: store, clock: ManualWallClock())
         let metrics = self.metrics
         self.gateway = LiveActivityGateway(
             manager: self.manager,
@@ -297,6 +297,35 @@ struct LiveActivityGatewayTests {
             let template = "/" + route.pattern.joined(separator: "/")
             #expect(((OpenAPI.document["paths"] as? [String: Any])?[template] as? [String: Any])?[route.method.lowercased()] != nil, "\(template)")
         }
+    }
+}
+
+/// A store that is down: every call throws.
+private struct DownStore: LiveActivityStore {
+    struct Down: Error {}
+    func activity(_ id: LiveActivityID) async throws -> ManagedActivity? { throw Down() }
+    func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool { throw Down() }
+    func removeActivity(_ id: LiveActivityID) async throws { throw Down() }
+    func activities() async throws -> [ManagedActivity] { throw Down() }
+    func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? { throw Down() }
+    func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool { throw Down() }
+}
+
+@Suite("ForgeLiveActivitiesGateway when the store is down")
+struct LiveActivityGatewayStoreDownTests {
+    @Test("503 naming the store from every route that reads it; /readyz 503; the report route's own 500")
+    func storeDown() async throws {
+        let fixture = try Fixture(store: DownStore())
+        for (method, path, body) in [
+            ("GET", "/readyz", nil), ("GET", "/v1/activities", nil), ("GET", "/v1/activities/order-1", nil), ("GET", "/metrics", nil),
+            ("POST", "/v1/activities/order-1/start", start), ("POST", "/v1/activities/order-1/update", ["content_state": ["a": 1]]),
+            ("POST", "/v1/activities/order-1/end", ["content_state": ["a": 1]]),
+        ] as [(String, String, [String: Any]?)] {
+            let answer = try await fixture.call(method, path, body)
+            #expect(answer.status == 503 && error(answer.json)["code"] as? String == "store", "\(method) \(path): \(String(describing: answer.json))")
+        }
+        let report = try await fixture.call("POST", "/v1/reports", report)
+        #expect(report.status == 500 && (report.json as? [String: Any])?["applied"] as? Bool == false)
     }
 }
 
