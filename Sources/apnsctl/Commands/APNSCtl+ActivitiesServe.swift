@@ -23,8 +23,9 @@ extension APNSCtl.Activities {
                 {"error": {"code", "field", "rule"}} with 400, 401, 404, 409, 413, 502 or 503.
 
                 With --api-key-file, every route but /readyz needs Authorization: Bearer KEY (the file's content, \
-                trimmed); it is required when --host is not a loopback address. SIGINT or SIGTERM stops it after the \
-                requests under way.
+                trimmed); it is required when --host is not a loopback address. The credentials and endpoint flags \
+                are those of the other activities commands, but --port and --host are the gateway's: Apple's port 2197 \
+                comes from APNS_PORT or --url. SIGINT or SIGTERM stops it after the requests under way.
 
                 Example:
                   apnsctl activities serve --store sqlite:activities.sqlite --port 8080 \\
