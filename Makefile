@@ -15,12 +15,13 @@ APT_PACKAGES := $(BUILD_APT_PACKAGES) openssl nghttp2-client nghttp2-server curl
 DIST_APT_PACKAGES := dpkg binutils debootstrap python3
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The fault-oracle tests run a Python HTTP/2 server (Tests/FaultServer/fault_server.py) that is not
-# ForgePush's code. Its two packages come from PyPI into a venv (.build-*/ is ignored by git);
+# ForgePush's code. Its two packages come from PyPI into a venv (.build-*/ is ignored by git), with
+# openapi-schema-validator, which checks the Live Activity gateway's answers against its OpenAPI document;
 # Debian's python3 needs python3-venv for `-m venv`. The tests find the venv's python through
 # FORGE_TEST_PYTHON (else .build-venv/bin/python) and fail, not skip, without it.
 PYTHON       ?= python3
 VENV         := .build-venv
-PY_PACKAGES  := h2==4.4.1 cryptography==50.0.2
+PY_PACKAGES  := h2==4.4.1 cryptography==50.0.2 openapi-schema-validator==0.9.0
 export FORGE_TEST_PYTHON := $(CURDIR)/$(VENV)/bin/python
 
 # The apnsctl tests wait for child processes (the built binary, apnsctl serve) on their threads; in
@@ -83,13 +84,13 @@ dist-deps:
 
 ## pydeps: the fault server's Python packages in $(VENV)/ (created, and pip run, only when an import fails).
 pydeps: deps
-	@if $(VENV)/bin/python -c 'import h2, cryptography' 2>/dev/null; then \
-	  echo "pydeps: $(VENV) has h2 and cryptography"; \
+	@if $(VENV)/bin/python -c 'import h2, cryptography, openapi_schema_validator' 2>/dev/null; then \
+	  echo "pydeps: $(VENV) has h2, cryptography and openapi-schema-validator"; \
 	else \
 	  echo "pydeps: installing $(PY_PACKAGES) into $(VENV)"; \
 	  $(PYTHON) -m venv $(VENV) && \
 	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check $(PY_PACKAGES) && \
-	  $(VENV)/bin/python -c 'import h2, cryptography'; \
+	  $(VENV)/bin/python -c 'import h2, cryptography, openapi_schema_validator'; \
 	fi
 
 build: deps
@@ -127,11 +128,11 @@ demo: deps
 	$(SWIFT) build --product apnsctl $(SWIFT_FLAGS)
 	"$$($(SWIFT) build --show-bin-path $(SWIFT_FLAGS))/apnsctl" demo $(DEMO_FLAGS)
 
-## docs: the DocC documentation of ForgeAPNs, ForgeLoopback and ForgeCampaign (their catalogs in
+## docs: the DocC documentation of the libraries in DOCS_TARGETS (their catalogs in
 ## Sources/<target>/<target>.docc) by swift-docc-plugin, with DocC's warnings as errors: a symbol or article
 ## link that does not resolve, or an undocumented parameter, fails. The archives are written to
 ## .build/plugins/Swift-DocC/outputs/<target>.doccarchive. Offline; building needs only the build's packages.
-DOCS_TARGETS := ForgeAPNs ForgeLoopback ForgeCampaign ForgeLiveActivities
+DOCS_TARGETS := ForgeAPNs ForgeLoopback ForgeCampaign ForgeLiveActivities ForgeLiveActivitiesGateway
 docs: build-deps
 	$(SWIFT) package $(SWIFT_FLAGS) --disable-sandbox generate-documentation $(addprefix --target ,$(DOCS_TARGETS)) --warnings-as-errors
 

@@ -23,6 +23,8 @@
 //   ForgeLiveActivities            managed Live Activities: the registry, its store protocol, the in-memory store
 //   ForgeLiveActivitiesSQLite      the registry in one SQLite file (GRDB), for one backend process
 //   ForgeLiveActivitiesPostgres    the registry in PostgreSQL (postgres-nio), shared by backend instances
+//   ForgeLiveActivitiesGateway     the manager over HTTP/1.1 JSON for backends in any language (Hummingbird;
+//                                  SwiftNIO outside the push path)
 //   apnsctl, apns-bench            executables
 //   ForgeTestSupport               what the test targets share (paths, manual clock, child processes, logs)
 import PackageDescription
@@ -52,6 +54,7 @@ let package = Package(
         .library(name: "ForgeLiveActivities", targets: ["ForgeLiveActivities"]),
         .library(name: "ForgeLiveActivitiesSQLite", targets: ["ForgeLiveActivitiesSQLite"]),
         .library(name: "ForgeLiveActivitiesPostgres", targets: ["ForgeLiveActivitiesPostgres"]),
+        .library(name: "ForgeLiveActivitiesGateway", targets: ["ForgeLiveActivitiesGateway"]),
         .library(name: "ForgeCampaignPostgres", targets: ["ForgeCampaignPostgres"]),
         .executable(name: "apnsctl", targets: ["apnsctl"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
@@ -258,6 +261,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The manager over HTTP/1.1 JSON (`apnsctl activities serve`), for backends in any language.
+        // Hummingbird brings SwiftNIO, so this target alone links it, outside the push path; its
+        // counters go to whatever swift-metrics factory the caller gives.
+        .target(
+            name: "ForgeLiveActivitiesGateway",
+            dependencies: [
+                "ForgeLiveActivities", "ForgeAPNsCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Workers on many machines share one campaign in PostgreSQL: leased batches, epoch-fenced verdicts.
         .target(
             name: "ForgeCampaignPostgres",
@@ -290,6 +307,8 @@ let package = Package(
                 "ForgeLiveActivities",
                 "ForgeLiveActivitiesSQLite",
                 "ForgeLiveActivitiesPostgres",
+                // `activities serve`: the manager over HTTP for backends in any language.
+                "ForgeLiveActivitiesGateway",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 "ForgeSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -298,6 +317,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 // SIGINT and SIGTERM as an async sequence.
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // `activities serve`: the gateway's application stopped gracefully on SIGINT or SIGTERM.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -399,8 +420,9 @@ let package = Package(
         .testTarget(
             name: "ReadmeTests",
             dependencies: [
-                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeLiveActivities", "ForgeLoopback",
-                "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeTestSupport",
+                "ForgeAPNs", "ForgeAPNsCore", "ForgeCampaign", "ForgeCrypto", "ForgeLiveActivities", "ForgeLiveActivitiesGateway",
+                "ForgeLoopback", "ForgeSimulatedDevice", "ForgeNotificationTypes", "ForgeTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
@@ -424,6 +446,18 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ForgeLiveActivitiesGatewayTests",
+            // Every route and refusal in-process (the client answers in-process too), then on a loopback port.
+            dependencies: [
+                "ForgeLiveActivitiesGateway", "ForgeLiveActivities", "ForgeAPNs", "ForgeAPNsCore", "ForgeAPNsTesting", "ForgeCrypto",
+                "ForgeSupport", "ForgeTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),

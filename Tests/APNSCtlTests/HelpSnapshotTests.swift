@@ -16,7 +16,7 @@ struct HelpSnapshotTests {
         ["channels"], ["channels", "create"], ["channels", "get"], ["channels", "list"], ["channels", "delete"],
         ["campaign"], ["campaign", "create"], ["campaign", "work"], ["campaign", "watch"], ["campaign", "report"],
         ["activities"], ["activities", "report"], ["activities", "start"], ["activities", "update"], ["activities", "end"],
-        ["activities", "renew"], ["activities", "list"], ["activities", "show"], ["activities", "prune"],
+        ["activities", "renew"], ["activities", "list"], ["activities", "show"], ["activities", "prune"], ["activities", "serve"],
     ]
 
     static let folder = PackageRoot.directory.appendingPathComponent("Tests/APNSCtlTests/HelpSnapshots")

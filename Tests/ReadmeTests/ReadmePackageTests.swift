@@ -9,11 +9,13 @@ enum ReadmeBlocks {
     /// A timeline line of the loopback article's snippet: the tap reached the app.
     static let tappedMark = "handled the response to"
     /// The products a block may import: what a user's Package.swift names.
-    static let products: Set<String> = ["ForgeAPNs", "ForgeCampaign", "ForgeLiveActivities", "ForgeLoopback"]
+    static let products: Set<String> = ["ForgeAPNs", "ForgeCampaign", "ForgeLiveActivities", "ForgeLiveActivitiesGateway", "ForgeLoopback"]
     /// Other packages' modules a block may import, as a user's Package.swift would name them:
     /// an app that hands the client its own tracer depends on swift-distributed-tracing itself.
     static let otherModules: [String: (url: String, from: String, package: String)] = [
         "Tracing": ("https://github.com/apple/swift-distributed-tracing", "1.7.3", "swift-distributed-tracing"),
+        // One that mounts the Live Activity gateway runs it with Hummingbird's application API.
+        "Hummingbird": ("https://github.com/hummingbird-project/hummingbird", "2.28.1", "hummingbird"),
     ]
 
     /// The documents whose ```swift blocks are compiled, relative to the package: README.md, then
@@ -145,7 +147,7 @@ private func swift(_ arguments: [String], timeout: Duration) throws -> ChildProc
 // would slow them): `swift test --filter ReadmePackageTests`.
 @Suite("README and DocC articles: the snippets build as written in a package of their own", .timeLimit(.minutes(20)))
 struct ReadmePackageTests {
-    @Test("Each block imports ForgeAPNs, ForgeCampaign, ForgeLiveActivities or ForgeLoopback, and else only Foundation or a package a user would name")
+    @Test("Each block imports ForgeAPNs, ForgeCampaign, ForgeLiveActivities, ForgeLiveActivitiesGateway or ForgeLoopback, and else only Foundation or a package a user would name")
     func imports() throws {
         for (document, block) in try ReadmeBlocks.all() {
             let imports = ReadmeBlocks.imports(block)

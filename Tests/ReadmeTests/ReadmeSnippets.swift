@@ -1,5 +1,7 @@
 import ForgeCampaign
 import ForgeLiveActivities
+import ForgeLiveActivitiesGateway
+import Hummingbird
 import ForgeLoopback
 import Foundation
 import Tracing
@@ -325,4 +327,12 @@ func sweepActivities(_ manager: LiveActivityManager) async throws {
         print("ended \(summary.ended), stale \(summary.stale), removed \(summary.removed)")
         try await Task.sleep(for: .seconds(300))
     }
+}
+
+func serveLiveActivities(manager: LiveActivityManager, apiKey: String) async throws {
+    let gateway = LiveActivityGateway(manager: manager, configuration: .init(apiKey: apiKey))
+    let application = gateway.makeApplication(host: "127.0.0.1", port: 8080) { port in
+        print("Live Activity gateway on http://127.0.0.1:\(port)")
+    }
+    try await application.runService()
 }

@@ -49,6 +49,7 @@ struct ReadmeTests {
     static let minimumBlocks = [
         "README.md": 2, "Sources/ForgeAPNs/ForgeAPNs.docc": 11, "Sources/ForgeLoopback/ForgeLoopback.docc": 3,
         "Sources/ForgeCampaign/ForgeCampaign.docc": 1, "Sources/ForgeLiveActivities/ForgeLiveActivities.docc": 5,
+        "Sources/ForgeLiveActivitiesGateway/ForgeLiveActivitiesGateway.docc": 1,
     ]
 
     @Test("Every ```swift block of README.md and of the DocC articles is in ReadmeSnippets.swift, line for line but for its imports")

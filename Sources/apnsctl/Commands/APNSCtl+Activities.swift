@@ -2,6 +2,7 @@ import ArgumentParser
 import ForgeAPNs
 import ForgeAPNsCore
 import ForgeLiveActivities
+import ForgeLiveActivitiesGateway
 import Foundation
 
 extension APNSCtl {
@@ -36,7 +37,7 @@ extension APNSCtl {
                 Exit codes as send's; an unknown activity id, or an update or end of an ended or dead activity, or a \
                 start to a stale or dead push-to-start token is 65 with the reason, and nothing is sent.
                 """,
-            subcommands: [Report.self, Start.self, Update.self, End.self, Renew.self, List.self, Show.self, Prune.self]
+            subcommands: [Report.self, Start.self, Update.self, End.self, Renew.self, List.self, Show.self, Prune.self, Serve.self]
         )
     }
 }
@@ -545,7 +546,7 @@ extension APNSCtl.Activities {
                     }
                 }.filter { self.state == nil || $0.state.name == self.state }
                 if self.json {
-                    Output.result(ActivityJSON.array(activities.map { ActivityJSON.object($0) }))
+                    Output.result(ActivityJSON.text(activities.map { ActivityJSON.object($0) }))
                     return
                 }
                 for activity in activities { Output.result(ActivityJSON.line(activity)) }
@@ -577,11 +578,7 @@ extension APNSCtl.Activities {
                 }
                 guard let found else { throw CLIFailure(message: "no activity has the id \(id)", exitCode: CLIExit.dataError) }
                 if self.json {
-                    var object = ActivityJSON.object(found)
-                    object["renewals"] = found.renewals
-                    object["held"] = found.held?.event ?? NSNull()
-                    object["history"] = found.history.map { ["at": ActivityJSON.date($0.at), "event": $0.event, "detail": $0.detail] }
-                    Output.result(jsonLine(object))
+                    Output.result(ActivityJSON.text(ActivityJSON.detailed(found)))
                     return
                 }
                 Output.result(ActivityJSON.line(found))
@@ -631,37 +628,4 @@ extension APNSCtl.Activities {
 }
 
 /// The names `--state` takes.
-private let stateNames = ["starting", "active", "stale", "ending", "ended", "dead"]
-
-/// An activity as `list` and `show` print it.
-private enum ActivityJSON {
-    /// `{"id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at", "why"}`.
-    static func object(_ activity: ManagedActivity) -> [String: Any] {
-        [
-            "id": activity.id.rawValue, "state": activity.state.name, "bundle_id": activity.bundleID.rawValue,
-            "attributes_type": activity.attributesType, "installation": activity.installation?.rawValue ?? NSNull(),
-            "update_token": activity.updateToken?.hexString ?? NSNull(), "started_at": Self.date(activity.startedAt),
-            "why": activity.why ?? NSNull(),
-        ]
-    }
-
-    static func array(_ objects: [[String: Any]]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "[]" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// `order-17  active  com.example.shop  OrderAttributes  80a4c2d1…  2026-11-29T09:00:00Z  why`.
-    static func line(_ activity: ManagedActivity) -> String {
-        let token = activity.updateToken.map { "\($0.hexString.prefix(8))…" } ?? "-"
-        let fields = [
-            activity.id.rawValue, activity.state.description, activity.bundleID.rawValue, activity.attributesType,
-            activity.installation?.rawValue ?? "-", token, Self.date(activity.startedAt),
-        ]
-        return fields.joined(separator: "  ") + (activity.why.map { "  (\($0))" } ?? "")
-    }
-
-    /// ISO 8601 in UTC, to the second.
-    static func date(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
-    }
-}
+private let stateNames = ActivityJSON.stateNames

@@ -5,16 +5,38 @@ import ForgeHTTP2
 import Foundation
 
 /// Where requests go: Apple's environment, or any APNs-compatible server by URL, and how its
-/// certificate is checked.
-struct EndpointOptions: ParsableArguments {
+/// certificate is checked. Every command that sends takes these flags.
+typealias EndpointOptions = APNSEndpointOptions<ApplePortOption>
+
+/// Apple's port as a flag, `--port`.
+struct ApplePortOption: ApplePortFlag {
+    @Option(name: .long, help: "Apple's port: 443 (default) or 2197, for networks that block 443 outbound (or APNS_PORT).")
+    var port: Int?
+}
+
+/// No `--port` flag, for a command whose `--port` is the one it listens on (`activities serve`):
+/// Apple's port comes from `APNS_PORT`, or from the port of `--url`.
+struct NoApplePortOption: ApplePortFlag {
+    var port: Int? { nil }
+}
+
+/// Whether a command's endpoint flags include Apple's `--port`.
+protocol ApplePortFlag: ParsableArguments {
+    var port: Int? { get }
+}
+
+/// ``EndpointOptions``, with or without Apple's `--port` (`Port`).
+struct APNSEndpointOptions<Port: ApplePortFlag>: ParsableArguments {
     @Option(
         name: .long, help: "production, sandbox or development (the sandbox's other name) (or APNS_ENVIRONMENT); production when unset.",
         transform: { try EnvironmentName.parse($0) }
     )
     var environment: EnvironmentName?
 
-    @Option(name: .long, help: "Apple's port: 443 (default) or 2197, for networks that block 443 outbound (or APNS_PORT).")
-    var port: Int?
+    @OptionGroup var applePort: Port
+
+    /// `--port`, when the command has it.
+    var port: Int? { self.applePort.port }
 
     @Option(
         name: .long,

@@ -12,7 +12,7 @@ enum ClientFactory {
     /// - Parameter credentials: instead of the credential flags' (a token file's source).
     /// - Throws: `ValidationError` (64) for missing or conflicting flags, ``CLIFailure`` (65, 66) for bad data.
     static func configuration(
-        auth: AuthOptions, endpoint: EndpointOptions, concurrency: Int? = nil, verbose: Bool = false,
+        auth: AuthOptions, endpoint: APNSEndpointOptions<some ApplePortFlag>, concurrency: Int? = nil, verbose: Bool = false,
         credentials: [APNSClient.Credential]? = nil
     ) throws -> APNSClient.Configuration {
         let environment = try endpoint.resolved()

@@ -1,0 +1,57 @@
+package import ForgeLiveActivities
+package import Foundation
+
+/// An activity as JSON, one shape for every reader: `apnsctl activities list --json` and `show
+/// --json`, and the gateway's `GET /v1/activities` and `GET /v1/activities/{id}`.
+package enum ActivityJSON {
+    /// `{"id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at", "why"}`.
+    package static func object(_ activity: ManagedActivity) -> [String: Any] {
+        [
+            "id": activity.id.rawValue, "state": activity.state.name, "bundle_id": activity.bundleID.rawValue,
+            "attributes_type": activity.attributesType, "installation": activity.installation?.rawValue ?? NSNull(),
+            "update_token": activity.updateToken?.hexString ?? NSNull(), "started_at": Self.date(activity.startedAt),
+            "why": activity.why ?? NSNull(),
+        ]
+    }
+
+    /// ``object(_:)`` with `renewals`, `held` (the event of the push held, or null) and `history`
+    /// (`[{"at", "event", "detail"}]`, oldest first).
+    package static func detailed(_ activity: ManagedActivity) -> [String: Any] {
+        var object = Self.object(activity)
+        object["renewals"] = activity.renewals
+        object["held"] = activity.held?.event ?? NSNull()
+        object["history"] = activity.history.map { ["at": Self.date($0.at), "event": $0.event, "detail": $0.detail] }
+        return object
+    }
+
+    /// One JSON object or array as text, keys sorted.
+    package static func text(_ value: Any) -> String {
+        String(decoding: Self.bytes(value), as: UTF8.self)
+    }
+
+    /// One JSON object or array as bytes, keys sorted.
+    package static func bytes(_ value: Any) -> [UInt8] {
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return Array((value is [Any] ? "[]" : "{}").utf8)
+        }
+        return Array(data)
+    }
+
+    /// `order-17  active  com.example.shop  OrderAttributes  80a4c2d1…  2026-11-29T09:00:00Z  why`.
+    package static func line(_ activity: ManagedActivity) -> String {
+        let token = activity.updateToken.map { "\($0.hexString.prefix(8))…" } ?? "-"
+        let fields = [
+            activity.id.rawValue, activity.state.description, activity.bundleID.rawValue, activity.attributesType,
+            activity.installation?.rawValue ?? "-", token, Self.date(activity.startedAt),
+        ]
+        return fields.joined(separator: "  ") + (activity.why.map { "  (\($0))" } ?? "")
+    }
+
+    /// ISO 8601 in UTC, to the second.
+    package static func date(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+    }
+
+    /// The names of the states, as `state` takes them: starting, active, stale, ending, ended, dead.
+    package static let stateNames = ["starting", "active", "stale", "ending", "ended", "dead"]
+}

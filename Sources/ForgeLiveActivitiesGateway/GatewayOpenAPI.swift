@@ -1,0 +1,1118 @@
+/// The gateway's OpenAPI 3.0 document, `GET /v1/openapi.json`: every route, request and answer,
+/// errors included. Written by hand; the gateway's tests check every answer they get against it.
+enum GatewayOpenAPI {
+    static let document = #"""
+{
+  "components": {
+    "schemas": {
+      "Accepted": {
+        "additionalProperties": false,
+        "properties": {
+          "id": {
+            "type": "string"
+          },
+          "state": {
+            "$ref": "#/components/schemas/State"
+          }
+        },
+        "required": [
+          "id",
+          "state"
+        ],
+        "type": "object"
+      },
+      "Activity": {
+        "additionalProperties": false,
+        "properties": {
+          "attributes_type": {
+            "type": "string"
+          },
+          "bundle_id": {
+            "type": "string"
+          },
+          "id": {
+            "type": "string"
+          },
+          "installation": {
+            "nullable": true,
+            "type": "string"
+          },
+          "started_at": {
+            "format": "date-time",
+            "type": "string"
+          },
+          "state": {
+            "$ref": "#/components/schemas/State"
+          },
+          "update_token": {
+            "nullable": true,
+            "pattern": "^[0-9a-f]+$",
+            "type": "string"
+          },
+          "why": {
+            "nullable": true,
+            "type": "string"
+          }
+        },
+        "required": [
+          "id",
+          "state",
+          "bundle_id",
+          "attributes_type",
+          "installation",
+          "update_token",
+          "started_at",
+          "why"
+        ],
+        "type": "object"
+      },
+      "ActivityDetail": {
+        "additionalProperties": false,
+        "properties": {
+          "attributes_type": {
+            "type": "string"
+          },
+          "bundle_id": {
+            "type": "string"
+          },
+          "held": {
+            "enum": [
+              "update",
+              "end",
+              null
+            ],
+            "nullable": true,
+            "type": "string"
+          },
+          "history": {
+            "items": {
+              "additionalProperties": false,
+              "properties": {
+                "at": {
+                  "format": "date-time",
+                  "type": "string"
+                },
+                "detail": {
+                  "type": "string"
+                },
+                "event": {
+                  "type": "string"
+                }
+              },
+              "required": [
+                "at",
+                "event",
+                "detail"
+              ],
+              "type": "object"
+            },
+            "type": "array"
+          },
+          "id": {
+            "type": "string"
+          },
+          "installation": {
+            "nullable": true,
+            "type": "string"
+          },
+          "renewals": {
+            "minimum": 0,
+            "type": "integer"
+          },
+          "started_at": {
+            "format": "date-time",
+            "type": "string"
+          },
+          "state": {
+            "$ref": "#/components/schemas/State"
+          },
+          "update_token": {
+            "nullable": true,
+            "pattern": "^[0-9a-f]+$",
+            "type": "string"
+          },
+          "why": {
+            "nullable": true,
+            "type": "string"
+          }
+        },
+        "required": [
+          "id",
+          "state",
+          "bundle_id",
+          "attributes_type",
+          "installation",
+          "update_token",
+          "started_at",
+          "why",
+          "renewals",
+          "held",
+          "history"
+        ],
+        "type": "object"
+      },
+      "EndRequest": {
+        "additionalProperties": false,
+        "properties": {
+          "content_state": {
+            "description": "The final content state; the last one sent when absent.",
+            "type": "object"
+          },
+          "dismissal_date": {
+            "description": "When it leaves the Lock Screen, in seconds since 1970 (a number; a string is refused with 400): 0 at once; iOS's default (up to 4 hours) when absent.",
+            "minimum": 0,
+            "type": "number"
+          }
+        },
+        "type": "object"
+      },
+      "Error": {
+        "additionalProperties": false,
+        "properties": {
+          "error": {
+            "additionalProperties": false,
+            "properties": {
+              "apns": {
+                "additionalProperties": false,
+                "description": "502: APNs' answer (both null when none came).",
+                "properties": {
+                  "reason": {
+                    "nullable": true,
+                    "type": "string"
+                  },
+                  "status": {
+                    "nullable": true,
+                    "type": "integer"
+                  }
+                },
+                "required": [
+                  "status",
+                  "reason"
+                ],
+                "type": "object"
+              },
+              "code": {
+                "description": "invalid_input, unknown_activity, not_live, no_push_to_start_token, send_failed, store, no_client, unauthorized, body_too_large, not_found, method_not_allowed",
+                "type": "string"
+              },
+              "field": {
+                "description": "The field, path parameter or query parameter at fault (id, body, content_state, alert.title, state, \u2026).",
+                "type": "string"
+              },
+              "rule": {
+                "description": "The rule broken, or the state met, in words.",
+                "type": "string"
+              },
+              "state": {
+                "description": "409: the activity's state.",
+                "enum": [
+                  "starting",
+                  "active",
+                  "stale",
+                  "ending",
+                  "ended",
+                  "dead"
+                ],
+                "type": "string"
+              },
+              "why": {
+                "description": "409: why it ended or died.",
+                "nullable": true,
+                "type": "string"
+              }
+            },
+            "required": [
+              "code",
+              "rule"
+            ],
+            "type": "object"
+          }
+        },
+        "required": [
+          "error"
+        ],
+        "type": "object"
+      },
+      "Ready": {
+        "additionalProperties": false,
+        "properties": {
+          "ready": {
+            "enum": [
+              true
+            ],
+            "type": "boolean"
+          }
+        },
+        "required": [
+          "ready"
+        ],
+        "type": "object"
+      },
+      "Report": {
+        "description": "The app's token report: push_to_start_token needs installation, bundle_id, attributes_type and token; update_token needs activity and token (bundle_id and attributes_type register an activity the app started itself); ended needs activity.",
+        "properties": {
+          "activity": {
+            "type": "string"
+          },
+          "attributes_type": {
+            "type": "string"
+          },
+          "bundle_id": {
+            "type": "string"
+          },
+          "environment": {
+            "enum": [
+              "sandbox",
+              "production"
+            ],
+            "type": "string"
+          },
+          "installation": {
+            "type": "string"
+          },
+          "kind": {
+            "enum": [
+              "push_to_start_token",
+              "update_token",
+              "ended"
+            ],
+            "type": "string"
+          },
+          "sequence": {
+            "description": "Increases with each report (or the report's time in ms): an older one than applied is refused (400, field sequence).",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "token": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "kind"
+        ],
+        "type": "object"
+      },
+      "ReportAnswer": {
+        "additionalProperties": false,
+        "properties": {
+          "applied": {
+            "type": "boolean"
+          },
+          "error": {
+            "additionalProperties": false,
+            "properties": {
+              "code": {
+                "type": "string"
+              },
+              "field": {
+                "type": "string"
+              },
+              "rule": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "code",
+              "rule"
+            ],
+            "type": "object"
+          },
+          "why": {
+            "description": "Why it changed nothing, when it did not.",
+            "type": "string"
+          }
+        },
+        "required": [
+          "applied"
+        ],
+        "type": "object"
+      },
+      "StartRequest": {
+        "additionalProperties": false,
+        "properties": {
+          "alert": {
+            "additionalProperties": false,
+            "properties": {
+              "body": {
+                "type": "string"
+              },
+              "title": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "title"
+            ],
+            "type": "object"
+          },
+          "attributes": {
+            "type": "object"
+          },
+          "attributes_type": {
+            "description": "The Swift type of the activity's attributes.",
+            "type": "string"
+          },
+          "bundle_id": {
+            "type": "string"
+          },
+          "content_state": {
+            "type": "object"
+          },
+          "installation": {
+            "description": "Your id of the app install whose push-to-start token starts it.",
+            "type": "string"
+          }
+        },
+        "required": [
+          "installation",
+          "bundle_id",
+          "attributes_type",
+          "attributes",
+          "content_state",
+          "alert"
+        ],
+        "type": "object"
+      },
+      "State": {
+        "enum": [
+          "starting",
+          "active",
+          "stale",
+          "ending",
+          "ended",
+          "dead"
+        ],
+        "type": "string"
+      },
+      "UpdateRequest": {
+        "additionalProperties": false,
+        "properties": {
+          "content_state": {
+            "type": "object"
+          },
+          "importance": {
+            "default": "routine",
+            "description": "routine: apns-priority 5 (delivered opportunistically, not counted against the activity's budget); alerting: 10.",
+            "enum": [
+              "routine",
+              "alerting"
+            ],
+            "type": "string"
+          }
+        },
+        "required": [
+          "content_state"
+        ],
+        "type": "object"
+      }
+    },
+    "securitySchemes": {
+      "apiKey": {
+        "scheme": "bearer",
+        "type": "http"
+      }
+    }
+  },
+  "info": {
+    "description": "LiveActivityManager over HTTP/1.1 and JSON: the app's token reports, start, update and end of Live Activities, and the registry. With an API key, every route but /readyz needs Authorization: Bearer KEY.",
+    "title": "ForgePush Live Activity gateway",
+    "version": "1"
+  },
+  "openapi": "3.0.3",
+  "paths": {
+    "/metrics": {
+      "get": {
+        "responses": {
+          "200": {
+            "content": {
+              "text/plain": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            },
+            "description": "The metrics."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          },
+          "404": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "This gateway exports no metrics."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The store failed (code store), or the manager has no client (no_client)."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "Prometheus text: forge_gateway_requests_total{route,status}, forge_gateway_activities{state} (read at the scrape)."
+      }
+    },
+    "/readyz": {
+      "get": {
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Ready"
+                }
+              }
+            },
+            "description": "Ready."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The store failed (code store), or the manager has no client (no_client)."
+          }
+        },
+        "security": [],
+        "summary": "Ready when the store answers; needs no API key."
+      }
+    },
+    "/v1/activities": {
+      "get": {
+        "parameters": [
+          {
+            "in": "query",
+            "name": "state",
+            "required": false,
+            "schema": {
+              "$ref": "#/components/schemas/State"
+            }
+          },
+          {
+            "description": "Not supported yet: 400 naming group.",
+            "in": "query",
+            "name": "group",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "items": {
+                    "$ref": "#/components/schemas/Activity"
+                  },
+                  "type": "array"
+                }
+              }
+            },
+            "description": "The activities."
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "An unknown state, group, or another parameter (named in field)."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The store failed (code store), or the manager has no client (no_client)."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "The activities in the registry, in id order."
+      }
+    },
+    "/v1/activities/{id}": {
+      "get": {
+        "parameters": [
+          {
+            "description": "Your id of the activity: 1 to 64 bytes of UTF-8 without control characters (400 naming id otherwise).",
+            "in": "path",
+            "name": "id",
+            "required": true,
+            "schema": {
+              "minLength": 1,
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ActivityDetail"
+                }
+              }
+            },
+            "description": "The activity."
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "A bad id."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          },
+          "404": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No activity has the id."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The store failed (code store), or the manager has no client (no_client)."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "One activity and its history."
+      }
+    },
+    "/v1/activities/{id}/end": {
+      "post": {
+        "parameters": [
+          {
+            "description": "Your id of the activity: 1 to 64 bytes of UTF-8 without control characters (400 naming id otherwise).",
+            "in": "path",
+            "name": "id",
+            "required": true,
+            "schema": {
+              "minLength": 1,
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/EndRequest"
+              }
+            }
+          },
+          "required": true
+        },
+        "responses": {
+          "202": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Accepted"
+                }
+              }
+            },
+            "description": "Accepted: the activity's id and state."
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          },
+          "404": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No activity has the id (code unknown_activity, field id)."
+          },
+          "409": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The activity has ended or is dead (code not_live, with state and why); nothing was sent."
+          },
+          "413": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The body is over the gateway's limit (code body_too_large)."
+          },
+          "502": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "APNs did not accept the push (code send_failed; apns has its status and reason); a dead token makes the activity dead."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The store failed (code store), or the manager has no client (no_client)."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "End a running activity (held until its update token arrives)."
+      }
+    },
+    "/v1/activities/{id}/start": {
+      "post": {
+        "parameters": [
+          {
+            "description": "Your id of the activity: 1 to 64 bytes of UTF-8 without control characters (400 naming id otherwise).",
+            "in": "path",
+            "name": "id",
+            "required": true,
+            "schema": {
+              "minLength": 1,
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/StartRequest"
+              }
+            }
+          },
+          "required": true
+        },
+        "responses": {
+          "202": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Accepted"
+                }
+              }
+            },
+            "description": "Accepted: the activity's id and state."
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          },
+          "404": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No activity has the id (code unknown_activity, field id)."
+          },
+          "409": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The id exists and has ended or is dead (code not_live, with state and why), or no usable push-to-start token (no_push_to_start_token)."
+          },
+          "413": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The body is over the gateway's limit (code body_too_large)."
+          },
+          "502": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "APNs did not accept the push (code send_failed; apns has its status and reason); a dead token makes the activity dead."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The store failed (code store), or the manager has no client (no_client)."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "Start a Live Activity through the install's push-to-start token (the id is its apns-collapse-id); an id already running is answered with its state and not started twice."
+      }
+    },
+    "/v1/activities/{id}/update": {
+      "post": {
+        "parameters": [
+          {
+            "description": "Your id of the activity: 1 to 64 bytes of UTF-8 without control characters (400 naming id otherwise).",
+            "in": "path",
+            "name": "id",
+            "required": true,
+            "schema": {
+              "minLength": 1,
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/UpdateRequest"
+              }
+            }
+          },
+          "required": true
+        },
+        "responses": {
+          "202": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Accepted"
+                }
+              }
+            },
+            "description": "Accepted: the activity's id and state."
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          },
+          "404": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No activity has the id (code unknown_activity, field id)."
+          },
+          "409": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The activity has ended, is ending or is dead (code not_live, with state and why); nothing was sent."
+          },
+          "413": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The body is over the gateway's limit (code body_too_large)."
+          },
+          "502": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "APNs did not accept the push (code send_failed; apns has its status and reason); a dead token makes the activity dead."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The store failed (code store), or the manager has no client (no_client)."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "Send a new content state to a running activity (held until its update token arrives)."
+      }
+    },
+    "/v1/openapi.json": {
+      "get": {
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object"
+                }
+              }
+            },
+            "description": "The OpenAPI 3.0 document."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "This document."
+      }
+    },
+    "/v1/reports": {
+      "post": {
+        "requestBody": {
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/Report"
+              }
+            }
+          },
+          "required": true
+        },
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReportAnswer"
+                }
+              }
+            },
+            "description": "Applied, or not (why says why: a late report, an ended activity)."
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReportAnswer"
+                }
+              }
+            },
+            "description": "A malformed report, or a sequence older than one applied; nothing changed."
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+          },
+          "404": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReportAnswer"
+                }
+              }
+            },
+            "description": "An update token or end of an unknown activity."
+          },
+          "413": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "The body is over the gateway's limit."
+          },
+          "500": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReportAnswer"
+                }
+              }
+            },
+            "description": "The store failed."
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "Apply a token report of the app."
+      }
+    }
+  }
+}
+"""#
+}
