@@ -169,14 +169,23 @@ extension LiveActivityManager {
     /// Delivers requested pushes until the task is cancelled: whenever a request arrives in this
     /// process, whenever the earliest due activity comes due, and at least every `poll` (for
     /// requests taken by other managers on the same store). Run it beside the client, in the same
-    /// task group or service group.
+    /// task group or service group. A store that fails is tried again after `poll` (what was taken
+    /// and not finished is taken over after its lease).
+    /// - Throws: ``LiveActivityError/Code/noClient``.
     public func run(poll: Duration = .milliseconds(250)) async throws(LiveActivityError) {
         while !Task.isCancelled {
             let rung = self.doorbell.reached
-            let summary = try await self.deliverDue()
+            let summary: DeliverySummary
+            do {
+                summary = try await self.deliverDue()
+            } catch {
+                guard error.code == .store else { throw error }
+                try? await Task.sleep(for: poll)
+                continue
+            }
             if summary.due >= 1000 { continue }
             var wait = poll
-            if let next = try await self.storing({ try await self.store.earliestDue() }) {
+            if let next = (try? await self.store.earliestDue()) ?? nil {
                 let untilDue = Date.durationBetween(self.clock.now, next)
                 wait = min(poll, max(.zero, untilDue))
             }
@@ -387,8 +396,10 @@ extension LiveActivityManager {
         var counted: (sent: Bool, failed: Bool, retrying: Bool) = (false, false, false)
         _ = try await self.changeActivity(claim.id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
             counted = (false, false, false)
-            guard let inFlight = activity.delivery.inFlight, inFlight.owner == claim.inFlight.owner, inFlight.timestamp == claim.inFlight.timestamp,
-                inFlight.push == claim.inFlight.push
+            // The claim is this manager's and this lease's (a durable store keeps dates to the millisecond).
+            guard let inFlight = activity.delivery.inFlight, inFlight.owner == claim.inFlight.owner,
+                inFlight.leaseUntil.storedMilliseconds == claim.inFlight.leaseUntil.storedMilliseconds,
+                inFlight.timestamp.storedMilliseconds == claim.inFlight.timestamp.storedMilliseconds
             else { return "taken over by another manager" }
             activity.delivery.inFlight = nil
             activity.delivery.dueAt = nil

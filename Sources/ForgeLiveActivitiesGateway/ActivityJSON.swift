@@ -14,12 +14,20 @@ package enum ActivityJSON {
         ]
     }
 
-    /// ``object(_:)`` with `renewals`, `held` (the event of the push held, or null) and `history`
-    /// (`[{"at", "event", "detail"}]`, oldest first).
+    /// ``object(_:)`` with `renewals`, `held` (the event of the push held, or null), the counts of
+    /// the requested pushes (`requested`, `sent`, `superseded`, `downgraded`, `failed`), `waiting`
+    /// (the kind of the push waiting, or null) and `history` (`[{"at", "event", "detail"}]`, oldest first).
     package static func detailed(_ activity: ManagedActivity) -> [String: Any] {
         var object = Self.object(activity)
         object["renewals"] = activity.renewals
         object["held"] = activity.held?.event ?? NSNull()
+        let delivery = activity.delivery
+        object["requested"] = delivery.requested
+        object["sent"] = delivery.sent
+        object["superseded"] = delivery.superseded
+        object["downgraded"] = delivery.downgraded
+        object["failed"] = delivery.failed
+        object["waiting"] = delivery.waiting?.kind.rawValue ?? NSNull()
         object["history"] = activity.history.map { ["at": Self.date($0.at), "event": $0.event, "detail": $0.detail] }
         return object
     }

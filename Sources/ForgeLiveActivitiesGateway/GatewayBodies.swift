@@ -116,15 +116,15 @@ struct StartRequest {
 struct UpdateRequest {
     static let fields = ["content_state", "importance"]
     var contentState: CodableJSON
-    var priority: APNSPriority
+    var importance: UpdateImportance
 
     init(_ bytes: [UInt8]) throws(GatewayFailure) {
         let body = try GatewayBody(bytes, allowed: Self.fields)
         self.contentState = try body.object("content_state")!
         switch try body.optionalString("importance") ?? "routine" {
-        case "routine": self.priority = .consideringDevicePower
-        case "alerting": self.priority = .immediately
-        default: throw GatewayFailure.invalid("importance", "must be routine (apns-priority 5) or alerting (10)")
+        case "routine": self.importance = .routine
+        case "alerting": self.importance = .alerting
+        default: throw GatewayFailure.invalid("importance", "must be routine (apns-priority 5) or alerting (10 within the activity's budget)")
         }
     }
 }

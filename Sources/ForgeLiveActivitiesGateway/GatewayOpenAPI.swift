@@ -119,6 +119,37 @@ enum GatewayOpenAPI {
             "minimum": 0,
             "type": "integer"
           },
+          "requested": {
+            "description": "Updates and ends asked for through the gateway (or the manager's request API).",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "sent": {
+            "description": "Requested pushes APNs accepted.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "superseded": {
+            "description": "Requested pushes replaced by a newer one before they were sent.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "downgraded": {
+            "description": "Alerting updates sent at priority 5: the activity's priority-10 budget was spent.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "failed": {
+            "description": "Requested pushes APNs did not accept.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "waiting": {
+            "description": "The kind of the push waiting to be sent: update, end, or a start deferred by the start budget.",
+            "enum": ["update", "end", "start", null],
+            "nullable": true,
+            "type": "string"
+          },
           "started_at": {
             "format": "date-time",
             "type": "string"
@@ -147,6 +178,12 @@ enum GatewayOpenAPI {
           "why",
           "renewals",
           "held",
+          "requested",
+          "sent",
+          "superseded",
+          "downgraded",
+          "failed",
+          "waiting",
           "history"
         ],
         "type": "object"
@@ -392,7 +429,7 @@ enum GatewayOpenAPI {
           },
           "importance": {
             "default": "routine",
-            "description": "routine: apns-priority 5 (delivered opportunistically, not counted against the activity's budget); alerting: 10.",
+            "description": "routine: apns-priority 5 (delivered opportunistically, not counted against the activity's budget); alerting: 10 while the activity's priority-10 budget allows, else 5 (counted as downgraded). The update is paced: at most one a second per activity, a newer state replacing one still waiting.",
             "enum": [
               "routine",
               "alerting"
@@ -736,16 +773,6 @@ enum GatewayOpenAPI {
             },
             "description": "The body is over the gateway's limit (code body_too_large)."
           },
-          "502": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "APNs did not accept the push (code send_failed; apns has its status and reason); a dead token makes the activity dead."
-          },
           "503": {
             "content": {
               "application/json": {
@@ -965,16 +992,6 @@ enum GatewayOpenAPI {
               }
             },
             "description": "The body is over the gateway's limit (code body_too_large)."
-          },
-          "502": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "APNs did not accept the push (code send_failed; apns has its status and reason); a dead token makes the activity dead."
           },
           "503": {
             "content": {

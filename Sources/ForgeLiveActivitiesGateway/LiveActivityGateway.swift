@@ -18,18 +18,20 @@ public import Metrics
 /// - `POST /v1/activities/{id}/start` `{"installation", "bundle_id", "attributes_type",
 ///   "attributes", "content_state", "alert": {"title", "body"}}`;
 /// - `POST /v1/activities/{id}/update` `{"content_state", "importance": "routine" | "alerting"}`
-///   (apns-priority 5, the default, or 10);
+///   (apns-priority 5, the default, or 10 within the activity's budget), paced by the manager;
 /// - `POST /v1/activities/{id}/end` `{"content_state", "dismissal_date"}` (both optional; the
 ///   date in seconds since 1970, a number);
 /// - `GET /v1/activities/{id}`, `GET /v1/activities?state=`;
 /// - `GET /metrics` (Prometheus text, when ``Configuration/prometheusText`` is given),
 ///   `GET /readyz` (200 when the store answers), `GET /v1/openapi.json`.
 ///
-/// The activity routes answer 202 `{"id", "state"}` once the manager has taken the request. A
+/// The activity routes answer 202 `{"id", "state"}` once the manager has taken the request: an
+/// update or an end is recorded (`LiveActivityManager.request(update:…)`), and sent by the
+/// manager's `run()`, which whoever runs the gateway runs beside it. A
 /// refusal is `{"error": {"code", "field", "rule"}}`: 400 for bad input (nothing stored), 401
 /// without the API key, 404 for an unknown activity, 409 for an activity that has ended or is dead
 /// (with its `state` and `why`) or no usable push-to-start token, 413 for a body over
-/// ``Configuration/maximumBodySize``, 502 when APNs did not accept the push, 503 when the store
+/// ``Configuration/maximumBodySize``, 502 when APNs did not accept a start, 503 when the store
 /// fails.
 public struct LiveActivityGateway: Sendable {
     /// The API key, the body limit, metrics and logs.
@@ -198,7 +200,7 @@ public struct LiveActivityGateway: Sendable {
             let id = try Self.activityID(segments[2])
             let update = try UpdateRequest(request.body)
             try await self.sending(id) { () async throws(LiveActivityError) in
-                try await self.sender.update(id, contentState: update.contentState, priority: update.priority)
+                try await self.sender.update(id, contentState: update.contentState, importance: update.importance)
             }
             return try await self.accepted(id)
         case ("POST", "end"):

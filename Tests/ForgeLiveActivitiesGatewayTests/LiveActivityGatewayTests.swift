@@ -26,6 +26,7 @@ private final class Fixture: Sendable {
     let manager: LiveActivityManager
     let gateway: LiveActivityGateway
     let client: APNSClient
+    let clock = ManualWallClock()
 
     init(apiKey: String? = nil, maximumBodySize: Int = 64 * 1024, store: any LiveActivityStore = InMemoryLiveActivityStore()) throws {
         let pushes = self.pushes
@@ -40,7 +41,7 @@ private final class Fixture: Sendable {
             }
             return APNSTransportResponse(status: 200)
         })
-        self.manager = LiveActivityManager(client: self.client, store: store, clock: ManualWallClock())
+        self.manager = LiveActivityManager(client: self.client, store: store, clock: self.clock)
         let metrics = self.metrics
         self.gateway = LiveActivityGateway(
             manager: self.manager,
@@ -48,6 +49,13 @@ private final class Fixture: Sendable {
                 apiKey: apiKey, maximumBodySize: maximumBodySize, metrics: metrics, prometheusText: { Array("# metrics\n".utf8) }
             )
         )
+    }
+
+    /// What the manager's delivery loop does a second later: sends the updates and ends the routes recorded.
+    @discardableResult
+    func deliver() async throws -> LiveActivityManager.DeliverySummary {
+        self.clock.advance(by: 1)
+        return try await self.manager.deliverDue()
     }
 
     /// One request; the answer's status must be one the OpenAPI document lists for the route.
@@ -130,27 +138,39 @@ struct LiveActivityGatewayTests {
 
         let held = try await fixture.call("POST", "/v1/activities/order-17/update", ["content_state": ["status": "packed"]])
         #expect(held.status == 202 && (held.json as? [String: Any])?["state"] as? String == "starting" && fixture.sent.count == 1)
+        #expect(try await fixture.deliver().sent == 0 && fixture.sent.count == 1, "an update waits for the update token")
         let token = try await fixture.call("POST", "/v1/reports", ["kind": "update_token", "activity": "order-17", "token": updateToken, "sequence": 2])
-        #expect(token.status == 200 && fixture.sent.count == 2, "the held update goes out with the token")
+        #expect(token.status == 200)
+        #expect(try await fixture.deliver().sent == 1 && fixture.sent.count == 2, "the waiting update goes once the token is in")
 
         let routine = try await fixture.call("POST", "/v1/activities/order-17/update", ["content_state": ["status": "shipped"]])
         #expect(routine.status == 202 && (routine.json as? [String: Any])?["state"] as? String == "active")
+        try await fixture.deliver()
         let alerting = try await fixture.call("POST", "/v1/activities/order-17/update", ["content_state": ["status": "near"], "importance": "alerting"])
         #expect(alerting.status == 202)
+        try await fixture.deliver()
         let priorities = fixture.sent.suffix(2).map { request in request.headers.first { $0.name == "apns-priority" }?.value }
         #expect(priorities == ["5", "10"], "routine: 5; alerting: 10")
+        // Two at once: the newer replaces the waiting one, and only it is sent.
+        _ = try await fixture.call("POST", "/v1/activities/order-17/update", ["content_state": ["status": "a"]])
+        _ = try await fixture.call("POST", "/v1/activities/order-17/update", ["content_state": ["status": "b"]])
+        #expect(try await fixture.deliver().sent == 1 && fixture.sent.count == 5)
 
         let shown = try #require(try await fixture.call("GET", "/v1/activities/order-17").json as? [String: Any])
         #expect(Set(shown.keys) == ["id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at", "why",
-                                    "renewals", "held", "history"])
+                                    "renewals", "held", "requested", "sent", "superseded", "downgraded", "failed", "waiting", "history"])
         #expect(shown["update_token"] as? String == updateToken && shown["installation"] as? String == "i-1")
-        #expect((shown["history"] as? [[String: Any]])?.map { $0["event"] as? String } == ["start_sent", "held", "update_token", "held_sent"])
+        #expect(shown["requested"] as? Int == 5 && shown["sent"] as? Int == 4 && shown["superseded"] as? Int == 1 && shown["waiting"] is NSNull)
+        #expect((shown["history"] as? [[String: Any]])?.map { $0["event"] as? String } == ["start_sent", "update_token"])
         let listed = try #require(try await fixture.call("GET", "/v1/activities?state=active").json as? [[String: Any]])
         #expect(listed.map { $0["id"] as? String } == ["order-17"] && listed.first?.count == 8)
         #expect((try await fixture.call("GET", "/v1/activities?state=ended").json as? [Any])?.isEmpty == true)
 
         let ended = try await fixture.call("POST", "/v1/activities/order-17/end", ["content_state": ["status": "delivered"], "dismissal_date": 0])
-        #expect(ended.status == 202 && (ended.json as? [String: Any])?["state"] as? String == "ended")
+        #expect(ended.status == 202 && (ended.json as? [String: Any])?["state"] as? String == "ending")
+        let ending = try await fixture.call("POST", "/v1/activities/order-17/update", ["content_state": ["status": "late"]])
+        #expect(ending.status == 409 && error(ending.json)["state"] as? String == "ending", "an end is waiting: no more updates")
+        #expect(try await fixture.deliver().sent == 1)
         let last = try #require(fixture.sent.last)
         let end = try #require(try JSONSerialization.jsonObject(with: Data(last.body)) as? [String: Any])
         #expect((end["aps"] as? [String: Any])?["dismissal-date"] as? Int == 0)
@@ -167,17 +187,18 @@ struct LiveActivityGatewayTests {
         #expect(fixture.sent.count == count, "nothing sent to an ended activity")
     }
 
-    @Test("410 from APNs: 502 with APNs' answer, the activity dead; then 409 with state dead and why")
+    @Test("410 from APNs for a requested update: the activity dead, counted as failed; then 409 with state dead and why")
     func deadUpdateToken() async throws {
         let fixture = try Fixture()
         let registered = try await fixture.call(
             "POST", "/v1/reports", raw: #"{"kind": "update_token", "activity": "match-1", "token": "\#(deadToken)", "bundle_id": "\#(shopBundle)", "attributes_type": "ScoreAttributes"}"#
         )
         #expect(registered.status == 200)
-        let refused = try await fixture.call("POST", "/v1/activities/match-1/update", raw: #"{"content_state": {"home": 1}}"#)
-        #expect(refused.status == 502 && error(refused.json)["code"] as? String == "send_failed")
-        let apns = error(refused.json)["apns"] as? [String: Any]
-        #expect(apns?["status"] as? Int == 410 && apns?["reason"] as? String == "Unregistered", "\(String(describing: apns))")
+        let taken = try await fixture.call("POST", "/v1/activities/match-1/update", raw: #"{"content_state": {"home": 1}}"#)
+        #expect(taken.status == 202)
+        #expect(try await fixture.deliver().failed == 1)
+        let shown = try #require(try await fixture.call("GET", "/v1/activities/match-1").json as? [String: Any])
+        #expect(shown["state"] as? String == "dead" && shown["failed"] as? Int == 1)
         let next = try await fixture.call("POST", "/v1/activities/match-1/end", raw: "{}")
         #expect(next.status == 409 && error(next.json)["state"] as? String == "dead")
         #expect(error(next.json)["why"] as? String == "APNs answered Unregistered for its update token")

@@ -11,6 +11,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -94,6 +95,17 @@ class Gateway:
         return "; ".join(errors) if errors else None
 
 
+def wait_for(gateway, path, predicate, seconds=30):
+    """The activity's JSON once `predicate` holds for it: the gateway answers an update or an end
+    when it has recorded it, and its delivery loop sends it (paced: at most one a second)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status, body = gateway.urllib("GET", path)
+        if status == 200 and predicate(body) or time.monotonic() > deadline:
+            return body
+        time.sleep(0.05)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
@@ -143,6 +155,9 @@ def main():
     status, body = gateway.urllib("POST", "/v1/activities/order-17/update",
                                   {"content_state": {"status": "near"}, "importance": "alerting"})
     check("update, alerting (urllib): 202", status == 202 and body["state"] == "active", body)
+    body = wait_for(gateway, "/v1/activities/order-17", lambda activity: activity["sent"] == 2)
+    check("both updates sent by the delivery loop, one a second", body["sent"] == 2 and body["requested"] == 2
+          and body["waiting"] is None, body)
 
     status, body = gateway.urllib("GET", "/v1/activities?state=active")
     check("list ?state=active", status == 200 and [a["id"] for a in body] == ["order-17"], body)
@@ -172,7 +187,9 @@ def main():
     check("413 for a body over --max-body", status == 413 and body["error"]["code"] == "body_too_large", (status, body))
 
     status, body = gateway.urllib("POST", "/v1/activities/order-17/end", {"content_state": {"status": "delivered"}, "dismissal_date": 0})
-    check("end: 202 ended", status == 202 and body == {"id": "order-17", "state": "ended"}, (status, body))
+    check("end: 202 ending", status == 202 and body == {"id": "order-17", "state": "ending"}, (status, body))
+    body = wait_for(gateway, "/v1/activities/order-17", lambda activity: activity["state"] == "ended")
+    check("the end sent: ended", body["state"] == "ended" and body["sent"] == 3, body)
     status, body = gateway.curl("POST", "/v1/activities/order-17/update", {"content_state": {"status": "late"}})
     check("409 for an update of the ended activity, with its state and why",
           status == 409 and body["error"]["state"] == "ended" and body["error"]["why"] == "ended by the backend", body)

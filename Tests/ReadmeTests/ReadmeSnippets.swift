@@ -334,5 +334,11 @@ func serveLiveActivities(manager: LiveActivityManager, apiKey: String) async thr
     let application = gateway.makeApplication(host: "127.0.0.1", port: 8080) { port in
         print("Live Activity gateway on http://127.0.0.1:\(port)")
     }
-    try await application.runService()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        // The routes record updates and ends; the manager's delivery loop sends them, paced.
+        group.addTask { try await manager.run() }
+        group.addTask { try await application.runService() }
+        try await group.next()
+        group.cancelAll()
+    }
 }

@@ -102,7 +102,8 @@ extension APNSCtl.Activities {
             logger.logLevel = .critical
             let group = ServiceGroup(
                 configuration: ServiceGroupConfiguration(
-                    services: [.init(service: application)], gracefulShutdownSignals: [.sigint, .sigterm], logger: logger
+                    services: [.init(service: application), .init(service: DeliveryService(manager: manager))],
+                    gracefulShutdownSignals: [.sigint, .sigterm], logger: logger
                 )
             )
             do {
@@ -129,6 +130,19 @@ extension APNSCtl.Activities {
             if host == "localhost" || host == "::1" { return true }
             let parts = host.split(separator: ".", omittingEmptySubsequences: false)
             return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        }
+    }
+}
+
+/// The manager's delivery loop as a service beside the HTTP server: it sends the updates and ends
+/// the routes record, and stops when the group shuts down (a push it had taken and not finished is
+/// taken over after its lease by the next gateway on the store).
+private struct DeliveryService: Service {
+    let manager: LiveActivityManager
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            try await self.manager.run()
         }
     }
 }
