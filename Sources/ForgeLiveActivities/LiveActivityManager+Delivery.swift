@@ -141,69 +141,137 @@ extension LiveActivityManager {
     /// a compare-and-set that records this manager and a lease (``Configuration/lease``), so
     /// managers sharing a store never send the same push twice while each keeps its leases; a push
     /// whose manager stopped before its verdict is taken over after the lease, and counted as
-    /// possibly delivered twice. ``run(poll:)`` calls this whenever something is due; a test with a
-    /// manual clock calls it after moving the clock.
+    /// possibly delivered twice. ``run(poll:)`` does the same continuously, taking the next due pushes
+    /// while earlier ones are in flight; a test with a manual clock calls this after moving the clock.
     /// - Throws: ``LiveActivityError/Code/store``; ``LiveActivityError/Code/noClient``.
     @discardableResult
     public func deliverDue(limit: Int = 1000) async throws(LiveActivityError) -> DeliverySummary {
-        _ = try self.sendingClient()
+        let client = try self.sendingClient()
         let now = self.clock.now
         let due = try await self.storing { try await self.store.dueActivities(at: now, limit: limit) }
         var summary = DeliverySummary()
         summary.due = due.count
-        var claims: [Claim] = []
-        for candidate in due {
-            if candidate.delivery.inFlight == nil, candidate.delivery.waiting?.kind == .start {
-                if let claim = try await self.claimStart(candidate, now: now, summary: &summary) { claims.append(claim) }
-            } else if let claim = try await self.claim(candidate.id, now: now, summary: &summary) {
-                claims.append(claim)
+        let claims = try await self.claim(due, now: now, summary: &summary)
+        let window = self.deliveryWindow(client)
+        let size = min(Self.sendBatch, window)
+        let batches = stride(from: 0, to: claims.count, by: size).map { Array(claims[$0..<min($0 + size, claims.count)]) }
+        let verdicts = await withTaskGroup(of: (Int, [Result<APNSSendResult, APNSError>]).self) { group in
+            var verdicts = [[Result<APNSSendResult, APNSError>]](repeating: [], count: batches.count)
+            var next = 0
+            var inFlight = 0
+            while next < batches.count || inFlight > 0 {
+                while next < batches.count, inFlight < window {
+                    let (index, batch) = (next, batches[next])
+                    group.addTask { (index, await Self.send(batch, client: client)) }
+                    next += 1
+                    inFlight += batch.count
+                }
+                guard let (index, sent) = await group.next() else { break }
+                verdicts[index] = sent
+                inFlight -= sent.count
             }
+            return verdicts
         }
-        let verdicts = await self.sendClaims(claims)
-        for (claim, verdict) in zip(claims, verdicts) {
-            try await self.settle(claim, verdict: verdict, summary: &summary)
+        for (batch, sent) in zip(batches, verdicts) {
+            try await self.settle(batch, verdicts: sent, summary: &summary)
         }
         return summary
     }
 
     /// Delivers requested pushes until the task is cancelled: whenever a request arrives in this
     /// process, whenever the earliest due activity comes due, and at least every `poll` (for
-    /// requests taken by other managers on the same store). Run it beside the client, in the same
-    /// task group or service group. A store that fails is tried again after `poll` (what was taken
-    /// and not finished is taken over after its lease).
+    /// requests taken by other managers on the same store). Pushes go in batches, up to
+    /// ``Configuration/deliveryConcurrency`` (at most the client's streams) in flight; the next due
+    /// activities are taken while earlier pushes wait for their verdicts. Run it beside the client,
+    /// in the same task group or service group. A store that fails is tried again after `poll`
+    /// (what was taken and not finished is taken over after its lease).
     /// - Throws: ``LiveActivityError/Code/noClient``.
     public func run(poll: Duration = .milliseconds(250)) async throws(LiveActivityError) {
-        while !Task.isCancelled {
-            let rung = self.doorbell.reached
-            let summary: DeliverySummary
-            do {
-                summary = try await self.deliverDue()
-            } catch {
-                guard error.code == .store else { throw error }
-                try? await Task.sleep(for: poll)
-                continue
+        let client = try self.sendingClient()
+        let window = self.deliveryWindow(client)
+        let size = min(Self.sendBatch, window)
+        // Pushes taken, and pushes whose verdicts are recorded: their difference is in flight.
+        let settled = ProgressGate()
+        do {
+            try await withThrowingDiscardingTaskGroup { group in
+                var taken = 0
+                while !Task.isCancelled {
+                    let rung = self.doorbell.reached
+                    let room = window - (taken - settled.reached)
+                    if room < size {
+                        // The window is full: wait for verdicts.
+                        _ = await settled.wait(untilReached: taken - window + size)
+                        continue
+                    }
+                    let limit = min(room, Self.takeLimit)
+                    let now = self.clock.now
+                    let due: [ManagedActivity]
+                    let claims: [Claim]
+                    do throws(LiveActivityError) {
+                        due = try await self.storing { try await self.store.dueActivities(at: now, limit: limit) }
+                        var summary = DeliverySummary()
+                        claims = try await self.claim(due, now: now, summary: &summary)
+                    } catch {
+                        // A store that fails is tried again after `poll`; what was taken meanwhile is in flight.
+                        guard error.code == .store else { throw error }
+                        try? await Task.sleep(for: poll)
+                        continue
+                    }
+                    for start in stride(from: 0, to: claims.count, by: size) {
+                        let batch = Array(claims[start..<min(start + size, claims.count)])
+                        taken += batch.count
+                        group.addTask {
+                            let verdicts = await Self.send(batch, client: client)
+                            var summary = DeliverySummary()
+                            // A verdict the store cannot take now is taken over after its lease.
+                            try? await self.settle(batch, verdicts: verdicts, summary: &summary)
+                            settled.advance(by: batch.count)
+                            // A waiting push may be due at a new time: the loop looks again.
+                            self.doorbell.advance(by: 1)
+                        }
+                    }
+                    if due.count >= limit { continue }
+                    var wait = poll
+                    if let next = (try? await self.store.earliestDue()) ?? nil {
+                        let untilDue = Date.durationBetween(self.clock.now, next)
+                        wait = min(poll, max(.zero, untilDue))
+                    }
+                    if wait == .zero, !claims.isEmpty { continue }
+                    // A short pause at the least: an activity due now but held by another manager's lease.
+                    let doorbell = self.doorbell
+                    _ = await withTimeout(max(wait, .milliseconds(5))) { await doorbell.wait(untilReached: rung + 1) ? true : nil }
+                }
             }
-            if summary.due >= 1000 { continue }
-            var wait = poll
-            if let next = (try? await self.store.earliestDue()) ?? nil {
-                let untilDue = Date.durationBetween(self.clock.now, next)
-                wait = min(poll, max(.zero, untilDue))
-            }
-            if wait == .zero, summary.sent + summary.failed + summary.retrying > 0 { continue }
-            // A short pause at the least: an activity due now but held by another manager's lease.
-            let doorbell = self.doorbell
-            _ = await withTimeout(max(wait, .milliseconds(5))) { await doorbell.wait(untilReached: rung + 1) ? true : nil }
+        } catch let error as LiveActivityError {
+            throw error
+        } catch {
+            throw LiveActivityError(.store, rule: "delivering failed: \(error)")
         }
     }
 
+    /// Pushes sent together, in one task (``APNSClient/send(batch:deadline:)``).
+    static let sendBatch = 64
+    /// The most due activities ``run(poll:)`` takes at once.
+    static let takeLimit = 1000
+
+    /// Pushes in flight at once: ``Configuration/deliveryConcurrency``, at most the streams of the
+    /// client's pool (its connections × streams each).
+    func deliveryWindow(_ client: APNSClient) -> Int {
+        let pool = client.configuration.pool
+        return max(1, min(self.configuration.deliveryConcurrency, pool.maximumConnections * pool.maxStreamsPerConnection))
+    }
+
     /// A push taken to be sent.
-    struct Claim {
+    struct Claim: Sendable {
         var id: LiveActivityID
         var inFlight: InFlightPush
         var token: DeviceToken
         var bundleID: APNSBundleID
         var staleDate: Date?
         var tookOver: Bool
+        /// The record as this manager saved it when it took the push: the first reading when its
+        /// verdict is recorded.
+        var record: ManagedActivity
         /// For a start: its attributes type and attributes (JSON).
         var attributesType: String = ""
         var attributes: [UInt8]? = nil
@@ -262,66 +330,112 @@ extension LiveActivityManager {
             activity.delivery.dueAt = inFlight.leaseUntil
             claim = Claim(
                 id: id, inFlight: inFlight, token: record.token, bundleID: activity.bundleID, staleDate: push.staleDate, tookOver: false,
-                attributesType: activity.attributesType, attributes: activity.attributes, key: key
+                record: activity, attributesType: activity.attributesType, attributes: activity.attributes, key: key
             )
             return nil
         }
-        guard outcome.applied, let claim else {
+        guard outcome.applied, var claim else {
             summary.skipped += 1
             return nil
         }
+        // As the store now holds it (a save adds one to the version).
+        claim.record.version += 1
         return claim
     }
 
-    /// Takes the activity's waiting push, or a lapsed lease's push, when it is due (compare-and-set).
-    private func claim(_ id: LiveActivityID, now: Date, summary: inout DeliverySummary) async throws(LiveActivityError) -> Claim? {
-        var claim: Claim?
-        let owner = self.configuration.instanceName
-        let outcome = try await self.changeActivity(id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
-            claim = nil
-            guard let dueAt = activity.delivery.dueAt, dueAt <= now else { return "not due" }
-            var tookOver = false
-            if let inFlight = activity.delivery.inFlight {
-                guard inFlight.leaseUntil <= now else { return "in flight" }
-                tookOver = true
-                activity.delivery.inFlight = nil
-                // The newer push, if one waits; else the lapsed one again.
-                if activity.delivery.waiting == nil { activity.delivery.waiting = inFlight.push }
-                activity.record(
-                    "taken_over", "\(inFlight.owner) took its \(inFlight.push.kind.rawValue) and did not finish within its lease: it may have been delivered",
-                    at: now
-                )
+    /// What taking an activity's push did to its record.
+    private enum Taking {
+        /// Nothing: why.
+        case unchanged(String)
+        /// Its due date, but nothing to send.
+        case changed
+        /// Its push, taken.
+        case taken(Claim)
+    }
+
+    /// Takes each due activity's push: one compare-and-set each, on the record `due` holds (no
+    /// second reading unless another writer changed it meanwhile).
+    private func claim(_ due: [ManagedActivity], now: Date, summary: inout DeliverySummary) async throws(LiveActivityError) -> [Claim] {
+        var claims: [Claim] = []
+        claims.reserveCapacity(due.count)
+        for candidate in due {
+            if candidate.delivery.inFlight == nil, candidate.delivery.waiting?.kind == .start {
+                if let claim = try await self.claimStart(candidate, now: now, summary: &summary) { claims.append(claim) }
+            } else if let claim = try await self.claim(candidate, now: now, summary: &summary) {
+                claims.append(claim)
             }
-            guard let push = activity.delivery.waiting, let token = activity.updateToken, activity.state.isLive else {
-                self.refreshDue(&activity)
-                return nil
-            }
-            if let last = activity.delivery.lastSentAt, last.addingDuration(self.configuration.minimumInterval) > now, !tookOver {
-                self.refreshDue(&activity)
-                return nil
-            }
-            let priority = self.priority(of: push, activity: &activity, now: now)
-            let timestamp = max(now, activity.lastTimestamp ?? now)
-            activity.lastContentState = push.contentState
-            activity.lastTimestamp = timestamp
-            if let staleDate = push.staleDate { activity.staleDate = staleDate }
-            if activity.state == .stale, (activity.staleDate ?? .distantPast) > now { activity.state = .active }
-            let inFlight = InFlightPush(
-                push: push, owner: owner, leaseUntil: now.addingDuration(self.configuration.lease), priority: priority, timestamp: timestamp
-            )
-            activity.delivery.waiting = nil
-            activity.delivery.inFlight = inFlight
-            activity.delivery.dueAt = inFlight.leaseUntil
-            claim = Claim(id: id, inFlight: inFlight, token: token, bundleID: activity.bundleID, staleDate: activity.staleDate, tookOver: tookOver)
-            return nil
         }
-        guard outcome.applied, let claim else {
+        return claims
+    }
+
+    /// Takes the activity's waiting push, or a lapsed lease's push, when it is due (compare-and-set,
+    /// starting from `candidate`).
+    private func claim(_ candidate: ManagedActivity, now: Date, summary: inout DeliverySummary) async throws(LiveActivityError) -> Claim? {
+        var claim: Claim?
+        let outcome = try await self.changeActivity(candidate.id, creating: nil, reading: candidate) {
+            (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+            claim = nil
+            switch self.take(&activity, now: now) {
+            case .unchanged(let why): return why
+            case .changed: return nil
+            case .taken(let taken):
+                claim = taken
+                return nil
+            }
+        }
+        guard outcome.applied, var claim else {
             summary.skipped += 1
             return nil
         }
+        // As the store now holds it (a save adds one to the version).
+        claim.record.version += 1
         if claim.inFlight.priority == 5, claim.inFlight.push.importance == .alerting { summary.downgraded += 1 }
-        if claim.tookOver { summary.mayHaveBeenDeliveredTwice.append(id) }
+        if claim.tookOver { summary.mayHaveBeenDeliveredTwice.append(claim.id) }
         return claim
+    }
+
+    /// Takes the activity's push when it is due: the record changed in place, and what was taken.
+    private func take(_ activity: inout ManagedActivity, now: Date) -> Taking {
+        guard let dueAt = activity.delivery.dueAt, dueAt <= now else { return .unchanged("not due") }
+        var tookOver = false
+        if let inFlight = activity.delivery.inFlight {
+            guard inFlight.leaseUntil <= now else { return .unchanged("in flight") }
+            tookOver = true
+            activity.delivery.inFlight = nil
+            // The newer push, if one waits; else the lapsed one again.
+            if activity.delivery.waiting == nil { activity.delivery.waiting = inFlight.push }
+            activity.record(
+                "taken_over", "\(inFlight.owner) took its \(inFlight.push.kind.rawValue) and did not finish within its lease: it may have been delivered",
+                at: now
+            )
+        }
+        guard let push = activity.delivery.waiting, let token = activity.updateToken, activity.state.isLive else {
+            self.refreshDue(&activity)
+            return .changed
+        }
+        if let last = activity.delivery.lastSentAt, last.addingDuration(self.configuration.minimumInterval) > now, !tookOver {
+            self.refreshDue(&activity)
+            return .changed
+        }
+        let priority = self.priority(of: push, activity: &activity, now: now)
+        let timestamp = max(now, activity.lastTimestamp ?? now)
+        activity.lastContentState = push.contentState
+        activity.lastTimestamp = timestamp
+        if let staleDate = push.staleDate { activity.staleDate = staleDate }
+        if activity.state == .stale, (activity.staleDate ?? .distantPast) > now { activity.state = .active }
+        let inFlight = InFlightPush(
+            push: push, owner: self.configuration.instanceName, leaseUntil: now.addingDuration(self.configuration.lease), priority: priority,
+            timestamp: timestamp
+        )
+        activity.delivery.waiting = nil
+        activity.delivery.inFlight = inFlight
+        activity.delivery.dueAt = inFlight.leaseUntil
+        return .taken(
+            Claim(
+                id: activity.id, inFlight: inFlight, token: token, bundleID: activity.bundleID, staleDate: activity.staleDate, tookOver: tookOver,
+                record: activity
+            )
+        )
     }
 
     /// The priority of `push`, spending the activity's budget for an alerting update.
@@ -341,31 +455,23 @@ extension LiveActivityManager {
         return 10
     }
 
-    /// Sends every claim, `Configuration.deliveryConcurrency` at a time; the verdicts in the claims' order.
-    private func sendClaims(_ claims: [Claim]) async -> [Result<APNSSendResult, APNSError>] {
-        guard let client = self.client, !claims.isEmpty else { return [] }
-        return await withTaskGroup(of: (Int, Result<APNSSendResult, APNSError>).self) { group in
-            var verdicts = [Result<APNSSendResult, APNSError>?](repeating: nil, count: claims.count)
-            var next = 0
-            func add() {
-                let index = next
-                let claim = claims[index]
-                next += 1
-                group.addTask {
-                    do throws(APNSError) {
-                        return (index, .success(try await client.send(Self.notification(for: claim), to: claim.token)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
+    /// Sends a batch of claims together; the verdicts in the claims' order.
+    private static func send(_ claims: [Claim], client: APNSClient) async -> [Result<APNSSendResult, APNSError>] {
+        var verdicts = [Result<APNSSendResult, APNSError>?](repeating: nil, count: claims.count)
+        var batch: [(notification: APNSPreparedNotification, token: DeviceToken)] = []
+        var positions: [Int] = []
+        batch.reserveCapacity(claims.count)
+        positions.reserveCapacity(claims.count)
+        for (position, claim) in claims.enumerated() {
+            do throws(APNSValidationError) {
+                batch.append((try Self.notification(for: claim).prepared(), claim.token))
+                positions.append(position)
+            } catch {
+                verdicts[position] = .failure(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
             }
-            while next < min(self.configuration.deliveryConcurrency, claims.count) { add() }
-            while let (index, verdict) = await group.next() {
-                verdicts[index] = verdict
-                if next < claims.count { add() }
-            }
-            return verdicts.map { $0! }
         }
+        for (position, verdict) in zip(positions, await client.send(batch: batch)) { verdicts[position] = verdict }
+        return verdicts.map { $0! }
     }
 
     /// The push a claim sends.
@@ -390,11 +496,20 @@ extension LiveActivityManager {
         )
     }
 
-    /// Records a claim's verdict on its activity, unless another manager took the push over meanwhile.
+    /// Records each claim's verdict on its activity.
+    private func settle(_ claims: [Claim], verdicts: [Result<APNSSendResult, APNSError>], summary: inout DeliverySummary) async throws(LiveActivityError) {
+        for (claim, verdict) in zip(claims, verdicts) {
+            try await self.settle(claim, verdict: verdict, summary: &summary)
+        }
+    }
+
+    /// Records a claim's verdict on its activity, unless another manager took the push over
+    /// meanwhile (compare-and-set, starting from the record as the claim saved it).
     private func settle(_ claim: Claim, verdict: Result<APNSSendResult, APNSError>, summary: inout DeliverySummary) async throws(LiveActivityError) {
         let now = self.clock.now
         var counted: (sent: Bool, failed: Bool, retrying: Bool) = (false, false, false)
-        _ = try await self.changeActivity(claim.id, creating: nil) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
+        _ = try await self.changeActivity(claim.id, creating: nil, reading: claim.record) {
+            (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in
             counted = (false, false, false)
             // The claim is this manager's and this lease's (a durable store keeps dates to the millisecond).
             guard let inFlight = activity.delivery.inFlight, inFlight.owner == claim.inFlight.owner,

@@ -111,11 +111,30 @@ extension ManagedActivity {
 }
 
 /// A store in the process's memory: for tests, and for a single process that can lose its
-/// registry on restart.
+/// registry on restart. Due activities are found through an index of their due dates, not by
+/// reading every activity.
 public final class InMemoryLiveActivityStore: LiveActivityStore {
     private struct State {
         var activities: [LiveActivityID: ManagedActivity] = [:]
         var pushToStart: [PushToStartKey: PushToStartRecord] = [:]
+        var due = DueIndex()
+
+        /// Whether `entry` still says when its activity is due.
+        func isCurrent(_ entry: DueIndex.Entry) -> Bool {
+            self.activities[entry.id]?.delivery.dueAt == entry.dueAt
+        }
+
+        /// Indexes `activity`'s due date when it changed from `previous`; rebuilds the index when
+        /// stale entries outnumber the activities.
+        mutating func index(_ activity: ManagedActivity, previous: Date?) {
+            guard let dueAt = activity.delivery.dueAt, dueAt != previous else { return }
+            self.due.insert(DueIndex.Entry(dueAt: dueAt, id: activity.id))
+            if self.due.count > 2 * self.activities.count + 64 {
+                self.due.rebuild(self.activities.values.compactMap { activity in
+                    activity.delivery.dueAt.map { DueIndex.Entry(dueAt: $0, id: activity.id) }
+                })
+            }
+        }
     }
 
     private let state = LockedBox(State())
@@ -128,10 +147,12 @@ public final class InMemoryLiveActivityStore: LiveActivityStore {
 
     public func save(_ activity: ManagedActivity, replacing expected: Int?) async throws -> Bool {
         self.state.withLock { state in
-            guard state.activities[activity.id]?.version == expected else { return false }
+            let previous = state.activities[activity.id]
+            guard previous?.version == expected else { return false }
             var stored = activity
             stored.version = (expected ?? 0) + 1
             state.activities[activity.id] = stored
+            state.index(stored, previous: previous?.delivery.dueAt)
             return true
         }
     }
@@ -150,12 +171,31 @@ public final class InMemoryLiveActivityStore: LiveActivityStore {
         }
     }
 
+    /// The index's entries in order, stale ones dropped, until `limit` or one due after `date`;
+    /// the entries found are put back.
     public func dueActivities(at date: Date, limit: Int) async throws -> [ManagedActivity] {
-        Array(self.state.withLock { $0.activities.values.dueActivities(at: date, limit: limit) })
+        self.state.withLock { state in
+            var found: [ManagedActivity] = []
+            var seen = Set<LiveActivityID>()
+            while found.count < limit, let first = state.due.first, first.dueAt <= date {
+                state.due.removeFirst()
+                // A stale entry, or a second one of the same due date (the date changed and came back).
+                guard state.isCurrent(first), seen.insert(first.id).inserted, let activity = state.activities[first.id] else { continue }
+                found.append(activity)
+            }
+            for activity in found { state.due.insert(DueIndex.Entry(dueAt: activity.delivery.dueAt!, id: activity.id)) }
+            return found
+        }
     }
 
     public func earliestDue() async throws -> Date? {
-        self.state.withLock { $0.activities.values.compactMap(\.delivery.dueAt).min() }
+        self.state.withLock { state in
+            while let first = state.due.first {
+                if state.isCurrent(first) { return first.dueAt }
+                state.due.removeFirst()
+            }
+            return nil
+        }
     }
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {

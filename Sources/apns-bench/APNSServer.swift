@@ -5,6 +5,7 @@ import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
 import ForgeSupport
+import ForgeTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -31,6 +32,9 @@ extension APNSBench {
                 transform: { try CommandLineDuration.parse($0) })
         var latency: Duration?
 
+        @Flag(name: .customLong("answer-counts"), help: "Answer each line read from stdin with the count of pushes accepted so far; exit at its end.")
+        var answerCounts = false
+
         func run() async throws {
             let key = try APNSSigningKey(contentsOfFile: "keys-example/AuthKey_FORGEKEY01.p8")
             let tls = self.h2c ? nil : HTTP2ServerTLSConfiguration(certificateChainFile: "keys-example/server.pem",
@@ -48,6 +52,14 @@ extension APNSBench {
             }
             print(server.port)
             fflush(nil)
+            if self.answerCounts {
+                // readLine blocks: a thread of its own, not one of the cooperative pool's.
+                while try await offPool({ readLine() }) != nil {
+                    print(server.acceptedCount)
+                    fflush(nil)
+                }
+                return
+            }
             while true { try await Task.sleep(for: .seconds(3600)) }
         }
     }

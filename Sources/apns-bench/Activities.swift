@@ -10,7 +10,7 @@ extension APNSBench {
     /// `sendBulk` of the same pushes.
     struct Activities: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Measure LiveActivityManager on each store: reports applied per second, and update of every activity against sendBulk.",
+            abstract: "Measure LiveActivityManager on each store: reports applied per second, update of every activity against sendBulk, and (--burst) requested updates coalesced.",
             discussion: """
                 Each round, for each store, makes a fresh store (a new SQLite file in a temporary folder; a new \
                 database in a PostgreSQL cluster started for the run on 127.0.0.1, the client with --connections \
@@ -34,6 +34,16 @@ extension APNSBench {
                 The product's targets, checked on the medians: reports >= 10,000/s on SQLite and >= 5,000/s on \
                 PostgreSQL with 4 connections, for 100,000 activities; the bulk update >= 0.8x sendBulk's rate at 0 ms.
 
+                --burst measures the requested, coalesced updates instead (request(update:) and run()): after the \
+                reports, each activity gets --updates requests (10) with a new content state each, the i-th of every \
+                activity at i × --spread ÷ --updates (1 s) after the start, from K tasks, while manager.run() \
+                delivers in the same task group; the server child holds each answer --latency. It prints the pushes \
+                the server accepted an activity (its own count, checked against the store's ActivityDelivery.sent), \
+                the time from the end of the last request until no activity has a push waiting or in flight, whether \
+                every activity's last state sent is its last requested, and the peak RSS. The targets (30 ms, 100,000 \
+                activities): at most 2.2 pushes an activity, every last state within 3 s of the last request, peak RSS \
+                at most 512 MiB. The store is memory unless --store says otherwise.
+
                 The PostgreSQL cluster runs with fsync off, as the tests' (ForgeTestSupport's PostgresProcess). \
                 The SQLite file is on the temporary folder's disk, with the store's default durability (full: an \
                 fsync per save, so the disk's fsync rate bounds the rates) unless --sqlite-durability normal. \
@@ -45,13 +55,15 @@ extension APNSBench {
                   swift run -c release apns-bench activities --store sqlite --store postgres --rounds 3
                   swift run -c release apns-bench activities --store all --concurrency 100 --connections 4 --push-to-start
                   swift run -c release apns-bench activities --activities 10000 --store memory --latency 30ms
+                  swift run -c release apns-bench activities --burst --latency 30ms --rounds 3
+                  swift run -c release apns-bench activities --burst --latency 30ms --store sqlite --store postgres
                 """
         )
 
         @Option(name: .long, help: "Activities to register, then update.")
         var activities = 100_000
 
-        @Option(name: .long, help: "A store to measure: memory, sqlite, postgres or all; repeat for several (default: sqlite).")
+        @Option(name: .long, help: "A store to measure: memory, sqlite, postgres or all; repeat for several (default: sqlite; memory with --burst).")
         var store: [StoreKind] = []
 
         @Option(name: .customLong("sqlite-durability"), help: "The SQLite store's durability: full (its default, an fsync per save) or normal.")
@@ -81,6 +93,18 @@ extension APNSBench {
         )
         var latency: Duration?
 
+        @Flag(name: .long, help: "Measure a burst of requested updates delivered by run(), instead of the update phases.")
+        var burst = false
+
+        @Option(name: .long, help: "With --burst: requests of each activity, each with a new content state (default: 10).")
+        var updates: Int?
+
+        @Option(
+            help: ArgumentHelp("With --burst: the time over which each activity's requests start (default: 1s).", valueName: "duration"),
+            transform: { try CommandLineDuration.parse($0) }
+        )
+        var spread: Duration?
+
         @Flag(name: .long, help: "Print one JSON object per store and round, then one per store with the medians.")
         var json = false
 
@@ -90,11 +114,24 @@ extension APNSBench {
             guard self.concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1.") }
             guard self.connections >= 1 else { throw ValidationError("--connections must be at least 1.") }
             guard self.chunk >= 1 else { throw ValidationError("--chunk must be at least 1.") }
+            if self.burst {
+                guard !self.pushToStart else { throw ValidationError("--push-to-start does not go with --burst.") }
+                guard !self.noSingleUpdates else { throw ValidationError("--no-single-updates does not go with --burst.") }
+                guard (self.updates ?? 1) >= 1 else { throw ValidationError("--updates must be at least 1.") }
+            } else {
+                guard self.updates == nil else { throw ValidationError("--updates goes with --burst.") }
+                guard self.spread == nil else { throw ValidationError("--spread goes with --burst.") }
+            }
         }
+
+        /// `--updates`, or its default.
+        var burstUpdates: Int { self.updates ?? 10 }
+        /// `--spread`, or its default.
+        var burstSpread: Duration { self.spread ?? .seconds(1) }
 
         /// The stores to measure, each once, in the order of `StoreKind`.
         var kinds: [StoreKind] {
-            let chosen = Set((self.store.isEmpty ? [.sqlite] : self.store).flatMap(\.kinds))
+            let chosen = Set((self.store.isEmpty ? [self.burst ? .memory : .sqlite] : self.store).flatMap(\.kinds))
             return StoreKind.allCases.filter { chosen.contains($0) }
         }
 
@@ -105,14 +142,30 @@ extension APNSBench {
                 postgres: kinds.contains(.postgres), connections: self.connections, sqliteDurability: self.sqliteDurability
             )
             defer { factory.remove() }
-            let (child, port) = try ServerChild.start(["apns-server"] + ServerChild.latencyArguments(self.latency))
+            let (child, port, accepted) = try ServerChild.startCounting(["apns-server"] + ServerChild.latencyArguments(self.latency))
             defer { child.terminate() }
-            let workload = try Workload(count: self.activities)
+            let workload = try Workload(count: self.activities, pushToStart: self.pushToStart)
             try await withAPNSClient(configuration: try ServerChild.clientConfiguration(port: port)) { client in
                 // Warm-up: connections, the stream limit, the allocator; tokens no round uses.
                 let warmUp = try client.sendBulk(workload.notification(), to: (0..<2000).map { GeneratedTokens.token((1 << 40) + $0) })
                 let warmed = await warmUp.summary()
                 guard warmed.accepted == warmed.total else { throw ValidationError("the warm-up was not accepted: \(warmed)") }
+                if self.burst {
+                    var results: [StoreKind: [BurstRound]] = [:]
+                    for round in 1...self.rounds {
+                        for kind in kinds {
+                            let measured = try await factory.withFreshStore(kind, name: "bench_\(getpid())_\(round)") { store in
+                                try await self.measureBurst(
+                                    round: round, kind: kind, store: store, client: client, workload: workload, accepted: accepted
+                                )
+                            }
+                            results[kind, default: []].append(measured)
+                            self.reportBurst(measured)
+                        }
+                    }
+                    for kind in kinds { self.reportBurstMedians(kind, results[kind] ?? []) }
+                    return
+                }
                 var results: [StoreKind: [Round]] = [:]
                 for round in 1...self.rounds {
                     for kind in kinds {
@@ -151,19 +204,21 @@ extension APNSBench.Activities {
         var updateTokenReports: [ActivityReport]
         var pushToStartReports: [ActivityReport]
 
-        init(count: Int) throws {
+        /// - Parameter pushToStart: whether to make the push-to-start reports too (`[]` otherwise).
+        init(count: Int, pushToStart: Bool) throws {
             self.ids = try (0..<count).map { index throws(LiveActivityError) in try LiveActivityID("activity-\(index)") }
             self.tokens = (0..<count).map { GeneratedTokens.token($0) }
             var updateTokenReports: [ActivityReport] = []
             var pushToStartReports: [ActivityReport] = []
             updateTokenReports.reserveCapacity(count)
-            pushToStartReports.reserveCapacity(count)
+            if pushToStart { pushToStartReports.reserveCapacity(count) }
             for index in 0..<count {
                 let installation = try InstallationID("installation-\(index)")
                 let registration = try ActivityReport.Registration(
                     bundleID: Self.bundleID, attributesType: Self.attributesType, installation: installation
                 )
                 updateTokenReports.append(.updateToken(self.ids[index], token: self.tokens[index], sequence: 1, registration: registration))
+                guard pushToStart else { continue }
                 pushToStartReports.append(
                     .pushToStartToken(
                         PushToStartKey(installation: installation, bundleID: Self.bundleID, attributesType: Self.attributesType),
@@ -248,7 +303,7 @@ extension APNSBench.Activities {
     }
 
     /// Applies every report from `concurrency` tasks, each taking every K-th; all must apply.
-    private func apply(_ reports: [ActivityReport], to manager: LiveActivityManager, kind: StoreKind) async throws -> Int {
+    func apply(_ reports: [ActivityReport], to manager: LiveActivityManager, kind: StoreKind) async throws -> Int {
         let tasks = min(self.concurrency, reports.count)
         let applied = try await withThrowingTaskGroup(of: Int.self) { group in
             for task in 0..<tasks {
@@ -364,12 +419,12 @@ extension APNSBench.Activities {
     /// The product's target for update's rate over sendBulk's.
     static let updateTarget = 0.8
 
-    private var storeNote: String {
+    var storeNote: String {
         let held = self.latency.map { ", answers held \(CommandLineDuration.text($0))" } ?? ""
         return "\(self.activities) activities, \(self.concurrency) tasks\(held)"
     }
 
-    private func name(_ kind: StoreKind) -> String {
+    func name(_ kind: StoreKind) -> String {
         switch kind {
         case .postgres: "postgres (\(self.connections) connections)"
         case .sqlite: "sqlite (durability \(self.sqliteDurability.rawValue))"

@@ -273,6 +273,23 @@ struct DeliveryTests {
         }
     }
 
+    @Test("More due pushes than the window (deliveryConcurrency 3): every one is sent once, and each activity counts it")
+    func window() async throws {
+        let fixture = try InProcess()
+        let manager = manager(fixture) { $0.deliveryConcurrency = 3 }
+        var ids: [LiveActivityID] = []
+        for index in 0..<10 { ids.append(try await register(manager, "match-\(index)", token: index + 1)) }
+        for (index, id) in ids.enumerated() { try await manager.request(update: id, contentState: Score(home: index, away: 0)) }
+        let summary = try await manager.deliverDue()
+        #expect(summary.due == 10 && summary.sent == 10 && summary.skipped == 0 && summary.failed == 0)
+        #expect(fixture.sent.count == 10 && Set(fixture.sent.map(\.path)).count == 10)
+        for (index, id) in ids.enumerated() {
+            let activity = try #require(try await manager.activity(id))
+            #expect(activity.delivery.sent == 1 && activity.delivery.inFlight == nil && activity.delivery.dueAt == nil)
+            #expect(try JSONDecoder().decode(Score.self, from: Data(activity.lastContentState ?? [])) == Score(home: index, away: 0))
+        }
+    }
+
     /// On the system clock, whose dates have more than the millisecond a durable store keeps.
     @Test("run() sends a request as it arrives, and a paced one when it comes due, until cancelled", arguments: [StoreKind.memory, .sqlite])
     func running(kind: StoreKind) async throws {

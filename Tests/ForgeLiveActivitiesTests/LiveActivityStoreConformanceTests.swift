@@ -278,6 +278,37 @@ struct LiveActivityStoreConformanceTests {
         }
     }
 
+    @Test("dueActivities after due dates moved: each activity once, at its latest due date; a removed one is gone", arguments: StoreKind.allCases)
+    func dueMoved(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            for (id, due) in [("a", Int64(1_000)), ("b", 2_000), ("c", 3_000)] {
+                var record = try activity(id, state: .active, full: false)
+                record.delivery.dueAt = date(due)
+                #expect(try await store.save(record, replacing: nil))
+            }
+            // a: later, then back to where it was; b: earlier than a; c: removed.
+            for (id, due) in [("a", Int64(4_000)), ("a", 1_000), ("b", 500), ("a", 1_000)] {
+                var record = try #require(try await store.activity(try LiveActivityID(id)))
+                record.delivery.dueAt = date(due)
+                #expect(try await store.save(record, replacing: record.version))
+            }
+            try await store.removeActivity(try LiveActivityID("c"))
+            #expect(try await store.earliestDue() == date(500))
+            #expect(try await store.dueActivities(at: date(5_000), limit: 10).map(\.id.rawValue) == ["b", "a"])
+            #expect(try await store.dueActivities(at: date(5_000), limit: 1).map(\.id.rawValue) == ["b"])
+            // Read twice: a read takes nothing out of the index.
+            #expect(try await store.dueActivities(at: date(5_000), limit: 10).map(\.id.rawValue) == ["b", "a"])
+            for id in ["a", "b"] {
+                var record = try #require(try await store.activity(try LiveActivityID(id)))
+                record.delivery.dueAt = nil
+                #expect(try await store.save(record, replacing: record.version))
+            }
+            #expect(try await store.earliestDue() == nil)
+            #expect(try await store.dueActivities(at: date(5_000), limit: 10).isEmpty)
+        }
+    }
+
     @Test("activities() is in id order (LiveActivityID's <: by Unicode scalars, case first)", arguments: StoreKind.allCases)
     func order(kind: StoreKind) async throws {
         try await kind.withStores { stores in
