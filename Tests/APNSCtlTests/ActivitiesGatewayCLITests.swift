@@ -51,6 +51,33 @@ struct ActivitiesGatewayCLITests {
         #expect(served.dropFirst().allSatisfy { $0["token"] as? String == updateToken })
     }
 
+    /// The whole path a backend in another language takes, with the phones of `apnsctl serve` as the
+    /// judge: their token reports reach the gateway (`--report-tokens-to`), the backend starts,
+    /// updates and ends over HTTP, and each phone shows the latest state, then the end.
+    @Test("Phones of apnsctl serve report to the gateway; a Python backend starts, updates (coalesced) and ends; each phone shows it")
+    func phones() throws {
+        let folder = try TemporaryFolder("activities-gateway")
+        defer { folder.remove() }
+        let key = "gateway-phones-\(UUID().uuidString)"
+        let keyPath = folder.url.appendingPathComponent("api-key").path
+        try Data(key.utf8).write(to: URL(fileURLWithPath: keyPath))
+        let serve = [
+            CommandRunner.binary.path, "serve", "--port", "0", "--cert", KeysExample.path("server.pem"), "--key", KeysExample.path("server.key"),
+            "--ui-port", "0", "--topic", bundle, "--register-key", "\(keyFile):FORGEKEY01:FORGETEAM1", "--quiet",
+        ]
+        let gateway = [
+            CommandRunner.binary.path, "activities", "serve", "--store", "sqlite:" + folder.url.appendingPathComponent("la.sqlite").path,
+            "--port", "0", "--api-key-file", keyPath, "--ca-file", KeysExample.path("ca.pem"),
+        ] + credentials
+        let run = try ChildProcess.run(
+            try venvPython(),
+            [PackageRoot.path("Tests/InboxClients/gateway_phones.py"), "--serve", serve.joined(separator: " "),
+             "--gateway", gateway.joined(separator: " "), "--key", key, "--phones", "3"],
+            mergesStandardError: true, timeout: .seconds(150)
+        )
+        #expect(run.exitCode == 0 && run.stdout.contains(" passed, 0 failed"), "\(run.stdout)")
+    }
+
     @Test("--host off loopback needs --api-key-file (64, naming it); a missing key file is 66; an empty one 65")
     func refusals() throws {
         let folder = try TemporaryFolder("activities-gateway")
