@@ -238,7 +238,7 @@ let package = Package(
         // that follow from the app's reports and the backend's updates.
         .target(
             name: "ForgeLiveActivities",
-            dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeSupport"],
+            dependencies: ["ForgeAPNs", "ForgeAPNsCore", "ForgeSupport", .product(name: "Metrics", package: "swift-metrics")],
             swiftSettings: swiftSettings
         ),
         // The registry's durable stores, each in a target of its own so that an app links only the
@@ -446,6 +446,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // The manager's metrics, read back as a registry would see them.
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),

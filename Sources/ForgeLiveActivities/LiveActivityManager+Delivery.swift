@@ -131,6 +131,8 @@ extension LiveActivityManager {
             outcome.state = activity.state
         }
         self.doorbell.advance(by: 1)
+        self.metrics.requested(push.kind)
+        if outcome.superseded { self.metrics.superseded() }
         return outcome
     }
 
@@ -389,8 +391,14 @@ extension LiveActivityManager {
         }
         // As the store now holds it (a save adds one to the version).
         claim.record.version += 1
-        if claim.inFlight.priority == 5, claim.inFlight.push.importance == .alerting { summary.downgraded += 1 }
-        if claim.tookOver { summary.mayHaveBeenDeliveredTwice.append(claim.id) }
+        if claim.inFlight.priority == 5, claim.inFlight.push.importance == .alerting {
+            summary.downgraded += 1
+            self.metrics.throttleAvoided("downgraded")
+        }
+        if claim.tookOver {
+            summary.mayHaveBeenDeliveredTwice.append(claim.id)
+            self.metrics.takenOver()
+        }
         return claim
     }
 
@@ -578,6 +586,9 @@ extension LiveActivityManager {
                 current.deadReason = reason.rawValue
                 return (current, nil)
             }
+        }
+        if counted.sent || counted.failed {
+            self.metrics.verdict(claim.inFlight.push.kind, sent: counted.sent, requestedAt: claim.inFlight.push.requestedAt, now: now)
         }
         if counted.sent { summary.sent += 1 }
         if counted.failed { summary.failed += 1 }

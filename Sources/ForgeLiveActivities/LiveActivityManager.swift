@@ -2,6 +2,7 @@ public import ForgeAPNs
 public import ForgeAPNsCore
 public import struct Foundation.Date
 internal import ForgeSupport
+public import Metrics
 
 /// Managed Live Activities: a registry of activities keyed by the backend's own id, the tokens the
 /// app reports, and the pushes that follow from them, so a backend says "update order 17" and the
@@ -67,6 +68,9 @@ public final class LiveActivityManager: Sendable {
         /// ``LiveActivityError/Code/startBudgetSpent``. A renewal beyond the budget always fails
         /// (the old activity stays; an automatic renewal is tried again by a later sweep).
         public var startsBeyondBudget = StartsBeyondBudget.deferUntilFree
+        /// Where the manager's counters and its lag histogram are made (see the list in the DocC
+        /// article's "Paced updates"); the process's `MetricsSystem` by default.
+        public var metrics: any MetricsFactory = MetricsSystem.factory
         /// Requested pushes ``LiveActivityManager/run(poll:)`` and ``LiveActivityManager/deliverDue(limit:)``
         /// keep in flight at once, at most the client's streams (its pool's connections × streams
         /// each): 4,000 by default, the default pool's 4 × 1,000. At 30 ms from APNs, 4,000 in
@@ -133,8 +137,10 @@ public final class LiveActivityManager: Sendable {
     let store: any LiveActivityStore
     let clock: any APNSWallClock
     public let configuration: Configuration
-    /// Rung by every request in this process: ``run()`` wakes for it.
+    /// Rung by every request in this process: ``run(poll:)`` wakes for it.
     let doorbell = ProgressGate()
+    /// The counters and the lag histogram, in ``Configuration/metrics``.
+    let metrics: ManagerMetrics
 
     /// - Parameters:
     ///   - client: the client pushes go through.
@@ -146,6 +152,7 @@ public final class LiveActivityManager: Sendable {
         self.store = store
         self.clock = clock
         self.configuration = configuration
+        self.metrics = ManagerMetrics(factory: configuration.metrics)
     }
 
     /// A manager that keeps the registry and sends nothing: for the part of a backend that takes
@@ -161,6 +168,7 @@ public final class LiveActivityManager: Sendable {
         self.store = store
         self.clock = clock
         self.configuration = configuration
+        self.metrics = ManagerMetrics(factory: configuration.metrics)
     }
 
     // MARK: Reading
@@ -357,6 +365,8 @@ public final class LiveActivityManager: Sendable {
                 return nil
             }
             self.doorbell.advance(by: 1)
+            self.metrics.requested(.start)
+            self.metrics.throttleAvoided("deferred")
             return StartOutcome(activity: stored, deferredUntil: free)
         }
         let notification = APNSLiveActivityStartNotification(

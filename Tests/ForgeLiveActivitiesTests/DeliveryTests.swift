@@ -5,6 +5,7 @@ import ForgeLiveActivities
 import ForgeSupport
 import ForgeTestSupport
 import Foundation
+import MetricsTestKit
 import Testing
 
 private let bundleID = try! APNSBundleID("com.example.shop")
@@ -413,5 +414,33 @@ struct StartBudgetTests {
         #expect(ended.state == .ended)
         fixture.clock.advance(by: 3600)
         #expect(try await manager.deliverDue().sent == 0 && fixture.sent.count == 1)
+    }
+}
+
+@Suite("The manager's metrics: requests, sends, superseded, throttles avoided, the lag from request to verdict")
+struct DeliveryMetricsTests {
+    @Test("Counted as they happen, in the configured factory; the lag is the manager's clock from request to verdict")
+    func counted() async throws {
+        let fixture = try InProcess()
+        let metrics = TestMetrics()
+        let manager = manager(fixture) {
+            $0.metrics = metrics
+            $0.alertingBudget = UpdateBudget(count: 1, window: .seconds(3600))
+        }
+        let id = try await register(manager, "match-42")
+        try await manager.request(update: id, contentState: Score(home: 1, away: 0), importance: .alerting)
+        fixture.clock.advance(by: 0.25)
+        try await manager.deliverDue()
+        try await manager.request(update: id, contentState: Score(home: 2, away: 0), importance: .alerting)
+        try await manager.request(update: id, contentState: Score(home: 3, away: 0), importance: .alerting)
+        fixture.clock.advance(by: 2)
+        try await manager.deliverDue()
+        #expect(try metrics.expectCounter("forge_live_activity_requests_total", [("kind", "update")]).totalValue == 3)
+        #expect(try metrics.expectCounter("forge_live_activity_superseded_total").totalValue == 1)
+        #expect(try metrics.expectCounter("forge_live_activity_sent_total", [("kind", "update")]).totalValue == 2)
+        #expect(try metrics.expectCounter("forge_live_activity_throttles_avoided_total", [("how", "downgraded")]).totalValue == 1)
+        let lag = try metrics.expectTimer("forge_live_activity_update_lag_seconds", [("kind", "update")])
+        // The first waited 0.25 s; the third was asked for 2 s before it went.
+        #expect(lag.values == [250_000_000, 2_000_000_000], "\(lag.values)")
     }
 }

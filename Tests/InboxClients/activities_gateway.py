@@ -200,6 +200,9 @@ def main():
     check("/metrics: requests by route and status", status == 200
           and 'forge_gateway_requests_total{route="/v1/activities/{id}/update",status="202"} 2' in text, text[:2000])
     check("/metrics: activities by state", 'forge_gateway_activities{state="ended"} 1' in text, text[:2000])
+    check("/metrics: the manager's sends by kind", 'forge_live_activity_sent_total{kind="update"} 2' in text
+          and 'forge_live_activity_sent_total{kind="end"} 1' in text, text)
+    check("/metrics: the lag from request to verdict, a histogram", 'forge_live_activity_update_lag_seconds_count{kind="update"} 2' in text, text)
 
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")

@@ -72,17 +72,20 @@ extension APNSCtl.Activities {
                 let key = try self.apiKeyFile.map(Self.readKey)
                 let configuration = try ClientFactory.configuration(auth: self.auth, endpoint: self.endpoint, verbose: self.verbose)
                 let client = try ClientFactory.client(configuration)
+                // One registry for the gateway's metrics and the manager's: both on GET /metrics.
+                let registry = PrometheusCollectorRegistry()
+                var managing = LiveActivityManager.Configuration()
+                managing.metrics = PrometheusMetricsFactory(registry: registry)
                 try await self.store.withStore { store in
                     try await withAPNSClient(client) { client in
-                        try await self.serve(LiveActivityManager(client: client, store: store), key: key)
+                        try await self.serve(LiveActivityManager(client: client, store: store, configuration: managing), key: key, registry: registry)
                     }
                 }
             }
         }
 
         /// Serves until SIGINT or SIGTERM, then lets the requests under way finish.
-        private func serve(_ manager: LiveActivityManager, key: String?) async throws {
-            let registry = PrometheusCollectorRegistry()
+        private func serve(_ manager: LiveActivityManager, key: String?, registry: PrometheusCollectorRegistry) async throws {
             let gateway = LiveActivityGateway(
                 manager: manager,
                 configuration: LiveActivityGateway.Configuration(
