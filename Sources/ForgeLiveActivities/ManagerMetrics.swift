@@ -17,34 +17,74 @@ internal import struct Foundation.TimeInterval
 /// - `forge_live_activity_taken_over_total`: pushes taken over after another manager's lease ran
 ///   out (they may have been delivered twice).
 struct ManagerMetrics: Sendable {
-    private let factory: any MetricsFactory
+    private struct ByKind: Sendable {
+        let update: Counter
+        let end: Counter
+        let start: Counter
+
+        init(_ label: String, factory: any MetricsFactory) {
+            self.update = Counter(label: label, dimensions: [("kind", "update")], factory: factory)
+            self.end = Counter(label: label, dimensions: [("kind", "end")], factory: factory)
+            self.start = Counter(label: label, dimensions: [("kind", "start")], factory: factory)
+        }
+
+        subscript(kind: PendingPush.Kind) -> Counter {
+            switch kind {
+            case .update: self.update
+            case .end: self.end
+            case .start: self.start
+            }
+        }
+    }
+
+    // Made once: a request is the hot path, and a factory's lookup of a label is not free.
+    private let requests: ByKind
+    private let sent: ByKind
+    private let failed: ByKind
+    private let supersededCounter: Counter
+    private let downgraded: Counter
+    private let deferred: Counter
+    private let takenOverCounter: Counter
+    private let lag: [PendingPush.Kind: Timer]
 
     init(factory: any MetricsFactory) {
-        self.factory = factory
+        self.requests = ByKind("forge_live_activity_requests_total", factory: factory)
+        self.sent = ByKind("forge_live_activity_sent_total", factory: factory)
+        self.failed = ByKind("forge_live_activity_failed_total", factory: factory)
+        self.supersededCounter = Counter(label: "forge_live_activity_superseded_total", factory: factory)
+        self.downgraded = Counter(label: "forge_live_activity_throttles_avoided_total", dimensions: [("how", "downgraded")], factory: factory)
+        self.deferred = Counter(label: "forge_live_activity_throttles_avoided_total", dimensions: [("how", "deferred")], factory: factory)
+        self.takenOverCounter = Counter(label: "forge_live_activity_taken_over_total", factory: factory)
+        var lag: [PendingPush.Kind: Timer] = [:]
+        for kind in [PendingPush.Kind.update, .end, .start] {
+            lag[kind] = Timer(
+                label: "forge_live_activity_update_lag_seconds", dimensions: [("kind", kind.rawValue)], preferredDisplayUnit: .seconds, factory: factory
+            )
+        }
+        self.lag = lag
     }
 
     func requested(_ kind: PendingPush.Kind) {
-        Counter(label: "forge_live_activity_requests_total", dimensions: [("kind", kind.rawValue)], factory: self.factory).increment()
+        self.requests[kind].increment()
     }
 
     func superseded() {
-        Counter(label: "forge_live_activity_superseded_total", factory: self.factory).increment()
+        self.supersededCounter.increment()
     }
 
+    /// `downgraded` or `deferred`.
     func throttleAvoided(_ how: String) {
-        Counter(label: "forge_live_activity_throttles_avoided_total", dimensions: [("how", how)], factory: self.factory).increment()
+        (how == "deferred" ? self.deferred : self.downgraded).increment()
     }
 
     func takenOver() {
-        Counter(label: "forge_live_activity_taken_over_total", factory: self.factory).increment()
+        self.takenOverCounter.increment()
     }
 
     /// A verdict: counted as sent or failed, and its lag from the request recorded.
     func verdict(_ kind: PendingPush.Kind, sent: Bool, requestedAt: Date, now: Date) {
-        Counter(label: sent ? "forge_live_activity_sent_total" : "forge_live_activity_failed_total", dimensions: [("kind", kind.rawValue)],
-                factory: self.factory).increment()
+        (sent ? self.sent : self.failed)[kind].increment()
         let lag = max(0, now.timeIntervalSince(requestedAt))
-        Timer(label: "forge_live_activity_update_lag_seconds", dimensions: [("kind", kind.rawValue)], preferredDisplayUnit: .seconds,
-              factory: self.factory).recordNanoseconds(Int64(lag * 1e9))
+        self.lag[kind]?.recordNanoseconds(Int64(lag * 1e9))
     }
 }

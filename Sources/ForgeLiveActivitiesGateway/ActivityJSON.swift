@@ -15,8 +15,10 @@ package enum ActivityJSON {
     }
 
     /// ``object(_:)`` with `renewals`, `held` (the event of the push held, or null), the counts of
-    /// the requested pushes (`requested`, `sent`, `superseded`, `downgraded`, `failed`), `waiting`
-    /// (the kind of the push waiting, or null) and `history` (`[{"at", "event", "detail"}]`, oldest first).
+    /// the requested pushes (`requested`, `sent`, `superseded`, `downgraded`, `failed`,
+    /// `may_have_been_delivered_twice`), `waiting` and `in_flight` (the kind of the push waiting or
+    /// being sent, or null), `content_state` (the last one sent or being sent, or null) and
+    /// `history` (`[{"at", "event", "detail"}]`, oldest first).
     package static func detailed(_ activity: ManagedActivity) -> [String: Any] {
         var object = Self.object(activity)
         object["renewals"] = activity.renewals
@@ -28,6 +30,9 @@ package enum ActivityJSON {
         object["downgraded"] = delivery.downgraded
         object["failed"] = delivery.failed
         object["waiting"] = delivery.waiting?.kind.rawValue ?? NSNull()
+        object["in_flight"] = delivery.inFlight?.push.kind.rawValue ?? NSNull()
+        object["may_have_been_delivered_twice"] = delivery.mayHaveBeenDeliveredTwice
+        object["content_state"] = activity.lastContentState.flatMap { try? JSONSerialization.jsonObject(with: Data($0)) } ?? NSNull()
         object["history"] = activity.history.map { ["at": Self.date($0.at), "event": $0.event, "detail": $0.detail] }
         return object
     }

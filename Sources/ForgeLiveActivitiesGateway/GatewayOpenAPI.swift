@@ -144,6 +144,22 @@ enum GatewayOpenAPI {
             "minimum": 0,
             "type": "integer"
           },
+          "in_flight": {
+            "description": "The kind of the push being sent (taken by a gateway, its verdict not in yet).",
+            "enum": ["update", "end", "start", null],
+            "nullable": true,
+            "type": "string"
+          },
+          "may_have_been_delivered_twice": {
+            "description": "Pushes sent again after another gateway stopped before their verdict: they may have been delivered twice.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "content_state": {
+            "description": "The last content state sent, or being sent.",
+            "nullable": true,
+            "type": "object"
+          },
           "waiting": {
             "description": "The kind of the push waiting to be sent: update, end, or a start deferred by the start budget.",
             "enum": ["update", "end", "start", null],
@@ -184,6 +200,9 @@ enum GatewayOpenAPI {
           "downgraded",
           "failed",
           "waiting",
+          "in_flight",
+          "may_have_been_delivered_twice",
+          "content_state",
           "history"
         ],
         "type": "object"

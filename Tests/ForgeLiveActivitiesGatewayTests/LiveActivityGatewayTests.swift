@@ -158,7 +158,8 @@ struct LiveActivityGatewayTests {
 
         let shown = try #require(try await fixture.call("GET", "/v1/activities/order-17").json as? [String: Any])
         #expect(Set(shown.keys) == ["id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at", "why",
-                                    "renewals", "held", "requested", "sent", "superseded", "downgraded", "failed", "waiting", "history"])
+                                    "renewals", "held", "requested", "sent", "superseded", "downgraded", "failed", "waiting", "in_flight",
+                                    "may_have_been_delivered_twice", "content_state", "history"])
         #expect(shown["update_token"] as? String == updateToken && shown["installation"] as? String == "i-1")
         #expect(shown["requested"] as? Int == 5 && shown["sent"] as? Int == 4 && shown["superseded"] as? Int == 1 && shown["waiting"] is NSNull)
         #expect((shown["history"] as? [[String: Any]])?.map { $0["event"] as? String } == ["start_sent", "update_token"])

@@ -340,6 +340,7 @@ struct StartBudgetTests {
         try await manager.report(.pushToStartToken(Self.key, token: try DeviceToken(String(repeating: "5a", count: 32)), sequence: nil, environment: .sandbox))
     }
 
+    @discardableResult
     private func start(_ manager: LiveActivityManager, _ id: String, home: Int = 0) async throws -> LiveActivityManager.StartOutcome {
         try await manager.start(
             activity: try LiveActivityID(id), installation: installation, bundleID: bundleID, attributesType: "MatchAttributes",

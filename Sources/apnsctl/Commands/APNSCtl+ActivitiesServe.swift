@@ -2,6 +2,7 @@ import ArgumentParser
 import ForgeAPNs
 import ForgeLiveActivities
 import ForgeLiveActivitiesGateway
+import ForgeSupport
 import Foundation
 import Logging
 import Prometheus
@@ -52,6 +53,16 @@ extension APNSCtl.Activities {
         @Option(name: .customLong("max-body"), help: ArgumentHelp("The largest request body in bytes; a larger one gets 413.", valueName: "bytes"))
         var maxBody: Int = 64 * 1024
 
+        @Option(
+            help: ArgumentHelp(
+                "How long this gateway holds a push it took before another gateway on the store may take it over (30s by default; "
+                    + CommandLineDuration.rule + ").",
+                valueName: "duration"
+            ),
+            transform: { try CommandLineDuration.parse($0) }
+        )
+        var lease: Duration?
+
         @OptionGroup var auth: AuthOptions
 
         @OptionGroup var endpoint: APNSEndpointOptions<NoApplePortOption>
@@ -76,6 +87,7 @@ extension APNSCtl.Activities {
                 let registry = PrometheusCollectorRegistry()
                 var managing = LiveActivityManager.Configuration()
                 managing.metrics = PrometheusMetricsFactory(registry: registry)
+                if let lease = self.lease { managing.lease = lease }
                 try await self.store.withStore { store in
                     try await withAPNSClient(client) { client in
                         try await self.serve(LiveActivityManager(client: client, store: store, configuration: managing), key: key, registry: registry)
