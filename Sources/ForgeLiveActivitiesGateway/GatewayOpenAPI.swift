@@ -4,6 +4,68 @@ enum GatewayOpenAPI {
     static let document = #"""
 {
   "components": {
+    "responses": {
+      "BadRequest": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        },
+        "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+      },
+      "BodyTooLarge": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        },
+        "description": "The body is over the gateway's limit (code body_too_large)."
+      },
+      "NotFound": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        },
+        "description": "No activity has the id (code unknown_activity, field id)."
+      },
+      "Accepted": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Accepted"
+            }
+          }
+        },
+        "description": "Accepted: the activity's id and state."
+      },
+      "Unauthorized": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        },
+        "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+      },
+      "Unavailable": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        },
+        "description": "The store failed (code store), or the manager has no client (no_client)."
+      }
+    },
     "schemas": {
       "Accepted": {
         "additionalProperties": false,
@@ -75,6 +137,21 @@ enum GatewayOpenAPI {
           "bundle_id": {
             "type": "string"
           },
+          "content_state": {
+            "description": "The last content state sent, or being sent.",
+            "nullable": true,
+            "type": "object"
+          },
+          "downgraded": {
+            "description": "Alerting updates sent at priority 5: the activity's priority-10 budget was spent.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "failed": {
+            "description": "Requested pushes APNs did not accept.",
+            "minimum": 0,
+            "type": "integer"
+          },
           "held": {
             "enum": [
               "update",
@@ -111,9 +188,25 @@ enum GatewayOpenAPI {
           "id": {
             "type": "string"
           },
+          "in_flight": {
+            "description": "The kind of the push being sent (taken by a gateway, its verdict not in yet).",
+            "enum": [
+              "update",
+              "end",
+              "start",
+              null
+            ],
+            "nullable": true,
+            "type": "string"
+          },
           "installation": {
             "nullable": true,
             "type": "string"
+          },
+          "may_have_been_delivered_twice": {
+            "description": "Pushes sent again after another gateway stopped before their verdict: they may have been delivered twice.",
+            "minimum": 0,
+            "type": "integer"
           },
           "renewals": {
             "minimum": 0,
@@ -129,43 +222,6 @@ enum GatewayOpenAPI {
             "minimum": 0,
             "type": "integer"
           },
-          "superseded": {
-            "description": "Requested pushes replaced by a newer one before they were sent.",
-            "minimum": 0,
-            "type": "integer"
-          },
-          "downgraded": {
-            "description": "Alerting updates sent at priority 5: the activity's priority-10 budget was spent.",
-            "minimum": 0,
-            "type": "integer"
-          },
-          "failed": {
-            "description": "Requested pushes APNs did not accept.",
-            "minimum": 0,
-            "type": "integer"
-          },
-          "in_flight": {
-            "description": "The kind of the push being sent (taken by a gateway, its verdict not in yet).",
-            "enum": ["update", "end", "start", null],
-            "nullable": true,
-            "type": "string"
-          },
-          "may_have_been_delivered_twice": {
-            "description": "Pushes sent again after another gateway stopped before their verdict: they may have been delivered twice.",
-            "minimum": 0,
-            "type": "integer"
-          },
-          "content_state": {
-            "description": "The last content state sent, or being sent.",
-            "nullable": true,
-            "type": "object"
-          },
-          "waiting": {
-            "description": "The kind of the push waiting to be sent: update, end, or a start deferred by the start budget.",
-            "enum": ["update", "end", "start", null],
-            "nullable": true,
-            "type": "string"
-          },
           "started_at": {
             "format": "date-time",
             "type": "string"
@@ -173,9 +229,25 @@ enum GatewayOpenAPI {
           "state": {
             "$ref": "#/components/schemas/State"
           },
+          "superseded": {
+            "description": "Requested pushes replaced by a newer one before they were sent.",
+            "minimum": 0,
+            "type": "integer"
+          },
           "update_token": {
             "nullable": true,
             "pattern": "^[0-9a-f]+$",
+            "type": "string"
+          },
+          "waiting": {
+            "description": "The kind of the push waiting to be sent: update, end, or a start deferred by the start budget.",
+            "enum": [
+              "update",
+              "end",
+              "start",
+              null
+            ],
+            "nullable": true,
             "type": "string"
           },
           "why": {
@@ -252,7 +324,7 @@ enum GatewayOpenAPI {
                 "type": "string"
               },
               "field": {
-                "description": "The field, path parameter or query parameter at fault (id, body, content_state, alert.title, state, \u2026).",
+                "description": "The field, path parameter or query parameter at fault (id, body, content_state, alert.title, state, …).",
                 "type": "string"
               },
               "rule": {
@@ -490,14 +562,7 @@ enum GatewayOpenAPI {
             "description": "The metrics."
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           },
           "404": {
             "content": {
@@ -510,14 +575,7 @@ enum GatewayOpenAPI {
             "description": "This gateway exports no metrics."
           },
           "503": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The store failed (code store), or the manager has no client (no_client)."
+            "$ref": "#/components/responses/Unavailable"
           }
         },
         "security": [
@@ -543,14 +601,7 @@ enum GatewayOpenAPI {
             "description": "Ready."
           },
           "503": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The store failed (code store), or the manager has no client (no_client)."
+            "$ref": "#/components/responses/Unavailable"
           }
         },
         "security": [],
@@ -603,24 +654,10 @@ enum GatewayOpenAPI {
             "description": "An unknown state, group, or another parameter (named in field)."
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           },
           "503": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The store failed (code store), or the manager has no client (no_client)."
+            "$ref": "#/components/responses/Unavailable"
           }
         },
         "security": [
@@ -668,14 +705,7 @@ enum GatewayOpenAPI {
             "description": "A bad id."
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           },
           "404": {
             "content": {
@@ -688,14 +718,7 @@ enum GatewayOpenAPI {
             "description": "No activity has the id."
           },
           "503": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The store failed (code store), or the manager has no client (no_client)."
+            "$ref": "#/components/responses/Unavailable"
           }
         },
         "security": [
@@ -733,44 +756,16 @@ enum GatewayOpenAPI {
         },
         "responses": {
           "202": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Accepted"
-                }
-              }
-            },
-            "description": "Accepted: the activity's id and state."
+            "$ref": "#/components/responses/Accepted"
           },
           "400": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+            "$ref": "#/components/responses/BadRequest"
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           },
           "404": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No activity has the id (code unknown_activity, field id)."
+            "$ref": "#/components/responses/NotFound"
           },
           "409": {
             "content": {
@@ -783,24 +778,10 @@ enum GatewayOpenAPI {
             "description": "The activity has ended or is dead (code not_live, with state and why); nothing was sent."
           },
           "413": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The body is over the gateway's limit (code body_too_large)."
+            "$ref": "#/components/responses/BodyTooLarge"
           },
           "503": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The store failed (code store), or the manager has no client (no_client)."
+            "$ref": "#/components/responses/Unavailable"
           }
         },
         "security": [
@@ -838,44 +819,16 @@ enum GatewayOpenAPI {
         },
         "responses": {
           "202": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Accepted"
-                }
-              }
-            },
-            "description": "Accepted: the activity's id and state."
+            "$ref": "#/components/responses/Accepted"
           },
           "400": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+            "$ref": "#/components/responses/BadRequest"
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           },
           "404": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No activity has the id (code unknown_activity, field id)."
+            "$ref": "#/components/responses/NotFound"
           },
           "409": {
             "content": {
@@ -888,14 +841,7 @@ enum GatewayOpenAPI {
             "description": "The id exists and has ended or is dead (code not_live, with state and why), or no usable push-to-start token (no_push_to_start_token)."
           },
           "413": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The body is over the gateway's limit (code body_too_large)."
+            "$ref": "#/components/responses/BodyTooLarge"
           },
           "502": {
             "content": {
@@ -908,14 +854,7 @@ enum GatewayOpenAPI {
             "description": "APNs did not accept the push (code send_failed; apns has its status and reason); a dead token makes the activity dead."
           },
           "503": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The store failed (code store), or the manager has no client (no_client)."
+            "$ref": "#/components/responses/Unavailable"
           }
         },
         "security": [
@@ -953,44 +892,16 @@ enum GatewayOpenAPI {
         },
         "responses": {
           "202": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Accepted"
-                }
-              }
-            },
-            "description": "Accepted: the activity's id and state."
+            "$ref": "#/components/responses/Accepted"
           },
           "400": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+            "$ref": "#/components/responses/BadRequest"
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           },
           "404": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No activity has the id (code unknown_activity, field id)."
+            "$ref": "#/components/responses/NotFound"
           },
           "409": {
             "content": {
@@ -1003,24 +914,10 @@ enum GatewayOpenAPI {
             "description": "The activity has ended, is ending or is dead (code not_live, with state and why); nothing was sent."
           },
           "413": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The body is over the gateway's limit (code body_too_large)."
+            "$ref": "#/components/responses/BodyTooLarge"
           },
           "503": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "The store failed (code store), or the manager has no client (no_client)."
+            "$ref": "#/components/responses/Unavailable"
           }
         },
         "security": [
@@ -1046,14 +943,7 @@ enum GatewayOpenAPI {
             "description": "The OpenAPI 3.0 document."
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           }
         },
         "security": [
@@ -1099,14 +989,7 @@ enum GatewayOpenAPI {
             "description": "A malformed report, or a sequence older than one applied; nothing changed."
           },
           "401": {
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Error"
-                }
-              }
-            },
-            "description": "No or a wrong API key (when the gateway has one); the answer does not say which."
+            "$ref": "#/components/responses/Unauthorized"
           },
           "404": {
             "content": {

@@ -86,6 +86,9 @@ class Gateway:
         response = operation["responses"].get(str(status))
         if response is None:
             return f"{method} {template} answered {status}, which the document does not list"
+        if "$ref" in response:
+            # A response shared by several routes: #/components/responses/NAME.
+            response = self.document["components"]["responses"][response["$ref"].rsplit("/", 1)[1]]
         content = response.get("content", {})
         media = next((m for m in content if ctype.startswith(m)), None)
         if media is None:

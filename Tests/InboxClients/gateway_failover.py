@@ -1,18 +1,21 @@
 """Two gateways on one PostgreSQL registry, one killed (SIGKILL) while its pushes are in flight.
 
-usage: gateway_failover.py --gateway "apnsctl activities serve --store postgres://… --port 0 --url … --lease 2s …" \
-                           --key KEY --activities 40
+usage: gateway_failover.py --gateway "apnsctl activities serve --store postgres://… --port 0 --lease 2s …" \
+                           --apns https://127.0.0.1:PORT --key KEY --activities 40
 
-Starts the gateway twice (A and B), registers the activities through both (the app's update token
-reports), asks A for an update of every activity (step 1), kills A once some of its pushes are in
-flight, then asks B for a second update (step 2) of the even-numbered ones. B takes over A's pushes
-once their leases end. Every wait is for an outcome, bounded in time. Prints one line per check,
+Starts gateway A, its APNs address a socket of this script that takes connections and never
+answers, registers the activities (the app's update token reports), asks A for an update of every
+activity (step 1), and kills A once all of those pushes are in flight (taken by A, no verdict: it
+cannot get one); then starts gateway B on the same registry, with the real server `--apns`, and
+asks it for a second update (step 2) of the even-numbered ones. B takes A's pushes over once their
+leases end, so the server gets each activity's push from B alone. Every wait is for an outcome, bounded in time. Prints one line per check,
 then `ACTIVITIES <json>` (each activity as `GET /v1/activities/{id}` shows it) for the caller to
 compare with what the APNs server received, then `N passed, M failed`; exits 1 on a failure.
 """
 import argparse
 import json
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -52,6 +55,7 @@ def until(condition, seconds=60):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--gateway", required=True)
+    parser.add_argument("--apns", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--activities", type=int, default=40)
     options = parser.parse_args()
@@ -59,15 +63,22 @@ def main():
     ids = [f"match-{index}" for index in range(options.activities)]
 
     processes = []
-    try:
-        for _ in range(2):
-            process = subprocess.Popen(shlex.split(options.gateway), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            processes.append(process)
-        a, b = [process.stdout.readline().strip() for process in processes]
-        check("both gateways print their URLs", a.startswith("http://") and b.startswith("http://"), (a, b))
+    # An APNs address that never answers: connections queue in its backlog, and no TLS handshake ends.
+    silent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(128)
 
+    def start_gateway(apns):
+        process = subprocess.Popen(shlex.split(options.gateway) + ["--url", apns],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        processes.append(process)
+        return process.stdout.readline().strip()
+
+    try:
+        a = start_gateway(f"https://127.0.0.1:{silent.getsockname()[1]}")
+        check("gateway A prints its URL", a.startswith("http://"), a)
         for index, activity in enumerate(ids):
-            status, answer = call(a if index % 2 else b, "POST", "/v1/reports", key, {
+            status, answer = call(a, "POST", "/v1/reports", key, {
                 "kind": "update_token", "activity": activity, "token": f"{index + 1:064x}", "sequence": 1,
                 "bundle_id": "com.example.shop", "attributes_type": "MatchAttributes", "installation": f"phone-{index}"})
             if status != 200:
@@ -77,11 +88,13 @@ def main():
             status, answer = call(a, "POST", f"/v1/activities/{activity}/update", key, {"content_state": {"step": 1}})
             if status != 202:
                 check(f"{activity}: step 1 taken by A", False, (status, answer))
-        in_flight = until(lambda: [activity for activity in ids
-                                   if call(a, "GET", f"/v1/activities/{activity}", key)[1].get("in_flight")], seconds=30)
-        check("A has pushes in flight when it is killed", in_flight, in_flight)
+        in_flight = until(lambda: all(call(a, "GET", f"/v1/activities/{activity}", key)[1].get("in_flight") for activity in ids),
+                          seconds=30)
+        check("all of A's pushes are in flight when it is killed", in_flight)
         processes[0].kill()
         processes[0].wait(timeout=30)
+        b = start_gateway(options.apns)
+        check("gateway B, on the same registry, prints its URL", b.startswith("http://"), b)
 
         for index, activity in enumerate(ids):
             if index % 2 == 0:
@@ -101,6 +114,7 @@ def main():
         check("nothing failed", all(item["failed"] == 0 for item in shown), [item for item in shown if item["failed"]][:2])
         print("ACTIVITIES " + json.dumps({item["id"]: item for item in shown}), flush=True)
     finally:
+        silent.close()
         for process in processes:
             if process.poll() is None:
                 process.terminate()
