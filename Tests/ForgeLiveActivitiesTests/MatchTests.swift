@@ -61,22 +61,10 @@ struct MatchTests {
     )
     func match(_ kind: StoreKind) async throws {
         let clock = MatchClock()
-        var made: [SimulatedDevice] = []
-        var streams: [AsyncStream<ActivityTokenReport>] = []
-        for index in 0..<Self.phones {
-            let device = SimulatedDevice(clock: clock, backgroundBudget: nil, activityTokenSeed: UInt64(index + 1))
-            let app = SimulatedApp(
-                bundleID: Self.bundle, deviceTokens: [.sandbox: String(format: "%064x", index + 1)],
-                pushToStartToken: String(format: "5a%062x", index + 1),
-                activityTypes: [LiveActivityType(attributesType: "MatchAttributes", attributes: MatchAttributes.self, contentState: Score.self)]
-            )
-            let (reporting, reports) = ActivityReporting.make(installation: "phone-\(index)")
-            app.activityReporting = reporting
-            device.install(app)
-            made.append(device)
-            streams.append(reports)
-        }
-        let devices = made
+        let (devices, streams) = reportingPhones(
+            Self.phones, clock: clock, bundle: Self.bundle, pushToStartPrefix: "5a",
+            type: LiveActivityType(attributesType: "MatchAttributes", attributes: MatchAttributes.self, contentState: Score.self)
+        )
         let log = ReportLog()
         let bundleID = try APNSBundleID(Self.bundle)
         let ids = try (0..<Self.phones).map { try LiveActivityID("match-\($0)") }

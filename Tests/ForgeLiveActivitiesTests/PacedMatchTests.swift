@@ -32,22 +32,10 @@ struct PacedMatchTests {
     @Test("An hour of alerting updates, bursts among them: 10 at priority 10 and the rest downgraded, none throttled; every phone ends on the final score")
     func pacedMatch() async throws {
         let clock = SharedClock()
-        var made: [SimulatedDevice] = []
-        var streams: [AsyncStream<ActivityTokenReport>] = []
-        for index in 0..<Self.phones {
-            let device = SimulatedDevice(clock: clock, backgroundBudget: nil, activityTokenSeed: UInt64(index + 1))
-            let app = SimulatedApp(
-                bundleID: Self.bundle, deviceTokens: [.sandbox: String(format: "%064x", index + 1)],
-                pushToStartToken: String(format: "5b%062x", index + 1),
-                activityTypes: [LiveActivityType(attributesType: "GameAttributes", attributes: GameAttributes.self, contentState: Goals.self)]
-            )
-            let (reporting, reports) = ActivityReporting.make(installation: "phone-\(index)")
-            app.activityReporting = reporting
-            device.install(app)
-            made.append(device)
-            streams.append(reports)
-        }
-        let devices = made
+        let (devices, streams) = reportingPhones(
+            Self.phones, clock: clock, bundle: Self.bundle, pushToStartPrefix: "5b",
+            type: LiveActivityType(attributesType: "GameAttributes", attributes: GameAttributes.self, contentState: Goals.self)
+        )
         let bundleID = try APNSBundleID(Self.bundle)
         let ids = try (0..<Self.phones).map { try LiveActivityID("game-\($0)") }
         let applied = LockedBox(0)
