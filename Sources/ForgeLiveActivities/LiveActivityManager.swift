@@ -283,7 +283,8 @@ public final class LiveActivityManager: Sendable {
 
     /// A report posted as JSON (``ActivityReportJSON``), applied; the HTTP answer for a route:
     /// 200 `{"applied": true}` or `{"applied": false, "why": "…"}`; 400 (a malformed report), 404
-    /// (an unknown activity) or 500 (the store failed) with `{"error": {"code", "field", "rule"}}`.
+    /// (an unknown activity), 503 (the store failed: try again) or 500 (anything else) with
+    /// `{"error": {"code", "field", "rule"}}`.
     /// The registry is unchanged by any answer but 200 with `"applied": true`.
     public func handleReport(body: some Collection<UInt8>) async -> (status: Int, body: [UInt8]) {
         do {
@@ -293,6 +294,7 @@ public final class LiveActivityManager: Sendable {
             let status = switch error.code {
             case .invalidInput: 400
             case .unknownActivity: 404
+            case .store: 503
             default: 500
             }
             return (status, ReportAnswer(applied: false, why: nil, error: .init(code: error.code.rawValue, field: error.field, rule: error.rule)).json)

@@ -5,6 +5,16 @@ enum GatewayOpenAPI {
 {
   "components": {
     "responses": {
+      "Accepted": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Accepted"
+            }
+          }
+        },
+        "description": "Accepted: the activity's id and state."
+      },
       "BadRequest": {
         "content": {
           "application/json": {
@@ -34,16 +44,6 @@ enum GatewayOpenAPI {
           }
         },
         "description": "No activity has the id (code unknown_activity, field id)."
-      },
-      "Accepted": {
-        "content": {
-          "application/json": {
-            "schema": {
-              "$ref": "#/components/schemas/Accepted"
-            }
-          }
-        },
-        "description": "Accepted: the activity's id and state."
       },
       "Unauthorized": {
         "content": {
@@ -1019,7 +1019,17 @@ enum GatewayOpenAPI {
                 }
               }
             },
-            "description": "The store failed."
+            "description": "The report was applied, but a push it released (an update held for this token) failed otherwise (code send_failed); the report may be posted again."
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ReportAnswer"
+                }
+              }
+            },
+            "description": "The store failed (code store): nothing was applied; post the report again."
           }
         },
         "security": [
