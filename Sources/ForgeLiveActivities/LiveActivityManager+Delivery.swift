@@ -269,7 +269,6 @@ extension LiveActivityManager {
         var inFlight: InFlightPush
         var token: DeviceToken
         var bundleID: APNSBundleID
-        var staleDate: Date?
         var tookOver: Bool
         /// The record as this manager saved it when it took the push: the first reading when its
         /// verdict is recorded.
@@ -331,7 +330,7 @@ extension LiveActivityManager {
             activity.delivery.inFlight = inFlight
             activity.delivery.dueAt = inFlight.leaseUntil
             claim = Claim(
-                id: id, inFlight: inFlight, token: record.token, bundleID: activity.bundleID, staleDate: push.staleDate, tookOver: false,
+                id: id, inFlight: inFlight, token: record.token, bundleID: activity.bundleID, tookOver: false,
                 record: activity, attributesType: activity.attributesType, attributes: activity.attributes, key: key
             )
             return nil
@@ -393,7 +392,7 @@ extension LiveActivityManager {
         claim.record.version += 1
         if claim.inFlight.priority == 5, claim.inFlight.push.importance == .alerting {
             summary.downgraded += 1
-            self.metrics.throttleAvoided("downgraded")
+            self.metrics.downgradedUpdate()
         }
         if claim.tookOver {
             summary.mayHaveBeenDeliveredTwice.append(claim.id)
@@ -440,7 +439,7 @@ extension LiveActivityManager {
         activity.delivery.dueAt = inFlight.leaseUntil
         return .taken(
             Claim(
-                id: activity.id, inFlight: inFlight, token: token, bundleID: activity.bundleID, staleDate: activity.staleDate, tookOver: tookOver,
+                id: activity.id, inFlight: inFlight, token: token, bundleID: activity.bundleID, tookOver: tookOver,
                 record: activity
             )
         )

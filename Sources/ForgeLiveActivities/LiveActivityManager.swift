@@ -368,7 +368,7 @@ public final class LiveActivityManager: Sendable {
             }
             self.doorbell.advance(by: 1)
             self.metrics.requested(.start)
-            self.metrics.throttleAvoided("deferred")
+            self.metrics.deferredStart()
             return StartOutcome(activity: stored, deferredUntil: free)
         }
         let notification = APNSLiveActivityStartNotification(

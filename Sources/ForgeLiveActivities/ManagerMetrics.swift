@@ -72,9 +72,14 @@ struct ManagerMetrics: Sendable {
         self.supersededCounter.increment()
     }
 
-    /// `downgraded` or `deferred`.
-    func throttleAvoided(_ how: String) {
-        (how == "deferred" ? self.deferred : self.downgraded).increment()
+    /// An alerting update sent at priority 5: its activity's budget was spent.
+    func downgradedUpdate() {
+        self.downgraded.increment()
+    }
+
+    /// A start held for the install's start budget.
+    func deferredStart() {
+        self.deferred.increment()
     }
 
     func takenOver() {

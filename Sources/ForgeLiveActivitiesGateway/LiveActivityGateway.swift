@@ -116,7 +116,6 @@ public struct LiveActivityGateway: Sendable {
 
     public let manager: LiveActivityManager
     public let configuration: Configuration
-    private let sender: GatewaySender
 
     /// - Parameters:
     ///   - manager: the manager the routes call; it needs a client for start, update and end.
@@ -124,7 +123,6 @@ public struct LiveActivityGateway: Sendable {
     public init(manager: LiveActivityManager, configuration: Configuration = Configuration()) {
         self.manager = manager
         self.configuration = configuration
-        self.sender = GatewaySender(manager: manager)
     }
 
     /// The routes, each as `METHOD pattern`: the route label of the request counter.
@@ -200,14 +198,15 @@ public struct LiveActivityGateway: Sendable {
             let id = try Self.activityID(segments[2])
             let update = try UpdateRequest(request.body)
             try await self.sending(id) { () async throws(LiveActivityError) in
-                try await self.sender.update(id, contentState: update.contentState, importance: update.importance)
+                // Recorded now, sent paced by the manager's run() (latest state wins, within the budget).
+                _ = try await self.manager.request(update: id, contentState: update.contentState, importance: update.importance)
             }
             return try await self.accepted(id)
         case ("POST", "end"):
             let id = try Self.activityID(segments[2])
             let end = try EndRequest(request.body)
             try await self.sending(id) { () async throws(LiveActivityError) in
-                try await self.sender.end(id, contentState: end.contentState, dismissalDate: end.dismissalDate)
+                _ = try await self.manager.request(end: id, contentState: end.contentState, dismissalDate: end.dismissalDate)
             }
             return try await self.accepted(id)
         case ("GET", "metrics"):
