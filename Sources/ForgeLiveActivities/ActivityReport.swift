@@ -10,7 +10,10 @@ internal import Foundation
 /// {"kind": "ended", "activity": "order-17", "sequence": 5}
 /// ```
 ///
-/// `push_to_start_token` needs `installation`, `bundle_id`, `attributes_type` and `token`;
+/// `push_to_start_token` needs `installation`, `bundle_id`, `attributes_type` and `token`, and
+/// takes `"channels": true` from an app that can start an activity on a broadcast channel (iOS 18
+/// and a build that handles `input-push-channel`: a start in a group then subscribes it to the
+/// group's channel);
 /// `update_token` needs `activity` and `token` (and `bundle_id` and `attributes_type` for an
 /// activity the app started itself, which the manager then registers; `installation` optionally);
 /// `ended` needs `activity` (and takes the ended activity's update token as `token`). `sequence` (a number the app increases with each report, or its
@@ -25,17 +28,19 @@ public struct ActivityReportJSON: Codable, Hashable, Sendable {
     public var token: String?
     public var sequence: Int64?
     public var environment: String?
+    public var channels: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case kind, installation, activity, token, sequence, environment
+        case kind, installation, activity, token, sequence, environment, channels
         case bundleID = "bundle_id"
         case attributesType = "attributes_type"
     }
 
     public init(
         kind: String, installation: String? = nil, bundleID: String? = nil, attributesType: String? = nil, activity: String? = nil,
-        token: String? = nil, sequence: Int64? = nil, environment: String? = nil
+        token: String? = nil, sequence: Int64? = nil, environment: String? = nil, channels: Bool? = nil
     ) {
+        self.channels = channels
         self.kind = kind
         self.installation = installation
         self.bundleID = bundleID
@@ -49,8 +54,9 @@ public struct ActivityReportJSON: Codable, Hashable, Sendable {
 
 /// A validated report (see ``ActivityReportJSON`` for the JSON an app posts).
 public enum ActivityReport: Hashable, Sendable {
-    /// The app's push-to-start token for an attributes type (at install, and after each rotation).
-    case pushToStartToken(PushToStartKey, token: DeviceToken, sequence: Int64?, environment: ActivityEnvironment)
+    /// The app's push-to-start token for an attributes type (at install, and after each rotation);
+    /// `channels`: whether the app can start an activity on a broadcast channel.
+    case pushToStartToken(PushToStartKey, token: DeviceToken, sequence: Int64?, environment: ActivityEnvironment, channels: Bool = false)
     /// An activity's update token (it may change while the activity runs). `registration` is given
     /// for an activity the app started itself: the manager registers it when it does not know it.
     case updateToken(LiveActivityID, token: DeviceToken, sequence: Int64?, registration: Registration?)
@@ -76,7 +82,7 @@ public enum ActivityReport: Hashable, Sendable {
     /// The report's sequence, if it has one.
     public var sequence: Int64? {
         switch self {
-        case .pushToStartToken(_, _, let sequence, _), .updateToken(_, _, let sequence, _), .ended(_, let sequence, _): sequence
+        case .pushToStartToken(_, _, let sequence, _, _), .updateToken(_, _, let sequence, _), .ended(_, let sequence, _): sequence
         }
     }
 
@@ -118,7 +124,7 @@ public enum ActivityReport: Hashable, Sendable {
             }
             self = .pushToStartToken(
                 PushToStartKey(installation: installation, bundleID: bundle, attributesType: type), token: try token(json.token),
-                sequence: json.sequence, environment: environment
+                sequence: json.sequence, environment: environment, channels: json.channels ?? false
             )
         case "update_token":
             let activity = try LiveActivityID(try required(json.activity, "activity"))

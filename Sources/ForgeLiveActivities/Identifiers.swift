@@ -28,6 +28,21 @@ public struct InstallationID: Hashable, Sendable, Comparable, CustomStringConver
     public var description: String { self.rawValue }
 }
 
+/// The backend's id for a group of activities that share every update (a match: `match-42`):
+/// 1 to 64 bytes of UTF-8 without control characters.
+public struct LiveActivityGroupID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+
+    /// - Throws: ``LiveActivityError/Code/invalidInput`` naming `group`.
+    public init(_ rawValue: String) throws(LiveActivityError) {
+        try checkName(rawValue, field: "group")
+        self.rawValue = rawValue
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { self.rawValue }
+}
+
 /// The Swift type name of an activity's attributes (`aps.attributes-type`): 1 to 128 bytes without
 /// control characters.
 func checkAttributesType(_ name: String) throws(LiveActivityError) {

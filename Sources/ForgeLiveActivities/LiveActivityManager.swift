@@ -199,7 +199,7 @@ public final class LiveActivityManager: Sendable {
     public func report(_ report: ActivityReport) async throws(LiveActivityError) -> ReportOutcome {
         let now = self.clock.now
         switch report {
-        case .pushToStartToken(let key, let token, let sequence, let environment):
+        case .pushToStartToken(let key, let token, let sequence, let environment, let channels):
             return try await self.changePushToStart(key) { (current: PushToStartRecord?) throws(LiveActivityError) -> (PushToStartRecord?, String?) in
                 if let current, let why = Self.older(sequence, than: current.sequence) {
                     throw LiveActivityError(.invalidInput, field: "sequence", rule: why)
@@ -208,6 +208,7 @@ public final class LiveActivityManager: Sendable {
                 if record.token != token { record.deadReason = nil }
                 record.token = token
                 record.environment = environment
+                record.channels = channels
                 record.confirmedAt = now
                 record.sequence = sequence ?? record.sequence
                 return (record, nil)

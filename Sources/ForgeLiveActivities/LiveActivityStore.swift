@@ -35,6 +35,16 @@ public protocol LiveActivityStore: Sendable {
     func dueActivities(at date: Date, limit: Int) async throws -> [ManagedActivity]
     /// The earliest ``ActivityDelivery/dueAt`` of all activities, `nil` when nothing waits.
     func earliestDue() async throws -> Date?
+    /// The activities of `group`, in id order. A durable store keeps the group in an indexed
+    /// column; the default reads every activity.
+    func activities(inGroup group: LiveActivityGroupID) async throws -> [ManagedActivity]
+    /// The channel of `group` for `bundleID`, if any.
+    func groupChannel(_ group: LiveActivityGroupID, bundleID: APNSBundleID) async throws -> GroupChannel?
+    /// Writes `channel` under the same rule as the activity's `save(_:replacing:)`.
+    func save(_ channel: GroupChannel, replacing expected: Int?) async throws -> Bool
+    /// The channels of `group` (every group's when `nil`), by group then bundle id. The manager
+    /// reads them all on each delivery pass: an app has at most 10,000 channels.
+    func groupChannels(of group: LiveActivityGroupID?) async throws -> [GroupChannel]
 }
 
 /// One content state for many activities (``LiveActivityStore/applyContentUpdate(_:)``).
@@ -85,6 +95,22 @@ extension LiveActivityStore {
     public func earliestDue() async throws -> Date? {
         try await self.activities().compactMap(\.delivery.dueAt).min()
     }
+
+    /// Every activity read and filtered.
+    public func activities(inGroup group: LiveActivityGroupID) async throws -> [ManagedActivity] {
+        try await self.activities().filter { $0.group == group }
+    }
+
+    /// None: a store that keeps no channels (its groups reach every member through its token).
+    public func groupChannel(_ group: LiveActivityGroupID, bundleID: APNSBundleID) async throws -> GroupChannel? { nil }
+
+    /// Refused: this store keeps no channels.
+    public func save(_ channel: GroupChannel, replacing expected: Int?) async throws -> Bool {
+        throw LiveActivityError(.store, rule: "\(Self.self) keeps no group channels: its groups reach every member through its token")
+    }
+
+    /// None.
+    public func groupChannels(of group: LiveActivityGroupID?) async throws -> [GroupChannel] { [] }
 }
 
 extension Sequence<ManagedActivity> {
@@ -110,6 +136,12 @@ extension ManagedActivity {
     }
 }
 
+/// A channel's key in a store.
+struct GroupChannelKey: Hashable {
+    var group: LiveActivityGroupID
+    var bundleID: APNSBundleID
+}
+
 /// A store in the process's memory: for tests, and for a single process that can lose its
 /// registry on restart. Due activities are found through an index of their due dates, not by
 /// reading every activity.
@@ -117,6 +149,7 @@ public final class InMemoryLiveActivityStore: LiveActivityStore {
     private struct State {
         var activities: [LiveActivityID: ManagedActivity] = [:]
         var pushToStart: [PushToStartKey: PushToStartRecord] = [:]
+        var channels: [GroupChannelKey: GroupChannel] = [:]
         var due = DueIndex()
 
         /// Whether `entry` still says when its activity is due.
@@ -200,6 +233,30 @@ public final class InMemoryLiveActivityStore: LiveActivityStore {
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {
         self.state.withLock { $0.pushToStart[key] }
+    }
+
+    public func activities(inGroup group: LiveActivityGroupID) async throws -> [ManagedActivity] {
+        self.state.withLock { $0.activities.values.filter { $0.group == group } }.sorted { $0.id < $1.id }
+    }
+
+    public func groupChannel(_ group: LiveActivityGroupID, bundleID: APNSBundleID) async throws -> GroupChannel? {
+        self.state.withLock { $0.channels[GroupChannelKey(group: group, bundleID: bundleID)] }
+    }
+
+    public func save(_ channel: GroupChannel, replacing expected: Int?) async throws -> Bool {
+        self.state.withLock { state in
+            let key = GroupChannelKey(group: channel.group, bundleID: channel.bundleID)
+            guard state.channels[key]?.version == expected else { return false }
+            var stored = channel
+            stored.version = (expected ?? 0) + 1
+            state.channels[key] = stored
+            return true
+        }
+    }
+
+    public func groupChannels(of group: LiveActivityGroupID?) async throws -> [GroupChannel] {
+        self.state.withLock { state in state.channels.values.filter { group == nil || $0.group == group } }
+            .sorted { ($0.group, $0.bundleID.rawValue) < ($1.group, $1.bundleID.rawValue) }
     }
 
     public func save(_ record: PushToStartRecord, replacing expected: Int?) async throws -> Bool {

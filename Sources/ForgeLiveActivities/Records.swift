@@ -112,8 +112,12 @@ public struct ManagedActivity: Hashable, Sendable {
     public var installation: InstallationID?
     /// Its update token (the latest reported wins); `nil` until the app reports one.
     public var updateToken: DeviceToken?
-    /// The broadcast channel it listens to, if any.
+    /// The broadcast channel it listens to, if any: its group's channel for its app, when it was
+    /// started on it (then its group's updates reach it in one broadcast).
     public var channelID: APNSChannelID?
+    /// The group it belongs to (``LiveActivityManager/request(groupUpdate:contentState:staleDate:alert:relevanceScore:importance:)``
+    /// updates every member at once).
+    public var group: LiveActivityGroupID?
     public var state: ActivityState
     /// When it was started (or registered, for one the app started itself).
     public var startedAt: Date
@@ -197,14 +201,19 @@ public struct PushToStartRecord: Hashable, Sendable {
     /// When starts went to this app install and attributes type, within the start budget's window
     /// (``LiveActivityManager/Configuration/startBudget``; older ones are dropped).
     public var startsSent: [Date]
+    /// Whether the app reported it can start an activity on a broadcast channel (iOS 18 and a
+    /// build that handles `input-push-channel`): a start in a group then subscribes it to the
+    /// group's channel.
+    public var channels: Bool
     /// The store's version of this record (compare-and-set).
     public var version: Int
 
     public init(
         key: PushToStartKey, token: DeviceToken, environment: ActivityEnvironment, confirmedAt: Date, sequence: Int64?,
-        deadReason: String? = nil, startsSent: [Date] = [], version: Int = 0
+        deadReason: String? = nil, startsSent: [Date] = [], channels: Bool = false, version: Int = 0
     ) {
         self.startsSent = startsSent
+        self.channels = channels
         self.key = key
         self.token = token
         self.environment = environment

@@ -39,14 +39,17 @@ package struct StoredActivity: Sendable, Equatable {
     package var delivery: [UInt8]?
     /// ``ActivityDelivery/dueAt``, in its own column so that due activities are found by an index.
     package var dueAt: Int64?
+    /// ``ManagedActivity/group``, in its own indexed column.
+    package var groupID: String?
     package var version: Int64
 
     package init(
         id: String, bundleID: String, attributesType: String, installation: String?, updateToken: String?, channelID: String?,
         state: String, stateReason: String?, startedAt: Int64, lastContentState: [UInt8]?, lastTimestamp: Int64?, staleDate: Int64?,
         held: [UInt8]?, reportSequence: Int64?, why: String?, attributes: [UInt8]?, renewalToken: String?, renewalStartedAt: Int64?,
-        renewals: Int64, history: [UInt8]?, delivery: [UInt8]? = nil, dueAt: Int64? = nil, version: Int64
+        renewals: Int64, history: [UInt8]?, delivery: [UInt8]? = nil, dueAt: Int64? = nil, groupID: String? = nil, version: Int64
     ) {
+        self.groupID = groupID
         self.id = id
         self.bundleID = bundleID
         self.attributesType = attributesType
@@ -87,7 +90,7 @@ package struct StoredActivity: Sendable, Equatable {
             renewalStartedAt: activity.renewal?.startedAt.storedMilliseconds, renewals: Int64(activity.renewals),
             history: activity.history.isEmpty ? nil : StoredHistory.encode(activity.history),
             delivery: activity.delivery.isEmpty ? nil : StoredDelivery.encode(activity.delivery),
-            dueAt: activity.delivery.dueAt?.storedMilliseconds, version: Int64(version)
+            dueAt: activity.delivery.dueAt?.storedMilliseconds, groupID: activity.group?.rawValue, version: Int64(version)
         )
     }
 
@@ -112,6 +115,9 @@ package struct StoredActivity: Sendable, Equatable {
         }
         activity.channelID = try self.channelID.map { value throws(LiveActivityError) in
             try storedColumn("channel_id", of: record) { () throws(APNSValidationError) in try APNSChannelID(value) }
+        }
+        activity.group = try self.groupID.map { value throws(LiveActivityError) in
+            try storedColumn("group_id", of: record) { () throws(LiveActivityError) in try LiveActivityGroupID(value) }
         }
         activity.lastContentState = self.lastContentState
         activity.lastTimestamp = self.lastTimestamp.map(Date.init(storedMilliseconds:))

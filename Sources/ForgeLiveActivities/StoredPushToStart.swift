@@ -14,12 +14,15 @@ package struct StoredPushToStart: Sendable, Equatable {
     package var deadReason: String?
     /// ``PushToStartRecord/startsSent`` as milliseconds, comma-separated; `nil` for none.
     package var startsSent: String?
+    /// ``PushToStartRecord/channels``.
+    package var channels: Bool
     package var version: Int64
 
     package init(
         installation: String, bundleID: String, attributesType: String, token: String, environment: String, confirmedAt: Int64,
-        sequence: Int64?, deadReason: String?, startsSent: String? = nil, version: Int64
+        sequence: Int64?, deadReason: String?, startsSent: String? = nil, channels: Bool = false, version: Int64
     ) {
+        self.channels = channels
         self.startsSent = startsSent
         self.installation = installation
         self.bundleID = bundleID
@@ -39,7 +42,7 @@ package struct StoredPushToStart: Sendable, Equatable {
             token: record.token.hexString, environment: record.environment.rawValue, confirmedAt: record.confirmedAt.storedMilliseconds,
             sequence: record.sequence, deadReason: record.deadReason,
             startsSent: record.startsSent.isEmpty ? nil : record.startsSent.map { String($0.storedMilliseconds) }.joined(separator: ","),
-            version: Int64(version)
+            channels: record.channels, version: Int64(version)
         )
     }
 
@@ -65,7 +68,7 @@ package struct StoredPushToStart: Sendable, Equatable {
         return PushToStartRecord(
             key: key, token: try storedColumn("token", of: record) { () throws(APNSValidationError) in try DeviceToken(storedHex: self.token) },
             environment: environment, confirmedAt: Date(storedMilliseconds: self.confirmedAt), sequence: self.sequence,
-            deadReason: self.deadReason, startsSent: starts, version: Int(self.version)
+            deadReason: self.deadReason, startsSent: starts, channels: self.channels, version: Int(self.version)
         )
     }
 }
