@@ -42,6 +42,10 @@ extension LiveActivityManager {
         public var skipped = 0
         /// How many due activities the store gave (at most the limit: equal means more may wait).
         public var due = 0
+        /// Broadcasts APNs accepted (on groups' channels).
+        public var broadcasts = 0
+        /// Broadcasts APNs answered with 429: their channel backs off.
+        public var throttled = 0
     }
 
     // MARK: Requests
@@ -86,10 +90,16 @@ extension LiveActivityManager {
         return try await self.enqueue(push, activity: id)
     }
 
-    /// Puts `push` as the activity's waiting push (compare-and-set).
-    private func enqueue(_ push: PendingPush, activity id: LiveActivityID) async throws(LiveActivityError) -> RequestOutcome {
+    /// Puts `push` as the activity's waiting push (compare-and-set, from `reading` when given).
+    func enqueue(_ push: PendingPush, activity id: LiveActivityID, reading: ManagedActivity? = nil) async throws(LiveActivityError) -> RequestOutcome {
         var outcome = RequestOutcome(state: .active, superseded: false)
-        try await self.modifyLive(id, refusing: ["ending"]) { activity throws(LiveActivityError) in
+        try await self.modifyLive(id, refusing: ["ending"], reading: reading) { activity throws(LiveActivityError) in
+            if let channel = activity.channelID, activity.updateToken == nil, activity.delivery.waiting?.kind != .start {
+                throw LiveActivityError(
+                    .invalidInput, field: "activity",
+                    rule: "\(id) listens to the channel \(channel) and has no update token: update or end its group\(activity.group.map { " \($0)" } ?? "")"
+                )
+            }
             var push = push
             if push.kind == .end, push.contentState.isEmpty {
                 guard let state = activity.delivery.waiting?.contentState ?? activity.delivery.inFlight?.push.contentState
@@ -177,6 +187,23 @@ extension LiveActivityManager {
         for (batch, sent) in zip(batches, verdicts) {
             try await self.settle(batch, verdicts: sent, summary: &summary)
         }
+        // The groups' channels: each broadcast on its own, so that one channel's wait holds no other.
+        let channelClaims = try await self.claimDueChannels(now: now)
+        let channelSummaries = await withTaskGroup(of: DeliverySummary.self) { group in
+            for claim in channelClaims {
+                group.addTask {
+                    var one = DeliverySummary()
+                    await self.deliver(claim, client: client, summary: &one)
+                    return one
+                }
+            }
+            return await group.reduce(into: [DeliverySummary]()) { $0.append($1) }
+        }
+        for one in channelSummaries {
+            summary.broadcasts += one.broadcasts
+            summary.throttled += one.throttled
+            summary.failed += one.failed
+        }
         return summary
     }
 
@@ -209,10 +236,12 @@ extension LiveActivityManager {
                     let now = self.clock.now
                     let due: [ManagedActivity]
                     let claims: [Claim]
+                    let channelClaims: [ChannelClaim]
                     do throws(LiveActivityError) {
                         due = try await self.storing { try await self.store.dueActivities(at: now, limit: limit) }
                         var summary = DeliverySummary()
                         claims = try await self.claim(due, now: now, summary: &summary)
+                        channelClaims = try await self.claimDueChannels(now: now)
                     } catch {
                         // A store that fails is tried again after `poll`; what was taken meanwhile is in flight.
                         guard error.code == .store else { throw error }
@@ -232,9 +261,17 @@ extension LiveActivityManager {
                             self.doorbell.advance(by: 1)
                         }
                     }
+                    for claim in channelClaims {
+                        group.addTask {
+                            var summary = DeliverySummary()
+                            await self.deliver(claim, client: client, summary: &summary)
+                            self.doorbell.advance(by: 1)
+                        }
+                    }
                     if due.count >= limit { continue }
                     var wait = poll
-                    if let next = (try? await self.store.earliestDue()) ?? nil {
+                    let channelsDue = ((try? await self.store.groupChannels(of: nil)) ?? []).compactMap(\.delivery.dueAt).min()
+                    if let next = [(try? await self.store.earliestDue()) ?? nil, channelsDue].compactMap({ $0 }).min() {
                         let untilDue = Date.durationBetween(self.clock.now, next)
                         wait = min(poll, max(.zero, untilDue))
                     }
@@ -424,7 +461,7 @@ extension LiveActivityManager {
             self.refreshDue(&activity)
             return .changed
         }
-        let priority = self.priority(of: push, activity: &activity, now: now)
+        let priority = self.priority(of: push, delivery: &activity.delivery, bundleID: activity.bundleID, now: now)
         let timestamp = max(now, activity.lastTimestamp ?? now)
         activity.lastContentState = push.contentState
         activity.lastTimestamp = timestamp
@@ -445,20 +482,21 @@ extension LiveActivityManager {
         )
     }
 
-    /// The priority of `push`, spending the activity's budget for an alerting update.
-    private func priority(of push: PendingPush, activity: inout ManagedActivity, now: Date) -> Int {
+    /// The priority of `push`, spending the budget of `delivery` (an activity's or a channel's)
+    /// for an alerting update.
+    func priority(of push: PendingPush, delivery: inout ActivityDelivery, bundleID: APNSBundleID, now: Date) -> Int {
         guard push.kind == .update else { return 10 }
         guard push.importance == .alerting else { return 5 }
         let budget =
-            self.configuration.frequentUpdatesBundleIDs.contains(activity.bundleID)
+            self.configuration.frequentUpdatesBundleIDs.contains(bundleID)
             ? self.configuration.frequentAlertingBudget : self.configuration.alertingBudget
         let windowStart = now.addingDuration(.zero - budget.window)
-        activity.delivery.alertingSent.removeAll { $0 <= windowStart }
-        guard activity.delivery.alertingSent.count < budget.count else {
-            activity.delivery.downgraded += 1
+        delivery.alertingSent.removeAll { $0 <= windowStart }
+        guard delivery.alertingSent.count < budget.count else {
+            delivery.downgraded += 1
             return 5
         }
-        activity.delivery.alertingSent.append(now)
+        delivery.alertingSent.append(now)
         return 10
     }
 
@@ -491,7 +529,7 @@ extension LiveActivityManager {
             return APNSLiveActivityStartNotification(
                 attributesType: claim.attributesType, attributes: attributes, contentState: state,
                 alert: push.alert.flatMap(StoredAlert.alert) ?? APNSLiveActivityAlert(title: "", body: ""), timestamp: claim.inFlight.timestamp,
-                topic: claim.bundleID, staleDate: push.staleDate, relevanceScore: push.relevanceScore,
+                topic: claim.bundleID, staleDate: push.staleDate, relevanceScore: push.relevanceScore, inputPushChannel: claim.record.channelID,
                 collapseID: try? APNSCollapseID(claim.id.rawValue)
             )
         }
@@ -533,6 +571,8 @@ extension LiveActivityManager {
                 if claim.tookOver { activity.delivery.mayHaveBeenDeliveredTwice += 1 }
                 if inFlight.push.kind == .start {
                     activity.record("start_sent", "the deferred start went through the push-to-start token \(Self.short(claim.token))", at: now)
+                    // On a channel, nothing more is needed: its updates come by broadcast.
+                    if activity.channelID != nil, activity.state == .starting { activity.state = .active }
                 }
                 if inFlight.push.kind == .end {
                     activity.state = .ended

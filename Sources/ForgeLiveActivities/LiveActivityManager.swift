@@ -76,6 +76,14 @@ public final class LiveActivityManager: Sendable {
         /// each): 4,000 by default, the default pool's 4 × 1,000. At 30 ms from APNs, 4,000 in
         /// flight carry up to about 130,000 pushes a second.
         public var deliveryConcurrency = 4000
+        /// The storage policy of the broadcast channel a group gets for an app once one of its
+        /// members is started on an install that can listen to channels (``PushToStartRecord/channels``):
+        /// the most recent message stored by default (a phone that was offline gets the latest state
+        /// when it comes back). `nil`: groups never use channels, and every member gets its own push.
+        public var groupChannels: APNSMessageStoragePolicy? = .mostRecentMessageStored
+        /// The wait after a broadcast's 429 `TooManyRequests`, doubling with each 429 in a row up to
+        /// a minute; only that channel waits.
+        public var channelBackoff: Duration = .seconds(1)
 
         public init() {}
     }
@@ -141,6 +149,9 @@ public final class LiveActivityManager: Sendable {
     let doorbell = ProgressGate()
     /// The counters and the lag histogram, in ``Configuration/metrics``.
     let metrics: ManagerMetrics
+    /// One channel created at a time in this process: a create has no idempotency key, so a second
+    /// start of the same group waits for the first's channel rather than making another.
+    let channelOpening = AsyncSemaphore(1)
 
     /// - Parameters:
     ///   - client: the client pushes go through.
@@ -309,6 +320,14 @@ public final class LiveActivityManager: Sendable {
     /// two). The activity is `starting` until the app reports its update token.
     ///
     /// Starting an id that is already live sends nothing and returns it.
+    ///
+    /// An activity started in a `group` gets every update of the group
+    /// (``request(groupUpdate:contentState:staleDate:alert:relevanceScore:importance:)``). When the
+    /// install reported it can listen to channels (``PushToStartRecord/channels``) and
+    /// ``Configuration/groupChannels`` allows, the start subscribes it to the group's channel for
+    /// its app (created with the first such start: `input-push-channel`), and the group's updates
+    /// reach it in one broadcast; it is `active` once APNs accepted its start. When the channel
+    /// cannot be made, it is started without one and gets the group's updates through its token.
     /// - Throws: ``LiveActivityError/Code/noPushToStartToken`` (none reported, stale, or dead);
     ///   ``LiveActivityError/Code/invalidInput`` for an id that ended and is still in the registry;
     ///   ``LiveActivityError/Code/sendFailed`` with APNs' answer (a dead token is then marked dead);
@@ -317,7 +336,7 @@ public final class LiveActivityManager: Sendable {
     public func start<Attributes: Encodable & Sendable, ContentState: Encodable & Sendable>(
         activity id: LiveActivityID, installation: InstallationID, bundleID: APNSBundleID, attributesType: String,
         attributes: Attributes, contentState: ContentState, alert: APNSLiveActivityAlert, staleDate: Date? = nil,
-        relevanceScore: Double? = nil
+        relevanceScore: Double? = nil, group: LiveActivityGroupID? = nil
     ) async throws(LiveActivityError) -> StartOutcome {
         try checkAttributesType(attributesType)
         _ = try self.sendingClient()
@@ -326,6 +345,7 @@ public final class LiveActivityManager: Sendable {
         let record = try await self.usablePushToStartToken(for: key, now: now)
         let state = try StoredJSON.encode(contentState, field: "content_state")
         var activity = ManagedActivity(id: id, bundleID: bundleID, attributesType: attributesType, installation: installation, state: .starting, startedAt: now)
+        activity.group = group
         activity.lastContentState = state
         activity.attributes = try StoredJSON.encode(attributes, field: "attributes")
         activity.lastTimestamp = now
@@ -336,6 +356,15 @@ public final class LiveActivityManager: Sendable {
                 throw LiveActivityError(.invalidInput, field: "activity", rule: "\(id) already exists and is \(existing.state): start a new id")
             }
             return StartOutcome(activity: existing)
+        }
+        if let group, record.channels, let policy = self.configuration.groupChannels {
+            do {
+                activity.channelID = try await self.openChannel(group, bundleID: bundleID, policy: policy)
+                activity.record("channel", "started on the channel \(activity.channelID?.rawValue ?? "") of \(group)", at: now)
+            } catch {
+                guard error.code == .sendFailed else { throw error }
+                activity.record("channel_unavailable", "\(error.rule): its group's updates go to its token", at: now)
+            }
         }
         guard try await self.storing({ try await self.store.save(activity, replacing: nil) }) else {
             // Another manager created it between the reading and the write: its start is the one.
@@ -374,10 +403,19 @@ public final class LiveActivityManager: Sendable {
         }
         let notification = APNSLiveActivityStartNotification(
             attributesType: attributesType, attributes: attributes, contentState: contentState, alert: alert, timestamp: now,
-            topic: bundleID, staleDate: staleDate, relevanceScore: relevanceScore, collapseID: collapseID
+            topic: bundleID, staleDate: staleDate, relevanceScore: relevanceScore, inputPushChannel: activity.channelID, collapseID: collapseID
         )
         do {
             let sent = try await self.sendStart(notification, key: key, token: record.token, activity: id)
+            if activity.channelID != nil {
+                // On a channel, nothing more is needed: its updates come by broadcast.
+                _ = try? await self.changeActivity(id, creating: nil) { (current: inout ManagedActivity) throws(LiveActivityError) -> String? in
+                    guard current.state == .starting else { return "already \(current.state)" }
+                    current.state = .active
+                    activity = current
+                    return nil
+                }
+            }
             return StartOutcome(activity: activity, sent: sent, token: record.token)
         } catch {
             // Nothing started for sure, or maybe: either way a later start of the same id may try
@@ -805,10 +843,13 @@ public final class LiveActivityManager: Sendable {
 
     /// Changes a live activity with `body` (compare-and-set, read again on a conflict).
     func modifyLive(
-        _ id: LiveActivityID, refusing: Set<String>, _ body: (inout ManagedActivity) throws(LiveActivityError) -> Void
+        _ id: LiveActivityID, refusing: Set<String>, reading: ManagedActivity? = nil, _ body: (inout ManagedActivity) throws(LiveActivityError) -> Void
     ) async throws(LiveActivityError) {
+        var reading = reading
         for _ in 0..<Self.conflictLimit {
-            guard var activity = try await self.activity(id) else {
+            let stored: ManagedActivity?
+            if let first = reading.take() { stored = first } else { stored = try await self.activity(id) }
+            guard var activity = stored else {
                 throw LiveActivityError(.unknownActivity, field: "activity", rule: "no activity has the id \(id)")
             }
             guard activity.state.isLive, !refusing.contains(activity.state.name) else {

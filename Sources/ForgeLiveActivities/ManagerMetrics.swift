@@ -45,6 +45,8 @@ struct ManagerMetrics: Sendable {
     private let downgraded: Counter
     private let deferred: Counter
     private let takenOverCounter: Counter
+    private let channelThrottledCounter: Counter
+    private let broadcastsSent: Counter
     private let lag: [PendingPush.Kind: Timer]
 
     init(factory: any MetricsFactory) {
@@ -55,6 +57,8 @@ struct ManagerMetrics: Sendable {
         self.downgraded = Counter(label: "forge_live_activity_throttles_avoided_total", dimensions: [("how", "downgraded")], factory: factory)
         self.deferred = Counter(label: "forge_live_activity_throttles_avoided_total", dimensions: [("how", "deferred")], factory: factory)
         self.takenOverCounter = Counter(label: "forge_live_activity_taken_over_total", factory: factory)
+        self.channelThrottledCounter = Counter(label: "forge_live_activity_channel_throttled_total", factory: factory)
+        self.broadcastsSent = Counter(label: "forge_live_activity_broadcasts_sent_total", factory: factory)
         var lag: [PendingPush.Kind: Timer] = [:]
         for kind in [PendingPush.Kind.update, .end, .start] {
             lag[kind] = Timer(
@@ -84,6 +88,18 @@ struct ManagerMetrics: Sendable {
 
     func takenOver() {
         self.takenOverCounter.increment()
+    }
+
+    /// A broadcast APNs answered with 429: its channel backs off.
+    func channelThrottled() {
+        self.channelThrottledCounter.increment()
+    }
+
+    /// A broadcast APNs accepted, and its lag from the group's request.
+    func broadcastSent(_ kind: PendingPush.Kind, requestedAt: Date, now: Date) {
+        self.broadcastsSent.increment()
+        let lag = max(0, now.timeIntervalSince(requestedAt))
+        self.lag[kind]?.recordNanoseconds(Int64(lag * 1e9))
     }
 
     /// A verdict: counted as sent or failed, and its lag from the request recorded.
