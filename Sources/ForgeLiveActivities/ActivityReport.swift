@@ -15,7 +15,8 @@ internal import Foundation
 /// and a build that handles `input-push-channel`: a start in a group then subscribes it to the
 /// group's channel);
 /// `update_token` needs `activity` and `token` (and `bundle_id` and `attributes_type` for an
-/// activity the app started itself, which the manager then registers; `installation` optionally);
+/// activity the app started itself, which the manager then registers; `installation` and `group`
+/// optionally: the group the activity then belongs to);
 /// `ended` needs `activity` (and takes the ended activity's update token as `token`). `sequence` (a number the app increases with each report, or its
 /// timestamp in milliseconds) orders reports: one older than a report already applied is refused
 /// (field `sequence`) and changes nothing. `environment` is `sandbox` or `production` (the default).
@@ -29,17 +30,19 @@ public struct ActivityReportJSON: Codable, Hashable, Sendable {
     public var sequence: Int64?
     public var environment: String?
     public var channels: Bool?
+    public var group: String?
 
     enum CodingKeys: String, CodingKey {
-        case kind, installation, activity, token, sequence, environment, channels
+        case kind, installation, activity, token, sequence, environment, channels, group
         case bundleID = "bundle_id"
         case attributesType = "attributes_type"
     }
 
     public init(
         kind: String, installation: String? = nil, bundleID: String? = nil, attributesType: String? = nil, activity: String? = nil,
-        token: String? = nil, sequence: Int64? = nil, environment: String? = nil, channels: Bool? = nil
+        token: String? = nil, sequence: Int64? = nil, environment: String? = nil, channels: Bool? = nil, group: String? = nil
     ) {
+        self.group = group
         self.channels = channels
         self.kind = kind
         self.installation = installation
@@ -70,12 +73,17 @@ public enum ActivityReport: Hashable, Sendable {
         public var bundleID: APNSBundleID
         public var attributesType: String
         public var installation: InstallationID?
+        /// The group it joins (its group's updates reach it through its token).
+        public var group: LiveActivityGroupID?
 
-        public init(bundleID: APNSBundleID, attributesType: String, installation: InstallationID? = nil) throws(LiveActivityError) {
+        public init(
+            bundleID: APNSBundleID, attributesType: String, installation: InstallationID? = nil, group: LiveActivityGroupID? = nil
+        ) throws(LiveActivityError) {
             try checkAttributesType(attributesType)
             self.bundleID = bundleID
             self.attributesType = attributesType
             self.installation = installation
+            self.group = group
         }
     }
 
@@ -130,11 +138,12 @@ public enum ActivityReport: Hashable, Sendable {
             let activity = try LiveActivityID(try required(json.activity, "activity"))
             let token = try token(json.token)
             var registration: Registration?
-            if json.bundleID != nil || json.attributesType != nil {
+            if json.bundleID != nil || json.attributesType != nil || json.group != nil {
                 registration = try Registration(
                     bundleID: try bundleID(try required(json.bundleID, "bundle_id")),
                     attributesType: try required(json.attributesType, "attributes_type"),
-                    installation: try json.installation.map { value throws(LiveActivityError) in try InstallationID(value) }
+                    installation: try json.installation.map { value throws(LiveActivityError) in try InstallationID(value) },
+                    group: try json.group.map { value throws(LiveActivityError) in try LiveActivityGroupID(value) }
                 )
             }
             self = .updateToken(activity, token: token, sequence: json.sequence, registration: registration)

@@ -233,6 +233,7 @@ public final class LiveActivityManager: Sendable {
                     id: id, bundleID: registration.bundleID, attributesType: registration.attributesType,
                     installation: registration.installation, state: .active, startedAt: now
                 )
+                registered.group = registration.group
                 registered.record("registered", "started by the app, reported with its update token", at: now)
                 return registered
             }) { (activity: inout ManagedActivity) throws(LiveActivityError) -> String? in

@@ -290,4 +290,20 @@ struct GroupTests {
         }
         #expect(throws: LiveActivityError.self) { try LiveActivityGroupID(String(repeating: "g", count: 65)) }
     }
+
+    @Test("An activity the app started itself joins a group through its report, and gets the group's updates through its token")
+    func registeredMember() async throws {
+        let apns = try ChannelAPNs()
+        let manager = apns.manager()
+        let report = #"{"kind":"update_token","activity":"fan-1","token":"\#(String(repeating: "ab", count: 32))","bundle_id":"com.example.game","attributes_type":"GameAttributes","group":"match-42"}"#
+        #expect(await manager.handleReport(body: Array(report.utf8)).status == 200)
+        let bad = #"{"kind":"update_token","activity":"fan-2","token":"\#(String(repeating: "ab", count: 32))","group":"match-42"}"#
+        let refused = await manager.handleReport(body: Array(bad.utf8))
+        #expect(refused.status == 400 && String(decoding: refused.body, as: UTF8.self).contains("bundle_id"), "a group without the registration's fields")
+        #expect(try await manager.activities(inGroup: group).map(\.id.rawValue) == ["fan-1"])
+        let outcome = try await manager.request(groupUpdate: group, contentState: Score(home: 2, away: 2))
+        #expect(outcome.members == 1 && outcome.channels == 0)
+        try await manager.deliverDue()
+        #expect(try apns.devicePushes.map { try state($0.body) } == [Score(home: 2, away: 2)])
+    }
 }
