@@ -507,9 +507,20 @@ extension LiveActivityManager {
         var positions: [Int] = []
         batch.reserveCapacity(claims.count)
         positions.reserveCapacity(claims.count)
+        // Pushes with the same payload (a group's members, one state) are encoded once.
+        var encoded: [PayloadKey: APNSPreparedNotification] = [:]
         for (position, claim) in claims.enumerated() {
             do throws(APNSValidationError) {
-                batch.append((try Self.notification(for: claim).prepared(), claim.token))
+                let key = claim.inFlight.push.kind == .start
+                    ? nil : PayloadKey(push: claim.inFlight.push, bundleID: claim.bundleID, priority: claim.inFlight.priority, timestamp: claim.inFlight.timestamp)
+                let prepared: APNSPreparedNotification
+                if let key, let known = encoded[key] {
+                    prepared = known
+                } else {
+                    prepared = try Self.notification(for: claim).prepared()
+                    if let key { encoded[key] = prepared }
+                }
+                batch.append((prepared, claim.token))
                 positions.append(position)
             } catch {
                 verdicts[position] = .failure(APNSError(kind: .invalidNotification, detail: "\(error.field) \(error.rule)"))
@@ -517,6 +528,14 @@ extension LiveActivityManager {
         }
         for (position, verdict) in zip(positions, await client.send(batch: batch)) { verdicts[position] = verdict }
         return verdicts.map { $0! }
+    }
+
+    /// What decides an update's or an end's payload and headers: claims with equal keys send the same bytes.
+    private struct PayloadKey: Hashable {
+        var push: PendingPush
+        var bundleID: APNSBundleID
+        var priority: Int
+        var timestamp: Date
     }
 
     /// The push a claim sends.

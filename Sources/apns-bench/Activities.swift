@@ -93,6 +93,9 @@ extension APNSBench {
         )
         var latency: Duration?
 
+        @Flag(name: .long, help: "Also measure a group update: every activity is a member of one group, updated with one request and delivered by deliverDue.")
+        var group = false
+
         @Flag(name: .long, help: "Measure a burst of requested updates delivered by run(), instead of the update phases.")
         var burst = false
 
@@ -117,6 +120,7 @@ extension APNSBench {
             if self.burst {
                 guard !self.pushToStart else { throw ValidationError("--push-to-start does not go with --burst.") }
                 guard !self.noSingleUpdates else { throw ValidationError("--no-single-updates does not go with --burst.") }
+                guard !self.group else { throw ValidationError("--group does not go with --burst.") }
                 guard (self.updates ?? 1) >= 1 else { throw ValidationError("--updates must be at least 1.") }
             } else {
                 guard self.updates == nil else { throw ValidationError("--updates goes with --burst.") }
@@ -198,6 +202,8 @@ extension APNSBench.Activities {
         static let bundleID = try! APNSBundleID("com.example.forgepush")
         static let attributesType = "DeliveryAttributes"
         static let contentState = DeliveryState(status: "on the way", etaMinutes: 12, courier: "Sam")
+        /// The group every activity joins through its report.
+        static let group = try! LiveActivityGroupID("bench-group")
 
         var ids: [LiveActivityID]
         var tokens: [DeviceToken]
@@ -215,7 +221,7 @@ extension APNSBench.Activities {
             for index in 0..<count {
                 let installation = try InstallationID("installation-\(index)")
                 let registration = try ActivityReport.Registration(
-                    bundleID: Self.bundleID, attributesType: Self.attributesType, installation: installation
+                    bundleID: Self.bundleID, attributesType: Self.attributesType, installation: installation, group: Self.group
                 )
                 updateTokenReports.append(.updateToken(self.ids[index], token: self.tokens[index], sequence: 1, registration: registration))
                 guard pushToStart else { continue }
@@ -278,6 +284,10 @@ extension APNSBench.Activities {
         var storeAlone: Phase
         var bulk: Phase
         var updateFirst: Bool
+        /// With `--group`: one group update of every activity, requested and delivered.
+        var groupUpdate: Phase?
+
+        var groupRatio: Double? { self.groupUpdate.map { $0.rate / self.bulk.rate } }
 
         var ratio: Double? { self.update.map { $0.rate / self.bulk.rate } }
         var bulkRatio: Double { self.bulkUpdate.rate / self.bulk.rate }
@@ -296,9 +306,10 @@ extension APNSBench.Activities {
         if !updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
         let bulkUpdate = try await Phase.measure { try await self.bulkUpdate(workload, manager: manager, kind: kind) }
         if updateFirst { bulk = try await Phase.measure { try await self.sendBulk(workload, client: client) } }
+        let groupUpdate = self.group ? try await Phase.measure { try await self.groupUpdate(workload, manager: manager, kind: kind) } : nil
         return Round(
             round: round, kind: kind, reports: reports, pushToStart: pushToStart, update: update, bulkUpdate: bulkUpdate, storeAlone: storeAlone, bulk: bulk!,
-            updateFirst: updateFirst
+            updateFirst: updateFirst, groupUpdate: groupUpdate
         )
     }
 
@@ -381,6 +392,22 @@ extension APNSBench.Activities {
         return sent
     }
 
+    /// One `request(groupUpdate:)` of the group every activity belongs to, then `deliverDue` until
+    /// every member's push was accepted.
+    private func groupUpdate(_ workload: Workload, manager: LiveActivityManager, kind: StoreKind) async throws -> Int {
+        let outcome = try await manager.request(groupUpdate: Workload.group, contentState: Workload.contentState)
+        guard outcome.members == workload.ids.count else {
+            throw ValidationError("\(kind): the group update reached \(outcome.members) of \(workload.ids.count) members: \(outcome)")
+        }
+        var sent = 0
+        while sent < workload.ids.count {
+            let summary = try await manager.deliverDue(limit: workload.ids.count)
+            guard summary.failed == 0, summary.due > 0 else { throw ValidationError("\(kind): the group update's delivery stopped at \(sent): \(summary)") }
+            sent += summary.sent
+        }
+        return sent
+    }
+
     /// The store's part of the bulk update, without sending: `applyContentUpdate` of every
     /// activity, a chunk of --chunk ids at a time; every activity must change.
     private func applyContentUpdate(_ workload: Workload, store: any LiveActivityStore, kind: StoreKind) async throws -> Int {
@@ -455,6 +482,12 @@ extension APNSBench.Activities {
                     "\"ratio_update_bulk\":\(Bench.format(ratio, digits: 3))",
                 ]
             }
+            if let group = round.groupUpdate, let ratio = round.groupRatio {
+                fields += [
+                    "\"group_updates_per_s\":\(Int(group.rate))", "\"cpu_us_per_group_update\":\(Bench.format(group.cpuPerOperation))",
+                    "\"ratio_group_update_bulk\":\(Bench.format(ratio, digits: 3))",
+                ]
+            }
             if round.kind == .postgres { fields.append("\"connections\":\(self.connections)") }
             if round.kind == .sqlite { fields.append("\"sqlite_durability\":\"\(self.sqliteDurability.rawValue)\"") }
             if let pushToStart = round.pushToStart {
@@ -486,6 +519,11 @@ extension APNSBench.Activities {
         }
         print(String(format: "  bulk update/sendBulk: %.3f× rate, %.2f× CPU", round.bulkRatio, round.bulkUpdate.cpuPerOperation / round.bulk.cpuPerOperation)
             + " (\(first))")
+        if let group = round.groupUpdate, let ratio = round.groupRatio {
+            print(String(format: "  group update:   %9.0f/s  %7.2f µs CPU each  (%.2f s)", group.rate, group.cpuPerOperation, group.seconds)
+                + String(format: "; machine %.2f µs", group.machineCPUPerOperation))
+            print(String(format: "  group update/sendBulk: %.3f× rate, %.2f× CPU", ratio, group.cpuPerOperation / round.bulk.cpuPerOperation))
+        }
     }
 
     private func reportMedians(_ kind: StoreKind, _ rounds: [Round]) {
@@ -520,5 +558,11 @@ extension APNSBench.Activities {
         }
         print(String(format: "  bulk update %.0f/s, sendBulk %.0f/s: %.3f×; target ≥ %.1f×: ", bulkUpdate, bulk, bulkRatio, Self.updateTarget)
             + (bulkRatio >= Self.updateTarget ? "met" : "MISSED"))
+        let groupRatios = rounds.compactMap(\.groupRatio)
+        if !groupRatios.isEmpty {
+            let groupRatio = Bench.median(groupRatios)
+            print(String(format: "  group update %.0f/s, sendBulk %.0f/s: %.3f×; target ≥ %.1f×: ", Bench.median(rounds.compactMap(\.groupUpdate).map(\.rate)), bulk, groupRatio, Self.updateTarget)
+                + (groupRatio >= Self.updateTarget ? "met" : "MISSED"))
+        }
     }
 }
