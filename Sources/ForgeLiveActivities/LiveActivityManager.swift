@@ -12,7 +12,7 @@ public import Metrics
 ///   applied in order: one older than a report already applied (by its `sequence`) is refused and
 ///   changes nothing (the same sequence again is applied again: a retried post), and an ended
 ///   activity is never revived by a late update-token report.
-/// - ``start(activity:installation:bundleID:attributesType:attributes:contentState:alert:staleDate:relevanceScore:)``
+/// - ``start(activity:installation:bundleID:attributesType:attributes:contentState:alert:staleDate:relevanceScore:group:)``
 ///   sends through the installation's push-to-start token, with the activity id as
 ///   `apns-collapse-id`; starting an id that is already live sends nothing.
 /// - ``update(activity:contentState:staleDate:alert:relevanceScore:priority:)`` and
