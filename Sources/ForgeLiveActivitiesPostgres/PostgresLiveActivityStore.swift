@@ -22,15 +22,21 @@ public import PostgresNIO
 ///   bytes), `report_sequence`, `why`, `attributes` (JSON bytes), `renewal_token` and
 ///   `renewal_started_at_ms` (a renewal under way), `renewals`, `version`, `history` (JSON bytes:
 ///   `[{"at_ms", "event", "detail"}]`; added by schema version 2), `delivery` (JSON bytes: the
-///   requested pushes' pacing, ``ActivityDelivery``) and `due_at_ms` (when it is next due; indexed;
-///   both added by schema version 3). Dates are milliseconds since 1970.
+///   requested pushes' pacing, ``ActivityDelivery``), `due_at_ms` (when it is next due; indexed;
+///   both added by schema version 3) and `group_id` (``ManagedActivity/group``; indexed; schema
+///   version 4). Dates are milliseconds since 1970.
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`, `starts_sent_ms` (the start budget's ledger: milliseconds,
-///   comma-separated; schema version 3).
+///   comma-separated; schema version 3), `channels` (``PushToStartRecord/channels``; schema
+///   version 4).
+/// - `live_activity_group_channels` (schema version 4): one row a ``GroupChannel``, keyed by
+///   `group_id` and `bundle_id` (both collation "C": ``groupChannels(of:)`` is in the order of
+///   their `<`): `record` (JSON bytes: the phase, the pacing and the backoff), `due_at_ms` (its
+///   delivery's next due date) and `version`.
 public final class PostgresLiveActivityStore: LiveActivityStore {
     /// The schema this build creates and reads.
-    public static let schemaVersion = 3
+    public static let schemaVersion = 4
     /// The advisory lock held while the tables are created (the campaign schema's is 7262746567,
     /// its provider tokens' 7262746568).
     static let createLock: Int64 = 7_262_746_569
@@ -136,6 +142,20 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         """,
         // Schema version 3.
         "ALTER TABLE live_activity_push_to_start ADD COLUMN IF NOT EXISTS starts_sent_ms text",
+        // Schema version 4.
+        "ALTER TABLE live_activities ADD COLUMN IF NOT EXISTS group_id text",
+        "CREATE INDEX IF NOT EXISTS live_activities_group ON live_activities (group_id) WHERE group_id IS NOT NULL",
+        "ALTER TABLE live_activity_push_to_start ADD COLUMN IF NOT EXISTS channels boolean NOT NULL DEFAULT false",
+        """
+        CREATE TABLE IF NOT EXISTS live_activity_group_channels (
+            group_id text COLLATE "C" NOT NULL,
+            bundle_id text COLLATE "C" NOT NULL,
+            record bytea NOT NULL,
+            due_at_ms bigint,
+            version bigint NOT NULL,
+            PRIMARY KEY (group_id, bundle_id)
+        )
+        """,
     ]
 
     // MARK: Activities
@@ -219,12 +239,17 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         return rows.first.flatMap { $0 }.map(Date.init(storedMilliseconds:))
     }
 
+    /// Through the index of `group_id`.
+    public func activities(inGroup group: LiveActivityGroupID) async throws -> [ManagedActivity] {
+        try await self.activities(where: "WHERE group_id = \(group.rawValue)", doing: "reading the activities of group \(group)")
+    }
+
     /// The activities `filter` (a `WHERE` clause, or nothing) selects, in id order.
     private func activities(where filter: PostgresQuery, doing what: String) async throws(LiveActivityError) -> [ManagedActivity] {
         var query: PostgresQuery = """
             SELECT id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
                 last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-                renewal_started_at_ms, renewals, version, history, delivery, due_at_ms
+                renewal_started_at_ms, renewals, version, history, delivery, due_at_ms, group_id
             FROM live_activities
             """
         query.sql += " \(filter.sql)" + (filter.sql.contains("ORDER BY") ? "" : " ORDER BY id")
@@ -257,7 +282,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                 renewalStartedAt: try cells["renewal_started_at_ms"].decode(Int64?.self), renewals: try cells["renewals"].decode(Int64.self),
                 history: try cells["history"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
                 delivery: try cells["delivery"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) },
-                dueAt: try cells["due_at_ms"].decode(Int64?.self), version: try cells["version"].decode(Int64.self)
+                dueAt: try cells["due_at_ms"].decode(Int64?.self), groupID: try cells["group_id"].decode(String?.self),
+                version: try cells["version"].decode(Int64.self)
             )
     }
 
@@ -265,7 +291,8 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {
         let query: PostgresQuery = """
-            SELECT token, environment, confirmed_at_ms, sequence, dead_reason, version, starts_sent_ms FROM live_activity_push_to_start
+            SELECT token, environment, confirmed_at_ms, sequence, dead_reason, version, starts_sent_ms, channels
+            FROM live_activity_push_to_start
             WHERE installation = \(key.installation.rawValue) AND bundle_id = \(key.bundleID.rawValue) AND attributes_type = \(key.attributesType)
             """
         let rows = try await self.rows(query, doing: "reading the push-to-start token of \(key)") { cells in
@@ -274,7 +301,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
                 token: try cells["token"].decode(String.self), environment: try cells["environment"].decode(String.self),
                 confirmedAt: try cells["confirmed_at_ms"].decode(Int64.self), sequence: try cells["sequence"].decode(Int64?.self),
                 deadReason: try cells["dead_reason"].decode(String?.self), startsSent: try cells["starts_sent_ms"].decode(String?.self),
-                version: try cells["version"].decode(Int64.self)
+                channels: try cells["channels"].decode(Bool.self), version: try cells["version"].decode(Int64.self)
             )
         }
         return try rows.first?.record()
@@ -287,7 +314,7 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
             query = """
                 UPDATE live_activity_push_to_start SET token = \(row.token), environment = \(row.environment),
                     confirmed_at_ms = \(row.confirmedAt), sequence = \(row.sequence), dead_reason = \(row.deadReason), version = \(row.version),
-                    starts_sent_ms = \(row.startsSent)
+                    starts_sent_ms = \(row.startsSent), channels = \(row.channels)
                 WHERE installation = \(row.installation) AND bundle_id = \(row.bundleID) AND attributes_type = \(row.attributesType)
                     AND version = \(Int64(expected))
                 RETURNING version
@@ -295,14 +322,73 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
         } else {
             query = """
                 INSERT INTO live_activity_push_to_start (installation, bundle_id, attributes_type, token, environment, confirmed_at_ms,
-                    sequence, dead_reason, version, starts_sent_ms)
+                    sequence, dead_reason, version, starts_sent_ms, channels)
                 VALUES (\(row.installation), \(row.bundleID), \(row.attributesType), \(row.token), \(row.environment), \(row.confirmedAt),
-                    \(row.sequence), \(row.deadReason), \(row.version), \(row.startsSent))
+                    \(row.sequence), \(row.deadReason), \(row.version), \(row.startsSent), \(row.channels))
                 ON CONFLICT (installation, bundle_id, attributes_type) DO NOTHING
                 RETURNING version
                 """
         }
         return try await self.writes(query, doing: "saving the push-to-start token of \(record.key)")
+    }
+
+    // MARK: Group channels
+
+    public func groupChannel(_ group: LiveActivityGroupID, bundleID: APNSBundleID) async throws -> GroupChannel? {
+        let query: PostgresQuery = """
+            SELECT group_id, bundle_id, record, due_at_ms, version FROM live_activity_group_channels
+            WHERE group_id = \(group.rawValue) AND bundle_id = \(bundleID.rawValue)
+            """
+        let rows = try await self.rows(query, doing: "reading the channel of group \(group) for \(bundleID.rawValue)", Self.storedGroupChannel)
+        return try rows.first?.channel()
+    }
+
+    public func save(_ channel: GroupChannel, replacing expected: Int?) async throws -> Bool {
+        let row = StoredGroupChannel(channel, version: (expected ?? 0) + 1)
+        let record = ByteBuffer(bytes: row.record)
+        let query: PostgresQuery
+        if let expected {
+            query = """
+                UPDATE live_activity_group_channels SET record = \(record), due_at_ms = \(row.dueAt), version = \(row.version)
+                WHERE group_id = \(row.group) AND bundle_id = \(row.bundleID) AND version = \(Int64(expected))
+                RETURNING version
+                """
+        } else {
+            query = """
+                INSERT INTO live_activity_group_channels (group_id, bundle_id, record, due_at_ms, version)
+                VALUES (\(row.group), \(row.bundleID), \(record), \(row.dueAt), \(row.version))
+                ON CONFLICT (group_id, bundle_id) DO NOTHING
+                RETURNING version
+                """
+        }
+        return try await self.writes(query, doing: "saving the channel of group \(channel.group) for \(channel.bundleID.rawValue)")
+    }
+
+    /// By group then bundle id, both in collation "C" (the order of Unicode scalars).
+    public func groupChannels(of group: LiveActivityGroupID?) async throws -> [GroupChannel] {
+        let query: PostgresQuery
+        let what: String
+        if let group {
+            query = """
+                SELECT group_id, bundle_id, record, due_at_ms, version FROM live_activity_group_channels
+                WHERE group_id = \(group.rawValue) ORDER BY bundle_id
+                """
+            what = "reading the channels of group \(group)"
+        } else {
+            query = "SELECT group_id, bundle_id, record, due_at_ms, version FROM live_activity_group_channels ORDER BY group_id, bundle_id"
+            what = "reading the group channels"
+        }
+        let rows = try await self.rows(query, doing: what, Self.storedGroupChannel)
+        return try rows.map { row throws(LiveActivityError) in try row.channel() }
+    }
+
+    /// A row of the group channel columns, read by name.
+    private static func storedGroupChannel(_ cells: PostgresRandomAccessRow) throws -> StoredGroupChannel {
+        StoredGroupChannel(
+            group: try cells["group_id"].decode(String.self), bundleID: try cells["bundle_id"].decode(String.self),
+            record: Array(try cells["record"].decode(ByteBuffer.self).readableBytesView), dueAt: try cells["due_at_ms"].decode(Int64?.self),
+            version: try cells["version"].decode(Int64.self)
+        )
     }
 
     // MARK: Queries
@@ -344,11 +430,11 @@ public final class PostgresLiveActivityStore: LiveActivityStore {
 private let activityColumns = """
     id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms, last_content_state,
     last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token, renewal_started_at_ms, renewals,
-    version, history, delivery, due_at_ms
+    version, history, delivery, due_at_ms, group_id
     """
 
 private struct SelectActivity: PostgresPreparedStatement {
-    static let name = "forge_live_activity_select_v3"
+    static let name = "forge_live_activity_select_v4"
     static let sql = "SELECT \(activityColumns) FROM live_activities WHERE id = $1"
     typealias Row = StoredActivity
 
@@ -388,17 +474,18 @@ private func bindValues(_ row: StoredActivity, to bindings: inout PostgresBindin
     bindings.append(row.history.map { ByteBuffer(bytes: $0) })
     bindings.append(row.delivery.map { ByteBuffer(bytes: $0) })
     bindings.append(row.dueAt)
+    bindings.append(row.groupID)
 }
 
-/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$23` the new version, `$24` the expected one.
+/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$24` the new version, `$25` the expected one.
 private struct UpdateActivity: PostgresPreparedStatement {
-    static let name = "forge_live_activity_update_v3"
+    static let name = "forge_live_activity_update_v4"
     static let sql = """
         UPDATE live_activities SET bundle_id = $2, attributes_type = $3, installation = $4, update_token = $5, channel_id = $6,
             state = $7, state_reason = $8, started_at_ms = $9, last_content_state = $10, last_timestamp_ms = $11, stale_date_ms = $12,
             held_push = $13, report_sequence = $14, why = $15, attributes = $16, renewal_token = $17, renewal_started_at_ms = $18,
-            renewals = $19, history = $20, delivery = $21, due_at_ms = $22, version = $23
-        WHERE id = $1 AND version = $24
+            renewals = $19, history = $20, delivery = $21, due_at_ms = $22, group_id = $23, version = $24
+        WHERE id = $1 AND version = $25
         RETURNING version
         """
     typealias Row = Int64
@@ -407,7 +494,7 @@ private struct UpdateActivity: PostgresPreparedStatement {
     var expected: Int64
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 24)
+        var bindings = PostgresBindings(capacity: 25)
         bindings.append(self.row.id)
         try bindValues(self.row, to: &bindings)
         bindings.append(self.row.version)
@@ -418,14 +505,14 @@ private struct UpdateActivity: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
 }
 
-/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$23` the version.
+/// `$1` the id, `$2`… the columns of ``bindValues(_:to:)``, `$24` the version.
 private struct InsertActivity: PostgresPreparedStatement {
-    static let name = "forge_live_activity_insert_v3"
+    static let name = "forge_live_activity_insert_v4"
     static let sql = """
         INSERT INTO live_activities (id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason,
             started_at_ms, last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-            renewal_started_at_ms, renewals, history, delivery, due_at_ms, version)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+            renewal_started_at_ms, renewals, history, delivery, due_at_ms, group_id, version)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
         ON CONFLICT (id) DO NOTHING
         RETURNING version
         """
@@ -434,7 +521,7 @@ private struct InsertActivity: PostgresPreparedStatement {
     var row: StoredActivity
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 23)
+        var bindings = PostgresBindings(capacity: 24)
         bindings.append(self.row.id)
         try bindValues(self.row, to: &bindings)
         bindings.append(self.row.version)

@@ -24,18 +24,23 @@ internal import GRDB
 ///   (JSON bytes), `last_timestamp_ms`, `stale_date_ms`, `held_push` (JSON bytes), `report_sequence`,
 ///   `why`, `attributes` (JSON bytes), `renewal_token` and `renewal_started_at_ms` (a renewal under
 ///   way), `renewals`, `version`, `history` (JSON bytes: `[{"at_ms", "event", "detail"}]`), `delivery`
-///   (JSON bytes: the requested pushes' pacing, ``ActivityDelivery``) and `due_at_ms` (when it is
-///   next due; indexed). Dates are integer milliseconds since 1970 (a finer part is rounded away).
+///   (JSON bytes: the requested pushes' pacing, ``ActivityDelivery``), `due_at_ms` (when it is
+///   next due; indexed) and `group_id` (``ManagedActivity/group``; indexed; schema version 4).
+///   Dates are integer milliseconds since 1970 (a finer part is rounded away).
 /// - `live_activity_push_to_start`: one row a ``PushToStartKey`` (`installation`, `bundle_id`,
 ///   `attributes_type`): `token` (hex), `environment`, `confirmed_at_ms`, `sequence`,
 ///   `dead_reason`, `version`, `starts_sent_ms` (the start budget's ledger: milliseconds,
-///   comma-separated; schema version 3).
+///   comma-separated; schema version 3), `channels` (0 or 1: ``PushToStartRecord/channels``;
+///   schema version 4).
+/// - `live_activity_group_channels` (schema version 4): one row a ``GroupChannel``, keyed by
+///   `group_id` and `bundle_id`: `record` (JSON bytes: the phase, the pacing and the backoff),
+///   `due_at_ms` (its delivery's next due date) and `version`.
 ///
 /// The file says what it is: `PRAGMA application_id` (``applicationID``) and the schema version
 /// in `PRAGMA user_version` (``schemaVersion``).
 public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// The schema this build creates and reads, kept in the file's `PRAGMA user_version`.
-    public static let schemaVersion = 3
+    public static let schemaVersion = 4
     /// The file's `PRAGMA application_id`: "FgLA" in ASCII, telling a store from other SQLite files
     /// (SQLite's file format, "Application ID").
     public static let applicationID: Int32 = 0x4667_4C41
@@ -141,7 +146,9 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// Creates the tables in a new file, or brings an older schema up to this build's, in the
     /// caller's transaction (checked again there: another store may have done it since the first look).
     ///
-    /// Version 2 added `live_activities.history`; version 3 `delivery` and `due_at_ms` (indexed).
+    /// Version 2 added `live_activities.history`; version 3 `delivery` and `due_at_ms` (indexed)
+    /// and `live_activity_push_to_start.starts_sent_ms`; version 4 `live_activities.group_id`
+    /// (indexed), `live_activity_push_to_start.channels` and the table `live_activity_group_channels`.
     private static func prepareSchema(_ db: Database, path: String) throws {
         let contents = try Self.contents(db)
         try Self.check(contents, path: path)
@@ -157,6 +164,17 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                         ALTER TABLE live_activity_push_to_start ADD COLUMN starts_sent_ms TEXT;
                         \(Self.dueIndex)
                         PRAGMA user_version = 3;
+                        """
+                )
+            }
+            if version < 4 {
+                try db.execute(
+                    sql: """
+                        ALTER TABLE live_activities ADD COLUMN group_id TEXT;
+                        \(Self.groupIndex)
+                        ALTER TABLE live_activity_push_to_start ADD COLUMN channels INTEGER NOT NULL DEFAULT 0;
+                        \(Self.groupChannelsTable)
+                        PRAGMA user_version = 4;
                         """
                 )
             }
@@ -187,9 +205,11 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                     version INTEGER NOT NULL,
                     history BLOB,
                     delivery BLOB,
-                    due_at_ms INTEGER
+                    due_at_ms INTEGER,
+                    group_id TEXT
                 ) WITHOUT ROWID;
                 \(Self.dueIndex)
+                \(Self.groupIndex)
                 CREATE TABLE live_activity_push_to_start (
                     installation TEXT NOT NULL,
                     bundle_id TEXT NOT NULL,
@@ -201,8 +221,10 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                     dead_reason TEXT,
                     version INTEGER NOT NULL,
                     starts_sent_ms TEXT,
+                    channels INTEGER NOT NULL DEFAULT 0,
                     PRIMARY KEY (installation, bundle_id, attributes_type)
                 ) WITHOUT ROWID;
+                \(Self.groupChannelsTable)
                 PRAGMA application_id = \(Self.applicationID);
                 PRAGMA user_version = \(Self.schemaVersion);
                 """
@@ -212,12 +234,27 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
     /// The index due activities are found by: only the rows with something due are in it.
     private static let dueIndex = "CREATE INDEX live_activities_due ON live_activities (due_at_ms) WHERE due_at_ms IS NOT NULL;"
 
+    /// The index a group's activities are found by: only the rows in a group are in it.
+    private static let groupIndex = "CREATE INDEX live_activities_group ON live_activities (group_id) WHERE group_id IS NOT NULL;"
+
+    /// The groups' channels, one a group and app (schema version 4).
+    private static let groupChannelsTable = """
+        CREATE TABLE live_activity_group_channels (
+            group_id TEXT NOT NULL,
+            bundle_id TEXT NOT NULL,
+            record BLOB NOT NULL,
+            due_at_ms INTEGER,
+            version INTEGER NOT NULL,
+            PRIMARY KEY (group_id, bundle_id)
+        ) WITHOUT ROWID;
+        """
+
     // MARK: Activities
 
     private static let activityColumns = """
         id, bundle_id, attributes_type, installation, update_token, channel_id, state, state_reason, started_at_ms,
         last_content_state, last_timestamp_ms, stale_date_ms, held_push, report_sequence, why, attributes, renewal_token,
-        renewal_started_at_ms, renewals, version, history, delivery, due_at_ms
+        renewal_started_at_ms, renewals, version, history, delivery, due_at_ms, group_id
         """
 
     public func activity(_ id: LiveActivityID) async throws -> ManagedActivity? {
@@ -281,7 +318,7 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 row.bundleID, row.attributesType, row.installation, row.updateToken, row.channelID, row.state, row.stateReason,
                 row.startedAt, row.lastContentState.map { Data($0) }, row.lastTimestamp, row.staleDate, row.held.map { Data($0) },
                 row.reportSequence, row.why, row.attributes.map { Data($0) }, row.renewalToken, row.renewalStartedAt, row.renewals,
-                row.version, row.history.map { Data($0) }, row.delivery.map { Data($0) }, row.dueAt,
+                row.version, row.history.map { Data($0) }, row.delivery.map { Data($0) }, row.dueAt, row.groupID,
             ]
             if let expected {
                 try db.cachedStatement(
@@ -289,14 +326,15 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                         UPDATE live_activities SET bundle_id = ?, attributes_type = ?, installation = ?, update_token = ?, channel_id = ?,
                             state = ?, state_reason = ?, started_at_ms = ?, last_content_state = ?, last_timestamp_ms = ?,
                             stale_date_ms = ?, held_push = ?, report_sequence = ?, why = ?, attributes = ?, renewal_token = ?,
-                            renewal_started_at_ms = ?, renewals = ?, version = ?, history = ?, delivery = ?, due_at_ms = ?
+                            renewal_started_at_ms = ?, renewals = ?, version = ?, history = ?, delivery = ?, due_at_ms = ?,
+                            group_id = ?
                         WHERE id = ? AND version = ?
                         """
                 ).execute(arguments: StatementArguments(values + [row.id, expected]))
             } else {
                 try db.cachedStatement(
                     sql: """
-                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO live_activities (\(Self.activityColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO NOTHING
                         """
                 ).execute(arguments: StatementArguments([row.id] + values))
@@ -327,7 +365,8 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             state: row[6], stateReason: row[7], startedAt: row[8], lastContentState: (row[9] as Data?).map(Array.init),
             lastTimestamp: row[10], staleDate: row[11], held: (row[12] as Data?).map(Array.init), reportSequence: row[13], why: row[14],
             attributes: (row[15] as Data?).map(Array.init), renewalToken: row[16], renewalStartedAt: row[17], renewals: row[18],
-            history: (row[20] as Data?).map(Array.init), delivery: (row[21] as Data?).map(Array.init), dueAt: row[22], version: row[19]
+            history: (row[20] as Data?).map(Array.init), delivery: (row[21] as Data?).map(Array.init), dueAt: row[22], groupID: row[23],
+            version: row[19]
         )
     }
 
@@ -347,6 +386,74 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         }.map(Date.init(storedMilliseconds:))
     }
 
+    /// Through the index of `group_id`.
+    public func activities(inGroup group: LiveActivityGroupID) async throws -> [ManagedActivity] {
+        let rows = try await self.reading("reading the activities of group \(group)") { db in
+            let statement = try db.cachedStatement(sql: "SELECT \(Self.activityColumns) FROM live_activities WHERE group_id = ? ORDER BY id")
+            return try Row.fetchAll(statement, arguments: [group.rawValue]).map(Self.storedActivity)
+        }
+        return try rows.map { row throws(LiveActivityError) in try row.activity() }
+    }
+
+    // MARK: Group channels
+
+    private static let groupChannelColumns = "group_id, bundle_id, record, due_at_ms, version"
+
+    /// A row of ``groupChannelColumns``, read by position (in that order).
+    private static func storedGroupChannel(_ row: Row) -> StoredGroupChannel {
+        StoredGroupChannel(group: row[0], bundleID: row[1], record: Array(row[2] as Data), dueAt: row[3], version: row[4])
+    }
+
+    public func groupChannel(_ group: LiveActivityGroupID, bundleID: APNSBundleID) async throws -> GroupChannel? {
+        let row = try await self.reading("reading the channel of group \(group) for \(bundleID.rawValue)") { db in
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(Self.groupChannelColumns) FROM live_activity_group_channels WHERE group_id = ? AND bundle_id = ?"
+            )
+            return try Row.fetchOne(statement, arguments: [group.rawValue, bundleID.rawValue]).map(Self.storedGroupChannel)
+        }
+        return try row?.channel()
+    }
+
+    /// A compare-and-set as an activity's, in the same group commits.
+    public func save(_ channel: GroupChannel, replacing expected: Int?) async throws -> Bool {
+        let row = StoredGroupChannel(channel, version: (expected ?? 0) + 1)
+        return try await self.committing("saving the channel of group \(channel.group) for \(channel.bundleID.rawValue)") { db in
+            if let expected {
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE live_activity_group_channels SET record = ?, due_at_ms = ?, version = ?
+                        WHERE group_id = ? AND bundle_id = ? AND version = ?
+                        """
+                ).execute(arguments: [Data(row.record), row.dueAt, row.version, row.group, row.bundleID, expected])
+            } else {
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO live_activity_group_channels (\(Self.groupChannelColumns)) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (group_id, bundle_id) DO NOTHING
+                        """
+                ).execute(arguments: [row.group, row.bundleID, Data(row.record), row.dueAt, row.version])
+            }
+            return db.changesCount == 1
+        }
+    }
+
+    /// By group then bundle id, in SQLite's binary collation (the order of Unicode scalars).
+    public func groupChannels(of group: LiveActivityGroupID?) async throws -> [GroupChannel] {
+        let rows = try await self.reading(group.map { "reading the channels of group \($0)" } ?? "reading the group channels") { db in
+            if let group {
+                let statement = try db.cachedStatement(
+                    sql: "SELECT \(Self.groupChannelColumns) FROM live_activity_group_channels WHERE group_id = ? ORDER BY bundle_id"
+                )
+                return try Row.fetchAll(statement, arguments: [group.rawValue]).map(Self.storedGroupChannel)
+            }
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(Self.groupChannelColumns) FROM live_activity_group_channels ORDER BY group_id, bundle_id"
+            )
+            return try Row.fetchAll(statement).map(Self.storedGroupChannel)
+        }
+        return try rows.map { row throws(LiveActivityError) in try row.channel() }
+    }
+
     // MARK: Push-to-start tokens
 
     public func pushToStart(_ key: PushToStartKey) async throws -> PushToStartRecord? {
@@ -354,14 +461,14 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT installation, bundle_id, attributes_type, token, environment, confirmed_at_ms, sequence, dead_reason, version,
-                        starts_sent_ms
+                        starts_sent_ms, channels
                     FROM live_activity_push_to_start WHERE installation = ? AND bundle_id = ? AND attributes_type = ?
                     """
             )
             return try Row.fetchOne(statement, arguments: [key.installation.rawValue, key.bundleID.rawValue, key.attributesType]).map { row in
                 StoredPushToStart(
                     installation: row[0], bundleID: row[1], attributesType: row[2], token: row[3], environment: row[4], confirmedAt: row[5],
-                    sequence: row[6], deadReason: row[7], startsSent: row[9], version: row[8]
+                    sequence: row[6], deadReason: row[7], startsSent: row[9], channels: row[10], version: row[8]
                 )
             }
         }
@@ -373,13 +480,13 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
         return try await self.committing("saving the push-to-start token of \(record.key)") { db in
             let key: [(any DatabaseValueConvertible)?] = [row.installation, row.bundleID, row.attributesType]
             let values: [(any DatabaseValueConvertible)?] = [
-                row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version, row.startsSent,
+                row.token, row.environment, row.confirmedAt, row.sequence, row.deadReason, row.version, row.startsSent, row.channels,
             ]
             if let expected {
                 try db.cachedStatement(
                     sql: """
                         UPDATE live_activity_push_to_start SET token = ?, environment = ?, confirmed_at_ms = ?, sequence = ?, dead_reason = ?,
-                            version = ?, starts_sent_ms = ?
+                            version = ?, starts_sent_ms = ?, channels = ?
                         WHERE installation = ? AND bundle_id = ? AND attributes_type = ? AND version = ?
                         """
                 ).execute(arguments: StatementArguments(values + key + [expected]))
@@ -387,8 +494,8 @@ public final class SQLiteLiveActivityStore: LiveActivityStore {
                 try db.cachedStatement(
                     sql: """
                         INSERT INTO live_activity_push_to_start (installation, bundle_id, attributes_type, token, environment,
-                            confirmed_at_ms, sequence, dead_reason, version, starts_sent_ms)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            confirmed_at_ms, sequence, dead_reason, version, starts_sent_ms, channels)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (installation, bundle_id, attributes_type) DO NOTHING
                         """
                 ).execute(arguments: StatementArguments(key + values))

@@ -13,6 +13,12 @@ private func isStoreError(_ error: any Error, saying parts: String...) -> Bool {
     return parts.allSatisfy { error.rule.contains($0) }
 }
 
+/// What schema version 4 added to an SQLite store, dropped (SQLite drops no indexed column: the index first).
+private let schema4Additions = """
+    DROP INDEX live_activities_group; ALTER TABLE live_activities DROP COLUMN group_id;
+    ALTER TABLE live_activity_push_to_start DROP COLUMN channels; DROP TABLE live_activity_group_channels;
+    """
+
 @Suite("SQLiteLiveActivityStore: files that are not its own, a newer schema, a reopened file", .timeLimit(.minutes(1)))
 struct SQLiteLiveActivityStoreFileTests {
     @Test("Another SQLite database, another application's file, or a file that is not SQLite: refused naming the file, left as it was")
@@ -69,10 +75,12 @@ struct SQLiteLiveActivityStoreFileTests {
             installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
         )
         #expect(try await SQLiteLiveActivityStore(path: path).save(activity, replacing: nil))
-        // The file as the first schema had it: no history, delivery or due_at_ms column, user_version 1.
+        // The file as the first schema had it: no history, delivery, due_at_ms or group_id column, no
+        // channels column or group channels table, user_version 1.
         try await DatabaseQueue(path: path).writeWithoutTransaction { db in
             try db.execute(
                 sql: """
+                    \(schema4Additions)
                     DROP INDEX live_activities_due; ALTER TABLE live_activities DROP COLUMN due_at_ms;
                     ALTER TABLE live_activities DROP COLUMN delivery; ALTER TABLE live_activities DROP COLUMN history; ALTER TABLE live_activity_push_to_start DROP COLUMN starts_sent_ms;
                     PRAGMA user_version = 1
@@ -108,6 +116,62 @@ struct SQLiteLiveActivityStoreFileTests {
         #expect(version == SQLiteLiveActivityStore.schemaVersion)
     }
 
+    @Test("A file of schema version 3 (before groups) gets the group column and index, the channels column and the channels table, and keeps its rows")
+    func migratesVersion3() async throws {
+        let folder = try TemporaryFolder("la-schema")
+        defer { folder.remove() }
+        let path = folder.url.appendingPathComponent("activities.sqlite").path
+        var activity = ManagedActivity(
+            id: try LiveActivityID("order-17"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes",
+            installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
+        )
+        let token = PushToStartRecord(
+            key: PushToStartKey(installation: try InstallationID("i-1"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes"),
+            token: try DeviceToken(String(repeating: "5a", count: 32)), environment: .sandbox, confirmedAt: Date(timeIntervalSince1970: 1_700_000_000),
+            sequence: nil
+        )
+        do {
+            let store = try SQLiteLiveActivityStore(path: path)
+            #expect(try await store.save(activity, replacing: nil))
+            #expect(try await store.save(token, replacing: nil))
+        }
+        // The file as schema version 3 had it.
+        try await DatabaseQueue(path: path).writeWithoutTransaction { db in
+            try db.execute(sql: "\(schema4Additions) PRAGMA user_version = 3")
+        }
+        let store = try SQLiteLiveActivityStore(path: path)
+        let read = try #require(try await store.activity(activity.id))
+        #expect(read.version == 1 && read.group == nil)
+        #expect(try await store.pushToStart(token.key)?.channels == false)
+        #expect(try await store.pushToStart(token.key)?.version == 1)
+        let schema = try await DatabaseQueue(path: path).read { db in
+            (
+                try Int.fetchOne(db, sql: "PRAGMA user_version"),
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE name LIKE 'live_activit%' ORDER BY name")
+            )
+        }
+        #expect(schema.0 == 4)
+        #expect(schema.1.contains("live_activities_group") && schema.1.contains("live_activity_group_channels"), "\(schema.1)")
+
+        let match = try LiveActivityGroupID("match-42")
+        activity.group = match
+        #expect(try await store.save(activity, replacing: 1))
+        #expect(try await store.activities(inGroup: match).map(\.id) == [activity.id])
+        var capable = token
+        capable.channels = true
+        #expect(try await store.save(capable, replacing: 1))
+        #expect(try await store.pushToStart(token.key)?.channels == true)
+        let channel = GroupChannel(group: match, bundleID: activity.bundleID, phase: .open(try APNSChannelID("Y2hhbm5lbC0x")))
+        #expect(try await store.save(channel, replacing: nil))
+        #expect(try await store.groupChannels(of: nil).map(\.phase) == [channel.phase])
+        // A plain query sees the query plan use the group index.
+        let plan = try await DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT id FROM live_activities WHERE group_id = 'match-42' ORDER BY id")
+                .map { $0["detail"] as String }
+        }
+        #expect(plan.joined().contains("live_activities_group"), "\(plan)")
+    }
+
     @Test("A store opened with durability normal is the same WAL file: its saves compare and set, and a store with full reads them")
     func normalDurability() async throws {
         let folder = try TemporaryFolder("la-normal")
@@ -125,6 +189,11 @@ struct SQLiteLiveActivityStoreFileTests {
         #expect(mode == "wal")
     }
 }
+
+/// What schema version 4 added to a PostgreSQL store, dropped (the group index goes with its column).
+private let postgresSchema4Additions =
+    "ALTER TABLE live_activities DROP COLUMN group_id; ALTER TABLE live_activity_push_to_start DROP COLUMN channels; "
+    + "DROP TABLE live_activity_group_channels; "
 
 @Suite("PostgresLiveActivityStore: a newer schema", .serialized, .timeLimit(.minutes(2)))
 struct PostgresLiveActivityStoreSchemaTests {
@@ -155,7 +224,7 @@ struct PostgresLiveActivityStoreSchemaTests {
             _ = try await offPool {
                 try postgres.psql(
                     "ALTER TABLE live_activities DROP COLUMN history, DROP COLUMN delivery, DROP COLUMN due_at_ms; "
-                        + "ALTER TABLE live_activity_push_to_start DROP COLUMN starts_sent_ms; "
+                        + "ALTER TABLE live_activity_push_to_start DROP COLUMN starts_sent_ms; \(postgresSchema4Additions)"
                         + "DELETE FROM live_activity_schema WHERE version > 1"
                 )
             }
@@ -171,6 +240,50 @@ struct PostgresLiveActivityStoreSchemaTests {
                 #expect(try await store.activity(activity.id)?.delivery == activity.delivery)
                 #expect(try await store.earliestDue() == activity.delivery.dueAt)
             }
+        }
+    }
+
+    @Test("A database of schema version 3 (before groups) gets the group column and index, the channels column and the channels table, and keeps its rows")
+    func migratesVersion3() async throws {
+        try await withPostgres { postgres, configuration in
+            let first = ManagedActivity(
+                id: try LiveActivityID("order-17"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes",
+                installation: nil, state: .active, startedAt: Date(timeIntervalSince1970: 1_700_000_000)
+            )
+            let token = PushToStartRecord(
+                key: PushToStartKey(installation: try InstallationID("i-1"), bundleID: try APNSBundleID("com.example.shop"), attributesType: "OrderAttributes"),
+                token: try DeviceToken(String(repeating: "5a", count: 32)), environment: .sandbox, confirmedAt: Date(timeIntervalSince1970: 1_700_000_000),
+                sequence: nil
+            )
+            try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { store async throws in
+                #expect(try await store.save(first, replacing: nil))
+                #expect(try await store.save(token, replacing: nil))
+            }
+            _ = try await offPool { try postgres.psql("\(postgresSchema4Additions) DELETE FROM live_activity_schema WHERE version > 3") }
+            var grouped = first
+            grouped.group = try LiveActivityGroupID("match-42")
+            let activity = grouped
+            let channel = GroupChannel(group: try LiveActivityGroupID("match-42"), bundleID: first.bundleID, phase: .open(try APNSChannelID("Y2hhbm5lbC0x")))
+            try await PostgresLiveActivityStore.withStore(configuration: configuration, logger: quietLogger) { store async throws in
+                let read = try #require(try await store.activity(first.id))
+                #expect(read.version == 1 && read.group == nil)
+                #expect(try await store.pushToStart(token.key)?.channels == false)
+                #expect(try await store.save(activity, replacing: 1))
+                #expect(try await store.activities(inGroup: try LiveActivityGroupID("match-42")).map(\.id) == [first.id])
+                var capable = try #require(try await store.pushToStart(token.key))
+                capable.channels = true
+                #expect(try await store.save(capable, replacing: 1))
+                #expect(try await store.pushToStart(token.key)?.channels == true)
+                #expect(try await store.save(channel, replacing: nil))
+                #expect(try await store.groupChannels(of: nil).map(\.phase) == [channel.phase])
+            }
+            let schema = try await offPool {
+                (
+                    try postgres.psql("SELECT max(version) FROM live_activity_schema"),
+                    try postgres.psql("SELECT indexname FROM pg_indexes WHERE indexname = 'live_activities_group'")
+                )
+            }
+            #expect(schema.0 == "4" && schema.1 == "live_activities_group", "\(schema)")
         }
     }
 }

@@ -129,6 +129,44 @@ private func stored<Record>(_ record: Record, version: Int) -> Record where Reco
 private protocol VersionedRecord { var version: Int { get set } }
 extension ManagedActivity: VersionedRecord {}
 extension PushToStartRecord: VersionedRecord {}
+extension GroupChannel: VersionedRecord {}
+
+/// A channel id (padded base64) told apart by `number`.
+private func channelID(_ number: Int) throws -> APNSChannelID {
+    try APNSChannelID(Data("channel-\(number)".utf8).base64EncodedString())
+}
+
+/// Every phase a channel goes through, a create with and without the channels listed before it.
+private func channelPhases() throws -> [GroupChannel.Phase] {
+    [
+        .creating(owner: "manager-ä1", since: date(1_700_000_000_321), listedBefore: [try channelID(1), try channelID(2)]),
+        .creating(owner: "", since: date(-1_000_000_000_002), listedBefore: []),
+        .open(try channelID(3)), .closing(try channelID(4)), .deleted(try channelID(5)),
+    ]
+}
+
+/// A channel of `group` for `bundle` in `phase`: its pacing, counts and backoff set (`full`) or none.
+private func groupChannel(_ group: String, bundle: String = "com.example.shop", phase: GroupChannel.Phase, full: Bool) throws -> GroupChannel {
+    var channel = GroupChannel(group: try LiveActivityGroupID(group), bundleID: try APNSBundleID(bundle), phase: phase, version: 5)
+    guard full else { return channel }
+    channel.delivery.waiting = PendingPush(
+        kind: .update, contentState: Array(#"{"score":"2-1","note":"é\u0000"}"#.utf8), staleDate: date(1_700_000_090_004),
+        alert: Array(#"{"title":"Goal"}"#.utf8), relevanceScore: 0.75, importance: .alerting, requestedAt: date(1_700_000_080_005), attempts: 1
+    )
+    channel.delivery.inFlight = InFlightPush(
+        push: PendingPush(kind: .update, contentState: Array(#"{"score":"1-1"}"#.utf8), requestedAt: date(1_700_000_081_007)),
+        owner: "manager-2", leaseUntil: date(1_700_000_111_008), priority: 10, timestamp: date(1_700_000_081_009)
+    )
+    channel.delivery.lastSentAt = date(1_700_000_079_010)
+    channel.delivery.dueAt = date(1_700_000_111_008)
+    channel.delivery.alertingSent = [date(1_700_000_070_011)]
+    (channel.delivery.requested, channel.delivery.sent, channel.delivery.superseded) = (12, 7, 4)
+    (channel.delivery.downgraded, channel.delivery.failed, channel.delivery.mayHaveBeenDeliveredTwice) = (1, 3, 2)
+    channel.throttled = 6
+    channel.backoffUntil = date(1_700_000_112_500)
+    channel.throttledInARow = 2
+    return channel
+}
 
 @Suite("LiveActivityStore conformance: in memory, SQLite and PostgreSQL", .serialized, .timeLimit(.minutes(3)))
 struct LiveActivityStoreConformanceTests {
@@ -164,6 +202,144 @@ struct LiveActivityStoreConformanceTests {
             }
             #expect(try await store.activity(try LiveActivityID("order-missing")) == nil)
             #expect(try await store.pushToStart(key("MissingAttributes")) == nil)
+        }
+    }
+
+    @Test("An activity's group and a push-to-start token's channel capability round-trip; activities(inGroup:) is the members in id order", arguments: StoreKind.allCases)
+    func groups(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            let match = try LiveActivityGroupID("match-42")
+            let other = try LiveActivityGroupID("match-43")
+            var full = try activity("m-full", state: .active, full: true)
+            full.group = match
+            #expect(try await store.save(full, replacing: nil))
+            #expect(try await store.activity(full.id) == stored(full, version: 1))
+            for (id, group) in [("m-b", match), ("m-a", match), ("m-c", other), ("m-d", nil), ("M-e", match)] as [(String, LiveActivityGroupID?)] {
+                var record = try activity(id, state: .active, full: false)
+                record.group = group
+                #expect(try await store.save(record, replacing: nil))
+                #expect(try await store.activity(record.id)?.group == group)
+            }
+            #expect(try await store.activities(inGroup: match).map(\.id.rawValue) == ["M-e", "m-a", "m-b", "m-full"])
+            #expect(try await store.activities(inGroup: match).last == stored(full, version: 1))
+            #expect(try await store.activities(inGroup: other).map(\.id.rawValue) == ["m-c"])
+            #expect(try await store.activities(inGroup: try LiveActivityGroupID("match-44")).isEmpty)
+            // Out of one group, into another, removed: the index follows.
+            var moved = try #require(try await store.activity(try LiveActivityID("m-b")))
+            moved.group = nil
+            #expect(try await store.save(moved, replacing: 1))
+            #expect(try await store.activity(moved.id)?.group == nil)
+            var joined = try #require(try await store.activity(try LiveActivityID("m-d")))
+            joined.group = other
+            #expect(try await store.save(joined, replacing: 1))
+            try await store.removeActivity(try LiveActivityID("m-a"))
+            #expect(try await store.activities(inGroup: match).map(\.id.rawValue) == ["M-e", "m-full"])
+            #expect(try await store.activities(inGroup: other).map(\.id.rawValue) == ["m-c", "m-d"])
+
+            var capable = try pushToStart("OrderAttributes", full: true)
+            capable.channels = true
+            #expect(try await store.save(capable, replacing: nil))
+            #expect(try await store.pushToStart(capable.key) == stored(capable, version: 1))
+            var older = capable
+            older.channels = false
+            #expect(try await store.save(older, replacing: 1))
+            #expect(try await store.pushToStart(capable.key) == stored(older, version: 2))
+            let plain = try pushToStart("DeliveryAttributes", full: false)
+            #expect(try await store.save(plain, replacing: nil))
+            #expect(try await store.pushToStart(plain.key)?.channels == false)
+        }
+    }
+
+    @Test("A group channel is a compare-and-set record per group and app: new with nil, refused with a wrong version, its version counted", arguments: StoreKind.allCases)
+    func groupChannelCompareAndSet(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            let first = try groupChannel("match-42", phase: .creating(owner: "manager-1", since: date(1_700_000_000_000), listedBefore: []), full: false)
+            #expect(try await store.groupChannel(first.group, bundleID: first.bundleID) == nil)
+            #expect(!(try await store.save(first, replacing: 1)), "a version for a channel that does not exist")
+            #expect(try await store.groupChannel(first.group, bundleID: first.bundleID) == nil)
+            #expect(try await store.save(first, replacing: nil))
+            #expect(try await store.groupChannel(first.group, bundleID: first.bundleID) == stored(first, version: 1))
+            var opened = first
+            opened.phase = .open(try channelID(7))
+            #expect(!(try await store.save(opened, replacing: nil)), "nil expected on an existing channel")
+            #expect(!(try await store.save(opened, replacing: 2)), "a version never written")
+            #expect(!(try await store.save(opened, replacing: 0)))
+            #expect(try await store.groupChannel(first.group, bundleID: first.bundleID) == stored(first, version: 1))
+            #expect(try await store.save(opened, replacing: 1))
+            #expect(try await store.groupChannel(first.group, bundleID: first.bundleID) == stored(opened, version: 2))
+            var closing = opened
+            closing.phase = .closing(try channelID(7))
+            #expect(!(try await store.save(closing, replacing: 1)), "a stale version")
+            #expect(try await store.save(closing, replacing: 2))
+            #expect(try await store.groupChannel(first.group, bundleID: first.bundleID)?.version == 3)
+            // The same group's channel for another app is another record.
+            let other = try groupChannel("match-42", bundle: "com.example.tv", phase: .open(try channelID(8)), full: true)
+            #expect(!(try await store.save(other, replacing: 3)))
+            #expect(try await store.save(other, replacing: nil))
+            #expect(try await store.groupChannel(other.group, bundleID: other.bundleID) == stored(other, version: 1))
+            #expect(try await store.groupChannel(first.group, bundleID: first.bundleID) == stored(closing, version: 3))
+        }
+    }
+
+    @Test("A group channel round-trips in every phase, with its pacing, counts and backoff or none", arguments: StoreKind.allCases)
+    func groupChannelRoundTrip(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            for (index, phase) in try channelPhases().enumerated() {
+                for full in [true, false] {
+                    let channel = try groupChannel("match-\(index)-\(full)", phase: phase, full: full)
+                    #expect(try await store.save(channel, replacing: nil))
+                    #expect(try await store.groupChannel(channel.group, bundleID: channel.bundleID) == stored(channel, version: 1), "\(phase) \(full)")
+                    // Written over: every field from the other record's.
+                    let next = try groupChannel(channel.group.rawValue, phase: phase, full: !full)
+                    #expect(try await store.save(next, replacing: 1))
+                    #expect(try await store.groupChannel(channel.group, bundleID: channel.bundleID) == stored(next, version: 2), "\(phase) \(!full)")
+                }
+            }
+            // Dates finer than a millisecond: a durable store keeps the milliseconds.
+            var fine = try groupChannel(
+                "match-fine", phase: .creating(owner: "m", since: Date(timeIntervalSince1970: 1_700_000_000.123_456), listedBefore: []), full: true
+            )
+            fine.backoffUntil = Date(timeIntervalSince1970: 1_700_000_100.987_654)
+            fine.delivery.dueAt = Date(timeIntervalSince1970: 1_700_000_050.000_4)
+            #expect(try await store.save(fine, replacing: nil))
+            let read = try #require(try await store.groupChannel(fine.group, bundleID: fine.bundleID))
+            guard case .creating(_, let since, _) = read.phase else {
+                Issue.record("\(read.phase) is not a create")
+                return
+            }
+            #expect(since.storedMilliseconds == 1_700_000_000_123)
+            #expect(read.backoffUntil?.storedMilliseconds == 1_700_000_100_988)
+            #expect(read.delivery.dueAt?.storedMilliseconds == 1_700_000_050_000)
+        }
+    }
+
+    @Test("groupChannels: every group's by group then bundle id, or one group's by bundle id", arguments: StoreKind.allCases)
+    func groupChannelsOrder(kind: StoreKind) async throws {
+        try await kind.withStores { stores in
+            let store = stores[0]
+            #expect(try await store.groupChannels(of: nil).isEmpty)
+            let open = GroupChannel.Phase.open(try channelID(1))
+            let groups = ["match-b", "match-a", "Match-c", "match-10"]
+            let bundles = ["com.example.tv", "com.example.app", "com.Example.shop"]
+            for group in groups {
+                for bundle in bundles {
+                    #expect(try await store.save(try groupChannel(group, bundle: bundle, phase: open, full: false), replacing: nil))
+                }
+            }
+            let all = try await store.groupChannels(of: nil).map { "\($0.group.rawValue) \($0.bundleID.rawValue)" }
+            #expect(all == [
+                "Match-c com.Example.shop", "Match-c com.example.app", "Match-c com.example.tv",
+                "match-10 com.Example.shop", "match-10 com.example.app", "match-10 com.example.tv",
+                "match-a com.Example.shop", "match-a com.example.app", "match-a com.example.tv",
+                "match-b com.Example.shop", "match-b com.example.app", "match-b com.example.tv",
+            ])
+            let one = try await store.groupChannels(of: try LiveActivityGroupID("match-a"))
+            #expect(one.map(\.bundleID.rawValue) == ["com.Example.shop", "com.example.app", "com.example.tv"])
+            #expect(one.allSatisfy { $0.group.rawValue == "match-a" && $0.version == 1 && $0.phase == open })
+            #expect(try await store.groupChannels(of: try LiveActivityGroupID("match-z")).isEmpty)
         }
     }
 
