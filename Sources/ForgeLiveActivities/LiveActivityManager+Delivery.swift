@@ -46,6 +46,18 @@ extension LiveActivityManager {
         public var broadcasts = 0
         /// Broadcasts APNs answered with 429: their channel backs off.
         public var throttled = 0
+
+        /// Adds the counts of `other` (a part of the same pass).
+        mutating func add(_ other: DeliverySummary) {
+            self.sent += other.sent
+            self.failed += other.failed
+            self.retrying += other.retrying
+            self.downgraded += other.downgraded
+            self.mayHaveBeenDeliveredTwice += other.mayHaveBeenDeliveredTwice
+            self.skipped += other.skipped
+            self.broadcasts += other.broadcasts
+            self.throttled += other.throttled
+        }
     }
 
     // MARK: Requests
@@ -394,16 +406,54 @@ extension LiveActivityManager {
     /// Takes each due activity's push: one compare-and-set each, on the record `due` holds (no
     /// second reading unless another writer changed it meanwhile).
     private func claim(_ due: [ManagedActivity], now: Date, summary: inout DeliverySummary) async throws(LiveActivityError) -> [Claim] {
+        // Several writes at once: a durable store commits them together.
+        let parts = try await Self.inParts(due) { (part: ArraySlice<ManagedActivity>) async throws(LiveActivityError) -> ([Claim], DeliverySummary) in
+            var claims: [Claim] = []
+            var summary = DeliverySummary()
+            for candidate in part {
+                if candidate.delivery.inFlight == nil, candidate.delivery.waiting?.kind == .start {
+                    if let claim = try await self.claimStart(candidate, now: now, summary: &summary) { claims.append(claim) }
+                } else if let claim = try await self.claim(candidate, now: now, summary: &summary) {
+                    claims.append(claim)
+                }
+            }
+            return (claims, summary)
+        }
         var claims: [Claim] = []
         claims.reserveCapacity(due.count)
-        for candidate in due {
-            if candidate.delivery.inFlight == nil, candidate.delivery.waiting?.kind == .start {
-                if let claim = try await self.claimStart(candidate, now: now, summary: &summary) { claims.append(claim) }
-            } else if let claim = try await self.claim(candidate, now: now, summary: &summary) {
-                claims.append(claim)
-            }
+        for (part, counted) in parts {
+            claims += part
+            summary.add(counted)
         }
         return claims
+    }
+
+    /// Writes a store takes at once from one pass (``claim(_:now:summary:)``, a group's requests).
+    static let writers = 16
+
+    /// `body` over consecutive parts of `items`, up to ``writers`` at once (one part when there are
+    /// few); the parts' results in order; the first error thrown, after every part finished.
+    static func inParts<Item: Sendable, Output: Sendable>(
+        _ items: [Item], _ body: @escaping @Sendable (ArraySlice<Item>) async throws(LiveActivityError) -> Output
+    ) async throws(LiveActivityError) -> [Output] {
+        let size = max(64, (items.count + Self.writers - 1) / Self.writers)
+        guard items.count > size else { return [try await body(items[...])] }
+        let results = await withTaskGroup(of: (Int, Result<Output, LiveActivityError>).self) { group in
+            for (index, start) in stride(from: 0, to: items.count, by: size).enumerated() {
+                let part = items[start..<min(start + size, items.count)]
+                group.addTask {
+                    do throws(LiveActivityError) {
+                        return (index, .success(try await body(part)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            return await group.reduce(into: [(Int, Result<Output, LiveActivityError>)]()) { $0.append($1) }
+        }
+        var outputs: [Output] = []
+        for (_, result) in results.sorted(by: { $0.0 < $1.0 }) { outputs.append(try result.get()) }
+        return outputs
     }
 
     /// Takes the activity's waiting push, or a lapsed lease's push, when it is due (compare-and-set,

@@ -111,24 +111,35 @@ extension LiveActivityManager {
             }
             self.metrics.requested(push.kind)
         }
-        for member in members {
-            if let channel = member.channelID, open.contains(channel) {
-                outcome.onChannels += member.state.isLive ? 1 : 0
-                continue
+        let channelsOpen = open
+        let parts = try await Self.inParts(members) { (part: ArraySlice<ManagedActivity>) async throws(LiveActivityError) -> GroupRequestOutcome in
+            var outcome = GroupRequestOutcome()
+            for member in part {
+                if let channel = member.channelID, channelsOpen.contains(channel) {
+                    outcome.onChannels += member.state.isLive ? 1 : 0
+                    continue
+                }
+                guard member.state.isLive, member.state != .ending else {
+                    outcome.skipped += 1
+                    continue
+                }
+                do throws(LiveActivityError) {
+                    let result = try await self.enqueue(push, activity: member.id, reading: member)
+                    outcome.members += 1
+                    if result.superseded { outcome.superseded += 1 }
+                } catch {
+                    // Ended, died or began ending since the group was read; any other error is the store's.
+                    guard error.code == .notLive || error.code == .unknownActivity || error.code == .invalidInput else { throw error }
+                    outcome.skipped += 1
+                }
             }
-            guard member.state.isLive, member.state != .ending else {
-                outcome.skipped += 1
-                continue
-            }
-            do {
-                let result = try await self.enqueue(push, activity: member.id, reading: member)
-                outcome.members += 1
-                if result.superseded { outcome.superseded += 1 }
-            } catch {
-                // Ended, died or began ending since the group was read; any other error is the store's.
-                guard error.code == .notLive || error.code == .unknownActivity || error.code == .invalidInput else { throw error }
-                outcome.skipped += 1
-            }
+            return outcome
+        }
+        for part in parts {
+            outcome.members += part.members
+            outcome.onChannels += part.onChannels
+            outcome.superseded += part.superseded
+            outcome.skipped += part.skipped
         }
         self.doorbell.advance(by: 1)
         return outcome
