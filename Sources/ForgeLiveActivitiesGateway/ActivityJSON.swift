@@ -4,14 +4,41 @@ package import Foundation
 /// An activity as JSON, one shape for every reader: `apnsctl activities list --json` and `show
 /// --json`, and the gateway's `GET /v1/activities` and `GET /v1/activities/{id}`.
 package enum ActivityJSON {
-    /// `{"id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at", "why"}`.
+    /// `{"id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at",
+    /// "why", "group", "channel_id"}` (`group` and `channel_id`, the broadcast channel it listens
+    /// to, null when it has none).
     package static func object(_ activity: ManagedActivity) -> [String: Any] {
         [
             "id": activity.id.rawValue, "state": activity.state.name, "bundle_id": activity.bundleID.rawValue,
             "attributes_type": activity.attributesType, "installation": activity.installation?.rawValue ?? NSNull(),
             "update_token": activity.updateToken?.hexString ?? NSNull(), "started_at": Self.date(activity.startedAt),
-            "why": activity.why ?? NSNull(),
+            "why": activity.why ?? NSNull(), "group": activity.group?.rawValue ?? NSNull(), "channel_id": activity.channelID?.rawValue ?? NSNull(),
         ]
+    }
+
+    /// A group: `{"id", "members": {"total", "by_state": {state: count}}, "channels": [{"bundle_id",
+    /// "channel_id", "phase", "requested", "sent", "superseded", "failed", "throttled", "waiting",
+    /// "in_flight", "backoff_until"}]}`. `by_state` has every state, 0 included; a channel's
+    /// `channel_id` is null while it is being created, its counts are broadcasts.
+    package static func group(_ group: LiveActivityGroupID, members: [ManagedActivity], channels: [GroupChannel]) -> [String: Any] {
+        var byState = Dictionary(uniqueKeysWithValues: Self.stateNames.map { ($0, 0) })
+        for member in members { byState[member.state.name, default: 0] += 1 }
+        let channels: [[String: Any]] = channels.map { channel in
+            let phase =
+                switch channel.phase {
+                case .creating: "creating"
+                case .open: "open"
+                case .closing: "closing"
+                case .deleted: "deleted"
+                }
+            return [
+                "bundle_id": channel.bundleID.rawValue, "channel_id": channel.channelID?.rawValue ?? NSNull(), "phase": phase,
+                "requested": channel.delivery.requested, "sent": channel.delivery.sent, "superseded": channel.delivery.superseded,
+                "failed": channel.delivery.failed, "throttled": channel.throttled, "waiting": channel.delivery.waiting != nil,
+                "in_flight": channel.delivery.inFlight != nil, "backoff_until": channel.backoffUntil.map(Self.date) ?? NSNull(),
+            ]
+        }
+        return ["id": group.rawValue, "members": ["total": members.count, "by_state": byState] as [String: Any], "channels": channels]
     }
 
     /// ``object(_:)`` with `renewals`, `held` (the event of the push held, or null), the counts of

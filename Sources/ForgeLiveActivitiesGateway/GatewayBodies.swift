@@ -90,13 +90,14 @@ extension Dictionary where Key == String {
 
 /// `POST /v1/activities/{id}/start`.
 struct StartRequest {
-    static let fields = ["installation", "bundle_id", "attributes_type", "attributes", "content_state", "alert"]
+    static let fields = ["installation", "bundle_id", "attributes_type", "attributes", "content_state", "alert", "group"]
     var installation: InstallationID
     var bundleID: APNSBundleID
     var attributesType: String
     var attributes: CodableJSON
     var contentState: CodableJSON
     var alert: APNSLiveActivityAlert
+    var group: LiveActivityGroupID?
 
     init(_ bytes: [UInt8]) throws(GatewayFailure) {
         let body = try GatewayBody(bytes, allowed: Self.fields)
@@ -109,10 +110,13 @@ struct StartRequest {
         self.contentState = try body.object("content_state")!
         let alert = try body.nested("alert", allowed: ["title", "body"])
         self.alert = APNSLiveActivityAlert(title: .plain(try alert.string("alert.title")), body: .plain(try alert.optionalString("alert.body") ?? ""))
+        if let group = try body.optionalString("group") {
+            do throws(LiveActivityError) { self.group = try LiveActivityGroupID(group) } catch { throw GatewayFailure.invalid("group", error.rule) }
+        }
     }
 }
 
-/// `POST /v1/activities/{id}/update`.
+/// `POST /v1/activities/{id}/update` and `POST /v1/groups/{group}/update`.
 struct UpdateRequest {
     static let fields = ["content_state", "importance"]
     var contentState: CodableJSON
@@ -129,7 +133,7 @@ struct UpdateRequest {
     }
 }
 
-/// `POST /v1/activities/{id}/end`.
+/// `POST /v1/activities/{id}/end` and `POST /v1/groups/{group}/end`.
 struct EndRequest {
     static let fields = ["content_state", "dismissal_date"]
     var contentState: CodableJSON?

@@ -23,7 +23,7 @@ enum GatewayOpenAPI {
             }
           }
         },
-        "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id; nothing is stored."
+        "description": "Bad input: an unknown field, a wrong type, a content state that is not an object, a bad id or group; nothing is stored."
       },
       "BodyTooLarge": {
         "content": {
@@ -34,6 +34,16 @@ enum GatewayOpenAPI {
           }
         },
         "description": "The body is over the gateway's limit (code body_too_large)."
+      },
+      "GroupAccepted": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/GroupAccepted"
+            }
+          }
+        },
+        "description": "Accepted: recorded for every member, sent by the delivery loop; what it reached."
       },
       "NotFound": {
         "content": {
@@ -64,6 +74,16 @@ enum GatewayOpenAPI {
           }
         },
         "description": "The store failed (code store), or the manager has no client (no_client)."
+      },
+      "UnknownGroup": {
+        "content": {
+          "application/json": {
+            "schema": {
+              "$ref": "#/components/schemas/Error"
+            }
+          }
+        },
+        "description": "No activity belongs to the group (code unknown_activity, field group)."
       }
     },
     "schemas": {
@@ -90,6 +110,16 @@ enum GatewayOpenAPI {
             "type": "string"
           },
           "bundle_id": {
+            "type": "string"
+          },
+          "channel_id": {
+            "description": "The broadcast channel it listens to (its group's, started on it), or null: its group's updates then reach it in one broadcast.",
+            "nullable": true,
+            "type": "string"
+          },
+          "group": {
+            "description": "The group it belongs to, or null.",
+            "nullable": true,
             "type": "string"
           },
           "id": {
@@ -124,7 +154,9 @@ enum GatewayOpenAPI {
           "installation",
           "update_token",
           "started_at",
-          "why"
+          "why",
+          "group",
+          "channel_id"
         ],
         "type": "object"
       },
@@ -135,6 +167,11 @@ enum GatewayOpenAPI {
             "type": "string"
           },
           "bundle_id": {
+            "type": "string"
+          },
+          "channel_id": {
+            "description": "The broadcast channel it listens to (its group's, started on it), or null: its group's updates then reach it in one broadcast.",
+            "nullable": true,
             "type": "string"
           },
           "content_state": {
@@ -151,6 +188,11 @@ enum GatewayOpenAPI {
             "description": "Requested pushes APNs did not accept.",
             "minimum": 0,
             "type": "integer"
+          },
+          "group": {
+            "description": "The group it belongs to, or null.",
+            "nullable": true,
+            "type": "string"
           },
           "held": {
             "enum": [
@@ -264,6 +306,8 @@ enum GatewayOpenAPI {
           "update_token",
           "started_at",
           "why",
+          "group",
+          "channel_id",
           "renewals",
           "held",
           "requested",
@@ -324,7 +368,7 @@ enum GatewayOpenAPI {
                 "type": "string"
               },
               "field": {
-                "description": "The field, path parameter or query parameter at fault (id, body, content_state, alert.title, state, …).",
+                "description": "The field, path parameter or query parameter at fault (id, group, body, content_state, alert.title, state, …).",
                 "type": "string"
               },
               "rule": {
@@ -361,6 +405,206 @@ enum GatewayOpenAPI {
         ],
         "type": "object"
       },
+      "Group": {
+        "additionalProperties": false,
+        "properties": {
+          "channels": {
+            "description": "Its broadcast channels, one per app.",
+            "items": {
+              "$ref": "#/components/schemas/GroupChannel"
+            },
+            "type": "array"
+          },
+          "id": {
+            "type": "string"
+          },
+          "members": {
+            "additionalProperties": false,
+            "properties": {
+              "by_state": {
+                "additionalProperties": false,
+                "description": "The members in each state (every state, 0 included).",
+                "properties": {
+                  "active": {
+                    "minimum": 0,
+                    "type": "integer"
+                  },
+                  "dead": {
+                    "minimum": 0,
+                    "type": "integer"
+                  },
+                  "ended": {
+                    "minimum": 0,
+                    "type": "integer"
+                  },
+                  "ending": {
+                    "minimum": 0,
+                    "type": "integer"
+                  },
+                  "stale": {
+                    "minimum": 0,
+                    "type": "integer"
+                  },
+                  "starting": {
+                    "minimum": 0,
+                    "type": "integer"
+                  }
+                },
+                "required": [
+                  "starting",
+                  "active",
+                  "stale",
+                  "ending",
+                  "ended",
+                  "dead"
+                ],
+                "type": "object"
+              },
+              "total": {
+                "minimum": 0,
+                "type": "integer"
+              }
+            },
+            "required": [
+              "total",
+              "by_state"
+            ],
+            "type": "object"
+          }
+        },
+        "required": [
+          "id",
+          "members",
+          "channels"
+        ],
+        "type": "object"
+      },
+      "GroupAccepted": {
+        "additionalProperties": false,
+        "properties": {
+          "channels": {
+            "description": "Broadcast channels that get one broadcast.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "id": {
+            "description": "The group.",
+            "type": "string"
+          },
+          "members": {
+            "description": "Members that get the push through their own token (each paced and coalesced as one activity's update).",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "on_channels": {
+            "description": "Live members reached through those channels.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "skipped": {
+            "description": "Members left alone: ended, dead, or with an end already waiting.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "state": {
+            "enum": [
+              "accepted"
+            ],
+            "type": "string"
+          },
+          "superseded": {
+            "description": "Members and channels whose waiting push this request replaced.",
+            "minimum": 0,
+            "type": "integer"
+          }
+        },
+        "required": [
+          "id",
+          "state",
+          "members",
+          "channels",
+          "on_channels",
+          "superseded",
+          "skipped"
+        ],
+        "type": "object"
+      },
+      "GroupChannel": {
+        "additionalProperties": false,
+        "properties": {
+          "backoff_until": {
+            "description": "After a 429: no broadcast goes before this date; null otherwise.",
+            "format": "date-time",
+            "nullable": true,
+            "type": "string"
+          },
+          "bundle_id": {
+            "type": "string"
+          },
+          "channel_id": {
+            "description": "APNs' id of the channel; null while it is being created.",
+            "nullable": true,
+            "type": "string"
+          },
+          "failed": {
+            "description": "Broadcasts APNs did not accept, or given up.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "in_flight": {
+            "description": "Whether a broadcast is being sent.",
+            "type": "boolean"
+          },
+          "phase": {
+            "description": "creating: its create was sent; open: broadcasts go to it; closing: the group's end went, it is deleted next; deleted.",
+            "enum": [
+              "creating",
+              "open",
+              "closing",
+              "deleted"
+            ],
+            "type": "string"
+          },
+          "requested": {
+            "description": "Broadcasts asked for (group updates and ends).",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "sent": {
+            "description": "Broadcasts APNs accepted.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "superseded": {
+            "description": "Broadcasts replaced by a newer one before they were sent.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "throttled": {
+            "description": "Broadcasts APNs answered with 429: the channel then waits on its own.",
+            "minimum": 0,
+            "type": "integer"
+          },
+          "waiting": {
+            "description": "Whether a broadcast waits to be sent.",
+            "type": "boolean"
+          }
+        },
+        "required": [
+          "bundle_id",
+          "channel_id",
+          "phase",
+          "requested",
+          "sent",
+          "superseded",
+          "failed",
+          "throttled",
+          "waiting",
+          "in_flight",
+          "backoff_until"
+        ],
+        "type": "object"
+      },
       "Ready": {
         "additionalProperties": false,
         "properties": {
@@ -387,6 +631,10 @@ enum GatewayOpenAPI {
           },
           "bundle_id": {
             "type": "string"
+          },
+          "channels": {
+            "description": "push_to_start_token only: the app can start an activity on a broadcast channel (iOS 18 and a build that handles input-push-channel); a start in a group then puts it on the group's channel.",
+            "type": "boolean"
           },
           "environment": {
             "enum": [
@@ -486,6 +734,12 @@ enum GatewayOpenAPI {
           "content_state": {
             "type": "object"
           },
+          "group": {
+            "description": "The group it joins (1 to 64 bytes of UTF-8 without control characters; 400 naming group otherwise): it gets every update and the end of POST /v1/groups/{group}/update and /end. When its install reported \"channels\": true, it is started on the group's broadcast channel for its app (made with the first such start).",
+            "maxLength": 64,
+            "minLength": 1,
+            "type": "string"
+          },
           "installation": {
             "description": "Your id of the app install whose push-to-start token starts it.",
             "type": "string"
@@ -542,7 +796,7 @@ enum GatewayOpenAPI {
     }
   },
   "info": {
-    "description": "LiveActivityManager over HTTP/1.1 and JSON: the app's token reports, start, update and end of Live Activities, and the registry. With an API key, every route but /readyz needs Authorization: Bearer KEY.",
+    "description": "LiveActivityManager over HTTP/1.1 and JSON: the app's token reports, start, update and end of Live Activities, alone or as a group, and the registry. With an API key, every route but /readyz needs Authorization: Bearer KEY.",
     "title": "ForgePush Live Activity gateway",
     "version": "1"
   },
@@ -620,11 +874,13 @@ enum GatewayOpenAPI {
             }
           },
           {
-            "description": "Not supported yet: 400 naming group.",
+            "description": "Only the activities of this group (1 to 64 bytes; 400 naming group otherwise); with state, those of the group in that state.",
             "in": "query",
             "name": "group",
             "required": false,
             "schema": {
+              "maxLength": 64,
+              "minLength": 1,
               "type": "string"
             }
           }
@@ -666,7 +922,7 @@ enum GatewayOpenAPI {
           },
           {}
         ],
-        "summary": "The activities in the registry, in id order."
+        "summary": "The activities in the registry, in id order; ?state= and ?group= filter them."
       }
     },
     "/v1/activities/{id}": {
@@ -838,7 +1094,7 @@ enum GatewayOpenAPI {
                 }
               }
             },
-            "description": "The id exists and has ended or is dead (code not_live, with state and why), or no usable push-to-start token (no_push_to_start_token)."
+            "description": "The id exists and has ended or is dead (code not_live, with state and why), its group has ended (not_live, field group), or no usable push-to-start token (no_push_to_start_token)."
           },
           "413": {
             "$ref": "#/components/responses/BodyTooLarge"
@@ -927,6 +1183,166 @@ enum GatewayOpenAPI {
           {}
         ],
         "summary": "Send a new content state to a running activity (held until its update token arrives)."
+      }
+    },
+    "/v1/groups/{group}": {
+      "get": {
+        "parameters": [
+          {
+            "description": "Your id of the group: 1 to 64 bytes of UTF-8 without control characters (400 naming group otherwise).",
+            "in": "path",
+            "name": "group",
+            "required": true,
+            "schema": {
+              "minLength": 1,
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Group"
+                }
+              }
+            },
+            "description": "The group: its members by state and its channels."
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "A bad group id, or a query parameter."
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "$ref": "#/components/responses/UnknownGroup"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "A group: how many members in each state, and its broadcast channels with their counts and pacing."
+      }
+    },
+    "/v1/groups/{group}/end": {
+      "post": {
+        "parameters": [
+          {
+            "description": "Your id of the group: 1 to 64 bytes of UTF-8 without control characters (400 naming group otherwise).",
+            "in": "path",
+            "name": "group",
+            "required": true,
+            "schema": {
+              "minLength": 1,
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/EndRequest"
+              }
+            }
+          },
+          "required": true
+        },
+        "responses": {
+          "202": {
+            "$ref": "#/components/responses/GroupAccepted"
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "$ref": "#/components/responses/UnknownGroup"
+          },
+          "413": {
+            "$ref": "#/components/responses/BodyTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "End every member of the group: an end broadcast to each open channel (deleted once it went), and an end through its token to each other live member (never dropped)."
+      }
+    },
+    "/v1/groups/{group}/update": {
+      "post": {
+        "parameters": [
+          {
+            "description": "Your id of the group: 1 to 64 bytes of UTF-8 without control characters (400 naming group otherwise).",
+            "in": "path",
+            "name": "group",
+            "required": true,
+            "schema": {
+              "minLength": 1,
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/UpdateRequest"
+              }
+            }
+          },
+          "required": true
+        },
+        "responses": {
+          "202": {
+            "$ref": "#/components/responses/GroupAccepted"
+          },
+          "400": {
+            "$ref": "#/components/responses/BadRequest"
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "$ref": "#/components/responses/UnknownGroup"
+          },
+          "413": {
+            "$ref": "#/components/responses/BodyTooLarge"
+          },
+          "503": {
+            "$ref": "#/components/responses/Unavailable"
+          }
+        },
+        "security": [
+          {
+            "apiKey": []
+          },
+          {}
+        ],
+        "summary": "Send a new content state to every member of the group: one broadcast to each open channel of the group, and an update through its own token to each other live member, each paced and coalesced as an activity's update (held for a member until its update token arrives)."
       }
     },
     "/v1/openapi.json": {

@@ -32,7 +32,7 @@ extension LiveActivityGateway {
     /// - Parameter router: the router to add the routes to.
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         for route in Self.routes {
-            let path = RouterPath("/" + route.pattern.map { $0 == "{id}" ? ":id" : $0 }.joined(separator: "/"))
+            let path = RouterPath("/" + route.pattern.map { $0.hasPrefix("{") ? ":\($0.dropFirst().dropLast())" : $0 }.joined(separator: "/"))
             router.on(path, method: HTTPRequest.Method(route.method)!) { request, _ in
                 try await self.response(to: request)
             }

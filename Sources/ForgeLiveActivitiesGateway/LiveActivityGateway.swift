@@ -16,12 +16,19 @@ public import Metrics
 /// - `POST /v1/reports`: a token report of the app (`ActivityReportJSON`), as
 ///   `LiveActivityManager.handleReport(body:)` answers it;
 /// - `POST /v1/activities/{id}/start` `{"installation", "bundle_id", "attributes_type",
-///   "attributes", "content_state", "alert": {"title", "body"}}`;
+///   "attributes", "content_state", "alert": {"title", "body"}, "group"}` (`group` optional: the
+///   activity then gets every update of its group, by broadcast when its install listens to
+///   channels);
 /// - `POST /v1/activities/{id}/update` `{"content_state", "importance": "routine" | "alerting"}`
 ///   (apns-priority 5, the default, or 10 within the activity's budget), paced by the manager;
 /// - `POST /v1/activities/{id}/end` `{"content_state", "dismissal_date"}` (both optional; the
 ///   date in seconds since 1970, a number);
-/// - `GET /v1/activities/{id}`, `GET /v1/activities?state=`;
+/// - `GET /v1/activities/{id}`, `GET /v1/activities?state=&group=`;
+/// - `POST /v1/groups/{group}/update` and `POST /v1/groups/{group}/end`, the bodies of an
+///   activity's update and end, for every member of the group at once
+///   (`LiveActivityManager.request(groupUpdate:…)`): 202 `{"id", "state": "accepted", "members",
+///   "channels", "on_channels", "superseded", "skipped"}`;
+/// - `GET /v1/groups/{group}`: its members by state and its broadcast channels;
 /// - `GET /metrics` (Prometheus text, when ``Configuration/prometheusText`` is given),
 ///   `GET /readyz` (200 when the store answers), `GET /v1/openapi.json`.
 ///
@@ -29,10 +36,11 @@ public import Metrics
 /// update or an end is recorded (`LiveActivityManager.request(update:…)`), and sent by the
 /// manager's `run()`, which whoever runs the gateway runs beside it. A
 /// refusal is `{"error": {"code", "field", "rule"}}`: 400 for bad input (nothing stored), 401
-/// without the API key, 404 for an unknown activity, 409 for an activity that has ended or is dead
-/// (with its `state` and `why`) or no usable push-to-start token, 413 for a body over
-/// ``Configuration/maximumBodySize``, 502 when APNs did not accept a start, 503 when the store
-/// fails.
+/// without the API key, 404 for an unknown activity or a group with no member, 409 for an activity
+/// that has ended or is dead (with its `state` and `why`), a start in a group that has ended, or no
+/// usable push-to-start token, 413 for a body over ``Configuration/maximumBodySize``, 502 when APNs
+/// did not accept a start, 503 when the store fails. The group routes answer 202 once every member's
+/// push is recorded.
 public struct LiveActivityGateway: Sendable {
     /// The API key, the body limit, metrics and logs.
     public struct Configuration: Sendable, CustomStringConvertible, CustomReflectable {
@@ -133,6 +141,9 @@ public struct LiveActivityGateway: Sendable {
         ("POST", ["v1", "activities", "{id}", "start"]),
         ("POST", ["v1", "activities", "{id}", "update"]),
         ("POST", ["v1", "activities", "{id}", "end"]),
+        ("GET", ["v1", "groups", "{group}"]),
+        ("POST", ["v1", "groups", "{group}", "update"]),
+        ("POST", ["v1", "groups", "{group}", "end"]),
         ("GET", ["metrics"]),
         ("GET", ["readyz"]),
         ("GET", ["v1", "openapi.json"]),
@@ -177,8 +188,8 @@ public struct LiveActivityGateway: Sendable {
             let name = String(query.prefix { $0 != "=" && $0 != "&" })
             throw GatewayFailure.invalid(name.removingPercentEncoding ?? name, "is not a parameter of \(request.path)")
         }
-        switch (route.method, route.pattern.last) {
-        case ("POST", "reports"):
+        switch (route.method, route.pattern) {
+        case ("POST", ["v1", "reports"]):
             if let unknown = Self.unknownReportField(request.body) {
                 let error: [String: Any] = [
                     "code": "invalid_input", "field": unknown,
@@ -188,13 +199,13 @@ public struct LiveActivityGateway: Sendable {
             }
             let (status, body) = await self.manager.handleReport(body: request.body)
             return Self.json(status, body)
-        case ("GET", "activities"):
+        case ("GET", ["v1", "activities"]):
             return try await self.list(query: request.query)
-        case ("GET", "{id}"):
+        case ("GET", ["v1", "activities", "{id}"]):
             return try await self.show(try Self.activityID(segments[2]))
-        case ("POST", "start"):
+        case ("POST", ["v1", "activities", "{id}", "start"]):
             return try await self.start(try Self.activityID(segments[2]), body: request.body)
-        case ("POST", "update"):
+        case ("POST", ["v1", "activities", "{id}", "update"]):
             let id = try Self.activityID(segments[2])
             let update = try UpdateRequest(request.body)
             try await self.sending(id) { () async throws(LiveActivityError) in
@@ -202,16 +213,30 @@ public struct LiveActivityGateway: Sendable {
                 _ = try await self.manager.request(update: id, contentState: update.contentState, importance: update.importance)
             }
             return try await self.accepted(id)
-        case ("POST", "end"):
+        case ("POST", ["v1", "activities", "{id}", "end"]):
             let id = try Self.activityID(segments[2])
             let end = try EndRequest(request.body)
             try await self.sending(id) { () async throws(LiveActivityError) in
                 _ = try await self.manager.request(end: id, contentState: end.contentState, dismissalDate: end.dismissalDate)
             }
             return try await self.accepted(id)
-        case ("GET", "metrics"):
+        case ("GET", ["v1", "groups", "{group}"]):
+            return try await self.showGroup(try Self.groupID(segments[2]))
+        case ("POST", ["v1", "groups", "{group}", "update"]):
+            let group = try Self.groupID(segments[2])
+            let update = try UpdateRequest(request.body)
+            return try await self.groupAccepted(group) { () async throws(LiveActivityError) in
+                try await self.manager.request(groupUpdate: group, contentState: update.contentState, importance: update.importance)
+            }
+        case ("POST", ["v1", "groups", "{group}", "end"]):
+            let group = try Self.groupID(segments[2])
+            let end = try EndRequest(request.body)
+            return try await self.groupAccepted(group) { () async throws(LiveActivityError) in
+                try await self.manager.request(groupEnd: group, contentState: end.contentState, dismissalDate: end.dismissalDate)
+            }
+        case ("GET", ["metrics"]):
             return try await self.metrics()
-        case ("GET", "readyz"):
+        case ("GET", ["readyz"]):
             do throws(LiveActivityError) {
                 _ = try await self.manager.activity(try LiveActivityID("readyz"))
             } catch {
@@ -227,6 +252,7 @@ public struct LiveActivityGateway: Sendable {
 
     private func list(query: String?) async throws(GatewayFailure) -> Response {
         var state: String?
+        var group: LiveActivityGroupID?
         for pair in (query ?? "").split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
@@ -238,13 +264,17 @@ public struct LiveActivityGateway: Sendable {
                 }
                 state = value
             case "group":
-                throw GatewayFailure.invalid("group", "is not supported yet: activities have no group in this registry")
+                do throws(LiveActivityError) { group = try LiveActivityGroupID(value) } catch { throw GatewayFailure.invalid("group", error.rule) }
             default:
-                throw GatewayFailure.invalid(name, "is not a parameter of /v1/activities (state)")
+                throw GatewayFailure.invalid(name, "is not a parameter of /v1/activities (state, group)")
             }
         }
         let activities: [ManagedActivity]
-        do throws(LiveActivityError) { activities = try await self.manager.activities() } catch { throw GatewayFailure(error) }
+        do throws(LiveActivityError) {
+            if let group { activities = try await self.manager.activities(inGroup: group) } else { activities = try await self.manager.activities() }
+        } catch {
+            throw GatewayFailure(error)
+        }
         let objects = activities.filter { state == nil || $0.state.name == state }.map { ActivityJSON.object($0) }
         return Self.json(200, ActivityJSON.bytes(objects))
     }
@@ -269,7 +299,7 @@ public struct LiveActivityGateway: Sendable {
         do throws(LiveActivityError) {
             let outcome = try await self.manager.start(
                 activity: id, installation: start.installation, bundleID: start.bundleID, attributesType: start.attributesType,
-                attributes: start.attributes, contentState: start.contentState, alert: start.alert
+                attributes: start.attributes, contentState: start.contentState, alert: start.alert, group: start.group
             )
             return Self.json(202, ActivityJSON.bytes(["id": id.rawValue, "state": outcome.activity.state.name]))
         } catch {
@@ -299,6 +329,33 @@ public struct LiveActivityGateway: Sendable {
         return Self.json(202, ActivityJSON.bytes(["id": id.rawValue, "state": activity.state.name]))
     }
 
+    /// `{"id", "members": {"total", "by_state"}, "channels": […]}`; 404 for a group with no member.
+    private func showGroup(_ group: LiveActivityGroupID) async throws(GatewayFailure) -> Response {
+        let members: [ManagedActivity]
+        let channels: [GroupChannel]
+        do throws(LiveActivityError) {
+            members = try await self.manager.activities(inGroup: group)
+            channels = try await self.manager.channels(of: group)
+        } catch {
+            throw GatewayFailure(error)
+        }
+        guard !members.isEmpty else { throw Self.unknown(group) }
+        return Self.json(200, ActivityJSON.bytes(ActivityJSON.group(group, members: members, channels: channels)))
+    }
+
+    /// Runs a group's update or end: 202 with what it did (members reached by token, channels, …);
+    /// 404 naming `group` for a group with no member.
+    private func groupAccepted(
+        _ group: LiveActivityGroupID, _ body: () async throws(LiveActivityError) -> LiveActivityManager.GroupRequestOutcome
+    ) async throws(GatewayFailure) -> Response {
+        let outcome: LiveActivityManager.GroupRequestOutcome
+        do throws(LiveActivityError) { outcome = try await body() } catch { throw GatewayFailure(error) }
+        return Self.json(202, ActivityJSON.bytes([
+            "id": group.rawValue, "state": "accepted", "members": outcome.members, "channels": outcome.channels,
+            "on_channels": outcome.onChannels, "superseded": outcome.superseded, "skipped": outcome.skipped,
+        ]))
+    }
+
     private func metrics() async throws(GatewayFailure) -> Response {
         guard let text = self.configuration.prometheusText else {
             throw GatewayFailure(404, "not_found", field: "path", rule: "this gateway exports no metrics")
@@ -319,7 +376,7 @@ public struct LiveActivityGateway: Sendable {
     /// a field it gains is taken here too.
     static let reportFields: Set<String> = {
         let full = ActivityReportJSON(
-            kind: "", installation: "", bundleID: "", attributesType: "", activity: "", token: "", sequence: 0, environment: ""
+            kind: "", installation: "", bundleID: "", attributesType: "", activity: "", token: "", sequence: 0, environment: "", channels: false
         )
         guard let data = try? JSONEncoder().encode(full), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             return []
@@ -362,12 +419,23 @@ public struct LiveActivityGateway: Sendable {
         do throws(LiveActivityError) { return try LiveActivityID(text) } catch { throw GatewayFailure.invalid("id", error.rule) }
     }
 
+    /// The route's `{group}`, percent-decoded and checked: 400 naming `group`.
+    static func groupID(_ segment: String) throws(GatewayFailure) -> LiveActivityGroupID {
+        guard let text = segment.removingPercentEncoding else { throw GatewayFailure.invalid("group", "is not valid percent-encoded UTF-8") }
+        do throws(LiveActivityError) { return try LiveActivityGroupID(text) } catch { throw GatewayFailure.invalid("group", error.rule) }
+    }
+
     private static func unknown(_ id: LiveActivityID) -> GatewayFailure {
         GatewayFailure(404, "unknown_activity", field: "id", rule: "no activity has the id \(id)")
     }
 
-    private static func matches(_ pattern: [String], _ segments: [String]) -> Bool {
-        pattern.count == segments.count && zip(pattern, segments).allSatisfy { $0 == "{id}" ? !$1.isEmpty : $0 == $1 }
+    private static func unknown(_ group: LiveActivityGroupID) -> GatewayFailure {
+        GatewayFailure(404, "unknown_activity", field: "group", rule: "no activity belongs to the group \(group)")
+    }
+
+    /// Whether `segments` fit `pattern`, whose `{name}` segments take any non-empty segment.
+    static func matches(_ pattern: [String], _ segments: [String]) -> Bool {
+        pattern.count == segments.count && zip(pattern, segments).allSatisfy { $0.hasPrefix("{") ? !$1.isEmpty : $0 == $1 }
     }
 
     private static func json(_ status: Int, _ body: [UInt8]) -> Response {

@@ -121,7 +121,7 @@ struct ActivitiesCLITests {
         let listed = try registry.list()
         #expect(listed.count == 1)
         let object = try #require(listed.first)
-        #expect(Set(object.keys) == ["id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at", "why"])
+        #expect(Set(object.keys) == ["id", "state", "bundle_id", "attributes_type", "installation", "update_token", "started_at", "why", "group", "channel_id"])
         #expect(object["id"] as? String == "order-17" && object["state"] as? String == "ended" && object["update_token"] as? String == updateToken)
         #expect(object["installation"] as? String == "i-1" && object["why"] as? String == "ended by the backend")
         #expect((object["started_at"] as? String).flatMap { try? Date($0, strategy: .iso8601) } != nil)

@@ -20,6 +20,9 @@ from openapi_schema_validator import OAS30Validator
 
 PUSH_TO_START = "5a" * 32
 UPDATE_TOKEN = "ab" * 32
+GROUP = "match-1"
+# The update tokens of the group's members, fan-1 to fan-3.
+MEMBER_TOKENS = {f"fan-{n}": f"c{n}" * 32 for n in (1, 2, 3)}
 results = []
 
 
@@ -77,7 +80,7 @@ class Gateway:
         segments = route.split("/")
         template = next((t for t in self.document["paths"]
                          if len(t.split("/")) == len(segments)
-                         and all(p == s or (p == "{id}" and s) for p, s in zip(t.split("/"), segments))), None)
+                         and all(p == s or (p.startswith("{") and s) for p, s in zip(t.split("/"), segments))), None)
         if template is None:
             return f"no path of the document matches {route}"
         operation = self.document["paths"][template].get(method.lower())
@@ -107,6 +110,80 @@ def wait_for(gateway, path, predicate, seconds=30):
         if status == 200 and predicate(body) or time.monotonic() > deadline:
             return body
         time.sleep(0.05)
+
+
+def group(gateway, start):
+    """Three activities in a group, updated and ended by one call each (after the metrics above,
+    which count the first activity's pushes only). apnsctl serve's phones report no channels: each
+    member gets the group's pushes through its own update token."""
+    for member in MEMBER_TOKENS:
+        installation = "i-" + member
+        status, body = gateway.urllib("POST", "/v1/reports", {
+            "kind": "push_to_start_token", "installation": installation, "bundle_id": "com.example.shop",
+            "attributes_type": "OrderAttributes", "token": PUSH_TO_START, "environment": "sandbox", "sequence": 1})
+        check(f"{member}: its install's push-to-start token", status == 200 and body == {"applied": True}, body)
+        status, body = gateway.urllib("POST", f"/v1/activities/{member}/start", dict(start, installation=installation, group=GROUP))
+        check(f"{member}: started in {GROUP}", status == 202 and body == {"id": member, "state": "starting"}, (status, body))
+    status, body = gateway.urllib("POST", "/v1/activities/fan-4/start", dict(start, installation="i-fan-1", group="g" * 65))
+    check("400 for a start with a group over 64 bytes, naming group", status == 400 and body["error"]["field"] == "group", body)
+    status, body = gateway.curl("GET", f"/v1/activities?group={GROUP}")
+    check("list ?group: the members, each with its group and no channel",
+          status == 200 and [a["id"] for a in body] == list(MEMBER_TOKENS)
+          and all(a["group"] == GROUP and a["channel_id"] is None for a in body), body)
+    status, body = gateway.urllib("GET", f"/v1/activities?group={GROUP}&state=ended")
+    check("list ?group&state=ended: none yet", status == 200 and body == [], body)
+    status, body = gateway.urllib("GET", "/v1/activities/order-17")
+    check("an activity of no group: group and channel_id null", status == 200 and body["group"] is None and body["channel_id"] is None, body)
+    for sequence, (member, token) in enumerate(MEMBER_TOKENS.items(), start=10):
+        status, body = gateway.curl("POST", "/v1/reports", {"kind": "update_token", "activity": member, "token": token, "sequence": sequence})
+        check(f"{member}: its update token reported", status == 200 and body == {"applied": True}, body)
+
+    # Two updates of the group at once: every member ends up showing the latest.
+    status, body = gateway.urllib("POST", f"/v1/groups/{GROUP}/update", {"content_state": {"home": 1}, "importance": "alerting"})
+    check("group update: 202 accepted, the three members by token", status == 202 and body == {
+        "id": GROUP, "state": "accepted", "members": 3, "channels": 0, "on_channels": 0, "superseded": 0, "skipped": 0}, (status, body))
+    status, body = gateway.curl("POST", f"/v1/groups/{GROUP}/update", {"content_state": {"home": 2}})
+    check("a second group update (curl): 202, the three members", status == 202 and body["members"] == 3
+          and body["superseded"] <= 3 and body["skipped"] == 0, (status, body))
+    for member in MEMBER_TOKENS:
+        body = wait_for(gateway, f"/v1/activities/{member}", lambda activity: activity["content_state"] == {"home": 2}
+                        and activity["waiting"] is None and activity["in_flight"] is None)
+        check(f"{member}: shows the latest state, sent", body["content_state"] == {"home": 2} and body["waiting"] is None
+              and body["requested"] == 2 and body["sent"] + body["superseded"] == 2 and body["failed"] == 0, body)
+    status, body = gateway.urllib("GET", f"/v1/groups/{GROUP}")
+    check("show the group: three members, all active; no channel", status == 200 and body == {
+        "id": GROUP, "members": {"total": 3, "by_state": {"starting": 0, "active": 3, "stale": 0, "ending": 0, "ended": 0, "dead": 0}},
+        "channels": []}, body)
+    status, body = gateway.curl("GET", f"/v1/activities?state=active&group={GROUP}")
+    check("list ?state=active&group (curl): the members", status == 200 and [a["id"] for a in body] == list(MEMBER_TOKENS), body)
+
+    # Refusals, named; nothing changes.
+    for name, method, path, payload, expected, field in [
+        ("an unknown field", "POST", f"/v1/groups/{GROUP}/update", {"content_state": {}, "colour": "red"}, 400, "colour"),
+        ("an update without a content state", "POST", f"/v1/groups/{GROUP}/update", {"importance": "alerting"}, 400, "content_state"),
+        ("an importance of neither kind", "POST", f"/v1/groups/{GROUP}/update", {"content_state": {}, "importance": "high"}, 400, "importance"),
+        ("a dismissal date as a string", "POST", f"/v1/groups/{GROUP}/end", {"dismissal_date": "2026-11-29T10:00:00Z"}, 400, "dismissal_date"),
+        ("a group over 64 bytes", "POST", "/v1/groups/" + "g" * 65 + "/update", {"content_state": {}}, 400, "group"),
+        ("a group with no member", "POST", "/v1/groups/match-9/update", {"content_state": {}}, 404, "group"),
+        ("the end of a group with no member", "POST", "/v1/groups/match-9/end", {}, 404, "group"),
+        ("showing a group with no member", "GET", "/v1/groups/match-9", None, 404, "group"),
+    ]:
+        status, body = gateway.urllib(method, path, payload)
+        check(f"{expected} for {name}, naming {field}", status == expected and body["error"].get("field") == field, (status, body))
+    status, body = gateway.urllib("GET", f"/v1/groups/{GROUP}")
+    check("nothing changed by the refusals", status == 200 and body["members"]["by_state"]["active"] == 3, body)
+
+    status, body = gateway.urllib("POST", f"/v1/groups/{GROUP}/end", {"content_state": {"home": 3}, "dismissal_date": 0})
+    check("group end: 202 accepted, the three members", status == 202 and body == {
+        "id": GROUP, "state": "accepted", "members": 3, "channels": 0, "on_channels": 0, "superseded": 0, "skipped": 0}, (status, body))
+    for member in MEMBER_TOKENS:
+        body = wait_for(gateway, f"/v1/activities/{member}", lambda activity: activity["state"] == "ended")
+        check(f"{member}: ended on the final state", body["state"] == "ended" and body["content_state"] == {"home": 3}, body)
+    status, body = gateway.curl("GET", f"/v1/groups/{GROUP}")
+    check("show the group (curl): all three ended", status == 200 and body["members"] == {
+        "total": 3, "by_state": {"starting": 0, "active": 0, "stale": 0, "ending": 0, "ended": 3, "dead": 0}}, body)
+    status, body = gateway.urllib("POST", f"/v1/groups/{GROUP}/update", {"content_state": {"home": 4}})
+    check("an update of the ended group: every member skipped", status == 202 and body["members"] == 0 and body["skipped"] == 3, body)
 
 
 def main():
@@ -180,8 +257,8 @@ def main():
     ]:
         status, body = gateway.urllib("POST", path, payload)
         check(f"400 for {name}, naming {field}", status == 400 and body["error"].get("field") == field, (status, body))
-    status, body = gateway.curl("GET", "/v1/activities?group=match-1")
-    check("400 for ?group, not supported", status == 400 and body["error"]["field"] == "group", body)
+    status, body = gateway.curl("GET", "/v1/activities?group=" + "g" * 65)
+    check("400 for ?group over 64 bytes, naming group", status == 400 and body["error"]["field"] == "group", body)
     status, body = gateway.urllib("GET", "/v1/activities/order-18")
     check("404 for an unknown id, named", status == 404 and "order-18" in body["error"]["rule"], body)
 
@@ -206,6 +283,8 @@ def main():
     check("/metrics: the manager's sends by kind", 'forge_live_activity_sent_total{kind="update"} 2' in text
           and 'forge_live_activity_sent_total{kind="end"} 1' in text, text)
     check("/metrics: the lag from request to verdict, a histogram", 'forge_live_activity_update_lag_seconds_count{kind="update"} 2' in text, text)
+
+    group(gateway, start)
 
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")

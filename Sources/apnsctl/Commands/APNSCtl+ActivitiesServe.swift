@@ -19,8 +19,9 @@ extension APNSCtl.Activities {
                 The first line on stdout is the URL (http://127.0.0.1:PORT; useful with --port 0). Routes: POST /v1/reports \
                 (the app's token report, as activities report takes it), POST /v1/activities/{id}/start, /update \
                 ({"content_state", "importance": "routine" or "alerting"}) and /end, GET /v1/activities/{id}, \
-                GET /v1/activities?state=, GET /metrics, GET /readyz, and GET /v1/openapi.json, which describes every \
-                route, request and answer. Start, update and end answer 202 {"id", "state"}; a refusal is \
+                GET /v1/activities?state=&group=, POST /v1/groups/{group}/update and /end (every member of the group \
+                started with "group"), GET /v1/groups/{group}, GET /metrics, GET /readyz, and GET /v1/openapi.json, which \
+                describes every route, request and answer. Start, update and end answer 202 {"id", "state"}; a refusal is \
                 {"error": {"code", "field", "rule"}} with 400, 401, 404, 409, 413, 502 or 503.
 
                 With --api-key-file, every route but /readyz needs Authorization: Bearer KEY (the file's content, \
