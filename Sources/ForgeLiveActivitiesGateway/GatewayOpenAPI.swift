@@ -643,6 +643,10 @@ enum GatewayOpenAPI {
             ],
             "type": "string"
           },
+          "group": {
+            "description": "update_token registering an activity the app started itself: the group it joins (1 to 64 bytes).",
+            "type": "string"
+          },
           "installation": {
             "type": "string"
           },

@@ -376,7 +376,7 @@ public struct LiveActivityGateway: Sendable {
     /// a field it gains is taken here too.
     static let reportFields: Set<String> = {
         let full = ActivityReportJSON(
-            kind: "", installation: "", bundleID: "", attributesType: "", activity: "", token: "", sequence: 0, environment: "", channels: false
+            kind: "", installation: "", bundleID: "", attributesType: "", activity: "", token: "", sequence: 0, environment: "", channels: false, group: ""
         )
         guard let data = try? JSONEncoder().encode(full), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             return []
