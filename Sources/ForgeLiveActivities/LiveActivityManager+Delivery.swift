@@ -77,15 +77,30 @@ extension LiveActivityManager {
         update id: LiveActivityID, contentState: ContentState, staleDate: Date? = nil, alert: APNSLiveActivityAlert? = nil,
         relevanceScore: Double? = nil, importance: UpdateImportance = .routine
     ) async throws(LiveActivityError) -> RequestOutcome {
+        let push = try self.updatePush(
+            contentState: contentState, staleDate: staleDate, alert: alert, relevanceScore: relevanceScore, importance: importance
+        )
+        return try await self.enqueue(push, activity: id)
+    }
+
+    /// An update asked for now, validated and encoded (for an activity or a group).
+    func updatePush<ContentState: Encodable & Sendable>(
+        contentState: ContentState, staleDate: Date?, alert: APNSLiveActivityAlert?, relevanceScore: Double?, importance: UpdateImportance
+    ) throws(LiveActivityError) -> PendingPush {
         if let relevanceScore, !relevanceScore.isFinite {
             throw LiveActivityError(.invalidInput, field: "relevance_score", rule: "must be a finite number, not \(relevanceScore)")
         }
-        let push = PendingPush(
+        return PendingPush(
             kind: .update, contentState: try StoredJSON.encode(contentState, field: "content_state"), staleDate: staleDate,
             alert: try alert.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "alert") },
             relevanceScore: relevanceScore, importance: importance, requestedAt: self.clock.now
         )
-        return try await self.enqueue(push, activity: id)
+    }
+
+    /// An end asked for now (`contentState` `nil`: the latest state, filled in when it is recorded).
+    func endPush<ContentState: Encodable & Sendable>(contentState: ContentState?, dismissalDate: Date?) throws(LiveActivityError) -> PendingPush {
+        let encoded = try contentState.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "content_state") }
+        return PendingPush(kind: .end, contentState: encoded ?? [], dismissalDate: dismissalDate, requestedAt: self.clock.now)
     }
 
     /// Asks for the end of a live activity: it replaces any waiting update and is never dropped
@@ -97,9 +112,7 @@ extension LiveActivityManager {
     public func request<ContentState: Encodable & Sendable>(
         end id: LiveActivityID, contentState: ContentState?, dismissalDate: Date? = nil
     ) async throws(LiveActivityError) -> RequestOutcome {
-        let encoded = try contentState.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "content_state") }
-        let push = PendingPush(kind: .end, contentState: encoded ?? [], dismissalDate: dismissalDate, requestedAt: self.clock.now)
-        return try await self.enqueue(push, activity: id)
+        try await self.enqueue(try self.endPush(contentState: contentState, dismissalDate: dismissalDate), activity: id)
     }
 
     /// Puts `push` as the activity's waiting push (compare-and-set, from `reading` when given).

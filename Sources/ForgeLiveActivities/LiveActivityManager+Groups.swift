@@ -49,13 +49,8 @@ extension LiveActivityManager {
         groupUpdate group: LiveActivityGroupID, contentState: ContentState, staleDate: Date? = nil, alert: APNSLiveActivityAlert? = nil,
         relevanceScore: Double? = nil, importance: UpdateImportance = .routine
     ) async throws(LiveActivityError) -> GroupRequestOutcome {
-        if let relevanceScore, !relevanceScore.isFinite {
-            throw LiveActivityError(.invalidInput, field: "relevance_score", rule: "must be a finite number, not \(relevanceScore)")
-        }
-        let push = PendingPush(
-            kind: .update, contentState: try StoredJSON.encode(contentState, field: "content_state"), staleDate: staleDate,
-            alert: try alert.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "alert") },
-            relevanceScore: relevanceScore, importance: importance, requestedAt: self.clock.now
+        let push = try self.updatePush(
+            contentState: contentState, staleDate: staleDate, alert: alert, relevanceScore: relevanceScore, importance: importance
         )
         return try await self.enqueue(push, group: group)
     }
@@ -70,9 +65,7 @@ extension LiveActivityManager {
     public func request<ContentState: Encodable & Sendable>(
         groupEnd group: LiveActivityGroupID, contentState: ContentState?, dismissalDate: Date? = nil
     ) async throws(LiveActivityError) -> GroupRequestOutcome {
-        let encoded = try contentState.map { value throws(LiveActivityError) in try StoredJSON.encode(value, field: "content_state") }
-        let push = PendingPush(kind: .end, contentState: encoded ?? [], dismissalDate: dismissalDate, requestedAt: self.clock.now)
-        return try await self.enqueue(push, group: group)
+        try await self.enqueue(try self.endPush(contentState: contentState, dismissalDate: dismissalDate), group: group)
     }
 
     /// Puts `push` on each open channel of `group` and on each live member that is not on one.

@@ -7,23 +7,6 @@ import ForgeTestSupport
 import Foundation
 import Testing
 
-/// One clock for the manager and every phone.
-private final class MatchClock: APNSWallClock, DeviceClock {
-    private let date = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
-    var now: Date { self.date.withLock { $0 } }
-    func advance(by seconds: TimeInterval) { self.date.withLock { $0 += seconds } }
-}
-
-/// `activity_id`: the backend's id, which the app reports its tokens under.
-private struct MatchAttributes: Codable, Sendable {
-    var activity_id: String
-}
-
-private struct Goals: Codable, Sendable, Equatable {
-    var home: Int
-    var away: Int
-}
-
 @Suite("A match for a whole group on phones that apply iOS's rules: channel and token members alike", .timeLimit(.minutes(6)))
 struct GroupMatchTests {
     static let phones = 2000
@@ -34,10 +17,10 @@ struct GroupMatchTests {
 
     @Test("3 hours, 2,000 phones (400 on the group's channel, 1,600 by token), 200 states of which 20 alerting: nothing throttled, every phone ends on the last state, one request per round")
     func groupMatch() async throws {
-        let clock = MatchClock()
+        let clock = SharedMatchClock()
         let (devices, streams) = reportingPhones(
             Self.phones, clock: clock, bundle: Self.bundle, pushToStartPrefix: "6c",
-            type: LiveActivityType(attributesType: "MatchAttributes", attributes: MatchAttributes.self, contentState: Goals.self)
+            type: LiveActivityType(attributesType: "MatchAttributes", attributes: ActivityIDAttributes.self, contentState: Goals.self)
         )
         let bundleID = try APNSBundleID(Self.bundle)
         let group = try LiveActivityGroupID("match-42")
@@ -81,7 +64,7 @@ struct GroupMatchTests {
                     for (index, id) in ids.enumerated() {
                         try await manager.start(
                             activity: id, installation: try InstallationID("phone-\(index)"), bundleID: bundleID, attributesType: "MatchAttributes",
-                            attributes: MatchAttributes(activity_id: id.rawValue), contentState: Goals(home: 0, away: 0),
+                            attributes: ActivityIDAttributes(activity_id: id.rawValue), contentState: Goals(home: 0, away: 0),
                             alert: APNSLiveActivityAlert(title: "Kick-off", body: "0-0"), group: group
                         )
                     }

@@ -7,23 +7,6 @@ import ForgeTestSupport
 import Foundation
 import Testing
 
-/// One clock for the manager and every phone.
-private final class SharedClock: APNSWallClock, DeviceClock {
-    private let date = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
-    var now: Date { self.date.withLock { $0 } }
-    func advance(by seconds: TimeInterval) { self.date.withLock { $0 += seconds } }
-}
-
-/// `activity_id`: the backend's id, which the app reports its tokens under.
-private struct GameAttributes: Codable, Sendable {
-    var activity_id: String
-}
-
-private struct Goals: Codable, Sendable, Equatable {
-    var home: Int
-    var away: Int
-}
-
 @Suite("Requested updates on phones that apply iOS's budgets: nothing throttled, the last state shown", .timeLimit(.minutes(3)))
 struct PacedMatchTests {
     static let phones = 20
@@ -31,10 +14,10 @@ struct PacedMatchTests {
 
     @Test("An hour of alerting updates, bursts among them: 10 at priority 10 and the rest downgraded, none throttled; every phone ends on the final score")
     func pacedMatch() async throws {
-        let clock = SharedClock()
+        let clock = SharedMatchClock()
         let (devices, streams) = reportingPhones(
             Self.phones, clock: clock, bundle: Self.bundle, pushToStartPrefix: "5b",
-            type: LiveActivityType(attributesType: "GameAttributes", attributes: GameAttributes.self, contentState: Goals.self)
+            type: LiveActivityType(attributesType: "GameAttributes", attributes: ActivityIDAttributes.self, contentState: Goals.self)
         )
         let bundleID = try APNSBundleID(Self.bundle)
         let ids = try (0..<Self.phones).map { try LiveActivityID("game-\($0)") }
@@ -68,7 +51,7 @@ struct PacedMatchTests {
                     for (index, id) in ids.enumerated() {
                         try await manager.start(
                             activity: id, installation: try InstallationID("phone-\(index)"), bundleID: bundleID, attributesType: "GameAttributes",
-                            attributes: GameAttributes(activity_id: id.rawValue), contentState: Goals(home: 0, away: 0),
+                            attributes: ActivityIDAttributes(activity_id: id.rawValue), contentState: Goals(home: 0, away: 0),
                             alert: APNSLiveActivityAlert(title: "Kick-off", body: "0-0")
                         )
                     }

@@ -1,5 +1,25 @@
+import ForgeAPNsCore
 import ForgeLoopback
+import ForgeSupport
 import Foundation
+
+/// One clock for the manager and every phone of a match.
+final class SharedMatchClock: APNSWallClock, DeviceClock {
+    private let date = LockedBox(Date(timeIntervalSince1970: 1_800_000_000))
+    var now: Date { self.date.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { self.date.withLock { $0 += seconds } }
+}
+
+/// Attributes whose `activity_id` is the backend's id, which the app reports its tokens under.
+struct ActivityIDAttributes: Codable, Sendable {
+    var activity_id: String
+}
+
+/// A match's content state.
+struct Goals: Codable, Sendable, Equatable {
+    var home: Int
+    var away: Int
+}
 
 /// Phones that play the app for the manager's tests: `count` phones on `clock`, each with one app
 /// of `bundle` that starts Live Activities of `type` and reports its tokens as a real app posts them
