@@ -32,18 +32,23 @@ enum H2Load {
     ///   - inFlight: h2load's `-m`, streams per connection.
     ///   - headers: extra request headers (`name: value`), for example a provider token.
     static func run(target: URL, requests: Int, connections: Int = 1, inFlight: Int, headers: [String]) throws -> Result {
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-body-\(getpid()).json")
+        try Data(#"{"aps":{"alert":{"title":"Benchmark","body":"Hello from ForgePush"}}}"#.utf8).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
+        return try Self.run(arguments: [
+            "-n", String(requests), "-c", String(connections), "-m", String(inFlight), "-d", body.path,
+            "-H", "apns-push-type: alert", "-H", "apns-topic: com.example.forgepush",
+        ] + headers.flatMap { ["-H", $0] } + [target.absoluteString])
+    }
+
+    /// Runs h2load with `arguments` (the target's URIs among them) and reads its figures.
+    static func run(arguments: [String]) throws -> Result {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
         let before = Bench.microseconds(usage)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
-        let body = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-body-\(getpid()).json")
-        try Data(#"{"aps":{"alert":{"title":"Benchmark","body":"Hello from ForgePush"}}}"#.utf8).write(to: body)
-        defer { try? FileManager.default.removeItem(at: body) }
-        process.arguments = [
-            "-n", String(requests), "-c", String(connections), "-m", String(inFlight), "-d", body.path,
-            "-H", "apns-push-type: alert", "-H", "apns-topic: com.example.forgepush",
-        ] + headers.flatMap { ["-H", $0] } + [target.absoluteString]
+        process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -51,7 +56,11 @@ enum H2Load {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
-        let cpu = Bench.microseconds(usage) - before
+        return try Self.parse(output, cpu: Bench.microseconds(usage) - before)
+    }
+
+    /// h2load's figures from its output; `cpu`: its CPU time in µs.
+    private static func parse(_ output: String, cpu: Double) throws -> Result {
         func number(after marker: String, in line: Substring) -> Double? {
             guard let range = line.range(of: marker) else { return nil }
             return Double(line[range.upperBound...].split(separator: " ").first ?? "")
