@@ -30,6 +30,9 @@ public enum DeliveryState: Hashable, Sendable, CustomStringConvertible {
         case replacedInStorage = "replaced_in_storage"
         /// The user force-quit the app: iOS does not launch it for a background push.
         case forceQuit = "force_quit"
+        /// ActivityKit could not decode the Live Activity push's `content-state` (or a start's
+        /// `attributes`) into the app's type: the update or start is dropped, with nothing shown.
+        case decodingFailed = "decoding_failed"
     }
 
     /// Which budget throttled a push.

@@ -44,6 +44,16 @@ public struct LiveActivityType: Sendable {
         self.contentStateDates = nil
     }
 
+    /// Registers a type described by a contract (``LiveActivityContract``): its content state and,
+    /// when the contract gives them, its attributes decode as the app's types would; a failure names
+    /// the field, the type expected and the value.
+    public init(contract: LiveActivityContract) {
+        self.attributesType = contract.attributesType
+        self.decodeContentState = { data throws(LiveActivityContract.Mismatch) in try contract.checkContentState(data) }
+        self.decodeAttributes = { data throws(LiveActivityContract.Mismatch) in try contract.checkAttributes(data) }
+        self.contentStateDates = nil
+    }
+
     /// The dates `contentState` holds for the app: what its `ContentState` decodes as `Date`s, or
     /// for a custom check, the numbers under date-like keys (``APNSLinter``'s reading).
     func decodedDates(_ contentState: JSONValue) -> [DecodedDate] {

@@ -150,11 +150,9 @@ extension SimulatedDevice {
         do {
             try type.decodeAttributes(attributes.jsonData)
         } catch {
-            self.record(
-                .liveActivityPushRejected(
-                    apnsID: push.apnsID, reason: "attributes do not decode as \(typeName)'s attributes: \(error)"
-                )
-            )
+            let why = "attributes do not decode as \(typeName)'s attributes: \(error)"
+            self.logDelivery(push.apnsID, .discarded(.decodingFailed), reason: why)
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: why))
             return
         }
         guard let contentState = self.decodedContentState(aps, type: type, push: push, required: true) else { return }
@@ -255,12 +253,9 @@ extension SimulatedDevice {
             try type.decodeContentState(contentState.jsonData)
             return contentState
         } catch {
-            self.record(
-                .liveActivityPushRejected(
-                    apnsID: push.apnsID,
-                    reason: "content-state does not decode as \(type.attributesType).ContentState: \(error)"
-                )
-            )
+            let why = "content-state does not decode as \(type.attributesType).ContentState: \(error)"
+            self.logDelivery(push.apnsID, .discarded(.decodingFailed), reason: why)
+            self.record(.liveActivityPushRejected(apnsID: push.apnsID, reason: why))
             return nil
         }
     }
