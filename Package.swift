@@ -299,6 +299,8 @@ let package = Package(
                 "ForgeLoopbackScenarios",
                 // `serve --ui-port`: the inbox's API and page.
                 "ForgeLoopbackUI",
+                // `serve --activity-type`: the phones' content-state contracts.
+                "ForgeSimulatedDevice",
                 // `send --journal`, `campaign report`.
                 "ForgeCampaign",
                 // `campaign create|work|watch|report --postgres`.

@@ -54,6 +54,8 @@ public final class LocalAPNSPhones: Sendable {
     /// Where the apps of phones made by ``create(apps:asksBeforeActivities:)`` post their Live
     /// Activity token reports; `nil`: they report nothing.
     private let reports: (@Sendable (ActivityTokenReport) -> Void)?
+    /// What the apps of created phones decode, by attributes type (`apnsctl serve --activity-type`).
+    private let contracts: [String: LiveActivityContract]
     private let maximumPhones: Int
     private let rules: DeviceRules
     private let state = LockedBox(State())
@@ -83,12 +85,16 @@ public final class LocalAPNSPhones: Sendable {
     ///   - metrics: where the delivery counters come from.
     ///   - reports: takes each report of the apps of phones made by ``create(apps:asksBeforeActivities:)``,
     ///     in the order each app posts them; called on the delivering task, so it must return at once.
+    ///   - contracts: what those apps decode, by attributes type: a Live Activity push of a type
+    ///     with a contract whose content state does not decode is discarded as `decoding_failed`.
     package init(
         environment: LocalAPNSConfiguration.Environment = .sandbox, maximumPhones: Int = 1_000, rules: DeviceRules = DeviceRules(),
-        metrics: any MetricsFactory = MetricsSystem.factory, reports: (@Sendable (ActivityTokenReport) -> Void)?
+        metrics: any MetricsFactory = MetricsSystem.factory, reports: (@Sendable (ActivityTokenReport) -> Void)?,
+        contracts: [String: LiveActivityContract] = [:]
     ) {
         self.environment = environment
         self.reports = reports
+        self.contracts = contracts
         self.maximumPhones = max(1, maximumPhones)
         self.rules = rules
         let states: [DeliveryState] = [.delivered, .stored, .deliveredFromStorage]
@@ -263,7 +269,8 @@ public final class LocalAPNSPhones: Sendable {
     /// needs to start from an installed app: a new device token, and a push-to-start token for each
     /// app that registers an attributes type. A start to that token starts an activity on this phone,
     /// which then shows with its own update token (after the person's Allow when
-    /// `asksBeforeActivities`, see `SimulatedDevice.asksBeforeActivities`). Any content state is
+    /// `asksBeforeActivities`, see `SimulatedDevice.asksBeforeActivities`). A content state is
+    /// decoded against the attributes type's contract when the phones have one, else any is
     /// accepted (no app type to decode it with). With reports configured, each app reports its
     /// tokens with the phone's device token as its installation id.
     package func create(apps: [NewApp], asksBeforeActivities: Bool = false) -> Created {
@@ -284,7 +291,9 @@ public final class LocalAPNSPhones: Sendable {
             let installed = SimulatedApp(
                 // The server's environment only: the app's reports name it.
                 bundleID: app.bundleID, deviceTokens: [self.environment == .sandbox ? .sandbox : .production: token], pushToStartToken: startToken,
-                activityTypes: app.attributesTypes.map { LiveActivityType(attributesType: $0) { _ in } }
+                activityTypes: app.attributesTypes.map { name in
+                    self.contracts[name].map(LiveActivityType.init(contract:)) ?? LiveActivityType(attributesType: name) { _ in }
+                }
             )
             if let reports = self.reports { installed.activityReporting = ActivityReporting(installation: token, post: reports) }
             // Installed with its reporting: the push-to-start token reports go out now.

@@ -41,6 +41,35 @@ struct InboxCLITests {
         #expect(stopped.exitCode == 0, "\(stopped.stderr)")
     }
 
+    @Test("--activity-type: a content-state contract on the phones, from Python: bad updates discarded as decoding_failed naming the field; bad contracts refused naming the file and the path")
+    func contracts() throws {
+        let folder = try TemporaryFolder("contracts")
+        let contract = folder.url.appendingPathComponent("score.json")
+        try Data(#"""
+            {"attributes_type": "ScoreAttributes", "version": 1,
+             "content_state": {"home": {"type": "int"}, "away": {"type": "int"}, "scorer": {"type": "string", "optional": true}},
+             "attributes": {"match": {"type": "string"}}}
+            """#.utf8).write(to: contract)
+        let (server, ui) = try self.serve(["--activity-type", "ScoreAttributes=\(contract.path)"])
+        let run = try ChildProcess.run(
+            try venvPython(),
+            [PackageRoot.path("Tests/InboxClients/contracts.py"), "--ui", ui, "--send", self.sendCommand(port: server.port).joined(separator: " ")],
+            mergesStandardError: true, timeout: .seconds(120)
+        )
+        let stopped = server.stop()
+        #expect(run.exitCode == 0 && run.stdout.contains("9 passed, 0 failed"), "\(run.stdout)")
+        #expect(stopped.exitCode == 0, "\(stopped.stderr)")
+
+        let invalid = folder.url.appendingPathComponent("invalid.json")
+        try Data(#"{"attributes_type": "ScoreAttributes", "content_state": {"home": {"type": "integer"}}}"#.utf8).write(to: invalid)
+        let refused = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--activity-type", "ScoreAttributes=\(invalid.path)"])
+        #expect(refused.exitCode == 65 && refused.stderr.contains(invalid.path) && refused.stderr.contains("content_state.home.type"), "\(refused.stderr)")
+        let renamed = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--activity-type", "OtherAttributes=\(contract.path)"])
+        #expect(renamed.exitCode == 65 && renamed.stderr.contains("attributes_type is ScoreAttributes"), "\(renamed.stderr)")
+        let missing = try CommandRunner.run(["serve", "--port", "0", "--ui-port", "0", "--activity-type", "ScoreAttributes=/nonexistent/c.json"])
+        #expect(missing.exitCode == 66 && missing.stderr.contains("/nonexistent/c.json"), "\(missing.stderr)")
+    }
+
     @Test("Chromium, headless: a push appears live, a Live Activity ends as one card, the filter, hostile text stays text, clear; screenshots")
     func browser() throws {
         let (server, ui) = try self.serve()

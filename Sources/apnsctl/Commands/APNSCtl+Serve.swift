@@ -5,6 +5,7 @@ import ForgeCrypto
 import ForgeHTTP2
 import ForgeLoopback
 import ForgeLoopbackUI
+import ForgeSimulatedDevice
 import ForgeSupport
 import Foundation
 import UnixSignals
@@ -119,7 +120,8 @@ extension APNSCtl {
                 let recorder = try self.output.record.map { try PushRecorder(path: $0, acceptedOnly: self.output.recordAcceptedOnly) }
                 let inbox = LocalAPNSInbox(capacity: self.inbox.keep)
                 let forwarder = try self.makeForwarder(metrics: metrics)
-                let phones = self.makePhones(metrics: metrics, forwarder: forwarder)
+                let contracts = try self.inbox.contracts()
+                let phones = self.makePhones(metrics: metrics, forwarder: forwarder, contracts: contracts)
                 let server = try self.startServer(metrics: metrics, recorder: recorder, inbox: inbox)
                 let endpoint = try self.output.metricsPort == nil ? nil : metrics.map { try self.serveMetrics($0, server: server) }
                 // Caught before the port is printed: a supervisor that stops the server as soon as it
@@ -160,12 +162,14 @@ extension APNSCtl {
         }
 
         /// The phones, whose created phones' apps report to `forwarder` when there is one.
-        private func makePhones(metrics: ServeMetrics?, forwarder: ActivityReportForwarder?) -> LocalAPNSPhones {
+        private func makePhones(
+            metrics: ServeMetrics?, forwarder: ActivityReportForwarder?, contracts: [String: LiveActivityContract]
+        ) -> LocalAPNSPhones {
             var reports: (@Sendable (ActivityTokenReport) -> Void)?
             if let forwarder { reports = { report in forwarder.enqueue(report) } }
             let environment = self.behaviour.environment.local
-            guard let metrics else { return LocalAPNSPhones(environment: environment, reports: reports) }
-            return LocalAPNSPhones(environment: environment, metrics: metrics.factory, reports: reports)
+            guard let metrics else { return LocalAPNSPhones(environment: environment, reports: reports, contracts: contracts) }
+            return LocalAPNSPhones(environment: environment, metrics: metrics.factory, reports: reports, contracts: contracts)
         }
 
         /// Starts the inbox's HTTP server in `group` when --ui-port is given; returns its port.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ForgeSimulatedDevice
 import ForgeSupport
 import struct Foundation.URL
 
@@ -163,6 +164,16 @@ struct ServeInboxOptions: ParsableArguments {
     )
     var reportTokensTo: String?
 
+    @Option(
+        name: .customLong("activity-type"),
+        help: ArgumentHelp(
+            "What the apps of the phones made by POST /api/v1/devices decode for a Live Activity type, as NAME=CONTRACT.json "
+                + "(a content-state contract); a push whose content state does not decode is discarded as decoding_failed. Repeatable.",
+            valueName: "name=file"
+        )
+    )
+    var activityTypes: [String] = []
+
     /// `--report-tokens-to` as a URL: http or https, with a host.
     func reportURL() throws -> URL? {
         guard let text = self.reportTokensTo else { return nil }
@@ -177,6 +188,34 @@ struct ServeInboxOptions: ParsableArguments {
             throw ValidationError("--report-tokens-to needs --ui-port: it reports for the phones made by the inbox's POST /api/v1/devices.")
         }
         return url
+    }
+
+    /// The `--activity-type` contracts by attributes type, each file read and checked.
+    func contracts() throws -> [String: LiveActivityContract] {
+        var contracts: [String: LiveActivityContract] = [:]
+        for argument in self.activityTypes {
+            guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex, argument.index(after: equals) != argument.endIndex else {
+                throw CLIFailure(message: "--activity-type '\(argument)': must be NAME=CONTRACT.json", exitCode: CLIExit.dataError)
+            }
+            let name = String(argument[..<equals]), path = String(argument[argument.index(after: equals)...])
+            let bytes = try InputFiles.read(path, flag: "--activity-type")
+            let contract: LiveActivityContract
+            do throws(LiveActivityContract.Invalid) {
+                contract = try LiveActivityContract(json: bytes)
+            } catch {
+                throw CLIFailure(message: "--activity-type \(path): \(error.path): \(error.rule)", exitCode: CLIExit.dataError)
+            }
+            guard contract.attributesType == name else {
+                throw CLIFailure(
+                    message: "--activity-type \(path): attributes_type is \(contract.attributesType), not \(name)", exitCode: CLIExit.dataError
+                )
+            }
+            contracts[name] = contract
+        }
+        if !contracts.isEmpty, self.uiPort == nil {
+            throw ValidationError("--activity-type needs --ui-port: it is what the phones made by the inbox's POST /api/v1/devices decode.")
+        }
+        return contracts
     }
 }
 
