@@ -228,4 +228,49 @@ struct LiveActivityContractTests {
             }
         }
     }
+
+    @Test("A contract read from the app's own types equals the hand-written one, reads back from its JSON, and decides as JSONDecoder")
+    func describing() throws {
+        let written = try LiveActivityContract(json: Array(fullContract.utf8))
+        let described = try LiveActivityContract(describing: Full.self, attributesType: "FullAttributes")
+        #expect(described == written, "\(String(decoding: described.json, as: UTF8.self))")
+        #expect(try LiveActivityContract(json: described.json) == described)
+
+        // An enum of raw values, dates, and attributes.
+        let score = try LiveActivityContract(describing: Score.self, attributes: Match.self, attributesType: "MatchAttributes")
+        #expect(score.contentState["status"] == .init(.string) && score.contentState["kickoff"] == .init(.date(.deferredToDate), optional: true))
+        #expect(score.contentState["goals"] == .init(.array(.init(.object(["minute": .init(.int), "player": .init(.string)])))))
+        #expect(score.attributes == ["home": .init(.string), "away": .init(.string)])
+        for (payload, decodes) in [
+            (#"{"status": "live", "goals": [{"minute": 12, "player": "A"}]}"#, true),
+            (#"{"status": "paused", "goals": []}"#, false),
+            (#"{"status": "live", "goals": [], "kickoff": "2026-11-29T10:00:00Z"}"#, false),
+        ] {
+            let reference = (try? JSONDecoder().decode(Score.self, from: Data(payload.utf8))) != nil
+            var accepted = true
+            do throws(LiveActivityContract.Mismatch) { try score.checkContentState(Array(payload.utf8)) } catch { accepted = false }
+            #expect(reference == decodes && (accepted || !decodes), "\(payload): JSONDecoder \(reference), contract \(accepted)")
+        }
+    }
+}
+
+private struct Match: Decodable {
+    var home: String
+    var away: String
+}
+
+private struct Score: Decodable {
+    enum Status: String, Decodable, CaseIterable {
+        case live
+        case ended
+    }
+
+    struct Goal: Decodable {
+        var minute: Int
+        var player: String
+    }
+
+    var status: Status
+    var kickoff: Date?
+    var goals: [Goal]
 }
