@@ -119,17 +119,12 @@ struct GroupMatchTests {
                     tasks.cancelAll()
                 }
             }
-            // What the phones did: nothing throttled, and the final score shown as the activity ended.
+            // What the phones did: nothing throttled, and the final score shown as the activity ended;
+            // the first 400 on the group's channel.
+            try await expectEndedUnthrottled(devices, final: Goals(home: 41, away: 0))
             for (index, device) in devices.enumerated() {
-                _ = try await device.awaitEvent(timeout: .seconds(30)) { if case .liveActivityEnded = $0 { true } else { false } }
-                let throttled = device.timeline.filter { entry in
-                    if case .delivery(_, .throttled, _) = entry.event { true } else { false }
-                }
-                #expect(throttled.isEmpty, "phone \(index): \(throttled.map(\.description))")
-                let activity = device.liveActivities.first
-                #expect(activity?.phase == .ended && activity?.current?.contentState == .object(["home": .number(41), "away": .number(0)]),
-                        "phone \(index): \(String(describing: activity?.current))")
-                #expect((activity?.channelID != nil) == (index < Self.onChannel), "phone \(index) on the channel: \(String(describing: activity?.channelID))")
+                let channel = device.liveActivities.first?.channelID
+                #expect((channel != nil) == (index < Self.onChannel), "phone \(index) on the channel: \(String(describing: channel))")
             }
             // Per member, one request per round (never more than its distinct states): starts, one
             // update per round and the end for the token members; one broadcast per round and the end

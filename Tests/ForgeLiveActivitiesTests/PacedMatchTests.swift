@@ -99,16 +99,7 @@ struct PacedMatchTests {
                 }
             }
             // What the phones did: nothing throttled, and the final score shown as the activity ended.
-            for (index, device) in devices.enumerated() {
-                _ = try await device.awaitEvent(timeout: .seconds(30)) { if case .liveActivityEnded = $0 { true } else { false } }
-                let throttled = device.timeline.filter { entry in
-                    if case .delivery(_, .throttled, _) = entry.event { true } else { false }
-                }
-                #expect(throttled.isEmpty, "phone \(index): \(throttled.map(\.description))")
-                let activity = device.liveActivities.first
-                #expect(activity?.phase == .ended && activity?.current?.contentState == .object(["home": .number(21), "away": .number(0)]),
-                        "phone \(index): \(String(describing: activity?.current))")
-            }
+            try await expectEndedUnthrottled(devices, final: Goals(home: 21, away: 0))
             // The starts, one update per round and the ends: the merged states never reached APNs.
             #expect(loopback.server.acceptedCount == Self.phones * (1 + 20 + 1))
         }

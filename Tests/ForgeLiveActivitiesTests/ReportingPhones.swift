@@ -1,7 +1,9 @@
 import ForgeAPNsCore
 import ForgeLoopback
+import ForgeNotificationTypes
 import ForgeSupport
 import Foundation
+import Testing
 
 /// One clock for the manager and every phone of a match.
 final class SharedMatchClock: APNSWallClock, DeviceClock {
@@ -42,4 +44,18 @@ func reportingPhones(
         streams.append(reports)
     }
     return (devices, streams)
+}
+
+/// What each phone did in a match: nothing throttled, and its activity ended showing `final`.
+func expectEndedUnthrottled(_ devices: [SimulatedDevice], final: Goals) async throws {
+    let shown = JSONValue.object(["home": .number(Double(final.home)), "away": .number(Double(final.away))])
+    for (index, device) in devices.enumerated() {
+        _ = try await device.awaitEvent(timeout: .seconds(30)) { if case .liveActivityEnded = $0 { true } else { false } }
+        let throttled = device.timeline.filter { entry in
+            if case .delivery(_, .throttled, _) = entry.event { true } else { false }
+        }
+        #expect(throttled.isEmpty, "phone \(index): \(throttled.map(\.description))")
+        let activity = device.liveActivities.first
+        #expect(activity?.phase == .ended && activity?.current?.contentState == shown, "phone \(index): \(String(describing: activity?.current))")
+    }
 }

@@ -2,7 +2,8 @@
 """A content-state contract on apnsctl serve's phones, through HTTP and apnsctl send only: a phone
 with an app whose Live Activity type has a contract (serve --activity-type), a start that decodes,
 updates that do not (discarded as decoding_failed, the field, the type and the value named), one
-that does, and a start whose attributes do not decode. Standard library only."""
+that does, and a start whose attributes do not decode. Standard library only (the checks and calls
+of inbox_api.py)."""
 
 import argparse
 import json
@@ -11,27 +12,8 @@ import shlex
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
-results = []
-
-
-def check(name, condition, detail=""):
-    results.append(bool(condition))
-    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"), flush=True)
-
-
-def call(ui, method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(ui + path, data=data, method=method, headers={"content-type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            text = response.read()
-            return response.status, (json.loads(text) if text else None)
-    except urllib.error.HTTPError as error:
-        text = error.read()
-        return error.code, (json.loads(text) if text else None)
+from inbox_api import call, check, results
 
 
 def send(options, token, payload):
