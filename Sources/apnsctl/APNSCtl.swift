@@ -34,7 +34,7 @@ struct APNSCtl: AsyncParsableCommand {
             130 stopped by Ctrl-C.
             """,
         version: APNSCtlVersion.description,
-        subcommands: [Send.self, Campaign.self, Activity.self, Activities.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
+        subcommands: [Send.self, Lint.self, Campaign.self, Activity.self, Activities.self, Channels.self, Doctor.self, JWT.self, Serve.self, Demo.self]
     )
 
     /// ArgumentParser's `main()`, with two differences. Rules between flags (each command's

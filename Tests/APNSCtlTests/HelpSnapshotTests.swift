@@ -11,7 +11,7 @@ import Testing
 @Suite("Help texts match their snapshots", .timeLimit(.minutes(2)))
 struct HelpSnapshotTests {
     static let commands: [[String]] = [
-        [], ["send"], ["serve"], ["doctor"], ["jwt"], ["demo"],
+        [], ["send"], ["lint"], ["serve"], ["doctor"], ["jwt"], ["demo"],
         ["activity"], ["activity", "start"], ["activity", "update"], ["activity", "end"],
         ["channels"], ["channels", "create"], ["channels", "get"], ["channels", "list"], ["channels", "delete"],
         ["campaign"], ["campaign", "create"], ["campaign", "work"], ["campaign", "watch"], ["campaign", "report"],

@@ -11,11 +11,21 @@ public struct APNSLint: Sendable, Hashable, CustomStringConvertible {
     public var id: String
     /// One line that names the key and says what the phone will do.
     public var message: String
+    /// The JSON path of the offending field (`aps.content-state.eta`) where the lint knows one;
+    /// nil for a lint about the push as a whole or its headers.
+    public var path: String?
 
     /// Creates a lint.
     public init(id: String, message: String) {
         self.id = id
         self.message = message
+    }
+
+    /// Creates a lint about the field at `path`.
+    public init(id: String, message: String, path: String) {
+        self.id = id
+        self.message = message
+        self.path = path
     }
 
     public var description: String { "\(self.id): \(self.message)" }
@@ -29,6 +39,13 @@ public struct APNSLint: Sendable, Hashable, CustomStringConvertible {
         ("LA005", "a stale-date or dismissal-date already past"),
         ("LA006", "a push-to-start without apns-collapse-id"),
         ("LA007", "a priority-10 Live Activity update less than a minute after the previous one to the same activity"),
+        ("LA008", "an alert in a Live Activity update, which alerts at any priority"),
+        ("LA009", "a Live Activity timestamp in milliseconds"),
+        ("LA010", "a stale-date or dismissal-date more than ten years ahead"),
+        ("LA011", "a start whose attributes are its content-state"),
+        ("LA012", "a null inside content-state"),
+        ("LA013", "a start without an alert"),
+        ("LA014", "Live Activity updates that all carry the same relevance-score"),
         ("BG001", "a background push with priority 10"),
         ("BG002", "a background push with alert, sound or badge"),
         ("AL001", "mutable-content without an alert"),
@@ -71,7 +88,8 @@ public enum APNSLinter {
             if !visible.isEmpty {
                 lints.append(APNSLint(
                     id: "BG002",
-                    message: "aps.\(visible.joined(separator: ", aps.")) in a background push: iOS shows it as an alert and does not wake the app in the background"
+                    message: "aps.\(visible.joined(separator: ", aps.")) in a background push: iOS shows it as an alert and does not wake the app in the background",
+                    path: "aps.\(visible[0])"
                 ))
             }
         case .alert:
@@ -84,41 +102,89 @@ public enum APNSLinter {
 
     private static func alert(_ aps: [String: Any], into lints: inout [APNSLint]) {
         if (aps["mutable-content"] as? Int) == 1, aps["alert"] == nil {
-            lints.append(APNSLint(id: "AL001", message: "aps.mutable-content is 1 without aps.alert: iOS runs the service extension only for an alert"))
+            lints.append(APNSLint(id: "AL001", message: "aps.mutable-content is 1 without aps.alert: iOS runs the service extension only for an alert", path: "aps.mutable-content"))
         }
         if let alert = aps["alert"] as? [String: Any] {
             let text = ["title", "body", "title-loc-key", "loc-key"].contains { (alert[$0] as? String).map { !$0.isEmpty } ?? (alert[$0] != nil) }
             if !text {
-                lints.append(APNSLint(id: "AL002", message: "aps.alert has neither title nor body: iOS shows nothing"))
+                lints.append(APNSLint(id: "AL002", message: "aps.alert has neither title nor body: iOS shows nothing", path: "aps.alert"))
             }
         } else if let alert = aps["alert"] as? String, alert.isEmpty {
-            lints.append(APNSLint(id: "AL002", message: "aps.alert is empty: iOS shows nothing"))
+            lints.append(APNSLint(id: "AL002", message: "aps.alert is empty: iOS shows nothing", path: "aps.alert"))
         }
     }
 
     private static func liveActivity(_ aps: [String: Any], collapseID: String?, now: Date, into lints: inout [APNSLint]) {
+        let event = aps["event"] as? String
         if let timestamp = Self.number(aps["timestamp"]) {
             let age = now.timeIntervalSince1970 - timestamp
-            if age > 3_600 {
+            if timestamp > Self.millisecondsThreshold {
+                lints.append(APNSLint(
+                    id: "LA009",
+                    message: "aps.timestamp \(Self.numberText(timestamp)) is in milliseconds: APNs wants seconds since 1970, and iOS then ignores "
+                        + "every later update with a true timestamp as older; send \(Self.numberText((timestamp / 1000).rounded(.down)))",
+                    path: "aps.timestamp"
+                ))
+            } else if age > 3_600 {
                 lints.append(APNSLint(
                     id: "LA004",
-                    message: "aps.timestamp \(Int(timestamp)) is \(Self.duration(age)) old: iOS ignores an update older than the last one it applied"
+                    message: "aps.timestamp \(Int(timestamp)) is \(Self.duration(age)) old: iOS ignores an update older than the last one it applied",
+                    path: "aps.timestamp"
                 ))
             } else if age < -60 {
                 lints.append(APNSLint(
                     id: "LA004",
-                    message: "aps.timestamp \(Int(timestamp)) is \(Self.duration(-age)) in the future: later updates with a true timestamp are ignored"
+                    message: "aps.timestamp \(Int(timestamp)) is \(Self.duration(-age)) in the future: later updates with a true timestamp are ignored",
+                    path: "aps.timestamp"
                 ))
             }
         } else {
-            lints.append(APNSLint(id: "LA003", message: "no aps.timestamp: iOS drops a Live Activity push without one"))
+            lints.append(APNSLint(id: "LA003", message: "no aps.timestamp: iOS drops a Live Activity push without one", path: "aps"))
         }
         for key in ["stale-date", "dismissal-date"] {
-            guard let date = Self.number(aps[key]), date < now.timeIntervalSince1970 else { continue }
+            guard let date = Self.number(aps[key]) else { continue }
+            if date < now.timeIntervalSince1970 {
+                let past = Self.duration(now.timeIntervalSince1970 - date)
+                let effect = event == "start" && key == "stale-date" ? "iOS never shows the activity it starts"
+                    : "the activity turns \(key == "stale-date" ? "stale" : "dismissed") at once"
+                lints.append(APNSLint(id: "LA005", message: "aps.\(key) \(Int(date)) is \(past) past: \(effect)", path: "aps.\(key)"))
+            } else if date - now.timeIntervalSince1970 > Self.tenYears {
+                let hint = date > Self.millisecondsThreshold
+                    ? "it reads as milliseconds; APNs wants seconds since 1970: send \(Self.numberText((date / 1000).rounded(.down)))"
+                    : "APNs wants seconds since 1970"
+                lints.append(APNSLint(
+                    id: "LA010",
+                    message: "aps.\(key) \(Self.numberText(date)) is more than ten years ahead: \(hint)",
+                    path: "aps.\(key)"
+                ))
+            }
+        }
+        if event == "update", aps["alert"] != nil {
             lints.append(APNSLint(
-                id: "LA005",
-                message: "aps.\(key) \(Int(date)) is \(Self.duration(now.timeIntervalSince1970 - date)) past: the activity turns \(key == "stale-date" ? "stale" : "dismissed") at once"
+                id: "LA008",
+                message: "aps.alert in an update: iOS alerts (lights up the Dynamic Island, plays any sound) at priority 5 as at 10; "
+                    + "leave it out of updates the user need not notice",
+                path: "aps.alert"
             ))
+        }
+        if event == "start" {
+            if aps["alert"] == nil {
+                lints.append(APNSLint(
+                    id: "LA013",
+                    message: "a start without aps.alert: APNs accepts it, then iOS drops it and starts no activity",
+                    path: "aps"
+                ))
+            }
+            if let attributes = aps["attributes"] as? [String: Any], let state = aps["content-state"] as? [String: Any], !attributes.isEmpty,
+                Self.sameObject(attributes, state)
+            {
+                lints.append(APNSLint(
+                    id: "LA011",
+                    message: "aps.attributes is the same object as aps.content-state: the app decodes attributes as its ActivityAttributes "
+                        + "and content-state as their ContentState, so one copied for the other is a mistake in the sender",
+                    path: "aps.attributes"
+                ))
+            }
         }
         if (aps["event"] as? String) == "start", collapseID == nil {
             lints.append(APNSLint(
@@ -128,7 +194,35 @@ public enum APNSLinter {
         }
         if let state = aps["content-state"] as? [String: Any] {
             Self.contentState(state, path: "aps.content-state", now: now, into: &lints)
+            Self.nulls(in: state, path: "aps.content-state", into: &lints)
         }
+    }
+
+    /// A number above this, as a date or timestamp, is milliseconds: 1e11 seconds is the year 5138.
+    static let millisecondsThreshold: Double = 1e11
+    /// Ten years in seconds: a stale or dismissal date further ahead was not meant in seconds.
+    static let tenYears: Double = 10 * 365.25 * 86_400
+
+    /// LA014: Live Activity updates (`aps.event` `update`; other payloads are ignored) that all carry
+    /// the same `aps.relevance-score`, when there are two or more. iOS shows the most relevant
+    /// activity in the Dynamic Island; with one score for all it has nothing to rank by and the
+    /// island jumps between them. Needs several payloads, so the single-push
+    /// ``lints(body:pushType:priority:collapseID:now:)`` cannot judge it: `apnsctl lint` does, across its files.
+    public static func sameRelevanceScore(acrossUpdates bodies: [[UInt8]]) -> APNSLint? {
+        var scores: [Double?] = []
+        for body in bodies {
+            guard let payload = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+                let aps = payload["aps"] as? [String: Any], aps["event"] as? String == "update"
+            else { continue }
+            scores.append(Self.number(aps["relevance-score"]))
+        }
+        guard scores.count >= 2, let first = scores[0], scores.allSatisfy({ $0 == first }) else { return nil }
+        return APNSLint(
+            id: "LA014",
+            message: "all \(scores.count) updates carry aps.relevance-score \(Self.numberText(first)): with one score for all, the Dynamic Island "
+                + "jumps between the activities; rank them with different scores",
+            path: "aps.relevance-score"
+        )
     }
 
     /// Date-like keys: `date`, `time`, `eta`, a key ending in `At`, `deadline`, `until`, `expires`.
@@ -166,12 +260,13 @@ public enum APNSLinter {
             guard Self.isDateLike(key) else { continue }
             if let number = Self.number(value), !(value is Bool) {
                 guard let reading = Self.unixReading(of: number, near: now) else { continue }
-                lints.append(APNSLint(id: "LA001", message: "\(name) \(reading.explanation)"))
+                lints.append(APNSLint(id: "LA001", message: "\(name) \(reading.explanation)", path: name))
             } else if let text = value as? String, Self.looksISO(text) {
                 lints.append(APNSLint(
                     id: "LA002",
                     message: "\(name) is an ISO 8601 string: a Date decoded with JSONDecoder's default needs seconds since 2001-01-01, "
-                        + "so the update fails to decode and is dropped"
+                        + "so the update fails to decode and is dropped",
+                    path: name
                 ))
             }
         }
