@@ -19,7 +19,7 @@ internal import Foundation
 ///   types; `installation`, the device token, is what its apps' token reports name). A phone that
 ///   asks before activities gives a remotely started activity no update token until the person allows the app's activities;
 /// - `POST /api/v1/devices/{token}/actions` with `{"action": …}` and the action's fields
-///   (``DeviceAction``): what a person does to the phone (offline, online, install, uninstall,
+///   (`DeviceAction`): what a person does to the phone (offline, online, install, uninstall,
 ///   force_quit, notifications_off/on, rotate_push_to_start_token, rotate_update_token,
 ///   allow_activity, deny_activity, dismiss_activity, tap, advance_clock); answered 200 with the
 ///   phone's view (as `GET /api/v1/devices/{token}`), 404 naming an app, attributes type, activity or
