@@ -215,6 +215,19 @@ public final class LocalAPNSPhones: Sendable {
         let bundleID = APNSJudge.bundleID(of: entry.topic ?? "", pushType: entry.decision.pushType ?? .alert)
         let (phone, isIssued) = self.phone(for: token, at: date)
         let device = phone.device
+        var headers: [String: String] = [:]
+        for header in entry.headers where header.name != "authorization" { headers[header.name] = header.value }
+        let push = DevicePush(
+            token: token, pushType: pushType, headers: headers, payload: entry.body, apnsID: entry.apnsID,
+            collapseID: entry.collapseID, environment: self.environment == .sandbox ? .sandbox : .production, date: date
+        )
+        if device.app(bundleID) == nil, device.wasUninstalled(bundleID) {
+            // Uninstalled by the person (the inbox's `uninstall` action): not installed again by a push.
+            device.discardForUninstalledApp(push, bundleID: bundleID)
+            self.count(push.apnsID, on: device)
+            self.touched(phone.token, at: date)
+            return
+        }
         let app = device.app(bundleID) ?? self.install(bundleID, token: phone.token, on: device)
         if pushType == "liveactivity", !isIssued {
             // Read here only for Live Activities (the device reads every payload itself).
@@ -234,12 +247,6 @@ public final class LocalAPNSPhones: Sendable {
                 )
             }
         }
-        var headers: [String: String] = [:]
-        for header in entry.headers where header.name != "authorization" { headers[header.name] = header.value }
-        let push = DevicePush(
-            token: token, pushType: pushType, headers: headers, payload: entry.body, apnsID: entry.apnsID,
-            collapseID: entry.collapseID, environment: self.environment == .sandbox ? .sandbox : .production, date: date
-        )
         await device.deliver(push)
         self.count(push.apnsID, on: device)
         self.touched(phone.token, at: date)
@@ -303,14 +310,14 @@ public final class LocalAPNSPhones: Sendable {
         return Created(token: token, pushToStartTokens: pushToStart)
     }
 
-    /// A person's action on the phone that `token` reaches (tapping Allow, say), then what the phone
-    /// shows; `nil` when no phone has the token.
+    /// A person's action on the phone that `token` reaches (tapping Allow, say), given the device and
+    /// the phone's own token, then what the phone shows; `nil` when no phone has the token.
     /// - Throws: what `action` throws.
-    package func perform(on token: String, _ action: (SimulatedDevice) throws -> Void) rethrows -> DeviceView? {
+    package func perform(on token: String, _ action: (SimulatedDevice, String) async throws -> Void) async rethrows -> DeviceView? {
         let token = token.lowercased()
         let phone = self.state.withLock { state in state.phones[token] ?? state.issued[token].flatMap { state.phones[$0] } }
         guard let phone else { return nil }
-        try action(phone.device)
+        try await action(phone.device, phone.token)
         self.touched(phone.token, at: Date())
         return phone.device.view(token: phone.token)
     }
@@ -362,8 +369,9 @@ public final class LocalAPNSPhones: Sendable {
         let (found, evicted) = self.state.withLock { state -> ((Phone, Bool), Bool) in
             if let owner = state.issued[token], let phone = state.phones[owner] { return ((phone, true), false) }
             if let phone = state.phones[token] { return ((phone, false), false) }
+            // Each phone's own clock: the system time, moved ahead by the phone's `advance_clock` actions.
             let device = SimulatedDevice(
-                backgroundBudget: nil, rules: self.rules, activityTokenSeed: Self.seed(token), timelineRetention: 500,
+                clock: OffsetSystemDeviceClock(), backgroundBudget: nil, rules: self.rules, activityTokenSeed: Self.seed(token), timelineRetention: 500,
                 notificationRetention: 100
             )
             let phone = Phone(device: device, token: token, updatedAt: date)
@@ -380,7 +388,9 @@ public final class LocalAPNSPhones: Sendable {
         return found
     }
 
-    private func install(_ bundleID: String, token: String, on device: SimulatedDevice) -> SimulatedApp {
+    /// Installs an app with no handlers whose device token is the phone's `token` (either environment).
+    @discardableResult
+    package func install(_ bundleID: String, token: String, on device: SimulatedDevice) -> SimulatedApp {
         let app = SimulatedApp(bundleID: bundleID, deviceTokens: [.sandbox: token, .production: token])
         device.install(app)
         return app
@@ -416,7 +426,7 @@ public final class LocalAPNSPhones: Sendable {
 
 extension DeviceView {
     /// The view as the inbox's JSON API gives it: `token`, `apps`, `badge` (the highest app badge,
-    /// `null` when none), `badges`, `notifications`, `live_activities`, `channels`,
+    /// `null` when none), `badges`, `push_to_start_tokens` (per app that has one), `notifications`, `live_activities`, `channels`,
     /// `background_pushes`, `online`, `deliveries` (the delivery log, newest first: see
     /// ``DeliveryRecord/json``), `silent_pushes`, `events`; dates in ISO 8601 with milliseconds.
     package var json: [UInt8] {
@@ -427,6 +437,9 @@ extension DeviceView {
         var badges = JSONObjectWriter()
         for (bundle, badge) in self.badges.sorted(by: { $0.key < $1.key }) { badges.field(bundle, badge) }
         writer.raw("badges", badges.finish())
+        var starts = JSONObjectWriter()
+        for (bundle, token) in self.pushToStartTokens.sorted(by: { $0.key < $1.key }) { starts.field(bundle, token) }
+        writer.raw("push_to_start_tokens", starts.finish())
         writer.raw("notifications", JSONArrayWriter.array(self.notifications.map { notification in
             var item = JSONObjectWriter()
             item.field("apns_id", notification.apnsID)

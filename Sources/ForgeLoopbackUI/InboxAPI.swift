@@ -18,9 +18,12 @@ internal import Foundation
 ///   "push_to_start_tokens": {"TYPE": HEX}}]}` (one push-to-start token per app, for each of its
 ///   types; `installation`, the device token, is what its apps' token reports name). A phone that
 ///   asks before activities gives a remotely started activity no update token until the person allows the app's activities;
-/// - `POST /api/v1/devices/{token}/actions` with `{"action": "allow_activity" | "deny_activity",
-///   "bundle_id": …}`: the person taps Allow or Don't Allow for the app's Live Activities; answered
-///   200 with the phone's view (as `GET /api/v1/devices/{token}`).
+/// - `POST /api/v1/devices/{token}/actions` with `{"action": …}` and the action's fields
+///   (`DeviceAction`): what a person does to the phone (offline, online, install, uninstall,
+///   force_quit, notifications_off/on, rotate_push_to_start_token, rotate_update_token,
+///   allow_activity, deny_activity, dismiss_activity, tap, advance_clock); answered 200 with the
+///   phone's view (as `GET /api/v1/devices/{token}`), 404 naming an app, attributes type, activity or
+///   notification the phone does not have, 409 for an install of an app it has.
 ///
 /// A bad request is a 400 whose `{"error": …}` names the parameter and the rule.
 public struct LocalAPNSInboxAPI: Sendable {
@@ -106,42 +109,155 @@ public struct LocalAPNSInboxAPI: Sendable {
     }
 
     /// What a person can do on a phone through `POST /api/v1/devices/{token}/actions`, by the
-    /// `action` field's value. One case per action; a new action is a case here and a line in
-    /// ``perform(_:on:)``.
+    /// `action` field's value. One case per action; a new action is a case here, its fields in
+    /// ``fields`` and a line in ``perform(_:on:)``.
     enum DeviceAction: String, CaseIterable {
+        /// The phone loses its connection: APNs stores the last push per app.
+        case offline
+        /// The phone reconnects: the stored pushes are delivered from storage.
+        case online
+        /// Installs an app with no handlers (`bundle_id`) whose device token is the phone's.
+        case install
+        /// Removes the app (`bundle_id`) and its Live Activities; pushes to its tokens are discarded.
+        case uninstall
+        /// Swipes the app (`bundle_id`) away: background pushes no longer reach it.
+        case forceQuit = "force_quit"
+        /// Turns the app's (`bundle_id`) notifications off in Settings: its alerts are not shown.
+        case notificationsOff = "notifications_off"
+        /// Turns the app's (`bundle_id`) notifications back on.
+        case notificationsOn = "notifications_on"
+        /// The app (`bundle_id`) gets a new push-to-start token (for `attributes_type` and its other types).
+        case rotatePushToStartToken = "rotate_push_to_start_token"
+        /// The Live Activity (`activity`) gets a new update token.
+        case rotateUpdateToken = "rotate_update_token"
         /// Taps Allow for the app's Live Activities (`bundle_id`).
         case allowActivity = "allow_activity"
         /// Taps Don't Allow for the app's Live Activities (`bundle_id`).
         case denyActivity = "deny_activity"
+        /// Dismisses the Live Activity (`activity`) from the Lock Screen.
+        case dismissActivity = "dismiss_activity"
+        /// Taps the notification (`notification`, its `apns_id` in the phone's view).
+        case tap
+        /// Moves the phone's clock forward by `seconds`.
+        case advanceClock = "advance_clock"
+
+        /// The fields the action reads besides `action`, all required.
+        var fields: [String] {
+            switch self {
+            case .offline, .online: return []
+            case .install, .uninstall, .forceQuit, .notificationsOff, .notificationsOn, .allowActivity, .denyActivity: return ["bundle_id"]
+            case .rotatePushToStartToken: return ["bundle_id", "attributes_type"]
+            case .rotateUpdateToken, .dismissActivity: return ["activity"]
+            case .tap: return ["notification"]
+            case .advanceClock: return ["seconds"]
+            }
+        }
     }
 
-    /// `POST /api/v1/devices/{token}/actions`: reads the action, runs it on the phone, answers its view.
-    private func perform(_ body: [UInt8], on token: String) throws -> Response {
+    /// The longest `advance_clock` step, in seconds: a year.
+    static let maximumClockStep: Double = 366 * 86_400
+
+    /// A refused action whose field names something the phone does not have: 404.
+    private struct NotFound: Error {
+        var message: String
+    }
+
+    /// `POST /api/v1/devices/{token}/actions`: reads the action, checks its fields, runs it on the
+    /// phone, answers its view. Every check comes before the action: a refused action changes nothing.
+    private func perform(_ body: [UInt8], on token: String) async throws -> Response {
         guard let phones = self.phones else { return .error(404, "this server runs no phones") }
         let names = DeviceAction.allCases.map(\.rawValue).joined(separator: ", ")
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             throw APIError("body: must be a JSON object such as {\"action\": \"allow_activity\", \"bundle_id\": \"com.example.app\"}")
         }
-        if let unknown = object.keys.sorted().first(where: { !["action", "bundle_id"].contains($0) }) {
-            throw APIError("\(APNSJudge.clip(unknown)): not a field of an action (action, bundle_id)")
-        }
         guard let name = object["action"] as? String else { throw APIError("action: must be one of \(names)") }
         guard let action = DeviceAction(rawValue: name) else {
             throw APIError("action: unknown action '\(APNSJudge.clip(name))' (known: \(names))")
         }
-        guard let bundleID = object["bundle_id"] as? String, (try? APNSBundleID(bundleID)) != nil else {
-            throw APIError("bundle_id: must be the bundle id of an app on the phone, such as com.example.app")
+        let known = ["action"] + action.fields
+        if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+            throw APIError("\(APNSJudge.clip(unknown)): not a field of the action \(name) (\(known.joined(separator: ", ")))")
+        }
+        var bundleID = ""
+        if action.fields.contains("bundle_id") {
+            guard let text = object["bundle_id"] as? String, (try? APNSBundleID(text)) != nil else {
+                throw APIError("bundle_id: must be the bundle id of an app on the phone, such as com.example.app")
+            }
+            bundleID = text
+        }
+        var attributesType = ""
+        if action.fields.contains("attributes_type") {
+            guard let text = object["attributes_type"] as? String, !text.isEmpty, text.utf8.count <= 128 else {
+                throw APIError("attributes_type: must be the name of an attributes type the app registers (1 to 128 bytes)")
+            }
+            attributesType = text
+        }
+        var activityID = ""
+        if action.fields.contains("activity") {
+            guard let text = object["activity"] as? String, !text.isEmpty else {
+                throw APIError("activity: must be the id of a Live Activity on the phone, as its view lists it (such as activity-1)")
+            }
+            activityID = text
+        }
+        var notificationID = ""
+        if action.fields.contains("notification") {
+            guard let text = object["notification"] as? String, !text.isEmpty else {
+                throw APIError("notification: must be the apns_id of a notification in the phone's list, as its view lists it")
+            }
+            notificationID = text.lowercased()
+        }
+        var seconds = 0.0
+        if action.fields.contains("seconds") {
+            // JSONSerialization reads `true` as a number too; JSONValue tells them apart.
+            guard let value = object["seconds"].flatMap({ JSONValue(foundation: $0).doubleValue }), value > 0, value <= Self.maximumClockStep else {
+                throw APIError("seconds: must be a number of seconds above 0 and at most \(Int(Self.maximumClockStep)) (a year)")
+            }
+            seconds = value
         }
         let view: DeviceView?
         do {
-            view = try phones.perform(on: token) { device in
+            view = try await phones.perform(on: token) { device, phoneToken in
+                let app = bundleID.isEmpty ? nil : device.app(bundleID)
+                if action.fields.contains("bundle_id"), action != .install, app == nil {
+                    throw NotFound(message: "bundle_id: no app \(bundleID) on the phone")
+                }
                 switch action {
+                case .offline: device.goOffline()
+                case .online: await device.goOnline()
+                case .install:
+                    guard app == nil else { throw NotFound(message: "bundle_id: \(bundleID) is installed already") }
+                    phones.install(bundleID, token: phoneToken, on: device)
+                case .uninstall: device.uninstall(bundleID)
+                case .forceQuit: try device.forceQuit(bundleID)
+                case .notificationsOff: try device.setNotificationsAllowed(false, for: bundleID)
+                case .notificationsOn: try device.setNotificationsAllowed(true, for: bundleID)
+                case .rotatePushToStartToken:
+                    guard let app, app.activityTypeNames.contains(attributesType) else {
+                        throw NotFound(message: "attributes_type: \(bundleID) registers no attributes type \(attributesType)")
+                    }
+                    guard app.pushToStartToken != nil else {
+                        throw NotFound(message: "bundle_id: \(bundleID) has no push-to-start token")
+                    }
+                    try device.rotatePushToStartToken(of: bundleID)
+                case .rotateUpdateToken:
+                    try device.rotateUpdateToken(of: activityID)
                 case .allowActivity: try device.allowActivities(of: bundleID)
                 case .denyActivity: try device.denyActivities(of: bundleID)
+                case .dismissActivity:
+                    try device.dismissActivity(activityID)
+                case .tap:
+                    let shown = device.view(token: phoneToken, events: 0).notifications.first { $0.apnsID.lowercased() == notificationID }
+                    guard let shown else { throw NotFound(message: "notification: no notification \(notificationID) in the phone's list") }
+                    try await device.tap(shown.collapseID ?? shown.apnsID, in: shown.bundleID)
+                case .advanceClock: try device.advanceClock(by: seconds)
                 }
             }
+        } catch let error as NotFound {
+            // 409 for an install of an app the phone has: the request is right, the phone's state refuses it.
+            return .error(action == .install ? 409 : 404, error.message)
         } catch let error as SimulatedDeviceError {
-            throw APIError("bundle_id: \(error.message)")
+            // What the device does not have, under the field that named it.
+            return .error(404, "\(action.fields.first ?? "token"): \(error.message)")
         }
         guard let view else { return .error(404, "token: no phone has token \(token)") }
         return .json(200, view.json)
@@ -198,7 +314,7 @@ public struct LocalAPNSInboxAPI: Sendable {
             case ("devices", 5) where segments[4] == "actions":
                 guard method == "POST" else { return Self.methodNotAllowed(method, path, allowed: "POST") }
                 try Self.allow([], in: parameters, for: "POST /api/v1/devices/{token}/actions")
-                return try self.perform(body, on: try Self.token(segments[3], name: "token"))
+                return try await self.perform(body, on: try Self.token(segments[3], name: "token"))
             case ("devices", 4):
                 guard method == "GET" else { return Self.methodNotAllowed(method, path, allowed: "GET") }
                 try Self.allow([], in: parameters, for: "GET /api/v1/devices/{token}")

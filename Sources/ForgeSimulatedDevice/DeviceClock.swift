@@ -16,8 +16,30 @@ public struct SystemDeviceClock: DeviceClock {
     public var now: Date { Date() }
 }
 
+/// A device clock that can be moved forward, as a person who changes the date in Settings (or a
+/// test) does: ``SimulatedDevice/advanceClock(by:)`` moves it.
+public protocol AdjustableDeviceClock: DeviceClock {
+    /// Moves the clock forward by `seconds`.
+    func advance(by seconds: TimeInterval)
+}
+
+/// The system clock plus an offset that ``advance(by:)`` grows: time passes as it does for
+/// ``SystemDeviceClock``, and a phone of a long-running server (`apnsctl serve`) can still be moved
+/// hours ahead, each phone by its own offset.
+public final class OffsetSystemDeviceClock: AdjustableDeviceClock {
+    private let offset = LockedBox<TimeInterval>(0)
+
+    /// Creates a clock that shows the system time.
+    public init() {}
+
+    public var now: Date { Date().addingTimeInterval(self.offset.withLock { $0 }) }
+
+    /// Moves the clock forward by `seconds` from now on.
+    public func advance(by seconds: TimeInterval) { self.offset.withLock { $0 += seconds } }
+}
+
 /// A clock that only moves when told to, for deterministic tests.
-public final class ManualDeviceClock: DeviceClock {
+public final class ManualDeviceClock: AdjustableDeviceClock {
     private let date: LockedBox<Date>
 
     /// Creates a clock showing `now`.

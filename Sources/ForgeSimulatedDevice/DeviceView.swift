@@ -62,6 +62,9 @@ package struct DeviceView: Sendable, Hashable {
     package var apps: [String]
     /// Each app's icon badge, by bundle id.
     package var badges: [String: Int]
+    /// Each app's push-to-start token (one for all its attributes types, as on iOS), by bundle id;
+    /// an app with none is absent.
+    package var pushToStartTokens: [String: String]
     /// The notification list as iOS sorts it: by relevance score, highest first, then newest first.
     package var notifications: [Notification]
     /// The Live Activities, newest first.
@@ -94,9 +97,12 @@ extension SimulatedDevice {
     package func view(token: String, events: Int = 200) -> DeviceView {
         let activities = self.liveActivities
         let timeline = self.timeline
-        let (apps, shown, badges, background) = self.state.withLock { state in
-            (state.apps.map(\.bundleID), state.shown, state.badges, state.backgroundPushes)
+        let (installed, shown, badges, background) = self.state.withLock { state in
+            (state.apps, state.shown, state.badges, state.backgroundPushes)
         }
+        let apps = installed.map(\.bundleID)
+        var pushToStart: [String: String] = [:]
+        for app in installed { pushToStart[app.bundleID] = app.pushToStartToken }
         var notifications: [DeviceView.Notification] = []
         for bundleID in apps {
             for entry in shown[bundleID, default: []] where entry.inList {
@@ -137,7 +143,7 @@ extension SimulatedDevice {
             if silent.count >= 50 { break }
         }
         return DeviceView(
-            token: token.lowercased(), apps: apps, badges: badges, notifications: notifications, liveActivities: views,
+            token: token.lowercased(), apps: apps, badges: badges, pushToStartTokens: pushToStart, notifications: notifications, liveActivities: views,
             channels: Array(Set(activities.compactMap(\.channelID))).sorted(), backgroundPushes: background, silentPushes: silent,
             events: timeline.suffix(events).reversed().map { DeviceView.Event(date: $0.date, text: $0.event.description) },
             isOnline: self.isOnline, deliveries: self.deliveryLog.suffix(events).reversed()

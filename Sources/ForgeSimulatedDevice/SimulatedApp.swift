@@ -184,7 +184,7 @@ public final class SimulatedApp: Sendable {
     }
 
     /// The attributes types the app registered, sorted.
-    var activityTypeNames: [String] { self.storage.withLock { $0.activityTypes.keys.sorted() } }
+    package var activityTypeNames: [String] { self.storage.withLock { $0.activityTypes.keys.sorted() } }
 
     /// The reporting and the next report's sequence number, when the app reports.
     func nextReport() -> (ActivityReporting, Int64)? {

@@ -170,19 +170,35 @@ extension SimulatedDevice {
     }
 
     /// Removes the app with `bundleID`, its Live Activities with it; pushes to its tokens are then
-    /// discarded (app uninstalled).
+    /// discarded (app uninstalled). A device token another installed app also has stays its.
     public func uninstall(_ bundleID: String) {
         self.state.withLock { state in
             guard let app = state.apps.first(where: { $0.bundleID == bundleID }) else { return }
             let text = "\(bundleID) was uninstalled from the device"
-            let tokens = Array(app.deviceTokens.values) + [app.pushToStartToken].compactMap { $0 }
+            let others = state.apps.filter { $0.bundleID != bundleID }
+            let tokens = app.deviceTokens.values.filter { token in !others.contains { $0.ownsDeviceToken(token, environment: nil) } }
+                + [app.pushToStartToken].compactMap { $0 }
                 + state.activities.filter { $0.bundleID == bundleID && !$0.updateToken.isEmpty }.map(\.updateToken)
             for token in tokens { state.retiredTokens[token] = RetiredToken(reason: .appUninstalled, text: text) }
+            state.uninstalled.insert(bundleID)
             state.apps.removeAll { $0.bundleID == bundleID }
             state.activities.removeAll { $0.bundleID == bundleID }
             state.shown[bundleID] = nil
             state.badges[bundleID] = nil
         }
+    }
+
+    /// Whether the app with `bundleID` was uninstalled (``uninstall(_:)``) and not installed again.
+    package func wasUninstalled(_ bundleID: String) -> Bool {
+        self.state.withLock { $0.uninstalled.contains(bundleID) }
+    }
+
+    /// Records a push for an uninstalled app as received and discarded (app uninstalled), as
+    /// ``deliver(_:)-(DevicePush)`` does when the push's token was the app's alone: for a server whose
+    /// phones' apps share the device token.
+    package func discardForUninstalledApp(_ push: DevicePush, bundleID: String) {
+        self.record(.pushReceived(apnsID: push.apnsID, token: push.token, pushType: push.pushType))
+        self.logDelivery(push.apnsID, .discarded(.appUninstalled), reason: "\(bundleID) was uninstalled from the device")
     }
 
     // MARK: Admission

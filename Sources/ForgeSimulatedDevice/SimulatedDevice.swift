@@ -73,6 +73,8 @@ public final class SimulatedDevice: Sendable {
         var deliveryLog: [DeliveryRecord] = []
         /// Whether remotely started Live Activities wait for the person's permission (iOS 17.2 and later).
         var asksBeforeActivities = false
+        /// The apps uninstalled and not installed again, by bundle id.
+        var uninstalled: Set<String> = []
         /// The person's answer per app (bundle id) to "Allow Live Activities?"; absent: not asked yet.
         var activityPermissions: [String: ActivityPermission] = [:]
 
@@ -176,9 +178,15 @@ public final class SimulatedDevice: Sendable {
 
     // MARK: Apps
 
-    /// Installs `app` (replacing an app with the same bundle identifier).
+    /// Installs `app` (replacing an app with the same bundle identifier). Its tokens reach it again
+    /// when an earlier ``uninstall(_:)`` of the app had retired them.
     public func install(_ app: SimulatedApp) {
         self.state.withLock { state in
+            for token in Array(app.deviceTokens.values) + [app.pushToStartToken].compactMap({ $0 })
+            where state.retiredTokens[token]?.reason == .appUninstalled {
+                state.retiredTokens[token] = nil
+            }
+            state.uninstalled.remove(app.bundleID)
             state.apps.removeAll { $0.bundleID == app.bundleID }
             state.apps.append(app)
         }

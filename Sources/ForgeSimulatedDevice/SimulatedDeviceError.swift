@@ -10,6 +10,7 @@ public struct SimulatedDeviceError: Error, Hashable, Sendable, CustomStringConve
         case timedOut
         case activityNotFound
         case badSimulatorFile
+        case clockNotAdjustable
     }
 
     private let code: Code
@@ -33,6 +34,8 @@ public struct SimulatedDeviceError: Error, Hashable, Sendable, CustomStringConve
     public static let activityNotFound = SimulatedDeviceError(.activityNotFound, "Live Activity not found")
     /// A `.apns` file that simctl would refuse (not an object, no `aps`, over 4096 bytes, no app named).
     public static let badSimulatorFile = SimulatedDeviceError(.badSimulatorFile, "bad .apns file")
+    /// The device's clock cannot be moved (it is not an ``AdjustableDeviceClock``).
+    public static let clockNotAdjustable = SimulatedDeviceError(.clockNotAdjustable, "the device clock cannot be moved")
     /// No matching event was recorded in time.
     public static let timedOut = SimulatedDeviceError(.timedOut, "timed out")
 

@@ -492,7 +492,7 @@ struct CreateDeviceTests {
         let refusals: [(String, String, Int, String)] = [
             (path, #"{"action":"shake","bundle_id":"com.example.shop"}"#, 400, "action: unknown action 'shake'"),
             (path, #"{"bundle_id":"com.example.shop"}"#, 400, "action:"),
-            (path, #"{"action":"allow_activity","bundle_id":"com.example.other"}"#, 400, "bundle_id: no app com.example.other"),
+            (path, #"{"action":"allow_activity","bundle_id":"com.example.other"}"#, 404, "bundle_id: no app com.example.other"),
             (path, #"{"action":"allow_activity"}"#, 400, "bundle_id:"),
             (path, #"{"action":"allow_activity","bundle_id":"com.example.shop","why":1}"#, 400, "why:"),
             ("/api/v1/devices/\(String(repeating: "de", count: 32))/actions", #"{"action":"allow_activity","bundle_id":"com.example.shop"}"#, 404, "token:"),

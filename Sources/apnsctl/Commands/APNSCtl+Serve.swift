@@ -23,7 +23,9 @@ extension APNSCtl {
                 status, q, since, limit), GET /api/v1/pushes/{apns_id}, DELETE /api/v1/pushes, GET /api/v1/wait?token=T&timeout=5s, \
                 GET /api/v1/devices/{token}, POST /api/v1/devices (a phone with apps installed; "ask_before_activities": \
                 true for one that asks before Live Activities, as iOS 17.2 and later do), POST /api/v1/devices/{token}/actions \
-                ({"action": "allow_activity" or "deny_activity", "bundle_id": …}: the person's Allow or Don't Allow), \
+                ({"action": …}: what a person does to the phone: offline, online, install, uninstall, force_quit, \
+                notifications_off, notifications_on, rotate_push_to_start_token, rotate_update_token, allow_activity, \
+                deny_activity, dismiss_activity, tap, advance_clock), \
                 GET /api/v1/events (Server-Sent Events), GET /metrics. The inbox keeps the \
                 newest --keep requests. Then one line per judged request: human-readable with the judge's reason for a \
                 rejection, or with --json one JSON object (token, push_type, status, reason, why, apns_id). \
