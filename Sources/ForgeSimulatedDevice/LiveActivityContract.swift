@@ -231,6 +231,23 @@ public struct LiveActivityContract: Hashable, Sendable {
         try Self.check(Data(json), fields: attributes, root: "attributes")
     }
 
+    /// Decodes a whole push payload's `aps.content-state` and, for a start, `aps.attributes`, as
+    /// the app would (each when present), from the payload's own bytes: what `apnsctl lint
+    /// --contract` reports. Paths start at the payload: `aps.content-state.home`.
+    /// - Throws: ``Mismatch``.
+    public func checkPayload(_ payload: some Collection<UInt8>) throws(Mismatch) {
+        var aps: [String: Field] = ["content-state": Field(.object(self.contentState), optional: true)]
+        if let attributes = self.attributes { aps["attributes"] = Field(.object(attributes), optional: true) }
+        do {
+            try Self.check(Data(payload), fields: ["aps": Field(.object(aps), optional: true)], root: "")
+        } catch {
+            var trimmed = error
+            if trimmed.path.hasPrefix(".") { trimmed.path.removeFirst() }
+            if trimmed.path.isEmpty { trimmed.path = "$" }
+            throw trimmed
+        }
+    }
+
     private static func check(_ json: Data, fields: [String: Field], root: String) throws(Mismatch) {
         let decoder = JSONDecoder()
         decoder.userInfo[Walker.fieldsKey] = FieldsBox(fields)

@@ -125,4 +125,35 @@ struct LintCommandTests {
         let alone = try CommandRunner.run(["lint", flat[0]])
         #expect(alone.exitCode == 0, "\(alone.stdout)")
     }
+
+    @Test("--contract: a content state or start attributes the app cannot decode is CS001 naming the field; a contract for another type, or a clean payload, finds nothing; a bad contract exits 65 naming the path")
+    func contracts() throws {
+        let folder = try TemporaryFolder("lint-command")
+        defer { folder.remove() }
+        let contract = try folder.file("order.json", contents: #"""
+            {"attributes_type": "Order", "version": 2, "content_state": {"status": {"type": "string"}, "eta": {"type": "int", "optional": true}},
+             "attributes": {"order": {"type": "string"}}}
+            """#)
+        let other = try folder.file("other.json", contents: #"{"attributes_type": "Other", "content_state": {"x": {"type": "int"}}}"#)
+        let clean = try folder.file("clean.json", contents: self.activity("update", #","relevance-score":50"#))
+        let fraction = try folder.file("fraction.json", contents: self.activity("update").replacingOccurrences(of: #""packing""#, with: #""packing","eta":1.5"#))
+        let number = try folder.file("number.json", contents: self.activity("start").replacingOccurrences(of: #"{"order":"17"}"#, with: #"{"order":17}"#))
+
+        let found = try CommandRunner.run(["lint", "--json", "--contract", contract, clean, fraction, number])
+        #expect(found.exitCode == 1, "\(found.stdout)\(found.stderr)")
+        let objects = try self.objects(found.stdout).filter { $0["id"] == "CS001" }
+        #expect(objects.count == 2, "\(found.stdout)")
+        #expect(objects.contains { $0["file"] == fraction && $0["path"] == "aps.content-state.eta" && ($0["message"] ?? "").contains("expected Int") }, "\(objects)")
+        #expect(objects.contains { $0["file"] == number && $0["path"] == "aps.attributes.order" && ($0["message"] ?? "").contains("found 17") }, "\(objects)")
+
+        // Two contracts: an update names no attributes type, so none applies; the start's applies by name.
+        let both = try CommandRunner.run(["lint", "--contract", contract, "--contract", other, fraction, number])
+        #expect(both.stdout.contains("\(number): CS001 ") && !both.stdout.contains("\(fraction): CS001 "), "\(both.stdout)")
+        let unrelated = try CommandRunner.run(["lint", "--contract", other, number])
+        #expect(!unrelated.stdout.contains("CS001"), "\(unrelated.stdout)")
+
+        let bad = try folder.file("bad.json", contents: #"{"attributes_type": "Order", "content_state": {"status": {"type": "text"}}}"#)
+        let refused = try CommandRunner.run(["lint", "--contract", bad, clean])
+        #expect(refused.exitCode == 65 && refused.stderr.contains(bad) && refused.stderr.contains("content_state.status.type"), "\(refused.stderr)")
+    }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ForgeAPNsCore
+import ForgeSimulatedDevice
 import Foundation
 
 extension APNSCtl {
@@ -20,9 +21,16 @@ extension APNSCtl {
                 not JSON or not a JSON object, or breaks the .apns rules (named on stderr; the other files are \
                 still linted); 66 a file that does not exist.
 
+                --contract FILE (repeatable) checks Live Activity payloads against a content-state contract, the \
+                JSON that serve --activity-type reads: a payload whose aps.attributes-type it names, or, when only \
+                one contract is given, every Live Activity payload without one (updates and ends). A content-state \
+                or start attributes that the app could not decode is finding CS001, naming the field, the type \
+                expected and the value. A contract that cannot be read exits 65 naming the file and the JSON path.
+
                 Examples:
                   apnsctl lint start.json update-*.json
                   apnsctl lint --json --no-lint LA008 fixtures/*.apns > findings.ndjson
+                  apnsctl lint --contract ScoreAttributes.contract.json update.json
                 """
         )
 
@@ -38,11 +46,17 @@ extension APNSCtl {
         @Flag(help: "One JSON object per finding per line: file, id, path, message.")
         var json = false
 
-        @OptionGroup(title: "Lints") var lintOptions: LintOptions
+        @Option(
+            name: .customLong("contract"),
+            help: ArgumentHelp(
+                "A content-state contract (the JSON serve --activity-type reads): Live Activity payloads whose attributes-type it "
+                    + "names, or every one without attributes-type when only one is given, must decode against it (CS001). Repeatable.",
+                valueName: "file"
+            )
+        )
+        var contractFiles: [String] = []
 
-        // Content-state contracts (a `--contract FILE` option checking each payload's content-state
-        // against the app's ContentState) belong beside the options above; their findings join a
-        // file's own in `findings(in:)`.
+        @OptionGroup(title: "Lints") var lintOptions: LintOptions
 
         /// Lints that judge headers a payload file does not carry.
         static let headerLints: Set<String> = ["LA006"]
@@ -53,6 +67,7 @@ extension APNSCtl {
 
         func run() async throws {
             try await runReportingFailures {
+                let contracts = try self.contracts()
                 var failure: Int32?
                 var payloads: [Payload] = []
                 for path in self.files {
@@ -63,7 +78,7 @@ extension APNSCtl {
                         failure = max(failure ?? 0, error.exitCode)
                     }
                 }
-                var findings = payloads.flatMap { self.findings(in: $0) }
+                var findings = payloads.flatMap { self.findings(in: $0, contracts: contracts) }
                 let updates = payloads.filter { $0.event == "update" }
                 if let flat = APNSLinter.sameRelevanceScore(acrossUpdates: updates.map(\.bytes)) {
                     findings += updates.map { Finding(file: $0.path, lint: flat) }
@@ -75,12 +90,43 @@ extension APNSCtl {
             }
         }
 
-        /// What is wrong with one file's payload, judged now.
-        func findings(in payload: Payload) -> [Finding] {
+        /// What is wrong with one file's payload, judged now; and, for a Live Activity payload, what
+        /// its contract does not decode (CS001).
+        func findings(in payload: Payload, contracts: [LiveActivityContract]) -> [Finding] {
             let pushType = self.pushType?.pushType ?? (payload.event == nil ? .alert : .liveactivity)
-            return APNSLinter.lints(body: payload.bytes, pushType: pushType, priority: nil, collapseID: nil, now: Date())
+            var findings = APNSLinter.lints(body: payload.bytes, pushType: pushType, priority: nil, collapseID: nil, now: Date())
                 .filter { !Self.headerLints.contains($0.id) }
                 .map { Finding(file: payload.path, lint: $0) }
+            let contract = payload.attributesType.map { type in contracts.first { $0.attributesType == type } }
+                ?? (contracts.count == 1 ? contracts.first : nil)
+            if pushType == .liveactivity, let contract {
+                do throws(LiveActivityContract.Mismatch) {
+                    try contract.checkPayload(payload.bytes)
+                } catch {
+                    let lint = APNSLint(
+                        id: "CS001",
+                        message: "\(error.path): expected \(error.expected), found \(error.found): the app cannot decode it as "
+                            + "\(contract.attributesType) (contract version \(contract.version)); iOS drops the push with nothing in any log",
+                        path: error.path
+                    )
+                    findings.append(Finding(file: payload.path, lint: lint))
+                }
+            }
+            return findings
+        }
+
+        /// The `--contract` files, read and checked.
+        /// - Throws: ``CLIFailure``: 66 for a file that does not exist, 65 for one that is not a
+        ///   contract (naming the file and the JSON path).
+        func contracts() throws -> [LiveActivityContract] {
+            try self.contractFiles.map { path in
+                let bytes = try InputFiles.read(path, flag: "--contract")
+                do throws(LiveActivityContract.Invalid) {
+                    return try LiveActivityContract(json: bytes)
+                } catch {
+                    throw CLIFailure(message: "--contract \(path): \(error.path): \(error.rule)", exitCode: CLIExit.dataError)
+                }
+            }
         }
 
         /// A payload file as read: its path, the payload's bytes and its `aps.event`.
@@ -88,6 +134,8 @@ extension APNSCtl {
             var path: String
             var bytes: [UInt8]
             var event: String?
+            /// `aps.attributes-type`: a start's.
+            var attributesType: String?
 
             /// Reads `path`: a `.apns` file with the reader `send --payload` uses, else JSON.
             /// - Throws: ``CLIFailure`` naming the file: 66 when it does not exist, 65 when it cannot be
@@ -106,7 +154,10 @@ extension APNSCtl {
                 guard case .object(let root) = parsed else {
                     throw CLIFailure(message: "lint '\(path)': a payload must be a JSON object ({…})", exitCode: CLIExit.dataError)
                 }
-                if case .object(let aps)? = root["aps"], case .string(let event)? = aps["event"] { self.event = event }
+                if case .object(let aps)? = root["aps"] {
+                    if case .string(let event)? = aps["event"] { self.event = event }
+                    if case .string(let type)? = aps["attributes-type"] { self.attributesType = type }
+                }
             }
         }
 
