@@ -87,6 +87,14 @@ public struct LocalAPNSInboxServer: Sendable {
         case "/", "/index.html":
             guard method == "GET" || method == "HEAD" else { return Self.plain(405, "only GET / is served here") }
             return Self.response(200, "text/html; charset=utf-8", Self.page, extra: [.cacheControl: "no-store"])
+        case "/readyz":
+            // Serving means ready: the server judges from its first request, and the inbox keeps it.
+            guard method == "GET" || method == "HEAD" else { return Self.plain(405, "only GET /readyz is served here") }
+            var writer = JSONObjectWriter()
+            writer.raw("ready", Array("true".utf8))
+            writer.field("entries", api.inbox.count)
+            writer.field("dropped", api.inbox.dropped)
+            return Self.response(200, "application/json; charset=utf-8", writer.finish(), extra: [.cacheControl: "no-store"])
         case "/metrics":
             guard let metrics else { return Self.json(LocalAPNSInboxAPI.Response.notFound(path)) }
             return Self.response(200, "text/plain; version=0.0.4; charset=utf-8", metrics())

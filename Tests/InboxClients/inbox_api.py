@@ -77,6 +77,9 @@ def main():
 
     status, _ = call(ui, "DELETE", "/api/v1/pushes")
     check("DELETE /api/v1/pushes answers 204", status == 204, status)
+    status, ready = call(ui, "GET", "/readyz")
+    check("GET /readyz: 200, ready, with the inbox's counts", status == 200 and ready == {"ready": True, "entries": 0, "dropped": 0},
+          (status, ready))
 
     # A wait started before the push returns it once it is judged.
     waited = {}

@@ -26,7 +26,7 @@ extension APNSCtl {
                 ({"action": …}: what a person does to the phone: offline, online, install, uninstall, force_quit, \
                 notifications_off, notifications_on, rotate_push_to_start_token, rotate_update_token, allow_activity, \
                 deny_activity, dismiss_activity, tap, advance_clock), \
-                GET /api/v1/events (Server-Sent Events), GET /metrics. The inbox keeps the \
+                GET /api/v1/events (Server-Sent Events), GET /metrics, GET /readyz. The inbox keeps the \
                 newest --keep requests. Then one line per judged request: human-readable with the judge's reason for a \
                 rejection, or with --json one JSON object (token, push_type, status, reason, why, apns_id). \
                 A body a device could not read (not valid JSON, not UTF-8, not an object) is answered as APNs is \
