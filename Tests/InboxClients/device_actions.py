@@ -11,37 +11,10 @@ serve the topic com.example.shop. Prints one line per check and `N passed, M fai
 import argparse
 import json
 import os
-import shlex
-import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
-results = []
-
-
-def check(name, condition, detail=""):
-    results.append(bool(condition))
-    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"), flush=True)
-
-
-def call(ui, method, path, body=None):
-    """(status, parsed JSON or None) of one request (`body` sent as JSON); errors are answers too."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(ui + path, data=data, method=method, headers={"content-type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            body = response.read()
-            return response.status, (json.loads(body) if body else None)
-    except urllib.error.HTTPError as error:
-        body = error.read()
-        return error.code, (json.loads(body) if body else None)
-
-
-def send(prefix, *arguments):
-    command = shlex.split(prefix) + list(arguments)
-    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+from inbox_api import call, check, results, send
 
 
 def send_start(options, token):
